@@ -1,14 +1,14 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The aging planner: pure decisions, no I/O, so that it is testable in memory and a dry run is the
+//! very algorithm a real run executes.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod planner;
+pub mod rng;
+pub mod stats;
+pub mod theorem;
+pub mod tree;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use planner::{
+    Counters, LiveFile, Op, OpKind, Phase, PlanConfig, PlanError, Planner, UnmeetableBin,
+};
+pub use rng::Rng;
+pub use tree::{DirId, DirTree};

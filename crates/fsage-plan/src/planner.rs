@@ -1,0 +1,752 @@
+//! The planner: given a profile, a capacity and a seed, it decides every create and delete of an
+//! aging run, one per tick, and does no I/O. A dry run and a real run execute the same decisions.
+//!
+//! Rapid phase: files drawn from the size and depth histograms until the allocated bytes reach
+//! the target fullness; all of them end up in the oldest age bin. Stable phase, up to the theorem's
+//! T ticks: a fair coin picks create or delete. A create takes the size bin and the depth bin whose
+//! live fraction lies furthest below target; a delete takes the age bin with the largest surplus and,
+//! within it, a file from the over-represented size and depth bins (drawn among them, see
+//! `pick_over_represented`). The coin is balanced
+//! (see `Planner::pending`). Allocated bytes are kept in
+//! a band around the target: above it the tick deletes, below it the tick creates.
+
+use crate::rng::Rng;
+use crate::theorem::{age_bin, ticks_to_converge};
+use crate::tree::{DirId, DirTree};
+use fsage_profile::{Fullness, Profile};
+use serde::{Deserialize, Serialize};
+
+/// A live file. Its name is `f<created>`: the tick of its creation identifies it and fixes its age.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveFile {
+    pub created: u64,
+    pub size: u64,
+    pub dir: DirId,
+}
+
+impl LiveFile {
+    pub fn name(&self) -> String {
+        format!("f{}", self.created)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OpKind {
+    Create,
+    Delete,
+}
+
+/// One decision: at `tick`, create or delete `file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    pub tick: u64,
+    pub kind: OpKind,
+    pub file: LiveFile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    Rapid,
+    Stable,
+    Done,
+}
+
+/// Everything that changes decisions (besides the profile).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlanConfig {
+    /// Capacity C in bytes.
+    pub capacity: u64,
+    pub fullness: f64,
+    /// Allocation unit: every file is counted rounded up to it, every directory as one.
+    pub block_size: u64,
+    pub seed: u64,
+    /// Every file exactly its bin's upper edge (the original tool's behaviour).
+    pub exact_sizes: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    /// The directory tree alone needs more than the target bytes.
+    TooSmall {
+        needed: u64,
+        target: u64,
+    },
+    /// No file of the profile fits in the capacity.
+    NothingFits,
+    BadConfig(String),
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::TooSmall { needed, target } => write!(
+                f,
+                "capacity too small: the profile's directory tree alone takes {needed} bytes, \
+                 more than the {target} bytes of the target fullness"
+            ),
+            PlanError::NothingFits => write!(
+                f,
+                "capacity too small: not one file of the profile fits in the target fullness"
+            ),
+            PlanError::BadConfig(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// A size bin that cannot be met at this capacity: its smallest file does not fit in the room
+/// left above the target fullness, or is so large that one file swings the fullness by more than 1%.
+/// The run makes no files in it; reports list it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnmeetableBin {
+    pub bin: usize,
+    pub min_bytes: u64,
+    pub room_bytes: u64,
+    pub target_fraction: f64,
+    pub reason: String,
+}
+
+/// Counters of a run so far, for progress and reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub creates: u64,
+    pub deletes: u64,
+    /// Logical bytes of all files created.
+    pub bytes_written: u64,
+    /// Ticks whose coin was overridden to keep the fullness band.
+    pub forced_creates: u64,
+    pub forced_deletes: u64,
+    /// Largest |allocated - target| seen during the stable phase, in bytes.
+    pub max_deviation: u64,
+    /// Creates refused by the file system for lack of space (see [`Planner::reject_create`]).
+    pub enospc: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Planner {
+    cfg: PlanConfig,
+    rng: Rng,
+    tree: DirTree,
+
+    size_frac: Vec<f64>,
+    size_lo: Vec<u64>,
+    size_hi: Vec<u64>,
+    size_cum: Vec<f64>,
+    /// Size bins the run makes files in (see [`Planner::unmeetable_bins`]).
+    size_enabled: Vec<bool>,
+    churn_limit: u64,
+    depth_frac: Vec<f64>,
+    depth_of: Vec<u32>,
+    /// Depth bin of every depth of the tree (depths the profile does not list: bin 0, never used).
+    bin_of_depth: Vec<u32>,
+    depth_cum: Vec<f64>,
+    age_frac: Vec<f64>,
+    age_edges: Vec<f64>,
+
+    size_live: Vec<u64>,
+    depth_live: Vec<u64>,
+    age_live: Vec<u64>,
+    /// Live files by (age bin, size bin, depth bin).
+    cells: Vec<Vec<LiveFile>>,
+    /// Live files by (age bin, size bin): lets a delete skip empty size bins at once.
+    age_size_live: Vec<u64>,
+
+    live: u64,
+    allocated: u64,
+    tick: u64,
+    total: u64,
+    /// The rapid phase's files, decided up front so that T is known before the run starts.
+    rapid: Vec<LiveFile>,
+    rapid_len: u64,
+    /// Live files once the size histogram is exact at the target bytes. The rapid phase's random
+    /// draws can leave K below it (a few too many large files); the stable phase then settles here,
+    /// so the theorem is applied to the larger of the two.
+    steady_files: u64,
+    /// The coin is fair and balanced: stable ticks come in pairs, one create and one delete in an
+    /// order the coin picks. Each tick is still 50/50, but chance alone can no longer leave an age
+    /// bin short of the creates the theorem counts on. Holds the pair's second half.
+    pending: Option<bool>,
+
+    target: u64,
+    band: u64,
+    /// Bytes the planner will never exceed: the capacity, lowered when the file system says full.
+    ceiling: u64,
+    pub counters: Counters,
+}
+
+fn cumulative(weights: &[f64]) -> Vec<f64> {
+    let mut acc = 0.0;
+    weights
+        .iter()
+        .map(|w| {
+            acc += w;
+            acc
+        })
+        .collect()
+}
+
+/// Index drawn with probability proportional to the weights behind `cum`; never a zero-weight bin.
+fn draw(cum: &[f64], rng: &mut Rng) -> usize {
+    let total = *cum.last().unwrap_or(&0.0);
+    let x = rng.unit() * total;
+    let mut i = cum.partition_point(|&c| c <= x).min(cum.len() - 1);
+    // Floating point could land on a zero-width bin at the very top; step back to a real one.
+    while i > 0 && cum[i] == cum[i - 1] {
+        i -= 1;
+    }
+    i
+}
+
+/// A delete's size (or depth) bin: drawn among the over-represented bins that have files in scope,
+/// weighted by those files, or the least under-represented one if none is over. Taking always the
+/// single most over-represented bin would make every delete and the create that refills it cycle on
+/// one bin; drawing makes the churn follow the histogram while still only trimming surpluses.
+fn pick_over_represented(
+    rng: &mut Rng,
+    bins: usize,
+    files: impl Fn(usize) -> u64,
+    surplus: impl Fn(usize) -> f64,
+) -> usize {
+    let mut total = 0u64;
+    let mut best = (0, f64::NEG_INFINITY);
+    for i in 0..bins {
+        let f = files(i);
+        if f == 0 {
+            continue;
+        }
+        let sp = surplus(i);
+        if sp >= 0.0 {
+            total += f;
+        }
+        if sp > best.1 {
+            best = (i, sp);
+        }
+    }
+    if total == 0 {
+        return best.0;
+    }
+    let mut x = rng.below(total);
+    for i in 0..bins {
+        let f = files(i);
+        if f == 0 || surplus(i) < 0.0 {
+            continue;
+        }
+        if x < f {
+            return i;
+        }
+        x -= f;
+    }
+    best.0
+}
+
+impl Planner {
+    pub fn new(profile: &Profile, cfg: PlanConfig) -> Result<Planner, PlanError> {
+        if cfg.block_size == 0 {
+            return Err(PlanError::BadConfig("block size must be positive".into()));
+        }
+        if Fullness::new(cfg.fullness).is_none() {
+            return Err(PlanError::BadConfig(format!(
+                "fullness {} is outside (0, 1]",
+                cfg.fullness
+            )));
+        }
+        let mut rng = Rng::new(cfg.seed);
+        let tree = DirTree::build(profile, &mut rng);
+
+        let size_frac = profile.size_fractions();
+        let mut size_lo = Vec::new();
+        let mut size_hi = Vec::new();
+        let mut prev: Option<u64> = None;
+        for b in &profile.sizes {
+            let lo = match prev {
+                None => 0,
+                Some(p) => p + 1,
+            };
+            size_lo.push(if cfg.exact_sizes { b.max_bytes } else { lo });
+            size_hi.push(b.max_bytes);
+            prev = Some(b.max_bytes);
+        }
+        let depth_frac = profile.depth_fractions();
+        let age_frac = profile.age_fractions();
+        let nb = profile.ages.len() * profile.sizes.len() * profile.depths.len();
+
+        let target = (cfg.capacity as f64 * cfg.fullness).floor() as u64;
+        let bs = cfg.block_size;
+        // Bins the run will not make: files that cannot fit above the target fullness, or so large
+        // that one of them moves the fullness by more than 1%.
+        let room = cfg.capacity.saturating_sub(target);
+        let churn_limit = (target / 100).max(bs);
+        let alloc = |x: u64| x.div_ceil(bs) * bs;
+        let size_enabled: Vec<bool> = size_lo
+            .iter()
+            .zip(&size_frac)
+            .map(|(&lo, &f)| f > 0.0 && alloc(lo) <= room && alloc(lo) <= churn_limit)
+            .collect();
+        // The band must hold the largest file the run makes, or every create of one would force a
+        // storm of deletes (and every delete one of creates) that upsets the coin's balance.
+        let largest = size_hi
+            .iter()
+            .zip(&size_enabled)
+            .filter(|(_, &on)| on)
+            .map(|(&hi, _)| alloc(hi).min(room))
+            .max()
+            .unwrap_or(bs);
+        let band = (target / 100).max(2 * largest).max(16 * bs);
+        let enabled_weights: Vec<f64> = profile
+            .sizes
+            .iter()
+            .zip(&size_enabled)
+            .map(|(b, &on)| if on { b.weight } else { 0.0 })
+            .collect();
+        let mut p = Planner {
+            rng,
+            tree,
+            size_cum: cumulative(&enabled_weights),
+            size_enabled,
+            churn_limit,
+            size_frac,
+            size_lo,
+            size_hi,
+            depth_cum: cumulative(&profile.depths.iter().map(|b| b.weight).collect::<Vec<_>>()),
+            depth_frac,
+            depth_of: profile.depths.iter().map(|b| b.depth).collect(),
+            bin_of_depth: Vec::new(),
+            age_edges: profile.age_edges(),
+            age_frac,
+            size_live: vec![0; profile.sizes.len()],
+            depth_live: vec![0; profile.depths.len()],
+            age_live: vec![0; profile.ages.len()],
+            cells: vec![Vec::new(); nb],
+            age_size_live: vec![0; profile.ages.len() * profile.sizes.len()],
+            live: 0,
+            allocated: 0,
+            tick: 0,
+            total: 0,
+            rapid: Vec::new(),
+            rapid_len: 0,
+            steady_files: 0,
+            pending: None,
+            target,
+            band,
+            ceiling: cfg.capacity,
+            counters: Counters::default(),
+            cfg,
+        };
+        p.bin_of_depth = vec![0; p.tree.max_depth() as usize + 1];
+        for (i, &d) in p.depth_of.iter().enumerate() {
+            if let Some(slot) = p.bin_of_depth.get_mut(d as usize) {
+                *slot = i as u32;
+            }
+        }
+        p.allocated = (p.tree.len() as u64 - 1) * bs;
+        if p.allocated >= target {
+            return Err(PlanError::TooSmall {
+                needed: p.allocated,
+                target,
+            });
+        }
+        p.plan_rapid();
+        if p.rapid.is_empty() {
+            return Err(PlanError::NothingFits);
+        }
+        p.rapid_len = p.rapid.len() as u64;
+        p.steady_files = p.steady_state_files();
+        p.total = ticks_to_converge(p.rapid_len.max(p.steady_files), &p.age_frac, &p.age_edges);
+        Ok(p)
+    }
+
+    /// Bytes a file of `size` occupies, as the file system counts it.
+    #[inline]
+    pub fn alloc(&self, size: u64) -> u64 {
+        size.div_ceil(self.cfg.block_size) * self.cfg.block_size
+    }
+
+    fn depth_bin_of_dir(&self, dir: DirId) -> usize {
+        self.bin_of_depth[self.tree.depth(dir) as usize] as usize
+    }
+
+    /// Decides the rapid phase: drawn sizes and depths until the target bytes are reached.
+    fn plan_rapid(&mut self) {
+        let mut allocated = self.allocated;
+        let mut misses = 0;
+        while allocated < self.target {
+            let s = draw(&self.size_cum, &mut self.rng);
+            let size = self.rng.between(self.size_lo[s], self.size_hi[s]);
+            let need = self.alloc(size);
+            if allocated + need > self.ceiling {
+                // Too large for the room left; give up once draws keep missing.
+                misses += 1;
+                if misses > 1000 {
+                    break;
+                }
+                continue;
+            }
+            let d = draw(&self.depth_cum, &mut self.rng);
+            let dir = self.tree.pick(self.depth_of[d], &mut self.rng);
+            self.rapid.push(LiveFile {
+                created: self.rapid.len() as u64,
+                size,
+                dir,
+            });
+            allocated += need;
+        }
+    }
+
+    /// Mean bytes a file of size bin `s` occupies: sizes uniform in the bin, rounded up to blocks.
+    fn mean_alloc(&self, s: usize) -> f64 {
+        let bs = self.cfg.block_size as u128;
+        let (lo, hi) = (self.size_lo[s] as u128, self.size_hi[s] as u128);
+        // Sum of ceil(x / bs) for x in 0..=n, via sums of floor(y / bs).
+        let floor_sum = |m: u128| -> u128 {
+            let (q, r) = (m / bs, m % bs);
+            bs * q * q.saturating_sub(1) / 2 + q * (r + 1)
+        };
+        let ceil_sum =
+            |n: u128| floor_sum(n + bs - 1) - if bs >= 2 { floor_sum(bs - 2) } else { 0 };
+        let total = ceil_sum(hi) - if lo == 0 { 0 } else { ceil_sum(lo - 1) };
+        total as f64 / (hi - lo + 1) as f64 * bs as f64
+    }
+
+    /// Live files at the target bytes with the size histogram exactly on target.
+    fn steady_state_files(&self) -> u64 {
+        let (mut weight, mut bytes) = (0.0, 0.0);
+        for s in 0..self.size_frac.len() {
+            if self.size_enabled[s] {
+                weight += self.size_frac[s];
+                bytes += self.size_frac[s] * self.mean_alloc(s);
+            }
+        }
+        let dirs = (self.tree.len() as u64 - 1) * self.cfg.block_size;
+        if bytes <= 0.0 {
+            return 0;
+        }
+        ((self.target.saturating_sub(dirs)) as f64 * weight / bytes).round() as u64
+    }
+
+    /// Live files the stable phase settles at (see `steady_files`).
+    pub fn steady_state(&self) -> u64 {
+        self.steady_files
+    }
+
+    #[inline]
+    fn cell(&self, a: usize, s: usize, d: usize) -> usize {
+        (a * self.size_frac.len() + s) * self.depth_frac.len() + d
+    }
+
+    fn size_bin_of(&self, size: u64) -> usize {
+        self.size_hi
+            .partition_point(|&hi| hi < size)
+            .min(self.size_hi.len() - 1)
+    }
+
+    fn insert(&mut self, f: LiveFile, s: usize, d: usize) {
+        let a = age_bin(&self.age_edges, f.created, self.total);
+        let c = self.cell(a, s, d);
+        self.cells[c].push(f);
+        self.age_size_live[a * self.size_frac.len() + s] += 1;
+        self.size_live[s] += 1;
+        self.depth_live[d] += 1;
+        self.age_live[a] += 1;
+        self.live += 1;
+        self.allocated += self.alloc(f.size);
+        self.counters.creates += 1;
+        self.counters.bytes_written += f.size;
+    }
+
+    /// Takes the file at `idx` of cell (a, s, d) out of the live set.
+    fn remove(&mut self, a: usize, s: usize, d: usize, idx: usize) -> LiveFile {
+        let c = self.cell(a, s, d);
+        let f = self.cells[c].swap_remove(idx);
+        self.age_size_live[a * self.size_frac.len() + s] -= 1;
+        self.size_live[s] -= 1;
+        self.depth_live[d] -= 1;
+        self.age_live[a] -= 1;
+        self.live -= 1;
+        self.allocated -= self.alloc(f.size);
+        f
+    }
+
+    /// The next decision, or `None` once the run has its T ticks.
+    pub fn next_op(&mut self) -> Option<Op> {
+        if self.tick >= self.total {
+            return None;
+        }
+        let tick = self.tick;
+        self.tick += 1;
+        if tick < self.rapid_len {
+            let f = self.rapid[tick as usize];
+            let s = self.size_bin_of(f.size);
+            let d = self.depth_bin_of_dir(f.dir);
+            self.insert(f, s, d);
+            if self.tick == self.rapid_len {
+                self.rapid = Vec::new();
+            }
+            return Some(Op {
+                tick,
+                kind: OpKind::Create,
+                file: f,
+            });
+        }
+        let Some(op) = self.stable_step(tick) else {
+            // Nothing is live and no file fits: the run cannot go on.
+            self.total = tick;
+            self.tick = tick;
+            return None;
+        };
+        let dev = self.allocated.abs_diff(self.target);
+        self.counters.max_deviation = self.counters.max_deviation.max(dev);
+        Some(op)
+    }
+
+    fn stable_step(&mut self, tick: u64) -> Option<Op> {
+        let create = if self.live == 0 {
+            true
+        } else if self.allocated > self.target + self.band {
+            self.counters.forced_deletes += 1;
+            false
+        } else if self.allocated + self.band < self.target {
+            self.counters.forced_creates += 1;
+            true
+        } else if let Some(second) = self.pending.take() {
+            second
+        } else {
+            let first = self.rng.coin();
+            self.pending = Some(!first);
+            first
+        };
+        if create {
+            if let Some(op) = self.create(tick) {
+                return Some(op);
+            }
+        }
+        if self.live > 0 {
+            return Some(self.delete(tick));
+        }
+        self.create(tick)
+    }
+
+    fn create(&mut self, tick: u64) -> Option<Op> {
+        let room = self.ceiling.saturating_sub(self.allocated);
+        let n = self.live as f64;
+        let mut best: Option<(usize, f64)> = None;
+        for s in 0..self.size_frac.len() {
+            let f = self.size_frac[s];
+            if !self.size_enabled[s] || self.alloc(self.size_lo[s]) > room {
+                continue;
+            }
+            let deficit = f * n - self.size_live[s] as f64;
+            if best.is_none_or(|(_, b)| deficit > b) {
+                best = Some((s, deficit));
+            }
+        }
+        let (s, _) = best?;
+        let mut d = 0;
+        let mut best_d = f64::NEG_INFINITY;
+        for (i, &f) in self.depth_frac.iter().enumerate() {
+            if f <= 0.0 {
+                continue;
+            }
+            let deficit = f * n - self.depth_live[i] as f64;
+            if deficit > best_d {
+                best_d = deficit;
+                d = i;
+            }
+        }
+        let hi = if self.alloc(self.size_hi[s]) <= room {
+            self.size_hi[s]
+        } else {
+            room / self.cfg.block_size * self.cfg.block_size
+        };
+        let size = self.rng.between(self.size_lo[s], hi.max(self.size_lo[s]));
+        let dir = self.tree.pick(self.depth_of[d], &mut self.rng);
+        let file = LiveFile {
+            created: tick,
+            size,
+            dir,
+        };
+        self.insert(file, s, d);
+        Some(Op {
+            tick,
+            kind: OpKind::Create,
+            file,
+        })
+    }
+
+    fn delete(&mut self, tick: u64) -> Op {
+        let n = self.live as f64;
+        let ns = self.size_frac.len();
+        let mut a = 0;
+        let mut best = f64::NEG_INFINITY;
+        for (i, &g) in self.age_frac.iter().enumerate() {
+            if self.age_live[i] == 0 {
+                continue;
+            }
+            let surplus = self.age_live[i] as f64 - g * n;
+            if surplus > best {
+                best = surplus;
+                a = i;
+            }
+        }
+        let s = pick_over_represented(
+            &mut self.rng,
+            ns,
+            |i| self.age_size_live[a * ns + i],
+            |i| self.size_live[i] as f64 - self.size_frac[i] * n,
+        );
+        let nd = self.depth_frac.len();
+        let base = self.cell(a, s, 0);
+        let d = pick_over_represented(
+            &mut self.rng,
+            nd,
+            |i| self.cells[base + i].len() as u64,
+            |i| self.depth_live[i] as f64 - self.depth_frac[i] * n,
+        );
+        let len = self.cells[self.cell(a, s, d)].len() as u64;
+        let idx = self.rng.below(len) as usize;
+        let file = self.remove(a, s, d, idx);
+        self.counters.deletes += 1;
+        Op {
+            tick,
+            kind: OpKind::Delete,
+            file,
+        }
+    }
+
+    /// The file system refused `op` (a create) for lack of space: forget the file, lower the
+    /// ceiling to what is allocated now (the file system is fuller than its size said) and, if
+    /// needed, the target below it, so the run goes on deleting back into a band that fits. In the
+    /// rapid phase this ends the phase; T stays as printed (fewer files only need fewer ticks).
+    pub fn reject_create(&mut self, op: &Op) {
+        debug_assert_eq!(op.kind, OpKind::Create);
+        let f = op.file;
+        let s = self.size_bin_of(f.size);
+        let d = self.depth_bin_of_dir(f.dir);
+        let a = age_bin(&self.age_edges, f.created, self.total);
+        let c = self.cell(a, s, d);
+        if let Some(idx) = self.cells[c].iter().rposition(|x| *x == f) {
+            self.remove(a, s, d, idx);
+            self.counters.creates -= 1;
+            self.counters.bytes_written -= f.size;
+        }
+        self.counters.enospc += 1;
+        if self.tick <= self.rapid_len {
+            self.rapid_len = self.tick;
+            self.rapid = Vec::new();
+        }
+        self.ceiling = self.allocated;
+        let floor_target = self.ceiling.saturating_sub(2 * self.band);
+        if self.target > floor_target {
+            self.target = floor_target;
+        }
+    }
+
+    pub fn tree(&self) -> &DirTree {
+        &self.tree
+    }
+    pub fn config(&self) -> &PlanConfig {
+        &self.cfg
+    }
+    pub fn phase(&self) -> Phase {
+        if self.tick >= self.total {
+            Phase::Done
+        } else if self.tick < self.rapid_len {
+            Phase::Rapid
+        } else {
+            Phase::Stable
+        }
+    }
+    /// Ticks done so far.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+    /// The theorem's T: the run's length at perfect convergence.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+    /// K: files made by the rapid phase.
+    pub fn rapid_files(&self) -> u64 {
+        self.rapid_len
+    }
+    pub fn live(&self) -> u64 {
+        self.live
+    }
+    pub fn allocated(&self) -> u64 {
+        self.allocated
+    }
+    /// Target bytes u*C (lowered if the file system filled up early).
+    pub fn target_bytes(&self) -> u64 {
+        self.target
+    }
+    /// Half-width of the band the stable phase keeps the allocated bytes in.
+    pub fn band(&self) -> u64 {
+        self.band
+    }
+    pub fn ceiling(&self) -> u64 {
+        self.ceiling
+    }
+
+    pub fn size_targets(&self) -> &[f64] {
+        &self.size_frac
+    }
+    pub fn depth_targets(&self) -> &[f64] {
+        &self.depth_frac
+    }
+    pub fn age_targets(&self) -> &[f64] {
+        &self.age_frac
+    }
+    pub fn age_edges(&self) -> &[f64] {
+        &self.age_edges
+    }
+    pub fn size_counts(&self) -> &[u64] {
+        &self.size_live
+    }
+    pub fn depth_counts(&self) -> &[u64] {
+        &self.depth_live
+    }
+    /// Live files per age bin as steered (ages relative to T).
+    pub fn planned_age_counts(&self) -> &[u64] {
+        &self.age_live
+    }
+
+    /// Live files per age bin if the run ended now: ages relative to the ticks done. Equal to
+    /// [`planned_age_counts`](Self::planned_age_counts) at T. Walks every live file.
+    pub fn age_counts_now(&self) -> Vec<u64> {
+        let mut out = vec![0; self.age_frac.len()];
+        for f in self.live_files() {
+            out[age_bin(&self.age_edges, f.created, self.tick)] += 1;
+        }
+        out
+    }
+
+    pub fn live_files(&self) -> impl Iterator<Item = &LiveFile> {
+        self.cells.iter().flatten()
+    }
+
+    /// Size bins the run makes no files in at this capacity, and why.
+    pub fn unmeetable_bins(&self) -> Vec<UnmeetableBin> {
+        let room = self.cfg.capacity.saturating_sub(self.target);
+        (0..self.size_frac.len())
+            .filter(|&s| self.size_frac[s] > 0.0 && !self.size_enabled[s])
+            .map(|s| {
+                let min = self.alloc(self.size_lo[s]);
+                UnmeetableBin {
+                    bin: s,
+                    min_bytes: self.size_lo[s],
+                    room_bytes: room,
+                    target_fraction: self.size_frac[s],
+                    reason: if min > room {
+                        format!(
+                            "its smallest file ({min} bytes) does not fit in the {room} bytes above the target fullness"
+                        )
+                    } else {
+                        format!(
+                            "its smallest file ({min} bytes) is more than 1% of the target ({} bytes): each create or delete would swing the fullness",
+                            self.churn_limit
+                        )
+                    },
+                }
+            })
+            .collect()
+    }
+}
