@@ -1,14 +1,14 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Execution of an aging plan: backends behind one trait, the run loop with its stopping
+//! conditions, the op log, and the report it builds.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod backend;
+pub mod live_ticks;
+pub mod oplog;
+pub mod posix;
+pub mod runner;
+pub mod signals;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use backend::{Backend, DryRun, OpError};
+pub use oplog::OpLog;
+pub use posix::{Posix, WriteMode};
+pub use runner::{report, run, Observer, Outcome, Progress, RunMeta, Silent, StopConditions};

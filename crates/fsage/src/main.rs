@@ -1,3 +1,27 @@
-fn main() {
-    println!("Hello, world!");
+//! fsage: the command line. A thin layer: parse flags, resolve inputs, call the library crates.
+
+mod age;
+mod cli;
+mod profile_cmd;
+mod progress;
+mod replay;
+mod util;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Profile(cmd) => profile_cmd::run(cmd),
+        cli::Command::Age(args) => age::run_cmd(*args),
+        cli::Command::Replay(args) => replay::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fsage: error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -1,0 +1,66 @@
+//! Backends: where decisions become (or do not become) file system operations. One interface, like
+//! fio's I/O engines, so the run loop does not care which one it drives.
+
+use fsage_plan::{DirTree, Op};
+use std::fmt;
+
+/// An operation that failed, with what a user needs to find the cause.
+#[derive(Debug)]
+pub struct OpError {
+    pub op: &'static str,
+    pub path: String,
+    pub err: std::io::Error,
+}
+
+impl OpError {
+    /// The file system is full (or out of inodes, or over quota): the run can adapt.
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self.err.raw_os_error(),
+            Some(libc::ENOSPC) | Some(libc::EDQUOT)
+        )
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let errno = self
+            .err
+            .raw_os_error()
+            .map(|e| format!(" (errno {e})"))
+            .unwrap_or_default();
+        write!(f, "{} {}: {}{}", self.op, self.path, self.err, errno)
+    }
+}
+
+impl std::error::Error for OpError {}
+
+pub trait Backend {
+    /// A short name for reports ("posix", "dry-run").
+    fn name(&self) -> String;
+    /// Makes every directory of the tree, parents first, before the first file.
+    fn make_dirs(&mut self, tree: &DirTree) -> Result<(), OpError>;
+    /// Carries out one create or delete.
+    fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError>;
+    /// Waits for everything applied so far (a no-op for synchronous backends).
+    fn finish(&mut self) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// No I/O at all: the same decisions, at the planner's speed.
+#[derive(Debug, Default)]
+pub struct DryRun;
+
+impl Backend for DryRun {
+    fn name(&self) -> String {
+        "dry-run".into()
+    }
+    fn make_dirs(&mut self, _tree: &DirTree) -> Result<(), OpError> {
+        Ok(())
+    }
+    #[inline]
+    fn apply(&mut self, _op: &Op, _tree: &DirTree) -> Result<(), OpError> {
+        Ok(())
+    }
+}

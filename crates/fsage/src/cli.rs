@@ -1,0 +1,147 @@
+//! Flags and subcommands.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fsage",
+    version,
+    about = "Age a file system to a profile, reproducibly",
+    long_about = "fsage ages a directory tree on any POSIX file system to match an aging profile \
+                  (file sizes, directory depths, relative ages, fullness), the way Geriatrix does, \
+                  with a pure planner, a dry-run backend and machine-readable reports."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List, show and import aging profiles.
+    #[command(subcommand)]
+    Profile(ProfileCmd),
+    /// Age TARGET_DIR (or plan it, with --dry-run) to match a profile.
+    Age(Box<AgeArgs>),
+    /// Replay an op log with the same system calls and no planner (the baseline for benchmarks).
+    Replay(ReplayArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCmd {
+    /// The built-in profiles.
+    List,
+    /// A profile's histograms, and the ticks the convergence theorem predicts at a capacity.
+    Show {
+        /// A built-in name or a profile file (.toml).
+        profile: String,
+        /// Capacity to predict T for.
+        #[arg(long, default_value = "50GiB")]
+        capacity: String,
+        /// Fullness (default: the profile's).
+        #[arg(long)]
+        fullness: Option<f64>,
+        #[arg(long, default_value = "4096")]
+        block_size: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the profile in fsage's TOML format instead.
+        #[arg(long)]
+        toml: bool,
+    },
+    /// Convert a profile in the original Geriatrix three-file format into fsage's TOML format.
+    Import {
+        /// Directory holding size_distribution.txt, dir_distribution.txt, age_distribution.txt.
+        dir: PathBuf,
+        /// Profile name (default: the directory's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Default fullness to record.
+        #[arg(long)]
+        fullness: Option<f64>,
+        #[arg(long, default_value = "")]
+        description: String,
+        #[arg(long, default_value = "")]
+        source: String,
+        /// Output file (default: standard output). Refuses to overwrite without --force.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WriteModeArg {
+    Fallocate,
+    Write,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeArgs {
+    /// Built-in profile name or profile file (.toml).
+    #[arg(long, short = 'p')]
+    pub profile: String,
+    /// Capacity C (e.g. 4GiB, 512M). Default: the size of the file system holding TARGET_DIR.
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// Fullness u in (0, 1]. Default: the profile's.
+    #[arg(long)]
+    pub fullness: Option<f64>,
+    /// Seed of every random choice: the same seed gives the same op log.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Plan only: no I/O, the same decisions.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How files get their blocks.
+    #[arg(long, value_enum, default_value = "fallocate")]
+    pub write_mode: WriteModeArg,
+    /// Every file exactly its bin's size (the original tool's behaviour).
+    #[arg(long)]
+    pub exact_sizes: bool,
+    /// Allocation unit for counting space. Default: the target file system's block size (4096 in
+    /// a dry run without a target).
+    #[arg(long)]
+    pub block_size: Option<String>,
+    /// Stop after this long (e.g. 90s, 30m, 2h; a bare number is seconds).
+    #[arg(long)]
+    pub max_time: Option<String>,
+    /// Stop after writing this many times the capacity.
+    #[arg(long)]
+    pub max_overwrites: Option<f64>,
+    /// Stop once the age histogram's chi-squared fit reaches this p-value (checked every 1000 ticks).
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Stop after this many operations (ticks, the rapid phase included).
+    #[arg(long)]
+    pub max_ops: Option<u64>,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one line per operation to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub op_log: Option<PathBuf>,
+    /// No progress display and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Age TARGET_DIR even though it is not empty.
+    #[arg(long)]
+    pub force: bool,
+    /// Directory to age (created if missing). Optional with --dry-run when --capacity is given.
+    pub target: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// An op log written by `fsage age --op-log`.
+    pub op_log: PathBuf,
+    /// Empty directory to replay into.
+    pub target: PathBuf,
+    #[arg(long, value_enum, default_value = "fallocate")]
+    pub write_mode: WriteModeArg,
+    /// Replay into a non-empty directory.
+    #[arg(long)]
+    pub force: bool,
+}

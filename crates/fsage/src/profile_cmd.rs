@@ -1,0 +1,135 @@
+//! `fsage profile list|show|import`.
+
+use crate::cli::ProfileCmd;
+use crate::util::write_atomic;
+use fsage_plan::{PlanConfig, Planner};
+use fsage_profile::{
+    builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
+};
+use std::process::ExitCode;
+
+pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
+    match cmd {
+        ProfileCmd::List => {
+            println!(
+                "{:<10} {:>9} {:>6} {:>6} {:>6}  description",
+                "name", "fullness", "sizes", "depths", "ages"
+            );
+            for name in builtin_names() {
+                let p = builtin(name).expect("built-ins parse");
+                println!(
+                    "{:<10} {:>9} {:>6} {:>6} {:>6}  {}",
+                    p.name,
+                    p.fullness.get(),
+                    p.sizes.len(),
+                    p.depths.len(),
+                    p.ages.len(),
+                    p.description
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ProfileCmd::Show {
+            profile,
+            capacity,
+            fullness,
+            block_size,
+            seed,
+            toml,
+        } => {
+            let p = fsage_profile::resolve(&profile).map_err(|e| e.to_string())?;
+            if toml {
+                print!("{}", to_toml(&p));
+                return Ok(ExitCode::SUCCESS);
+            }
+            print!("{}", render_tables(&p));
+            let capacity =
+                parse_size(&capacity).map_err(|e| format!("--capacity {capacity:?}: {e}"))?;
+            let block_size =
+                parse_size(&block_size).map_err(|e| format!("--block-size {block_size:?}: {e}"))?;
+            let u = fullness.unwrap_or(p.fullness.get());
+            if Fullness::new(u).is_none() {
+                return Err(format!("--fullness {u}: must lie in (0, 1]"));
+            }
+            let cfg = PlanConfig {
+                capacity,
+                fullness: u,
+                block_size,
+                seed,
+                exact_sizes: false,
+            };
+            match Planner::new(&p, cfg) {
+                Ok(plan) => {
+                    let t = plan.total();
+                    let k = plan.rapid_files();
+                    println!(
+                        "\nAt {} and fullness {u} (seed {seed}): {} directories, K = {k} files after the rapid phase, \
+                         T = {t} ticks to converge ({:.1} K), about {} written.",
+                        human_bytes(capacity),
+                        plan.tree().len() - 1,
+                        t as f64 / k.max(1) as f64,
+                        human_bytes(estimate_written(&plan))
+                    );
+                    for u in plan.unmeetable_bins() {
+                        println!(
+                            "Size bin {} (target {:.4}%) cannot be met at this capacity: {}.",
+                            u.bin,
+                            100.0 * u.target_fraction,
+                            u.reason
+                        );
+                    }
+                }
+                Err(e) => println!("\nAt {}: {e}", human_bytes(capacity)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ProfileCmd::Import {
+            dir,
+            name,
+            fullness,
+            description,
+            source,
+            output,
+            force,
+        } => {
+            let name = name.unwrap_or_else(|| {
+                dir.file_name()
+                    .map_or_else(|| "imported".into(), |n| n.to_string_lossy().into_owned())
+            });
+            let mut p = fsage_profile::import_geriatrix(&dir, &name).map_err(|e| e.to_string())?;
+            if let Some(u) = fullness {
+                p.fullness =
+                    Fullness::new(u).ok_or(format!("--fullness {u}: must lie in (0, 1]"))?;
+            }
+            if !description.is_empty() {
+                p.description = description;
+            }
+            if !source.is_empty() {
+                p.source = source;
+            }
+            let text = to_toml(&p);
+            match output {
+                Some(path) => {
+                    if path.exists() && !force {
+                        return Err(format!(
+                            "{}: exists; --force to overwrite it",
+                            path.display()
+                        ));
+                    }
+                    write_atomic(&path, text.as_bytes())?;
+                    eprintln!("fsage: wrote profile {} to {}", p.name, path.display());
+                }
+                None => print!("{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Bytes a full run writes: the rapid phase's plus half the stable ticks at the mean file size.
+fn estimate_written(plan: &Planner) -> u64 {
+    let mean: f64 =
+        plan.config().capacity as f64 * plan.config().fullness / plan.rapid_files().max(1) as f64;
+    let creates = plan.rapid_files() as f64 + (plan.total() - plan.rapid_files()) as f64 / 2.0;
+    (creates * mean) as u64
+}

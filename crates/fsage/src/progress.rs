@@ -1,0 +1,93 @@
+//! The progress line on a terminal: phase, ticks of T, ops/s, overwrites, age RMSE. Drawn at most
+//! five times a second from numbers the run really has; silent when stderr is not a terminal.
+
+use fsage_exec::{Observer, Progress};
+use fsage_plan::Phase;
+use std::io::Write;
+use std::time::Duration;
+
+pub struct Bar {
+    enabled: bool,
+    last: Option<Duration>,
+    drawn: bool,
+}
+
+impl Bar {
+    pub fn new(quiet: bool) -> Bar {
+        // SAFETY: isatty on a standard descriptor.
+        let tty = unsafe { libc::isatty(2) } == 1;
+        Bar {
+            enabled: tty && !quiet,
+            last: None,
+            drawn: false,
+        }
+    }
+}
+
+fn rate(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+impl Observer for Bar {
+    fn update(&mut self, progress: &dyn Fn() -> Progress, elapsed: Duration) {
+        if !self.enabled
+            || self
+                .last
+                .is_some_and(|l| elapsed < l + Duration::from_millis(200))
+        {
+            return;
+        }
+        self.last = Some(elapsed);
+        let p = progress();
+        let phase = match p.phase {
+            Phase::Rapid => "rapid",
+            Phase::Stable => "stable",
+            Phase::Done => "done",
+        };
+        let pct = 100.0 * p.tick as f64 / p.total.max(1) as f64;
+        let width = 24;
+        let filled = ((pct / 100.0) * width as f64).round() as usize;
+        let bar: String = "#".repeat(filled.min(width)) + &"-".repeat(width - filled.min(width));
+        let eta = if p.tick > 0 && p.total > p.tick {
+            let secs = elapsed.as_secs_f64() * (p.total - p.tick) as f64 / p.tick as f64;
+            format!(" eta {}", fmt_secs(secs))
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[2K{phase:>6} [{bar}] {}/{} ticks ({pct:.1}%) {} ops/s  overwrites {:.2}  age RMSE {:.4}%  {}{eta}",
+            p.tick,
+            p.total,
+            rate(p.ops_per_s),
+            p.overwrites,
+            100.0 * p.age_rmse,
+            fmt_secs(elapsed.as_secs_f64()),
+        );
+        let _ = std::io::stderr().flush();
+        self.drawn = true;
+    }
+
+    fn finish(&mut self) {
+        if self.drawn {
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    let s = s as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}

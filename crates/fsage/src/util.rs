@@ -1,0 +1,134 @@
+//! Small helpers shared by the subcommands.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// "90s", "30m", "2h", "1d", "1.5h" or a bare number of seconds.
+pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        Some((i, 'd')) => (&t[..i], 86400.0),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v * mult < 1e12 => Ok(Duration::from_secs_f64(v * mult)),
+        _ => Err(format!(
+            "{flag} {text:?}: expected a positive duration such as 90s, 30m, 2h or a number of seconds"
+        )),
+    }
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename, so a reader never sees half.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// Size and block size of the file system holding `path` (statvfs).
+pub fn fs_size(path: &Path) -> Result<(u64, u64), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path has a NUL byte", path.display()))?;
+    // SAFETY: valid C string and out-pointer.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(format!(
+            "{}: statvfs: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let frsize = if st.f_frsize > 0 {
+        st.f_frsize
+    } else {
+        st.f_bsize
+    };
+    Ok((st.f_blocks as u64 * frsize as u64, frsize as u64))
+}
+
+/// Makes sure `target` is an empty directory we may age (creating it if missing), unless `force`.
+pub fn prepare_target(target: &Path, force: bool) -> Result<(), String> {
+    match fs::symlink_metadata(target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir(target).map_err(|e| {
+            format!(
+                "{}: cannot create the target directory: {e}",
+                target.display()
+            )
+        }),
+        Err(e) => Err(format!("{}: {e}", target.display())),
+        Ok(m) if m.file_type().is_symlink() => {
+            let real = fs::metadata(target).map_err(|e| format!("{}: {e}", target.display()))?;
+            if !real.is_dir() {
+                return Err(format!("{}: not a directory", target.display()));
+            }
+            check_empty(target, force)
+        }
+        Ok(m) if !m.is_dir() => Err(format!("{}: not a directory", target.display())),
+        Ok(_) => check_empty(target, force),
+    }
+}
+
+fn check_empty(target: &Path, force: bool) -> Result<(), String> {
+    let entries = fs::read_dir(target)
+        .map_err(|e| format!("{}: {e}", target.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() != "lost+found")
+        .count();
+    if entries > 0 && !force {
+        return Err(format!(
+            "{}: the target is not empty ({entries} entries); fsage ages an empty directory so that \
+             nothing of yours is touched. Use an empty directory, or --force to age this one anyway",
+            target.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(
+            parse_duration("--max-time", "90s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse_duration("--max-time", "2h").unwrap(),
+            Duration::from_secs(7200)
+        );
+        assert_eq!(
+            parse_duration("--max-time", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        let e = parse_duration("--max-time", "soon").unwrap_err();
+        assert!(e.contains("--max-time"), "{e}");
+        assert!(parse_duration("--max-time", "-3s").is_err());
+    }
+}
