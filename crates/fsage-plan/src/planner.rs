@@ -723,6 +723,19 @@ impl Planner {
         self.cells.iter().flatten()
     }
 
+    /// Heap bytes the planner holds (live-file cells, rapid list, tree paths): for the memory
+    /// benchmark, so it can report bytes per live file without guessing.
+    pub fn heap_bytes(&self) -> u64 {
+        let cells: usize = self
+            .cells
+            .iter()
+            .map(|c| c.capacity() * std::mem::size_of::<LiveFile>())
+            .sum::<usize>()
+            + self.cells.capacity() * std::mem::size_of::<Vec<LiveFile>>();
+        let rapid = self.rapid.capacity() * std::mem::size_of::<LiveFile>();
+        (cells + rapid + self.tree.heap_bytes()) as u64
+    }
+
     /// Size bins the run makes no files in at this capacity, and why.
     pub fn unmeetable_bins(&self) -> Vec<UnmeetableBin> {
         let room = self.cfg.capacity.saturating_sub(self.target);

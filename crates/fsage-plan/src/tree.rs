@@ -113,6 +113,13 @@ impl DirTree {
         Ok(tree)
     }
 
+    /// Heap bytes held by the tree.
+    pub fn heap_bytes(&self) -> usize {
+        self.parent.capacity() * 4
+            + self.level.capacity() * 4
+            + self.path.iter().map(|p| p.capacity() + 24).sum::<usize>()
+    }
+
     /// Number of directories, the root included.
     pub fn len(&self) -> usize {
         self.parent.len()

@@ -26,6 +26,33 @@ pub enum Command {
     Age(Box<AgeArgs>),
     /// Replay an op log with the same system calls and no planner (the baseline for benchmarks).
     Replay(ReplayArgs),
+    /// Benchmarks of fsage itself.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Planner speed and memory per live file at several live-file counts (no I/O).
+    Planner(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[arg(long, default_value = "agrawal")]
+    pub profile: String,
+    /// Live-file counts to measure at (comma-separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10000,100000,1000000,10000000"
+    )]
+    pub live: Vec<u64>,
+    /// Stable-phase decisions to time at each count.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub ticks: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Subcommand, Debug)]

@@ -1,6 +1,7 @@
 //! fsage: the command line. A thin layer: parse flags, resolve inputs, call the library crates.
 
 mod age;
+mod bench;
 mod cli;
 mod profile_cmd;
 mod progress;
@@ -16,6 +17,7 @@ fn main() -> ExitCode {
         cli::Command::Profile(cmd) => profile_cmd::run(cmd),
         cli::Command::Age(args) => age::run_cmd(*args),
         cli::Command::Replay(args) => replay::run(args),
+        cli::Command::Bench(cli::BenchCmd::Planner(args)) => bench::run(args),
     };
     match result {
         Ok(code) => code,
