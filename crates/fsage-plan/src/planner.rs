@@ -13,7 +13,7 @@
 use crate::rng::Rng;
 use crate::theorem::{age_bin, ticks_to_converge};
 use crate::tree::{DirId, DirTree};
-use fsage_profile::{Fullness, Profile};
+use fsage_profile::{human_bytes, Fullness, Profile};
 use serde::{Deserialize, Serialize};
 
 /// A live file. Its name is `f<created>`: the tick of its creation identifies it and fixes its age.
@@ -750,12 +750,15 @@ impl Planner {
                     target_fraction: self.size_frac[s],
                     reason: if min > room {
                         format!(
-                            "its smallest file ({min} bytes) does not fit in the {room} bytes above the target fullness"
+                            "its smallest file ({}) does not fit in the {} above the target fullness",
+                            human_bytes(min),
+                            human_bytes(room)
                         )
                     } else {
                         format!(
-                            "its smallest file ({min} bytes) is more than 1% of the target ({} bytes): each create or delete would swing the fullness",
-                            self.churn_limit
+                            "its smallest file ({}) is more than 1% of the target bytes ({}): each create or delete would swing the fullness",
+                            human_bytes(min),
+                            human_bytes(self.churn_limit)
                         )
                     },
                 }

@@ -12,6 +12,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Die quietly when a reader such as `head` closes the pipe, as command-line tools do.
+    // SAFETY: restoring the default disposition of a signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Profile(cmd) => profile_cmd::run(cmd),
