@@ -24,12 +24,8 @@ impl OpError {
 
 impl fmt::Display for OpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let errno = self
-            .err
-            .raw_os_error()
-            .map(|e| format!(" (errno {e})"))
-            .unwrap_or_default();
-        write!(f, "{} {}: {}{}", self.op, self.path, self.err, errno)
+        // io::Error's text already ends in "(os error N)", the errno.
+        write!(f, "{} {}: {}", self.op, self.path, self.err)
     }
 }
 

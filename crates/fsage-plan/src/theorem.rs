@@ -19,7 +19,10 @@ pub fn widths(edges: &[f64]) -> Vec<f64> {
 }
 
 /// The theorem's T for `k` live files, target fractions `g` and bin edges `edges` (youngest first,
-/// the last edge 1). Rounded up, and never below `k` (the rapid phase is part of the run).
+/// the last edge 1). Rounded up, and never below `k` (the rapid phase is part of the run). Also at
+/// least one tick per wanted bin (1 / s_b where g_b > 0): for a small K the theorem alone can make a
+/// narrow youngest bin span less than one tick, so no file could ever fall in it and the last
+/// creates would land in the next, possibly unwanted, bin.
 pub fn ticks_to_converge(k: u64, g: &[f64], edges: &[f64]) -> u64 {
     let s = widths(edges);
     let b = s.len();
@@ -27,6 +30,11 @@ pub fn ticks_to_converge(k: u64, g: &[f64], edges: &[f64]) -> u64 {
     let mut t = kf / s[b - 1];
     for i in 0..b - 1 {
         t = t.max(2.0 * kf * g[i] / s[i]);
+    }
+    for i in 0..b {
+        if g[i] > 0.0 {
+            t = t.max(1.0 / s[i]);
+        }
     }
     (t.ceil() as u64).max(k)
 }
@@ -54,6 +62,10 @@ mod tests {
         // A narrow young bin dominates: 2*1000*0.5/0.01 = 100000.
         assert_eq!(ticks_to_converge(1000, &[0.5, 0.5], &[0.01, 1.0]), 100_000);
         assert_eq!(ticks_to_converge(10, &[1.0], &[1.0]), 10);
+        // A wanted bin narrower than one tick at the theorem's T widens T to one tick for it.
+        assert_eq!(ticks_to_converge(10, &[0.001, 0.999], &[1e-4, 1.0]), 10_000);
+        // An unwanted narrow bin does not.
+        assert_eq!(ticks_to_converge(10, &[0.0, 1.0], &[1e-4, 1.0]), 11);
     }
 
     #[test]

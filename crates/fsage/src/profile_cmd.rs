@@ -42,7 +42,6 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
                 print!("{}", to_toml(&p));
                 return Ok(ExitCode::SUCCESS);
             }
-            print!("{}", render_tables(&p));
             let capacity =
                 parse_size(&capacity).map_err(|e| format!("--capacity {capacity:?}: {e}"))?;
             let block_size =
@@ -51,6 +50,7 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
             if Fullness::new(u).is_none() {
                 return Err(format!("--fullness {u}: must lie in (0, 1]"));
             }
+            print!("{}", render_tables(&p));
             let cfg = PlanConfig {
                 capacity,
                 fullness: u,

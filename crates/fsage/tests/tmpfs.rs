@@ -1,0 +1,435 @@
+//! Real aging runs on tmpfs mounts the tests make themselves (root needed; skipped otherwise),
+//! plus the target-directory refusals, which need no mount.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::path::Path;
+use std::time::Instant;
+
+/// A fresh tmpfs of `size`, or `None` after printing why the test cannot run.
+fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
+    match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {
+        Ok(m) => Some(m),
+        Err(reason) => {
+            skip(test, &reason);
+            None
+        }
+    }
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsage-test-")
+        .tempdir()
+        .expect("temporary directory")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn tmpfs_run_converges_equals_the_dry_run_and_leaves_the_logged_tree() {
+    let test = "tmpfs_run_converges_equals_the_dry_run_and_leaves_the_logged_tree";
+    let Some(mnt) = tmpfs_or_skip(test, "256m") else {
+        return;
+    };
+    let d = tmp();
+    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
+    let o = fsage_ok([
+        "age",
+        "-p",
+        "agrawal",
+        s(mnt.path()),
+        "--op-log",
+        s(&log),
+        "--json",
+        s(&json),
+        "--seed",
+        "3",
+    ]);
+    // Not quiet: the summary went to stdout.
+    assert!(stdout(&o).contains("agrawal"), "{}", stdout(&o));
+    let j = read_json(&json);
+    assert_eq!(j_str(&j, "stop_reason"), "converged");
+    assert_eq!(j_u64(&j, "ticks"), j_u64(&j, "t_estimate"));
+    assert_eq!(j_u64(&j, "capacity"), 256 << 20, "capacity from statvfs");
+    assert_eq!(j_u64(&j, "enospc_events"), 0);
+    assert_eq!(j_str(&j, "backend"), "posix (fallocate)");
+    assert!(j["error"].is_null(), "{}", j["error"]);
+
+    // The same decisions as a dry run at the same capacity, block size and seed, byte for byte.
+    let cap = j_u64(&j, "capacity").to_string();
+    let bs = j_u64(&j, "block_size");
+    let dry = d.path().join("dry.log");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        &cap,
+        "--block-size",
+        &bs.to_string(),
+        "--seed",
+        "3",
+        "--op-log",
+        s(&dry),
+    ]);
+    let real = fs::read(&log).unwrap();
+    assert!(
+        real == fs::read(&dry).unwrap(),
+        "the real run's op log differs from the dry run's"
+    );
+
+    // The disk holds exactly the op log's live set, in exactly its directories.
+    let text = String::from_utf8(real).unwrap();
+    let r = replay_log(&text);
+    assert_tree_matches_log(mnt.path(), &r);
+    assert_eq!(r.live.len() as u64, j_u64(&j, "live_files"));
+    assert_eq!(r.allocated(bs), j_u64(&j, "live_bytes"));
+    let t = walk(mnt.path());
+    for (p, &size) in &t.files {
+        let a = t.allocated[p];
+        assert!(
+            a >= size / 4096 * 4096,
+            "{p}: {size} bytes but {a} allocated"
+        );
+    }
+
+    // `fsage replay` reproduces the tree on another file system.
+    let Some(mnt2) = tmpfs_or_skip(test, "256m") else {
+        return;
+    };
+    let target = mnt2.path().join("replayed");
+    let o = fsage_ok(["replay", s(&log), s(&target)]);
+    assert!(stdout(&o).contains("replayed"), "{}", stdout(&o));
+    assert_tree_matches_log(&target, &r);
+    assert_eq!(walk(&target).files, t.files);
+}
+
+#[test]
+fn write_mode_writes_real_data() {
+    let test = "write_mode_writes_real_data";
+    let Some(mnt) = tmpfs_or_skip(test, "256m") else {
+        return;
+    };
+    let d = tmp();
+    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
+    fsage_ok([
+        "age",
+        "-q",
+        "-p",
+        "agrawal",
+        s(mnt.path()),
+        "--write-mode",
+        "write",
+        "--max-ops",
+        "3000",
+        "--seed",
+        "4",
+        "--op-log",
+        s(&log),
+        "--json",
+        s(&json),
+    ]);
+    let j = read_json(&json);
+    assert_eq!(j_str(&j, "stop_reason"), "max_ops");
+    assert_eq!(j_u64(&j, "ticks"), 3000);
+    assert_eq!(j_str(&j, "backend"), "posix (write)");
+    let text = fs::read_to_string(&log).unwrap();
+    let r = replay_log(&text);
+    assert_tree_matches_log(mnt.path(), &r);
+
+    // The write mode changes how files get blocks, not which files there are.
+    let dry = d.path().join("dry.log");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        &j_u64(&j, "capacity").to_string(),
+        "--block-size",
+        &j_u64(&j, "block_size").to_string(),
+        "--max-ops",
+        "3000",
+        "--seed",
+        "4",
+        "--op-log",
+        s(&dry),
+    ]);
+    assert!(text == fs::read_to_string(&dry).unwrap(), "op logs differ");
+
+    let t = walk(mnt.path());
+    let mut checked = 0;
+    for (p, &size) in &t.files {
+        let a = t.allocated[p];
+        assert!(
+            a >= size / 4096 * 4096,
+            "{p}: sparse: {size} bytes, {a} allocated"
+        );
+        if size >= 4096 && checked < 50 {
+            let data = fs::read(mnt.path().join(p)).unwrap();
+            assert_eq!(data.len() as u64, size);
+            let zeros = data.iter().filter(|&&b| b == 0).count();
+            assert!(
+                zeros * 16 < data.len(),
+                "{p}: {zeros} of {size} bytes are zero: not real data"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "only {checked} files of 4 KiB or more");
+}
+
+#[test]
+fn non_empty_target_is_refused_and_force_ages_it_leaving_the_file_alone() {
+    // No mount needed: a small capacity on a temporary directory.
+    let d = tmp();
+    let target = d.path().join("target");
+    fs::create_dir(&target).unwrap();
+    let precious = target.join("precious.txt");
+    fs::write(&precious, "do not touch\n").unwrap();
+    let mtime = fs::metadata(&precious).unwrap().modified().unwrap();
+    let args = |force: bool| {
+        let mut a = vec![
+            "age".to_string(),
+            "-q".into(),
+            "-p".into(),
+            "agrawal".into(),
+            s(&target).into(),
+            "--capacity".into(),
+            "64MiB".into(),
+            "--max-ops".into(),
+            "2000".into(),
+            "--op-log".into(),
+            s(&d.path().join("age.log")).into(),
+        ];
+        if force {
+            a.push("--force".into());
+        }
+        a
+    };
+    let o = fsage(args(false));
+    expect_code(&o, 2, "age into a non-empty directory");
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    let names: Vec<_> = fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["precious.txt"], "a refused run left files behind");
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "do not touch\n");
+
+    fsage_ok(args(true));
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "do not touch\n");
+    assert_eq!(fs::metadata(&precious).unwrap().modified().unwrap(), mtime);
+    fs::remove_file(&precious).unwrap();
+    let r = replay_log(&fs::read_to_string(d.path().join("age.log")).unwrap());
+    assert_tree_matches_log(&target, &r);
+
+    // A target that is a file, not a directory.
+    let o = fsage([
+        "age",
+        "-q",
+        "-p",
+        "agrawal",
+        s(&d.path().join("age.log")),
+        "--capacity",
+        "64MiB",
+    ]);
+    expect_code(&o, 2, "age into a regular file");
+    assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_planted_symlink_is_not_followed() {
+    // With --force, a symlink where the tree's first directory goes must not lead fsage outside.
+    let d = tmp();
+    let dry = d.path().join("dry.log");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--seed",
+        "9",
+        "--op-log",
+        s(&dry),
+    ]);
+    let first = replay_log(&fs::read_to_string(&dry).unwrap()).dirs[0].clone();
+    assert!(!first.contains('/'), "first mkdir {first} is not top level");
+    let target = d.path().join("target");
+    let outside = d.path().join("outside");
+    fs::create_dir(&target).unwrap();
+    fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, target.join(&first)).unwrap();
+    let json = d.path().join("age.json");
+    let o = fsage([
+        "age",
+        "-q",
+        "-p",
+        "agrawal",
+        s(&target),
+        "--capacity",
+        "64MiB",
+        "--seed",
+        "9",
+        "--max-ops",
+        "2000",
+        "--force",
+        "--json",
+        s(&json),
+    ]);
+    // An I/O error ends the run (exit 1) with a report; it is not a crash.
+    expect_code(&o, 1, "age over a planted symlink");
+    let j = read_json(&json);
+    assert_eq!(j_str(&j, "stop_reason"), "io_error");
+    assert!(j_str(&j, "error").contains(&first), "{}", j["error"]);
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "fsage wrote through the symlink"
+    );
+    assert!(fs::symlink_metadata(target.join(&first))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log() {
+    let test = "enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log";
+    let Some(mnt) = tmpfs_or_skip(test, "64m") else {
+        return;
+    };
+    let d = tmp();
+    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
+    let start = Instant::now();
+    let o = fsage([
+        "age",
+        "-q",
+        "-p",
+        "agrawal",
+        s(mnt.path()),
+        "--capacity",
+        "256MiB",
+        "--max-ops",
+        "20000",
+        "--seed",
+        "3",
+        "--op-log",
+        s(&log),
+        "--json",
+        s(&json),
+    ]);
+    let secs = start.elapsed().as_secs_f64();
+    expect_code(&o, 0, "capacity larger than the tmpfs");
+    assert!(secs < 30.0, "took {secs:.1}s");
+    assert!(
+        stderr(&o).contains("larger than the file system"),
+        "{}",
+        stderr(&o)
+    );
+    let j = read_json(&json);
+    assert_eq!(j_str(&j, "stop_reason"), "max_ops");
+    assert_eq!(j_u64(&j, "ticks"), 20000);
+    let events = j_u64(&j, "enospc_events");
+    assert!(events > 0, "no ENOSPC reported");
+    let tmpfs_size = 64u64 << 20;
+    assert!(j_u64(&j, "live_bytes") <= tmpfs_size, "{}", j["live_bytes"]);
+    assert!(
+        j_u64(&j, "ceiling_bytes") <= tmpfs_size,
+        "{}",
+        j["ceiling_bytes"]
+    );
+
+    let text = fs::read_to_string(&log).unwrap();
+    let r = replay_log(&text);
+    assert_eq!(
+        r.refused.len() as u64,
+        events,
+        "enospc lines vs enospc_events"
+    );
+    assert_eq!(r.live.len() as u64, j_u64(&j, "live_files"));
+    assert_eq!(
+        r.allocated(j_u64(&j, "block_size")),
+        j_u64(&j, "live_bytes")
+    );
+    assert_tree_matches_log(mnt.path(), &r);
+
+    // The log (enospc lines included) replays on a file system of the same size.
+    let Some(mnt2) = tmpfs_or_skip(test, "64m") else {
+        return;
+    };
+    fsage_ok(["replay", s(&log), s(mnt2.path())]);
+    assert_tree_matches_log(mnt2.path(), &r);
+}
+
+#[test]
+fn enospc_in_write_mode_leaves_no_partial_file() {
+    // write(2) can fail half-way through a file; the file must go, as the plan forgets it.
+    let test = "enospc_in_write_mode_leaves_no_partial_file";
+    let Some(mnt) = tmpfs_or_skip(test, "64m") else {
+        return;
+    };
+    let d = tmp();
+    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
+    fsage_ok([
+        "age",
+        "-q",
+        "-p",
+        "agrawal",
+        s(mnt.path()),
+        "--capacity",
+        "256MiB",
+        "--write-mode",
+        "write",
+        "--max-ops",
+        "20000",
+        "--seed",
+        "5",
+        "--op-log",
+        s(&log),
+        "--json",
+        s(&json),
+    ]);
+    let j = read_json(&json);
+    assert_eq!(j_str(&j, "stop_reason"), "max_ops");
+    assert!(j_u64(&j, "enospc_events") > 0, "no ENOSPC reported");
+    let r = replay_log(&fs::read_to_string(&log).unwrap());
+    assert_eq!(r.refused.len() as u64, j_u64(&j, "enospc_events"));
+    assert_tree_matches_log(mnt.path(), &r);
+}
+
+#[test]
+fn mount_guard_falls_back_to_a_lazy_unmount_when_busy() {
+    // The tests' own cleanup: a mount kept busy by a process inside it is still removed.
+    let test = "mount_guard_falls_back_to_a_lazy_unmount_when_busy";
+    let Some(mnt) = tmpfs_or_skip(test, "1m") else {
+        return;
+    };
+    let point = mnt.path().to_path_buf();
+    assert!(is_mount_point(&point));
+    let Some(sleep) = find_cmd("sleep") else {
+        skip(test, "command sleep not found");
+        return;
+    };
+    let mut child = std::process::Command::new(sleep)
+        .arg("30")
+        .current_dir(&point)
+        .spawn()
+        .expect("spawn sleep");
+    drop(mnt);
+    let still = is_mount_point(&point);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!still, "{} is still mounted", point.display());
+}
