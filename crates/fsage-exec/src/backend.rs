@@ -31,6 +31,14 @@ impl fmt::Display for OpError {
 
 impl std::error::Error for OpError {}
 
+/// What statvfs says is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreeSpace {
+    pub bytes: u64,
+    /// `None` where the file system has no fixed inode count (btrfs reports 0 files).
+    pub inodes: Option<u64>,
+}
+
 pub trait Backend {
     /// A short name for reports ("posix", "dry-run").
     fn name(&self) -> String;
@@ -38,6 +46,11 @@ pub trait Backend {
     fn make_dirs(&mut self, tree: &DirTree) -> Result<(), OpError>;
     /// Carries out one create or delete.
     fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError>;
+    /// Free bytes and free inodes of the file system, where there is one (for reporting why a
+    /// create was refused).
+    fn free_space(&self) -> Option<FreeSpace> {
+        None
+    }
     /// Waits for everything applied so far (a no-op for synchronous backends).
     fn finish(&mut self) -> Result<(), OpError> {
         Ok(())

@@ -8,7 +8,7 @@ pub mod posix;
 pub mod runner;
 pub mod signals;
 
-pub use backend::{Backend, DryRun, OpError};
+pub use backend::{Backend, DryRun, FreeSpace, OpError};
 pub use oplog::OpLog;
 pub use posix::{Posix, WriteMode};
 pub use runner::{report, run, Observer, Outcome, Progress, RunMeta, Silent, StopConditions};

@@ -5,7 +5,7 @@
 //! open up to the process's file limit; directories beyond it are reached with openat2 and
 //! RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
 
-use crate::backend::{Backend, OpError};
+use crate::backend::{Backend, FreeSpace, OpError};
 use fsage_plan::{DirId, DirTree, Op, OpKind, Rng};
 use std::ffi::CString;
 use std::io;
@@ -240,6 +240,18 @@ impl Posix {
 }
 
 impl Backend for Posix {
+    fn free_space(&self) -> Option<FreeSpace> {
+        // SAFETY: valid descriptor and out-pointer.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatvfs(self.root.as_raw_fd(), &mut st) } != 0 {
+            return None;
+        }
+        Some(FreeSpace {
+            bytes: st.f_bavail as u64 * st.f_frsize as u64,
+            inodes: (st.f_files > 0).then_some(st.f_favail as u64),
+        })
+    }
+
     fn name(&self) -> String {
         match self.mode {
             WriteMode::Fallocate => "posix (fallocate)".into(),

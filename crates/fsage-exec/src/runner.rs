@@ -30,7 +30,7 @@ pub struct Progress {
     pub elapsed: Duration,
     pub ops_per_s: f64,
     pub overwrites: f64,
-    /// RMSE of the age histogram as steered (ages relative to T).
+    /// RMSE of the age histogram if the run ended now (walks the live files: call rarely).
     pub age_rmse: f64,
 }
 
@@ -51,6 +51,8 @@ pub struct Outcome {
     pub elapsed: Duration,
     pub chi2_p: f64,
     pub op_log_error: Option<std::io::Error>,
+    /// Refused creates for which the file system had no free inode left.
+    pub enospc_inodes: u64,
 }
 
 fn overwrites(p: &Planner) -> f64 {
@@ -72,7 +74,9 @@ pub fn run<B: Backend>(
         elapsed: start.elapsed(),
         chi2_p: chi2_p(&planner.age_counts_now(), planner.age_targets()),
         op_log_error,
+        enospc_inodes: 0,
     };
+    let mut enospc_inodes = 0;
     if planner.tick() == 0 {
         if let Err(e) = backend.make_dirs(planner.tree()) {
             return outcome(StopReason::IoError, Some(e), planner, None);
@@ -122,7 +126,7 @@ pub fn run<B: Backend>(
                     elapsed,
                     ops_per_s: p.tick() as f64 / elapsed.as_secs_f64().max(1e-9),
                     overwrites: overwrites(p),
-                    age_rmse: rmse(p.age_targets(), &to_fractions(p.planned_age_counts())),
+                    age_rmse: rmse(p.age_targets(), &to_fractions(&p.age_counts_now())),
                 },
                 elapsed,
             );
@@ -159,6 +163,9 @@ pub fn run<B: Backend>(
                 }
             }
             Err(e) if e.is_no_space() && op.kind == OpKind::Create => {
+                if backend.free_space().and_then(|f| f.inodes) == Some(0) {
+                    enospc_inodes += 1;
+                }
                 planner.reject_create(&op);
                 if let Some(log) = oplog.as_deref_mut() {
                     let _ = log.refused(&op, planner.tree());
@@ -169,7 +176,9 @@ pub fn run<B: Backend>(
                 if let Some(log) = oplog.as_deref_mut() {
                     let _ = log.flush();
                 }
-                return outcome(StopReason::IoError, Some(e), planner, None);
+                let mut out = outcome(StopReason::IoError, Some(e), planner, None);
+                out.enospc_inodes = enospc_inodes;
+                return out;
             }
         }
     };
@@ -180,9 +189,22 @@ pub fn run<B: Backend>(
         }
     }
     observer.finish();
-    match finish_err {
+    let mut out = match finish_err {
         Some(e) => outcome(StopReason::IoError, Some(e), planner, log_error),
         None => outcome(reason, None, planner, log_error),
+    };
+    out.enospc_inodes = enospc_inodes;
+    out
+}
+
+/// A percentage with enough digits for bins from 0.001% to 100%.
+fn pct(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
     }
 }
 
@@ -199,17 +221,13 @@ pub struct RunMeta {
 
 impl RunMeta {
     pub fn new(profile: &fsage_profile::Profile, backend: String, target: String) -> RunMeta {
-        let mut prev: Option<u64> = None;
+        let mut prev = 0;
         let size_labels = profile
             .sizes
             .iter()
             .map(|b| {
-                let l = match prev {
-                    None => format!("0 - {}", human_bytes(b.max_bytes)),
-                    Some(p) if p + 1 == b.max_bytes => human_bytes(b.max_bytes),
-                    Some(p) => format!("{} - {}", human_bytes(p + 1), human_bytes(b.max_bytes)),
-                };
-                prev = Some(b.max_bytes);
+                let l = format!("{} - {}", human_bytes(prev), human_bytes(b.max_bytes));
+                prev = b.max_bytes;
                 l
             })
             .collect();
@@ -226,7 +244,7 @@ impl RunMeta {
             age_labels: profile
                 .age_edges()
                 .iter()
-                .map(|e| format!("<= {e:.6}"))
+                .map(|e| format!("<= {}%", pct(100.0 * e)))
                 .collect(),
         }
     }
@@ -281,12 +299,15 @@ pub fn report(
         live_files: planner.live(),
         live_bytes: planner.allocated(),
         target_bytes: planner.target_bytes(),
+        target_bytes_initial: planner.initial_target_bytes(),
+        stable_ticks: ticks.saturating_sub(planner.rapid_files()),
         max_fullness_deviation_bytes: c.max_deviation,
         max_fullness_deviation: c.max_deviation as f64 / cfg.capacity.max(1) as f64,
         fullness_band_bytes: planner.band(),
         forced_creates: c.forced_creates,
         forced_deletes: c.forced_deletes,
         enospc_events: c.enospc,
+        enospc_out_of_inodes: outcome.enospc_inodes,
         ceiling_bytes: planner.ceiling(),
         chi2_p: outcome.chi2_p,
         conditions: Conditions {

@@ -169,6 +169,8 @@ pub struct Planner {
     pending: Option<bool>,
 
     target: u64,
+    /// u*C as configured (`target` may be lowered by a full file system).
+    initial_target: u64,
     band: u64,
     /// Bytes the planner will never exceed: the capacity, lowered when the file system says full.
     ceiling: u64,
@@ -328,6 +330,7 @@ impl Planner {
             steady_files: 0,
             pending: None,
             target,
+            initial_target: target,
             band,
             ceiling: cfg.capacity,
             counters: Counters::default(),
@@ -631,7 +634,8 @@ impl Planner {
         }
         self.counters.enospc += 1;
         if self.tick <= self.rapid_len {
-            self.rapid_len = self.tick;
+            // The rapid phase ends with the files made before the refused one.
+            self.rapid_len = op.tick;
             self.rapid = Vec::new();
         }
         self.ceiling = self.allocated;
@@ -677,6 +681,10 @@ impl Planner {
     /// Target bytes u*C (lowered if the file system filled up early).
     pub fn target_bytes(&self) -> u64 {
         self.target
+    }
+    /// u*C as configured, before any lowering.
+    pub fn initial_target_bytes(&self) -> u64 {
+        self.initial_target
     }
     /// Half-width of the band the stable phase keeps the allocated bytes in.
     pub fn band(&self) -> u64 {
@@ -738,7 +746,7 @@ impl Planner {
 
     /// Size bins the run makes no files in at this capacity, and why.
     pub fn unmeetable_bins(&self) -> Vec<UnmeetableBin> {
-        let room = self.cfg.capacity.saturating_sub(self.target);
+        let room = self.cfg.capacity.saturating_sub(self.initial_target);
         (0..self.size_frac.len())
             .filter(|&s| self.size_frac[s] > 0.0 && !self.size_enabled[s])
             .map(|s| {
@@ -750,14 +758,15 @@ impl Planner {
                     target_fraction: self.size_frac[s],
                     reason: if min > room {
                         format!(
-                            "its smallest file ({}) does not fit in the {} above the target fullness",
+                            "its smallest file ({}, {} on disk) does not fit in the {} above the target fullness",
+                            human_bytes(self.size_lo[s]),
                             human_bytes(min),
                             human_bytes(room)
                         )
                     } else {
                         format!(
-                            "its smallest file ({}) is more than 1% of the target bytes ({}): each create or delete would swing the fullness",
-                            human_bytes(min),
+                            "its smallest file ({}) is larger than {}, 1% of the target bytes: each create or delete would swing the fullness",
+                            human_bytes(self.size_lo[s]),
                             human_bytes(self.churn_limit)
                         )
                     },

@@ -148,7 +148,12 @@ pub struct RunReport {
     pub live_files: u64,
     /// Allocated bytes as counted (files rounded up to blocks, directories included).
     pub live_bytes: u64,
+    /// Target bytes at the end (lowered if the file system filled up before it said it would).
     pub target_bytes: u64,
+    /// u*C as configured.
+    pub target_bytes_initial: u64,
+    /// Ticks of the stable phase so far.
+    pub stable_ticks: u64,
     /// Largest |allocated - target| during the stable phase, in bytes and as a fraction of capacity.
     pub max_fullness_deviation_bytes: u64,
     pub max_fullness_deviation: f64,
@@ -157,6 +162,8 @@ pub struct RunReport {
     pub forced_deletes: u64,
     /// Creates the file system refused for lack of space; each lowered the ceiling.
     pub enospc_events: u64,
+    /// Of those, refusals when the file system had no free inode left.
+    pub enospc_out_of_inodes: u64,
     /// Ceiling in bytes after those events (the capacity when there were none).
     pub ceiling_bytes: u64,
     pub chi2_p: f64,
@@ -238,20 +245,33 @@ impl RunReport {
             100.0 * self.target_bytes as f64 / self.capacity.max(1) as f64,
             self.directories
         );
-        let _ = writeln!(
-            o,
-            "fullness: largest deviation from target in the stable phase {} ({:.3}% of capacity); band +/-{}; coin overridden {} times",
-            human_bytes(self.max_fullness_deviation_bytes),
-            100.0 * self.max_fullness_deviation,
-            human_bytes(self.fullness_band_bytes),
-            self.forced_creates + self.forced_deletes
-        );
-        if self.enospc_events > 0 {
+        if self.stable_ticks == 0 {
+            let _ = writeln!(o, "fullness: no stable phase yet");
+        } else {
             let _ = writeln!(
                 o,
-                "file system full: {} creates refused (ENOSPC); the file system held less than it said, so the ceiling went down to {} and the target to {}",
+                "fullness: largest deviation from target in the stable phase {} ({:.3}% of capacity); band +/-{}; coin overridden {} times",
+                human_bytes(self.max_fullness_deviation_bytes),
+                100.0 * self.max_fullness_deviation,
+                human_bytes(self.fullness_band_bytes),
+                self.forced_creates + self.forced_deletes
+            );
+        }
+        if self.enospc_events > 0 {
+            let inodes = if self.enospc_out_of_inodes > 0 {
+                format!(
+                    " ({} of them with no free inode left: the file system has too few inodes for this profile)",
+                    self.enospc_out_of_inodes
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                o,
+                "file system full: {} creates refused (ENOSPC){inodes}; the ceiling went down to {} and the target from {} to {}",
                 self.enospc_events,
                 human_bytes(self.ceiling_bytes),
+                human_bytes(self.target_bytes_initial),
                 human_bytes(self.target_bytes)
             );
         }
@@ -277,19 +297,19 @@ impl RunReport {
         ] {
             let _ = writeln!(
                 o,
-                "{name} histogram: RMSE {:.6}% , worst bin off by {:.4} points",
+                "{name} histogram: RMSE {:.6}%, worst bin off by {:.4} percentage points",
                 100.0 * h.rmse,
                 100.0 * h.max_abs_error
             );
             let _ = writeln!(
                 o,
-                "  {:<18} {:>10} {:>10} {:>12}",
+                "  {:<22} {:>10} {:>10} {:>12}",
                 "bin", "ideal %", "actual %", "files"
             );
             for b in &h.bins {
                 let _ = writeln!(
                     o,
-                    "  {:<18} {:>10.4} {:>10.4} {:>12}",
+                    "  {:<22} {:>10.4} {:>10.4} {:>12}",
                     b.label,
                     100.0 * b.ideal,
                     100.0 * b.actual,

@@ -2,7 +2,9 @@
 
 use crate::cli::{AgeArgs, WriteModeArg};
 use crate::progress::Bar;
-use crate::util::{fs_size, parse_duration, prepare_target, write_atomic};
+use crate::util::{
+    check_writable, free_inodes, fs_size, parse_duration, prepare_target, write_atomic,
+};
 use fsage_exec::{report, run, Backend, DryRun, OpLog, Posix, RunMeta, StopConditions, WriteMode};
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::{human_bytes, parse_size};
@@ -42,6 +44,7 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             .as_deref()
             .ok_or("TARGET_DIR is required (or use --dry-run with --capacity)")?;
         prepare_target(target, args.force)?;
+        check_writable(target)?;
     }
     let fs = match &args.target {
         Some(t) if t.exists() => Some(fs_size(t)?),
@@ -61,8 +64,13 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         (None, Some((_, bs))) => bs,
         (None, None) => 4096,
     };
-    if block_size == 0 {
-        return Err("--block-size must be positive".into());
+    if !block_size.is_power_of_two() || block_size < 512 {
+        return Err(format!(
+            "--block-size {block_size}: must be a power of two of at least 512 bytes"
+        ));
+    }
+    if args.max_ops == Some(0) {
+        return Err("--max-ops 0: must be at least 1".into());
     }
     if let (Some((size, _)), false) = (fs, args.dry_run) {
         if capacity > size {
@@ -92,6 +100,48 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         .target
         .as_ref()
         .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
+    let backend_label = if args.dry_run { "dry-run" } else { "posix" };
+    let mut meta = RunMeta::new(&profile, backend_label.into(), target_name);
+    let unmet = planner.unmeetable_bins();
+    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
+    let unmet_labels = unmet
+        .iter()
+        .map(|u| meta.size_labels[u.bin].clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if unmet_share > 0.10 {
+        return Err(format!(
+            "profile {} cannot be met at capacity {} and fullness {fullness}: size bins holding {:.1}% \
+             of its files are too large for the room left ({unmet_labels}). Lower --fullness or raise \
+             --capacity",
+            profile.name,
+            human_bytes(capacity),
+            100.0 * unmet_share,
+        ));
+    }
+    if unmet_share > 0.005 && !args.quiet {
+        eprintln!(
+            "fsage: warning: at this capacity the run makes no files in size bins holding {:.2}% of the \
+             profile's files ({unmet_labels}); the size histogram will miss them. A larger --capacity \
+             includes them",
+            100.0 * unmet_share
+        );
+    }
+    if let (false, Some(target)) = (args.dry_run, args.target.as_deref()) {
+        let needed =
+            planner.tree().len() as u64 + planner.rapid_files().max(planner.steady_state());
+        if let Some(free) = free_inodes(target) {
+            if free < needed + needed / 20 {
+                return Err(format!(
+                    "{}: the file system has {free} free inodes, but this run needs about {needed} \
+                     ({} directories and the files); make the file system with more inodes (for \
+                     ext4, mkfs.ext4 -i 4096) or give a smaller --capacity",
+                    target.display(),
+                    planner.tree().len() - 1
+                ));
+            }
+        }
+    }
     if !args.quiet {
         eprintln!(
             "fsage: profile {}, capacity {}, fullness {fullness}, seed {}; {} directories; rapid phase: {} files; T = {} ticks (convergence theorem)",
@@ -102,12 +152,15 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             planner.rapid_files(),
             planner.total()
         );
-        for u in planner.unmeetable_bins() {
+        for &(d, _, made) in &planner.tree().adjusted {
             eprintln!(
-                "fsage: note: size bin {} (target {:.4}%) cannot be met at this capacity: {}",
-                u.bin,
-                100.0 * u.target_fraction,
-                u.reason
+                "fsage: note: the profile has no directories at depth {d} but has files deeper; made {made}"
+            );
+        }
+        for u in &unmet {
+            eprintln!(
+                "fsage: note: size bin {} (target {:.4}% of files) cannot be met at this capacity: {}",
+                meta.size_labels[u.bin], 100.0 * u.target_fraction, u.reason
             );
         }
     }
@@ -137,7 +190,7 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             b.name(),
         )
     };
-    let meta = RunMeta::new(&profile, backend_name, target_name);
+    meta.backend = backend_name;
     let rep = report(&planner, &outcome, &meta, &stop);
     if let Some(path) = &args.json {
         write_atomic(path, rep.to_json().as_bytes()).map_err(|e| format!("--json {e}"))?;
@@ -147,11 +200,23 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
     }
     Ok(match rep.stop_reason {
         StopReason::IoError => {
-            eprintln!(
-                "fsage: the run stopped on an I/O error: {}. This is a stress-test finding: the file \
-                 system could not sustain the aging workload.",
-                rep.error.as_deref().unwrap_or("unknown")
-            );
+            let err = rep.error.as_deref().unwrap_or("unknown");
+            let user_side = [
+                "os error 30)",
+                "os error 13)",
+                "os error 1)",
+                "os error 17)",
+            ]
+            .iter()
+            .any(|e| err.ends_with(e));
+            if user_side {
+                eprintln!("fsage: the run stopped: {err}. The target cannot be aged as it is.");
+            } else {
+                eprintln!(
+                    "fsage: the run stopped on an I/O error: {err}. If the file system failed \
+                     under the aging workload, that is a stress-test finding worth reporting."
+                );
+            }
             ExitCode::from(1)
         }
         StopReason::Interrupted => ExitCode::from(130),

@@ -64,7 +64,7 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
                     let k = plan.rapid_files();
                     println!(
                         "\nAt {} and fullness {u} (seed {seed}): {} directories, K = {k} files after the rapid phase, \
-                         T = {t} ticks to converge ({:.1} K), about {} written.",
+                         T = {t} ticks to converge ({:.1} × K), about {} written.",
                         human_bytes(capacity),
                         plan.tree().len() - 1,
                         t as f64 / k.max(1) as f64,

@@ -71,6 +71,34 @@ pub fn fs_size(path: &Path) -> Result<(u64, u64), String> {
     Ok((st.f_blocks as u64 * frsize as u64, frsize as u64))
 }
 
+/// Refuses a target on a read-only file system or one we may not write to, before anything runs.
+pub fn check_writable(target: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(target.as_os_str().as_bytes())
+        .map_err(|_| format!("{}: path has a NUL byte", target.display()))?;
+    // SAFETY: valid C string.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(format!(
+            "{}: cannot write there: {}",
+            target.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Free inodes of the file system holding `path`, where it has a fixed number of them.
+pub fn free_inodes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: valid C string and out-pointer.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 || st.f_files == 0 {
+        return None;
+    }
+    Some(st.f_favail as u64)
+}
+
 /// Makes sure `target` is an empty directory we may age (creating it if missing), unless `force`.
 pub fn prepare_target(target: &Path, force: bool) -> Result<(), String> {
     match fs::symlink_metadata(target) {
@@ -101,8 +129,8 @@ fn check_empty(target: &Path, force: bool) -> Result<(), String> {
         .count();
     if entries > 0 && !force {
         return Err(format!(
-            "{}: the target is not empty ({entries} entries); fsage ages an empty directory so that \
-             nothing of yours is touched. Use an empty directory, or --force to age this one anyway",
+            "{}: the target is not empty ({entries} entries); fsage writes only into an empty \
+             directory so that nothing of yours is touched. Use an empty directory, or --force",
             target.display()
         ));
     }

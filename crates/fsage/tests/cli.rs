@@ -394,6 +394,16 @@ fn bad_flags_exit_2_naming_the_flag() {
         ),
         (&["--capacity", "12XB"], &["--capacity", "12XB"]),
         (
+            &["--capacity", "256MiB", "--block-size", "3000"],
+            &["--block-size", "power of two"],
+        ),
+        (&["--capacity", "256MiB", "--max-ops", "0"], &["--max-ops"]),
+        // Fullness 1 leaves no room above the target: nearly every size bin is unmeetable.
+        (
+            &["--capacity", "256MiB", "--fullness", "1"],
+            &["cannot be met", "--fullness"],
+        ),
+        (
             &["--capacity", "256MiB", "--max-time", "soon"],
             &["--max-time", "soon"],
         ),
