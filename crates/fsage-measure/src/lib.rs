@@ -1,0 +1,20 @@
+//! Measuring a real file system: how fragmented its free space is (GETFSMAP on ext4 and xfs, the
+//! extent tree on btrfs), how its files are laid out (FIEMAP: extents, layout score, dynamic
+//! layout score in recursive-read order, a probe file), and extracting an aging profile from a
+//! directory tree. Everything reads; only the probe writes (one file, deleted again).
+
+pub mod btrfs;
+pub mod freesp;
+pub mod sys;
+
+pub use freesp::{free_space, FreeBin, FreeSpace};
+pub mod layout;
+pub mod walk;
+
+pub use layout::{probe, scan_files, FileStats, Probe, ScanOptions};
+pub mod report;
+
+pub use report::{measure, FragOptions, FragReport, FRAG_FORMAT};
+pub mod extract;
+
+pub use extract::{extract, AgeFrom, ExtractOptions, ExtractStats};
