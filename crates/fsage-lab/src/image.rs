@@ -1,0 +1,545 @@
+//! The aged-image library: a directory with one subdirectory per snapshot, holding
+//! `manifest.json` (see [`Manifest`]) and `data.zst`, the image's non-zero 4 KiB blocks in a
+//! zstd-compressed stream:
+//!
+//! ```text
+//! "FSAGE-SPARSE-1\0\0" (16 bytes)  size: u64 LE
+//! repeated: offset: u64 LE, length: u64 LE, length bytes of data (ascending, non-overlapping)
+//! end:      offset = u64::MAX, length = 0
+//! ```
+//!
+//! Everything else in the image reads as zeros. Saving writes a temporary directory and renames
+//! it; restoring writes a temporary file and renames it (on a device it writes in place and then
+//! says whether the checksums matched).
+
+use crate::sparse::{self, hash_zeros, hex, zero_range};
+use crate::sys::{self, is_block_device, TempPath};
+use crate::{io_err, Error, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+pub const FORMAT: &str = "fsage-image/1";
+const MAGIC: &[u8; 16] = b"FSAGE-SPARSE-1\0\0";
+pub const DATA_FILE: &str = "data.zst";
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The profile an image was aged with, whole.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProfileRecord {
+    pub name: String,
+    /// The profile in fsage's TOML format (`fsage profile show NAME --toml`).
+    pub toml: String,
+}
+
+/// Checksums of a snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Checksums {
+    /// SHA-256 of the whole image as a byte sequence (holes as zeros): what `sha256sum IMAGE`
+    /// prints for the image that was saved.
+    pub image_sha256: String,
+    /// SHA-256 of `data.zst` as stored.
+    pub data_sha256: String,
+}
+
+/// `manifest.json` of a snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// "fsage-image/1".
+    pub format: String,
+    pub name: String,
+    /// Seconds since the Unix epoch.
+    pub created_unix: u64,
+    pub fsage_version: String,
+    /// `uname -r` of the machine that saved it.
+    pub kernel: String,
+    /// The image or device saved, as given.
+    pub source: String,
+    /// File system found in the image ("ext4", "xfs", "btrfs", other blkid types) or null.
+    pub fs: Option<String>,
+    /// mkfs options (the user's), from `--mkfs-opts` or the image's `IMAGE.fsage.json`.
+    pub mkfs_opts: Option<Vec<String>>,
+    /// The whole mkfs command as run by `fsage fs create`, when known.
+    pub mkfs_command: Option<Vec<String>>,
+    /// Image size in bytes.
+    pub size: u64,
+    /// Bytes of non-zero 4 KiB blocks stored.
+    pub data_bytes: u64,
+    /// Runs of consecutive non-zero blocks stored.
+    pub data_runs: u64,
+    /// Size of `data.zst`.
+    pub compressed_bytes: u64,
+    pub zstd_level: i32,
+    pub checksums: Checksums,
+    /// The whole aging profile, when given (`--profile`) or found from the report's name.
+    pub profile: Option<ProfileRecord>,
+    /// The aging seed (from the report).
+    pub seed: Option<u64>,
+    /// The aging run's JSON report (`fsage age --json`), whole.
+    pub aging: Option<serde_json::Value>,
+    /// Free text (`--note`).
+    pub note: Option<String>,
+}
+
+/// What to record besides the image itself.
+#[derive(Debug, Clone, Default)]
+pub struct SaveOptions {
+    pub name: String,
+    pub profile: Option<ProfileRecord>,
+    pub report: Option<serde_json::Value>,
+    pub mkfs_opts: Option<Vec<String>>,
+    pub note: Option<String>,
+    pub zstd_level: i32,
+    /// Replace a snapshot of the same name; save an image that is attached to a loop device.
+    pub force: bool,
+}
+
+/// A library directory.
+#[derive(Debug, Clone)]
+pub struct Library {
+    pub dir: PathBuf,
+}
+
+/// `--library` default: `$FSAGE_LIBRARY`, else `$XDG_DATA_HOME/fsage/images`, else
+/// `~/.local/share/fsage/images`, else `/var/lib/fsage/images`.
+pub fn default_library_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("FSAGE_LIBRARY").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("fsage/images");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(h).join(".local/share/fsage/images");
+    }
+    PathBuf::from("/var/lib/fsage/images")
+}
+
+/// Checks a snapshot name: letters, digits, `.`, `_`, `-`, not starting with `.`.
+pub fn check_name(name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.starts_with('.')
+        || name.len() > 200
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        crate::bail!(
+            "image name {name:?}: use letters, digits, '.', '_' and '-' (not starting with '.')"
+        );
+    }
+    Ok(())
+}
+
+struct HashWriter<W: Write> {
+    inner: W,
+    h: Sha256,
+    n: u64,
+}
+
+impl<W: Write> Write for HashWriter<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let k = self.inner.write(b)?;
+        self.h.update(&b[..k]);
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+struct HashReader<R: Read> {
+    inner: R,
+    h: Sha256,
+}
+
+impl<R: Read> Read for HashReader<R> {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.inner.read(b)?;
+        self.h.update(&b[..k]);
+        Ok(k)
+    }
+}
+
+/// What [`Library::restore`] did.
+#[derive(Debug, Clone)]
+pub struct RestoreStats {
+    pub size: u64,
+    pub data_bytes: u64,
+    pub seconds: f64,
+}
+
+impl Library {
+    /// The library at `dir` (made when first saved to).
+    pub fn open(dir: &Path) -> Library {
+        Library {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn entry_dir(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Snapshots `image` (an unmounted image file or device) as `opts.name`.
+    pub fn save(&self, image: &Path, opts: &SaveOptions) -> Result<Manifest> {
+        check_name(&opts.name)?;
+        let level = if opts.zstd_level == 0 {
+            3
+        } else {
+            opts.zstd_level
+        };
+        if !(1..=19).contains(&level) {
+            crate::bail!("--level {level}: zstd levels run from 1 to 19");
+        }
+        if image.is_file() {
+            let loops = sys::loops_backed_by(image);
+            if !loops.is_empty() && !opts.force {
+                crate::bail!(
+                    "{}: attached to {} (mounted?): a snapshot of a live file system is not \
+                     consistent; `fsage fs umount {}` first (or --force)",
+                    image.display(),
+                    loops[0].display(),
+                    image.display()
+                );
+            }
+        } else if is_block_device(image) {
+            if let Some(m) = sys::mounts_of_device(image)?.first() {
+                if !opts.force {
+                    crate::bail!(
+                        "{}: mounted on {}; unmount it first (or --force)",
+                        image.display(),
+                        m.mount_point.display()
+                    );
+                }
+            }
+        } else {
+            crate::bail!("{}: not an image file or block device", image.display());
+        }
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| io_err(&self.dir, "cannot create the library", e))?;
+        let dest = self.entry_dir(&opts.name);
+        if dest.exists() && !opts.force {
+            crate::bail!(
+                "{}: an image named {:?} exists in the library; pick another --name or use --force",
+                dest.display(),
+                opts.name
+            );
+        }
+        let tmp = TempPath::new(self.dir.join(format!(
+            ".{}.fsage-tmp{}",
+            opts.name,
+            std::process::id()
+        )));
+        fs::create_dir(tmp.path()).map_err(|e| io_err(tmp.path(), "", e))?;
+        let src = File::open(image).map_err(|e| io_err(image, "", e))?;
+        let size = sys::file_size(&src, image)?;
+        let data_path = tmp.path().join(DATA_FILE);
+        let out = File::create(&data_path).map_err(|e| io_err(&data_path, "", e))?;
+        let hw = HashWriter {
+            inner: BufWriter::with_capacity(1 << 20, out),
+            h: Sha256::new(),
+            n: 0,
+        };
+        let mut enc = zstd::Encoder::new(hw, level).map_err(|e| io_err(&data_path, "zstd", e))?;
+        let werr = |e: std::io::Error| io_err(&data_path, "write", e);
+        enc.write_all(MAGIC).map_err(werr)?;
+        enc.write_all(&size.to_le_bytes()).map_err(werr)?;
+        let mut ih = Sha256::new();
+        let (mut pos, mut data_bytes, mut runs) = (0u64, 0u64, 0u64);
+        sparse::scan_nonzero(&src, image, |off, data| {
+            hash_zeros(&mut ih, off - pos);
+            ih.update(data);
+            pos = off + data.len() as u64;
+            data_bytes += data.len() as u64;
+            runs += 1;
+            enc.write_all(&off.to_le_bytes()).map_err(werr)?;
+            enc.write_all(&(data.len() as u64).to_le_bytes())
+                .map_err(werr)?;
+            enc.write_all(data).map_err(werr)
+        })?;
+        hash_zeros(&mut ih, size - pos);
+        enc.write_all(&u64::MAX.to_le_bytes()).map_err(werr)?;
+        enc.write_all(&0u64.to_le_bytes()).map_err(werr)?;
+        let hw = enc.finish().map_err(werr)?;
+        let HashWriter { inner, h, n } = hw;
+        let f = inner
+            .into_inner()
+            .map_err(|e| io_err(&data_path, "write", e.into_error()))?;
+        f.sync_all().map_err(|e| io_err(&data_path, "fsync", e))?;
+        let side = if image.is_file() {
+            crate::fs::read_sidecar(image)
+        } else {
+            None
+        };
+        let fs_type = crate::fs::probe_fs(image)?;
+        let manifest = Manifest {
+            format: FORMAT.into(),
+            name: opts.name.clone(),
+            created_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            fsage_version: env!("CARGO_PKG_VERSION").into(),
+            kernel: sys::kernel_release(),
+            source: image.display().to_string(),
+            fs: fs_type,
+            mkfs_opts: opts
+                .mkfs_opts
+                .clone()
+                .or_else(|| side.as_ref().map(|s| s.mkfs_opts.clone())),
+            mkfs_command: side.map(|s| s.mkfs_command),
+            size,
+            data_bytes,
+            data_runs: runs,
+            compressed_bytes: n,
+            zstd_level: level,
+            checksums: Checksums {
+                image_sha256: hex(&ih.finalize()),
+                data_sha256: hex(&h.finalize()),
+            },
+            profile: opts.profile.clone(),
+            seed: opts
+                .report
+                .as_ref()
+                .and_then(|r| r.get("seed"))
+                .and_then(|s| s.as_u64()),
+            aging: opts.report.clone(),
+            note: opts.note.clone(),
+        };
+        let json = serde_json::to_string_pretty(&manifest).map_err(|e| Error(e.to_string()))?;
+        sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
+        if dest.exists() {
+            // --force: move the old one aside, put the new one in place, then delete the old.
+            let old = TempPath::new(self.dir.join(format!(
+                ".{}.fsage-old{}",
+                opts.name,
+                std::process::id()
+            )));
+            fs::rename(&dest, old.path()).map_err(|e| io_err(&dest, "rename", e))?;
+            tmp.persist(&dest)?;
+        } else {
+            tmp.persist(&dest)?;
+        }
+        Ok(manifest)
+    }
+
+    /// The manifest of snapshot `name`.
+    pub fn load(&self, name: &str) -> Result<Manifest> {
+        check_name(name)?;
+        let p = self.entry_dir(name).join(MANIFEST_FILE);
+        let text = fs::read_to_string(&p).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error(format!(
+                    "no image named {name:?} in the library {} (see `fsage image list`)",
+                    self.dir.display()
+                ))
+            } else {
+                io_err(&p, "", e)
+            }
+        })?;
+        let m: Manifest =
+            serde_json::from_str(&text).map_err(|e| Error(format!("{}: {e}", p.display())))?;
+        if m.format != FORMAT {
+            crate::bail!(
+                "{}: format {:?}, this fsage reads {FORMAT:?}",
+                p.display(),
+                m.format
+            );
+        }
+        Ok(m)
+    }
+
+    /// Every snapshot's manifest (by name); unreadable entries as errors.
+    pub fn list(&self) -> Result<Vec<std::result::Result<Manifest, Error>>> {
+        let rd = match fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&self.dir, "", e)),
+            Ok(r) => r,
+        };
+        let mut names: Vec<String> = rd
+            .flatten()
+            .filter(|e| e.path().join(MANIFEST_FILE).is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort();
+        Ok(names.iter().map(|n| self.load(n)).collect())
+    }
+
+    /// Decompresses snapshot `name`, calling `cb(offset, data)` for each stored run, and checks
+    /// both checksums; returns the manifest.
+    fn stream(&self, name: &str, mut cb: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<Manifest> {
+        let m = self.load(name)?;
+        let p = self.entry_dir(name).join(DATA_FILE);
+        let f = File::open(&p).map_err(|e| io_err(&p, "", e))?;
+        let mut hr = HashReader {
+            inner: f,
+            h: Sha256::new(),
+        };
+        let corrupt = |what: &str| Error(format!("{}: corrupt snapshot data: {what}", p.display()));
+        let mut ih = Sha256::new();
+        {
+            let mut dec = zstd::Decoder::with_buffer(BufReader::with_capacity(1 << 20, &mut hr))
+                .map_err(|e| io_err(&p, "zstd", e))?;
+            let mut head = [0u8; 24];
+            dec.read_exact(&mut head)
+                .map_err(|e| corrupt(&format!("header: {e}")))?;
+            if &head[..16] != MAGIC {
+                return Err(corrupt("bad magic"));
+            }
+            let size = u64::from_le_bytes(head[16..24].try_into().unwrap_or_default());
+            if size != m.size {
+                return Err(corrupt(&format!(
+                    "size {size} but the manifest says {}",
+                    m.size
+                )));
+            }
+            let mut pos = 0u64;
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                crate::signals::check("reading the snapshot")?;
+                let mut rec = [0u8; 16];
+                dec.read_exact(&mut rec)
+                    .map_err(|e| corrupt(&format!("record header: {e}")))?;
+                let off = u64::from_le_bytes(rec[..8].try_into().unwrap_or_default());
+                let len = u64::from_le_bytes(rec[8..].try_into().unwrap_or_default());
+                if off == u64::MAX && len == 0 {
+                    break;
+                }
+                if off < pos || off.checked_add(len).is_none_or(|e| e > size) {
+                    return Err(corrupt(&format!(
+                        "run at {off} of {len} bytes out of order"
+                    )));
+                }
+                hash_zeros(&mut ih, off - pos);
+                let mut done = 0u64;
+                while done < len {
+                    let k = (len - done).min(buf.len() as u64) as usize;
+                    dec.read_exact(&mut buf[..k])
+                        .map_err(|e| corrupt(&format!("data: {e}")))?;
+                    ih.update(&buf[..k]);
+                    cb(off + done, &buf[..k])?;
+                    done += k as u64;
+                }
+                pos = off + len;
+            }
+            hash_zeros(&mut ih, size - pos);
+            // Read to the end so the file checksum covers every byte.
+            let mut rest = Vec::new();
+            dec.read_to_end(&mut rest)
+                .map_err(|e| corrupt(&format!("trailer: {e}")))?;
+        }
+        std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| io_err(&p, "read", e))?;
+        let data_sha = hex(&hr.h.finalize());
+        if data_sha != m.checksums.data_sha256 {
+            crate::bail!(
+                "{}: checksum mismatch: data.zst has SHA-256 {data_sha}, the manifest says {}",
+                p.display(),
+                m.checksums.data_sha256
+            );
+        }
+        let image_sha = hex(&ih.finalize());
+        if image_sha != m.checksums.image_sha256 {
+            crate::bail!(
+                "{}: checksum mismatch: the image restored from it has SHA-256 {image_sha}, the \
+                 manifest says {}",
+                p.display(),
+                m.checksums.image_sha256
+            );
+        }
+        Ok(m)
+    }
+
+    /// Decompresses snapshot `name` and checks both its checksums, writing nothing.
+    pub fn verify(&self, name: &str) -> Result<Manifest> {
+        self.stream(name, |_, _| Ok(()))
+    }
+
+    /// Restores snapshot `name` to `target`: an image file (written to a temporary file, renamed
+    /// once both checksums match) or a block device at least as large as the image (holes zeroed;
+    /// refused if mounted, and if it holds a file system unless `force`). An existing file is
+    /// replaced only with `force`.
+    pub fn restore(&self, name: &str, target: &Path, force: bool) -> Result<RestoreStats> {
+        let t0 = Instant::now();
+        let m = self.load(name)?;
+        crate::fs::check_target_safe(target, force)?;
+        let device = is_block_device(target);
+        let (f, tmp) = if device {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(target)
+                .map_err(|e| io_err(target, "", e))?;
+            let dsize = sys::file_size(&f, target)?;
+            if dsize < m.size {
+                crate::bail!(
+                    "{}: too small: {dsize} bytes, the image {name:?} is {} bytes",
+                    target.display(),
+                    m.size
+                );
+            }
+            (f, None)
+        } else {
+            let dir = target
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let free = sys::free_bytes(dir)?;
+            if free < m.data_bytes {
+                crate::bail!(
+                    "{}: too small: {free} bytes free there, the image {name:?} needs {} bytes of \
+                     data ({} bytes apparent, sparse)",
+                    dir.display(),
+                    m.data_bytes,
+                    m.size
+                );
+            }
+            let tmp = TempPath::new(sys::temp_sibling(target)?);
+            let f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(tmp.path())
+                .map_err(|e| io_err(tmp.path(), "", e))?;
+            f.set_len(m.size).map_err(|e| io_err(tmp.path(), "", e))?;
+            (f, Some(tmp))
+        };
+        let wpath = tmp.as_ref().map_or(target, |t| t.path()).to_path_buf();
+        let mut pos = 0u64;
+        let res = self.stream(name, |off, data| {
+            if device && off > pos {
+                zero_range(&f, &wpath, pos, off - pos)?;
+            }
+            f.write_all_at(data, off)
+                .map_err(|e| io_err(&wpath, &format!("write at byte {off}"), e))?;
+            pos = off + data.len() as u64;
+            Ok(())
+        });
+        if let Err(e) = res {
+            if device {
+                crate::bail!(
+                    "{e}; {} now holds a partial image: do not use it",
+                    target.display()
+                );
+            }
+            return Err(e);
+        }
+        if device && m.size > pos {
+            zero_range(&f, &wpath, pos, m.size - pos)?;
+        }
+        f.sync_all().map_err(|e| io_err(&wpath, "fsync", e))?;
+        drop(f);
+        if let Some(t) = tmp {
+            t.persist(target)?;
+        }
+        Ok(RestoreStats {
+            size: m.size,
+            data_bytes: m.data_bytes,
+            seconds: t0.elapsed().as_secs_f64(),
+        })
+    }
+}

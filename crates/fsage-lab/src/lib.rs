@@ -1,0 +1,81 @@
+//! The lab: file systems on loop-mounted image files (aging in memory, in /dev/shm), a library of
+//! aged-image snapshots (zstd-compressed, sparse-aware, with a manifest and checksums), sparse-aware
+//! image copy onto a device, and rollback of an image after a benchmark.
+//!
+//! # API
+//!
+//! File systems ([`fs`], [`mount`]):
+//! - [`FsKind`]: `ext4`, `xfs`, `btrfs` (`FsKind::parse("xfs")`, `kind.name()`).
+//! - [`create_image(kind, size, path, mkfs_opts)`](create_image): makes a sparse image file of
+//!   `size` bytes (through a temporary file and a rename) and formats it; refuses a path that exists.
+//!   [`create_fs`] is the general form (block devices, `--force`, the safety checks).
+//! - [`Mounted::attach_and_mount(image, mountpoint)`](Mounted::attach_and_mount): attaches the image
+//!   to a fresh loop device (auto-clearing: the device goes away when its last user does, even if
+//!   fsage is killed) and mounts it. A guard: dropping it unmounts and detaches;
+//!   [`Mounted::finish`] does the same and reports errors; [`Mounted::keep`] leaves it mounted.
+//! - [`drop_caches()`](drop_caches): `sync`, then `3 > /proc/sys/vm/drop_caches`.
+//! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
+//!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only.
+//!
+//! Snapshots ([`image`]): [`image::Library`] (`open`, `save`, `list`, `load`, `verify`,
+//! `restore`), [`image::Manifest`] (the schema is documented on the type).
+//!
+//! Copy ([`sparse`]): [`sparse::copy_image`] writes only the data of a sparse image (holes and zero
+//! blocks are skipped on a file target and zeroed with `BLKZEROOUT` on a device).
+//!
+//! Rollback ([`rollback`]): [`rollback::track`] runs a command on an image while recording, through
+//! the tracefs `block:block_rq_issue` tracepoint, the sectors written on its loop device;
+//! [`rollback::restore`] rewrites those sectors from a raw snapshot and checks the image equals it.
+//! Without tracing, the log says `method: compare` and restore compares the whole image instead.
+//!
+//! Every function returns [`Result`] with an [`Error`] that names the path, flag or device at fault.
+//! Nothing here panics on bad input. Long loops stop early, cleaning up, when
+//! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
+
+pub mod fs;
+pub mod image;
+pub mod loopdev;
+pub mod mount;
+pub mod rollback;
+pub mod signals;
+pub mod sparse;
+pub mod sys;
+
+pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
+pub use loopdev::LoopDevice;
+pub use mount::{drop_caches, trim, Mounted};
+
+/// An error of the lab, with a message that names what went wrong and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error(s)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `Err(Error(format!(...)))`.
+#[macro_export]
+macro_rules! bail {
+    ($($t:tt)*) => { return Err($crate::Error(format!($($t)*))) };
+}
+
+/// Adds the path to an I/O error.
+pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
+    if what.is_empty() {
+        Error(format!("{}: {e}", path.display()))
+    } else {
+        Error(format!("{}: {what}: {e}", path.display()))
+    }
+}

@@ -1,0 +1,206 @@
+//! Loop devices that fsage attaches itself, with `LOOP_CONFIGURE` and the auto-clear flag: the
+//! kernel detaches such a device when its last user closes it. While fsage holds the device open
+//! (this type), nothing else goes away; once a mount holds it, unmounting detaches it; and if fsage
+//! dies, the kernel still cleans up. fsage never detaches a loop device it did not attach.
+
+use crate::{io_err, Error, Result};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+const LO_FLAGS_READ_ONLY: u32 = 1;
+const LO_FLAGS_AUTOCLEAR: u32 = 4;
+
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+#[repr(C)]
+struct LoopConfig {
+    fd: u32,
+    block_size: u32,
+    info: LoopInfo64,
+    reserved: [u64; 8],
+}
+
+/// A loop device attached by fsage (auto-clearing), held open while this value lives.
+#[derive(Debug)]
+pub struct LoopDevice {
+    path: PathBuf,
+    file: Option<File>,
+    rdev: u64,
+}
+
+impl LoopDevice {
+    /// Attaches `image` (a regular file) to a free loop device.
+    pub fn attach(image: &Path, read_only: bool) -> Result<LoopDevice> {
+        let backing = OpenOptions::new()
+            .read(true)
+            .write(!read_only)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(image)
+            .map_err(|e| io_err(image, "cannot open the image", e))?;
+        if !backing
+            .metadata()
+            .map_err(|e| io_err(image, "", e))?
+            .is_file()
+        {
+            crate::bail!("{}: not a regular file", image.display());
+        }
+        let ctl = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open("/dev/loop-control")
+            .map_err(|e| {
+                io_err(
+                    Path::new("/dev/loop-control"),
+                    "loop devices need root and the loop module",
+                    e,
+                )
+            })?;
+        let abs = image.canonicalize().unwrap_or_else(|_| image.to_path_buf());
+        let name = abs.to_string_lossy();
+        let mut last_err = String::new();
+        for _ in 0..50 {
+            // SAFETY: plain ioctl on the control device.
+            let n = unsafe { libc::ioctl(ctl.as_raw_fd(), LOOP_CTL_GET_FREE as _) };
+            if n < 0 {
+                return Err(io_err(
+                    Path::new("/dev/loop-control"),
+                    "LOOP_CTL_GET_FREE",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            let path = PathBuf::from(format!("/dev/loop{n}"));
+            let dev = match OpenOptions::new()
+                .read(true)
+                .write(!read_only)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e) => {
+                    last_err = format!("{}: {e}", path.display());
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+            };
+            let mut info = LoopInfo64 {
+                lo_device: 0,
+                lo_inode: 0,
+                lo_rdevice: 0,
+                lo_offset: 0,
+                lo_sizelimit: 0,
+                lo_number: 0,
+                lo_encrypt_type: 0,
+                lo_encrypt_key_size: 0,
+                lo_flags: LO_FLAGS_AUTOCLEAR | if read_only { LO_FLAGS_READ_ONLY } else { 0 },
+                lo_file_name: [0; 64],
+                lo_crypt_name: [0; 64],
+                lo_encrypt_key: [0; 32],
+                lo_init: [0; 2],
+            };
+            for (d, s) in info.lo_file_name.iter_mut().zip(name.bytes().take(63)) {
+                *d = s;
+            }
+            let cfg = LoopConfig {
+                fd: backing.as_raw_fd() as u32,
+                block_size: 0,
+                info,
+                reserved: [0; 8],
+            };
+            // SAFETY: valid descriptor and a configuration struct laid out as the kernel's.
+            if unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE as _, &cfg) } == 0 {
+                let rdev = dev.metadata().map_err(|e| io_err(&path, "", e))?.rdev();
+                return Ok(LoopDevice {
+                    path,
+                    file: Some(dev),
+                    rdev,
+                });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EBUSY) {
+                // Another process took it between GET_FREE and CONFIGURE: try the next one.
+                last_err = format!("{}: {e}", path.display());
+                continue;
+            }
+            return Err(io_err(&path, "LOOP_CONFIGURE", e));
+        }
+        Err(Error(format!(
+            "{}: no free loop device could be attached (last: {last_err})",
+            image.display()
+        )))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The device number (for tracepoint filters).
+    pub fn rdev(&self) -> u64 {
+        self.rdev
+    }
+
+    /// Closes fsage's handle: the device goes away as soon as nothing else (a mount) holds it.
+    pub fn release(mut self) -> PathBuf {
+        self.file.take();
+        self.path.clone()
+    }
+
+    /// Closes fsage's handle and waits (up to `timeout`) until the kernel has detached the device.
+    pub fn detach_and_wait(mut self, timeout: Duration) -> Result<()> {
+        self.file.take();
+        wait_detached(&self.path, self.rdev, timeout)
+    }
+}
+
+/// Waits until `/dev/loopN` has no backing file any more.
+pub fn wait_detached(dev: &Path, _rdev: u64, timeout: Duration) -> Result<()> {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bf = PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
+    let start = Instant::now();
+    while bf.exists() {
+        if start.elapsed() > timeout {
+            crate::bail!(
+                "{}: still attached {:.1}s after its last user closed it (is something else \
+                 holding it open?)",
+                dev.display(),
+                timeout.as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// Does the loop device `dev` (`/dev/loopN`) have the auto-clear flag (fsage's and `mount -o
+/// loop`'s devices do)?
+pub fn is_autoclear(dev: &Path) -> bool {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"))
+        .is_ok_and(|s| s.trim() == "1")
+}

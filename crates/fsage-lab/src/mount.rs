@@ -1,0 +1,384 @@
+//! Mounting images and devices, unmounting, dropping caches, trimming.
+
+use crate::fs::{probe_fs, FsKind};
+use crate::loopdev::{is_autoclear, wait_detached, LoopDevice};
+use crate::sys::{self, is_block_device};
+use crate::{io_err, Error, Result};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn cstr(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| Error(format!("{}: path has a NUL byte", p.display())))
+}
+
+/// How to mount.
+#[derive(Debug, Clone, Default)]
+pub struct MountOptions {
+    /// File system type; probed from the superblock when `None`.
+    pub fstype: Option<String>,
+    /// `-o` options, comma-separated (`ro`, `noatime`, ... and file-system-specific ones).
+    pub options: String,
+}
+
+fn split_flags(options: &str) -> (libc::c_ulong, String) {
+    let mut flags: libc::c_ulong = 0;
+    let mut data = Vec::new();
+    for o in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+        match o {
+            "ro" => flags |= libc::MS_RDONLY,
+            "rw" => {}
+            "noatime" => flags |= libc::MS_NOATIME,
+            "nodiratime" => flags |= libc::MS_NODIRATIME,
+            "relatime" => flags |= libc::MS_RELATIME,
+            "sync" => flags |= libc::MS_SYNCHRONOUS,
+            "nosuid" => flags |= libc::MS_NOSUID,
+            "nodev" => flags |= libc::MS_NODEV,
+            "noexec" => flags |= libc::MS_NOEXEC,
+            other => data.push(other),
+        }
+    }
+    (flags, data.join(","))
+}
+
+/// mount(2) `dev` on `mount_point`.
+pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str) -> Result<()> {
+    let (flags, data) = split_flags(options);
+    let (d, m, t) = (
+        cstr(dev)?,
+        cstr(mount_point)?,
+        CString::new(fstype).map_err(|_| Error("bad file system type".into()))?,
+    );
+    let data_c = CString::new(data).map_err(|_| Error("bad mount options".into()))?;
+    // SAFETY: valid C strings.
+    let r = unsafe {
+        libc::mount(
+            d.as_ptr(),
+            m.as_ptr(),
+            t.as_ptr(),
+            flags,
+            data_c.as_ptr() as *const libc::c_void,
+        )
+    };
+    if r != 0 {
+        return Err(Error(format!(
+            "mount -t {fstype} {} {}{}: {}",
+            dev.display(),
+            mount_point.display(),
+            if options.is_empty() {
+                String::new()
+            } else {
+                format!(" -o {options}")
+            },
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// umount(2), retrying a few times while the file system is busy.
+pub fn umount_point(mount_point: &Path) -> Result<()> {
+    let m = cstr(mount_point)?;
+    let mut last = None;
+    for i in 0..10 {
+        // SAFETY: valid C string.
+        if unsafe { libc::umount2(m.as_ptr(), 0) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EBUSY) {
+            return Err(io_err(mount_point, "umount", e));
+        }
+        last = Some(e);
+        std::thread::sleep(Duration::from_millis(50 * (i + 1)));
+    }
+    Err(io_err(
+        mount_point,
+        "umount (still busy: a process has a file open or its working directory there)",
+        last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EBUSY)),
+    ))
+}
+
+fn lazy_umount(mount_point: &Path) -> Result<()> {
+    let m = cstr(mount_point)?;
+    // SAFETY: valid C string.
+    if unsafe { libc::umount2(m.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return Err(io_err(
+            mount_point,
+            "lazy umount",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// A file system fsage mounted (on a loop device it attached, for an image file). Dropping it
+/// unmounts (lazily if it must) and detaches the loop device; [`Mounted::finish`] does the same
+/// and reports errors.
+#[derive(Debug)]
+pub struct Mounted {
+    mount_point: PathBuf,
+    device: PathBuf,
+    fstype: String,
+    loopdev: Option<LoopDevice>,
+    mounted: bool,
+}
+
+impl Mounted {
+    /// Attaches `image` (or takes a block device as it is) and mounts it on `mount_point` (an
+    /// existing directory), probing the file system type.
+    pub fn attach_and_mount(image: &Path, mount_point: &Path) -> Result<Mounted> {
+        Mounted::attach_and_mount_with(image, mount_point, &MountOptions::default())
+    }
+
+    pub fn attach_and_mount_with(
+        image: &Path,
+        mount_point: &Path,
+        opts: &MountOptions,
+    ) -> Result<Mounted> {
+        if !mount_point.is_dir() {
+            crate::bail!(
+                "{}: the mount point is not an existing directory",
+                mount_point.display()
+            );
+        }
+        let mount_point = mount_point
+            .canonicalize()
+            .map_err(|e| io_err(mount_point, "", e))?;
+        if sys::is_mount_point(&mount_point) {
+            crate::bail!(
+                "{}: something is mounted there already",
+                mount_point.display()
+            );
+        }
+        let fstype = match &opts.fstype {
+            Some(t) => t.clone(),
+            None => probe_fs(image)?.ok_or_else(|| {
+                Error(format!(
+                    "{}: no file system found (ext4, xfs or btrfs superblock); give the type",
+                    image.display()
+                ))
+            })?,
+        };
+        let read_only = split_flags(&opts.options).0 & libc::MS_RDONLY != 0;
+        let (device, loopdev) = if is_block_device(image) {
+            let busy = sys::mounts_of_device(image)?;
+            if let Some(m) = busy.first() {
+                crate::bail!(
+                    "{}: already mounted on {}",
+                    image.display(),
+                    m.mount_point.display()
+                );
+            }
+            (image.to_path_buf(), None)
+        } else {
+            let loops = sys::loops_backed_by(image);
+            if !loops.is_empty() {
+                crate::bail!(
+                    "{}: already attached to {} (mounted or in use elsewhere); unmount it first",
+                    image.display(),
+                    loops
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            let l = LoopDevice::attach(image, read_only)?;
+            (l.path().to_path_buf(), Some(l))
+        };
+        // On error `loopdev` drops here: the auto-clearing device goes away.
+        mount_device(&device, &mount_point, &fstype, &opts.options)?;
+        Ok(Mounted {
+            mount_point,
+            device,
+            fstype,
+            loopdev,
+            mounted: true,
+        })
+    }
+
+    pub fn mount_point(&self) -> &Path {
+        &self.mount_point
+    }
+
+    /// The block device mounted (`/dev/loopN` for an image).
+    pub fn device(&self) -> &Path {
+        &self.device
+    }
+
+    /// Device number of the loop device, when fsage attached one.
+    pub fn loop_rdev(&self) -> Option<u64> {
+        self.loopdev.as_ref().map(|l| l.rdev())
+    }
+
+    pub fn fstype(&self) -> &str {
+        &self.fstype
+    }
+
+    pub fn kind(&self) -> Option<FsKind> {
+        FsKind::parse(&self.fstype).ok()
+    }
+
+    /// Unmounts, then waits until the loop device is detached; reports what failed.
+    pub fn finish(mut self) -> Result<()> {
+        self.mounted = false;
+        let r = umount_point(&self.mount_point);
+        if let Err(e) = r {
+            // Leave nothing behind: detach lazily, the kernel finishes when the last user goes.
+            let _ = lazy_umount(&self.mount_point);
+            self.loopdev.take();
+            return Err(e);
+        }
+        if let Some(l) = self.loopdev.take() {
+            l.detach_and_wait(Duration::from_secs(10))?;
+        }
+        Ok(())
+    }
+
+    /// Leaves the file system mounted (for `fsage fs mount`): returns the device and mount point.
+    /// The loop device stays as long as the mount does and goes away when it is unmounted.
+    pub fn keep(mut self) -> (PathBuf, PathBuf) {
+        self.mounted = false;
+        if let Some(l) = self.loopdev.take() {
+            l.release();
+        }
+        (self.device.clone(), self.mount_point.clone())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.mounted {
+            self.mounted = false;
+            if let Err(e) = umount_point(&self.mount_point) {
+                eprintln!("fsage: cleanup: {e}; unmounting lazily");
+                if let Err(e) = lazy_umount(&self.mount_point) {
+                    eprintln!("fsage: cleanup: {e}");
+                }
+            }
+        }
+        if let Some(l) = self.loopdev.take() {
+            let _ = l.detach_and_wait(Duration::from_secs(5));
+        }
+    }
+}
+
+/// What [`umount`] did.
+#[derive(Debug, Default)]
+pub struct Unmounted {
+    pub mount_points: Vec<PathBuf>,
+    /// Loop devices that went away with the mount.
+    pub detached: Vec<PathBuf>,
+    /// Loop devices left attached because fsage did not attach them (no auto-clear flag).
+    pub left_attached: Vec<PathBuf>,
+}
+
+/// Unmounts `target`: a mount point, or an image file (every mount of every loop device backed by
+/// it) or a block device (every mount of it). Loop devices fsage attached then go away.
+pub fn umount(target: &Path) -> Result<Unmounted> {
+    let mut out = Unmounted::default();
+    let meta = std::fs::metadata(target).map_err(|e| io_err(target, "", e))?;
+    let mut devices = Vec::new();
+    if meta.is_dir() {
+        let mp = target.canonicalize().map_err(|e| io_err(target, "", e))?;
+        let entries = sys::mounts()?;
+        let Some(e) = entries.iter().rev().find(|e| e.mount_point == mp) else {
+            crate::bail!("{}: not a mount point", target.display());
+        };
+        if e.source.starts_with("/dev/loop") {
+            devices.push(PathBuf::from(&e.source));
+        }
+        let auto: Vec<bool> = devices.iter().map(|d| is_autoclear(d)).collect();
+        umount_point(&mp)?;
+        out.mount_points.push(mp);
+        finish_umount(out, devices, auto)
+    } else {
+        if meta.is_file() {
+            devices = sys::loops_backed_by(target);
+            if devices.is_empty() {
+                crate::bail!(
+                    "{}: not mounted (no loop device is attached to it)",
+                    target.display()
+                );
+            }
+        } else if is_block_device(target) {
+            devices.push(target.to_path_buf());
+        } else {
+            crate::bail!(
+                "{}: not a mount point, image file or block device",
+                target.display()
+            );
+        }
+        let auto: Vec<bool> = devices.iter().map(|d| is_autoclear(d)).collect();
+        for d in &devices {
+            let mut ms = sys::mounts_of_device(d)?;
+            // Unmount the most recent first (stacked mounts).
+            ms.reverse();
+            for m in ms {
+                umount_point(&m.mount_point)?;
+                out.mount_points.push(m.mount_point);
+            }
+        }
+        if out.mount_points.is_empty() {
+            crate::bail!("{}: not mounted", target.display());
+        }
+        finish_umount(out, devices, auto)
+    }
+}
+
+fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> Result<Unmounted> {
+    for (d, autoclear) in devices.into_iter().zip(auto) {
+        if !d.to_string_lossy().starts_with("/dev/loop") {
+            continue;
+        }
+        if autoclear {
+            wait_detached(&d, 0, Duration::from_secs(10))?;
+            out.detached.push(d);
+        } else if sys::mounts_of_device(&d)
+            .map(|m| m.is_empty())
+            .unwrap_or(false)
+        {
+            out.left_attached.push(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes back dirty data (`sync`) and drops the page cache, dentries and inodes.
+pub fn drop_caches() -> Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    let p = Path::new("/proc/sys/vm/drop_caches");
+    std::fs::write(p, b"3\n").map_err(|e| io_err(p, "drop caches (needs root)", e))
+}
+
+/// FITRIM on a mounted file system: tells the device (for an image on a loop device: punches
+/// holes in the image) which blocks are free. Returns the bytes trimmed as the file system counts.
+pub fn trim(mount_point: &Path) -> Result<u64> {
+    #[repr(C)]
+    struct FstrimRange {
+        start: u64,
+        len: u64,
+        minlen: u64,
+    }
+    const FITRIM: libc::c_ulong = 0xC018_5879;
+    let f = std::fs::File::open(mount_point).map_err(|e| io_err(mount_point, "", e))?;
+    let mut r = FstrimRange {
+        start: 0,
+        len: u64::MAX,
+        minlen: 0,
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: valid descriptor and struct.
+    if unsafe { libc::ioctl(f.as_raw_fd(), FITRIM as _, &mut r) } != 0 {
+        return Err(io_err(
+            mount_point,
+            "FITRIM",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(r.len)
+}

@@ -1,0 +1,346 @@
+//! Sparse-aware reading, hashing, comparing and copying of images. Only data extents are read
+//! (SEEK_DATA/SEEK_HOLE; a block device is all data), and within them all-zero 4 KiB blocks count
+//! as holes, so a restored or copied image file is as sparse as it can be. To make the free space
+//! of an image's file system into holes too, trim it first (`fsage fs trim IMAGE`).
+
+use crate::sys::{self, is_block_device, TempPath};
+use crate::{io_err, Error, Result};
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::Instant;
+
+/// Granularity of zero detection and of rollback ranges.
+pub const BLOCK: u64 = 4096;
+const CHUNK: usize = 1 << 20;
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
+/// Data extents `(offset, len)` of a regular file (ascending); a block device is one extent.
+pub fn data_extents(f: &File, path: &Path) -> Result<Vec<(u64, u64)>> {
+    let size = sys::file_size(f, path)?;
+    if is_block_device(path) {
+        return Ok(if size > 0 { vec![(0, size)] } else { vec![] });
+    }
+    let fd = f.as_raw_fd();
+    let mut out = Vec::new();
+    let mut pos: i64 = 0;
+    while (pos as u64) < size {
+        // SAFETY: lseek on a valid descriptor.
+        let data = unsafe { libc::lseek(fd, pos, libc::SEEK_DATA) };
+        if data < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::ENXIO) => break,
+                // File systems without SEEK_DATA: everything is data.
+                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => return Ok(vec![(0, size)]),
+                _ => return Err(io_err(path, "SEEK_DATA", e)),
+            }
+        }
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+        if hole < 0 {
+            return Err(io_err(path, "SEEK_HOLE", std::io::Error::last_os_error()));
+        }
+        let end = (hole as u64).min(size);
+        if end > data as u64 {
+            out.push((data as u64, end - data as u64));
+        }
+        pos = hole;
+    }
+    Ok(out)
+}
+
+/// Calls `cb(offset, bytes)` for every run of non-zero 4 KiB blocks in the data extents, in
+/// ascending order. Returns the image size.
+pub fn scan_nonzero(
+    f: &File,
+    path: &Path,
+    mut cb: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<u64> {
+    let size = sys::file_size(f, path)?;
+    let mut buf = vec![0u8; CHUNK];
+    for (start, len) in data_extents(f, path)? {
+        // Align to blocks so that runs never split a block.
+        let mut off = start / BLOCK * BLOCK;
+        let end = (start + len).min(size);
+        while off < end {
+            crate::signals::check("reading the image")?;
+            let n = (end - off).min(CHUNK as u64) as usize;
+            let b = &mut buf[..n];
+            f.read_exact_at(b, off)
+                .map_err(|e| io_err(path, &format!("read at byte {off}"), e))?;
+            let mut i = 0;
+            while i < n {
+                let bl = (n - i).min(BLOCK as usize);
+                if b[i..i + bl].iter().all(|&x| x == 0) {
+                    i += bl;
+                    continue;
+                }
+                let s = i;
+                while i < n {
+                    let bl = (n - i).min(BLOCK as usize);
+                    if b[i..i + bl].iter().all(|&x| x == 0) {
+                        break;
+                    }
+                    i += bl;
+                }
+                cb(off + s as u64, &b[s..i])?;
+            }
+            off += n as u64;
+        }
+    }
+    Ok(size)
+}
+
+/// Feeds `n` zero bytes to a hasher.
+pub fn hash_zeros(h: &mut Sha256, mut n: u64) {
+    while n > 0 {
+        let k = n.min(CHUNK as u64) as usize;
+        h.update(&ZEROS[..k]);
+        n -= k as u64;
+    }
+}
+
+pub fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of the whole content of a file or device (holes read as zeros): equal to `sha256sum`.
+pub fn sha256_image(path: &Path) -> Result<String> {
+    let f = File::open(path).map_err(|e| io_err(path, "", e))?;
+    let mut h = Sha256::new();
+    let mut pos = 0u64;
+    let size = scan_nonzero(&f, path, |off, data| {
+        hash_zeros(&mut h, off - pos);
+        h.update(data);
+        pos = off + data.len() as u64;
+        Ok(())
+    })?;
+    hash_zeros(&mut h, size - pos);
+    Ok(hex(&h.finalize()))
+}
+
+/// Zeroes `[off, off+len)` of a device (BLKZEROOUT, falling back to writing zeros) or punches a
+/// hole in a file.
+pub fn zero_range(f: &File, path: &Path, off: u64, len: u64) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    if is_block_device(path) {
+        const BLKZEROOUT: libc::c_ulong = 0x127F;
+        let range: [u64; 2] = [off, len];
+        // SAFETY: valid descriptor and a two-u64 range.
+        if off % 512 == 0
+            && len % 512 == 0
+            && unsafe { libc::ioctl(f.as_raw_fd(), BLKZEROOUT as _, range.as_ptr()) } == 0
+        {
+            return Ok(());
+        }
+    } else {
+        // SAFETY: valid descriptor.
+        let r = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as i64,
+                len as i64,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+    }
+    let mut o = off;
+    while o < off + len {
+        let k = (off + len - o).min(CHUNK as u64) as usize;
+        f.write_all_at(&ZEROS[..k], o)
+            .map_err(|e| io_err(path, &format!("write zeros at byte {o}"), e))?;
+        o += k as u64;
+    }
+    Ok(())
+}
+
+fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (s, l) in v {
+        match out.last_mut() {
+            Some((ps, pl)) if s <= *ps + *pl => *pl = (*pl).max(s + l - *ps),
+            _ => out.push((s, l)),
+        }
+    }
+    out
+}
+
+/// Merges ranges `(offset, len)`: sorted, overlapping and touching ones joined.
+pub fn merge_ranges(v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    merge(v)
+}
+
+/// The 4 KiB-aligned ranges where `a` and `b` differ (both read with holes as zeros; only their
+/// data extents are read). `Err` if the sizes differ.
+pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
+    let fa = File::open(a).map_err(|e| io_err(a, "", e))?;
+    let fb = File::open(b).map_err(|e| io_err(b, "", e))?;
+    let (sa, sb) = (sys::file_size(&fa, a)?, sys::file_size(&fb, b)?);
+    // A device may be larger than the image copied onto it: compare the image's length.
+    if sa != sb && !(is_block_device(b) && sb > sa) {
+        crate::bail!(
+            "{} is {sa} bytes but {} is {sb} bytes",
+            a.display(),
+            b.display()
+        );
+    }
+    let mut ext = data_extents(&fa, a)?;
+    ext.extend(data_extents(&fb, b)?);
+    let ext: Vec<(u64, u64)> = merge(
+        ext.into_iter()
+            .filter(|&(s, _)| s < sa)
+            .map(|(s, l)| {
+                let s2 = s / BLOCK * BLOCK;
+                (s2, ((s + l).div_ceil(BLOCK) * BLOCK).min(sa) - s2)
+            })
+            .collect(),
+    );
+    let mut ba = vec![0u8; CHUNK];
+    let mut bb = vec![0u8; CHUNK];
+    let mut diff = Vec::new();
+    for (s, l) in ext {
+        let mut off = s;
+        while off < s + l {
+            crate::signals::check("comparing images")?;
+            let n = (s + l - off).min(CHUNK as u64) as usize;
+            fa.read_exact_at(&mut ba[..n], off)
+                .map_err(|e| io_err(a, &format!("read at byte {off}"), e))?;
+            fb.read_exact_at(&mut bb[..n], off)
+                .map_err(|e| io_err(b, &format!("read at byte {off}"), e))?;
+            if ba[..n] != bb[..n] {
+                let mut i = 0;
+                while i < n {
+                    let k = (n - i).min(BLOCK as usize);
+                    if ba[i..i + k] != bb[i..i + k] {
+                        diff.push((off + i as u64, k as u64));
+                    }
+                    i += k;
+                }
+            }
+            off += n as u64;
+        }
+    }
+    Ok(merge(diff))
+}
+
+/// Options of [`copy_image`].
+#[derive(Debug, Clone, Copy)]
+pub struct CopyOptions {
+    /// Overwrite a target that exists or holds a file system (never one mounted or attached).
+    pub force: bool,
+    /// On a device, zero the ranges that are holes in the source (BLKZEROOUT). Without it those
+    /// ranges keep the device's old content: safe only where they are free space.
+    pub zero_holes: bool,
+    /// Compare the target with the source afterwards.
+    pub verify: bool,
+}
+
+/// What [`copy_image`] did.
+#[derive(Debug, Clone, Default)]
+pub struct CopyStats {
+    pub size: u64,
+    /// Bytes written (non-zero data).
+    pub data_bytes: u64,
+    /// Bytes zeroed on a device (holes of the source).
+    pub zeroed_bytes: u64,
+    pub verified: bool,
+    pub seconds: f64,
+}
+
+/// Copies the image `src` onto `dest`, a block device or an image file (made sparse, through a
+/// temporary file and a rename), writing only the source's non-zero blocks.
+pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStats> {
+    let t0 = Instant::now();
+    if sys::is_block_device(src) && !sys::mounts_of_device(src)?.is_empty() {
+        crate::bail!("{}: mounted; unmount it before copying", src.display());
+    }
+    if src.is_file() && !sys::loops_backed_by(src).is_empty() {
+        crate::bail!(
+            "{}: attached to a loop device (mounted?); `fsage fs umount {}` first",
+            src.display(),
+            src.display()
+        );
+    }
+    let fs_ = File::open(src).map_err(|e| io_err(src, "", e))?;
+    let size = sys::file_size(&fs_, src)?;
+    crate::fs::check_target_safe(dest, opts.force)?;
+    let mut st = CopyStats {
+        size,
+        ..Default::default()
+    };
+    let device = is_block_device(dest);
+    let (f, tmp) = if device {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dest)
+            .map_err(|e| io_err(dest, "", e))?;
+        let dsize = sys::file_size(&f, dest)?;
+        if dsize < size {
+            crate::bail!(
+                "{}: too small ({dsize} bytes) for {} ({size} bytes)",
+                dest.display(),
+                src.display()
+            );
+        }
+        (f, None)
+    } else {
+        let tmp = TempPath::new(sys::temp_sibling(dest)?);
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(tmp.path())
+            .map_err(|e| io_err(tmp.path(), "", e))?;
+        f.set_len(size).map_err(|e| io_err(tmp.path(), "", e))?;
+        (f, Some(tmp))
+    };
+    let wpath = tmp.as_ref().map_or(dest, |t| t.path());
+    let mut pos = 0u64;
+    scan_nonzero(&fs_, src, |off, data| {
+        if device && opts.zero_holes {
+            zero_range(&f, wpath, pos, off - pos)?;
+            st.zeroed_bytes += off - pos;
+        }
+        f.write_all_at(data, off)
+            .map_err(|e| io_err(wpath, &format!("write at byte {off}"), e))?;
+        st.data_bytes += data.len() as u64;
+        pos = off + data.len() as u64;
+        Ok(())
+    })?;
+    if device && opts.zero_holes {
+        zero_range(&f, wpath, pos, size - pos)?;
+        st.zeroed_bytes += size - pos;
+    }
+    f.sync_all().map_err(|e| io_err(wpath, "fsync", e))?;
+    drop(f);
+    if opts.verify {
+        let d = if device && !opts.zero_holes {
+            // Only the data written can be compared.
+            Vec::new()
+        } else {
+            compare(src, wpath)?
+        };
+        if let Some((o, l)) = d.first() {
+            return Err(Error(format!(
+                "{}: verification failed: {} ranges differ from {} (first at byte {o}, {l} bytes)",
+                dest.display(),
+                d.len(),
+                src.display()
+            )));
+        }
+        st.verified = !device || opts.zero_holes;
+    }
+    if let Some(t) = tmp {
+        t.persist(dest)?;
+    }
+    st.seconds = t0.elapsed().as_secs_f64();
+    Ok(st)
+}

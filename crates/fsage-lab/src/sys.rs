@@ -1,0 +1,290 @@
+//! System helpers: running tools, the mount table, loop devices' backing files, block devices.
+
+use crate::{io_err, Error, Result};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Finds a command on PATH or in the usual sbin directories.
+pub fn find_cmd(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs `name args...`; `Err` naming the command, its status and its output when it fails.
+pub fn run_tool(name: &str, args: &[&str]) -> Result<String> {
+    let exe = find_cmd(name).ok_or_else(|| {
+        Error(format!(
+            "{name} not found: install it (scripts/setup installs e2fsprogs, xfsprogs, btrfs-progs)"
+        ))
+    })?;
+    let o = Command::new(&exe)
+        .args(args)
+        .output()
+        .map_err(|e| Error(format!("{name}: cannot run: {e}")))?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    } else {
+        Err(Error(format!(
+            "{name} {} failed ({}): {}{}",
+            args.join(" "),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim(),
+            String::from_utf8_lossy(&o.stdout).trim()
+        )))
+    }
+}
+
+/// One line of /proc/self/mountinfo.
+#[derive(Debug, Clone)]
+pub struct MountEntry {
+    /// st_dev of the mounted file system (major, minor).
+    pub dev: (u32, u32),
+    pub mount_point: PathBuf,
+    pub fstype: String,
+    pub source: String,
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 4])
+                .ok()
+                .and_then(|o| u8::from_str_radix(o, 8).ok())
+            {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mount table.
+pub fn mounts() -> Result<Vec<MountEntry>> {
+    let text = fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| io_err(Path::new("/proc/self/mountinfo"), "", e))?;
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let Some(sep) = f.iter().position(|x| *x == "-") else {
+            continue;
+        };
+        if f.len() < 5 || f.len() < sep + 3 {
+            continue;
+        }
+        let dev = f[2]
+            .split_once(':')
+            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+            .unwrap_or((0, 0));
+        v.push(MountEntry {
+            dev,
+            mount_point: PathBuf::from(unescape(f[4])),
+            fstype: f[sep + 1].to_string(),
+            source: unescape(f[sep + 2]),
+        });
+    }
+    Ok(v)
+}
+
+/// Is `path` a mount point?
+pub fn is_mount_point(path: &Path) -> bool {
+    let p = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    mounts()
+        .map(|m| m.iter().any(|e| e.mount_point == p))
+        .unwrap_or(false)
+}
+
+/// (major, minor) of a device number.
+pub fn dev_parts(rdev: u64) -> (u32, u32) {
+    (libc::major(rdev), libc::minor(rdev))
+}
+
+/// Mounts whose source is the block device `dev` (by number, or by path for file systems such as
+/// btrfs that report an anonymous device number).
+pub fn mounts_of_device(dev: &Path) -> Result<Vec<MountEntry>> {
+    let m = fs::metadata(dev).map_err(|e| io_err(dev, "", e))?;
+    let want = dev_parts(m.rdev());
+    let canon = dev.canonicalize().unwrap_or_else(|_| dev.to_path_buf());
+    Ok(mounts()?
+        .into_iter()
+        .filter(|e| {
+            e.dev == want
+                || Path::new(&e.source)
+                    .canonicalize()
+                    .is_ok_and(|s| s == canon)
+        })
+        .collect())
+}
+
+/// Loop devices whose backing file is `file` (compared by device and inode number, so any path
+/// to the file matches).
+pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
+    let Ok(m) = fs::metadata(file) else {
+        return Vec::new();
+    };
+    let (dev, ino) = (m.dev(), m.ino());
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/sys/block") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let base = e.path().join("loop");
+        let (Ok(d), Ok(i)) = (
+            fs::read_to_string(base.join("backing_dev")),
+            fs::read_to_string(base.join("backing_inode")),
+        ) else {
+            // Older kernels: compare the backing file's path.
+            if let Ok(bf) = fs::read_to_string(base.join("backing_file")) {
+                let bf = PathBuf::from(bf.trim());
+                if fs::metadata(&bf).is_ok_and(|b| b.dev() == dev && b.ino() == ino) {
+                    out.push(PathBuf::from(format!("/dev/{name}")));
+                }
+            }
+            continue;
+        };
+        let (Ok(d), Ok(i)) = (d.trim().parse::<u64>(), i.trim().parse::<u64>()) else {
+            continue;
+        };
+        if d == dev && i == ino {
+            out.push(PathBuf::from(format!("/dev/{name}")));
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn is_block_device(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+/// Size in bytes of a block device or regular file.
+pub fn size_of(path: &Path) -> Result<u64> {
+    let f = fs::File::open(path).map_err(|e| io_err(path, "", e))?;
+    file_size(&f, path)
+}
+
+/// Size in bytes of an open block device or regular file.
+pub fn file_size(f: &fs::File, path: &Path) -> Result<u64> {
+    use std::os::fd::AsRawFd;
+    let m = f.metadata().map_err(|e| io_err(path, "", e))?;
+    if m.file_type().is_block_device() {
+        let mut size: u64 = 0;
+        // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+        const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+        // SAFETY: valid descriptor and out-pointer of the size the ioctl writes.
+        if unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) } != 0 {
+            return Err(io_err(
+                path,
+                "BLKGETSIZE64",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(size)
+    } else {
+        Ok(m.len())
+    }
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`.
+pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error(format!("{}: not a file name", path.display())))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok(dir.join(format!(
+        ".{}.fsage-tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let tmp = temp_sibling(path)?;
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(path, "", e)
+    })
+}
+
+/// Removes a temporary file when dropped, unless [`TempPath::keep`] was called.
+pub struct TempPath(Option<PathBuf>);
+
+impl TempPath {
+    pub fn new(p: PathBuf) -> TempPath {
+        TempPath(Some(p))
+    }
+    pub fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+    /// Renames it onto `dest` and disarms the guard.
+    pub fn persist(mut self, dest: &Path) -> Result<()> {
+        let p = self.0.take().unwrap_or_default();
+        fs::rename(&p, dest).map_err(|e| {
+            let _ = fs::remove_file(&p);
+            io_err(dest, &format!("rename from {}", p.display()), e)
+        })
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            if p.is_dir() {
+                let _ = fs::remove_dir_all(&p);
+            } else {
+                let _ = fs::remove_file(&p);
+            }
+        }
+    }
+}
+
+/// Free bytes (as root counts them) on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| Error(format!("{}: path has a NUL byte", dir.display())))?;
+    // SAFETY: valid C string and out-pointer.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io_err(dir, "statvfs", std::io::Error::last_os_error()));
+    }
+    Ok(st.f_bfree as u64 * st.f_frsize as u64)
+}

@@ -1,0 +1,728 @@
+//! `fsage fs ...`, `fsage image ...`, `fsage rollback ...`: the lab, on top of `fsage-lab`.
+
+use clap::{Args, Subcommand};
+use fsage_lab::image::{default_library_dir, Library, ProfileRecord, SaveOptions};
+use fsage_lab::mount::MountOptions;
+use fsage_lab::{rollback, signals, sparse, FsKind, Mounted};
+use fsage_profile::{human_bytes, parse_size};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum FsCmd {
+    /// Format an image file (sparse; in /dev/shm to age in memory) or a block device, optionally
+    /// loop-mount it.
+    Create(FsCreateArgs),
+    /// Mount an image file (on a loop device that goes away when unmounted) or a block device.
+    Mount(FsMountArgs),
+    /// Unmount a mount point, or every mount of an image file or device; fsage's loop devices go
+    /// away with the mount.
+    Umount {
+        /// Mount point, image file or block device.
+        target: PathBuf,
+    },
+    /// sync, then drop the page cache, dentries and inodes.
+    DropCaches,
+    /// Tell the file system to discard its free space (FITRIM): in an image, free space becomes
+    /// holes, which `image save` and `image copy` then skip.
+    Trim {
+        /// Mount point, or an unmounted image file (mounted for the trim, then unmounted).
+        target: PathBuf,
+    },
+    /// Check an unmounted file system read-only (e2fsck -fn, xfs_repair -n, btrfs check).
+    Check {
+        /// Image file or block device.
+        target: PathBuf,
+        /// File system type (default: probed).
+        #[arg(long = "fs")]
+        fs: Option<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct FsCreateArgs {
+    /// File system: ext4, xfs or btrfs.
+    #[arg(long = "fs")]
+    pub fs: String,
+    /// Size (e.g. 4GiB, 512M); required for an image file, default the whole device.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Extra mkfs arguments, one string (e.g. --mkfs-opts="-b 1024").
+    #[arg(long, allow_hyphen_values = true, value_name = "OPTS")]
+    pub mkfs_opts: Option<String>,
+    /// Mount it here afterwards (left mounted; `fsage fs umount` undoes it).
+    #[arg(long, value_name = "DIR")]
+    pub mount: Option<PathBuf>,
+    /// Overwrite an existing file or file system (never a mounted or attached one).
+    #[arg(long)]
+    pub force: bool,
+    /// Image file (created) or block device.
+    pub target: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct FsMountArgs {
+    /// Image file or block device.
+    pub target: PathBuf,
+    /// Existing directory to mount on.
+    pub dir: PathBuf,
+    /// File system type (default: probed from the superblock).
+    #[arg(long = "fs")]
+    pub fs: Option<String>,
+    /// Mount options (e.g. -o noatime,discard).
+    #[arg(short = 'o', long, default_value = "")]
+    pub options: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LibraryArg {
+    /// Library directory (default: $FSAGE_LIBRARY, else ~/.local/share/fsage/images).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub library: Option<PathBuf>,
+}
+
+impl LibraryArg {
+    fn open(&self) -> Library {
+        Library::open(&self.library.clone().unwrap_or_else(default_library_dir))
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImageCmd {
+    /// Store a compressed, sparse snapshot of an unmounted image with its manifest.
+    Save(ImageSaveArgs),
+    /// The snapshots in the library.
+    List(LibraryArg),
+    /// A snapshot's manifest.
+    Show {
+        name: String,
+        /// Print manifest.json as stored.
+        #[arg(long)]
+        json: bool,
+        /// Print the embedded profile's TOML.
+        #[arg(long)]
+        profile_toml: bool,
+        #[command(flatten)]
+        lib: LibraryArg,
+    },
+    /// Decompress snapshots and check their checksums (all of them when no name is given).
+    Verify {
+        names: Vec<String>,
+        #[command(flatten)]
+        lib: LibraryArg,
+    },
+    /// Write a snapshot to an image file or a device, checking its checksums.
+    Restore {
+        name: String,
+        /// Image file (written to a temporary file, renamed when verified) or block device.
+        target: PathBuf,
+        /// Replace an existing file, or overwrite a device holding a file system.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        lib: LibraryArg,
+    },
+    /// Copy an image onto a device or file, writing only its data (sparse-aware).
+    Copy {
+        source: PathBuf,
+        /// Block device or image file.
+        target: PathBuf,
+        /// Overwrite an existing file, or a device holding a file system (never a mounted one).
+        #[arg(long)]
+        force: bool,
+        /// On a device, leave the ranges that are holes in the source as they are instead of
+        /// zeroing them (faster; safe only when the holes are free space, e.g. after `fs trim`).
+        #[arg(long)]
+        no_zero_holes: bool,
+        /// Skip comparing the target with the source afterwards.
+        #[arg(long)]
+        no_verify: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct ImageSaveArgs {
+    /// Unmounted image file or block device.
+    pub image: PathBuf,
+    /// Name in the library (default: the image's file name without extension).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The aging run's report (`fsage age --json FILE`), embedded whole.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The aging profile (built-in name or file), embedded whole (default: the report's profile,
+    /// when it is a built-in).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// mkfs options to record (default: from IMAGE.fsage.json, written by `fsage fs create`).
+    #[arg(long, allow_hyphen_values = true, value_name = "OPTS")]
+    pub mkfs_opts: Option<String>,
+    #[arg(long)]
+    pub note: Option<String>,
+    /// zstd level (1-19).
+    #[arg(long, default_value_t = 3)]
+    pub level: i32,
+    /// Replace a snapshot of the same name; snapshot an image that is attached.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub lib: LibraryArg,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RollbackCmd {
+    /// Run a benchmark on an image, recording the blocks it writes (tracefs block_rq_issue).
+    Track(TrackArgs),
+    /// Rewrite the recorded blocks from the snapshot and check the image equals it again.
+    Restore {
+        image: PathBuf,
+        /// The log of `rollback track` (default IMAGE.rollback.json).
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        /// Compare the whole image with the snapshot instead of using the recorded blocks.
+        #[arg(long)]
+        compare: bool,
+        /// Skip the final check that the image equals the snapshot.
+        #[arg(long)]
+        no_verify: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct TrackArgs {
+    /// Unmounted image file.
+    pub image: PathBuf,
+    /// Raw snapshot to roll back to (default IMAGE.snapshot, made from IMAGE if missing).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Log file (default IMAGE.rollback.json).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Mount point for the benchmark (default: a temporary directory). The command gets it in
+    /// $FSAGE_MOUNT, the loop device in $FSAGE_DEVICE.
+    #[arg(long, value_name = "DIR")]
+    pub mount: Option<PathBuf>,
+    /// Do not mount; the command gets only the device.
+    #[arg(long)]
+    pub no_mount: bool,
+    /// Mount options.
+    #[arg(short = 'o', long, default_value = "")]
+    pub options: String,
+    /// Do not trace: roll back by comparing with the snapshot.
+    #[arg(long)]
+    pub compare: bool,
+    /// Skip checking that the image equals an existing snapshot before the run.
+    #[arg(long)]
+    pub no_check: bool,
+    /// The benchmark command.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+fn split_opts(o: &Option<String>) -> Vec<String> {
+    o.as_deref()
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn size_flag(flag: &str, s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| format!("{flag} {s:?}: {e}"))
+}
+
+pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
+    signals::install();
+    match cmd {
+        FsCmd::Create(a) => {
+            let kind = FsKind::parse(&a.fs).map_err(|e| format!("--fs: {e}"))?;
+            let size = a
+                .size
+                .as_deref()
+                .map(|s| size_flag("--size", s))
+                .transpose()?;
+            let info = fsage_lab::create_fs(
+                &a.target,
+                &fsage_lab::CreateOptions {
+                    kind,
+                    size,
+                    mkfs_opts: split_opts(&a.mkfs_opts),
+                    force: a.force,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            println!(
+                "made {} ({}) on {}: {}",
+                kind,
+                human_bytes(info.size),
+                a.target.display(),
+                info.mkfs_command.join(" ")
+            );
+            if let Some(dir) = a.mount {
+                let m = Mounted::attach_and_mount(&a.target, &dir).map_err(|e| e.to_string())?;
+                let (dev, mp) = m.keep();
+                println!(
+                    "mounted {} ({}) on {}",
+                    a.target.display(),
+                    dev.display(),
+                    mp.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        FsCmd::Mount(a) => {
+            if let Some(t) = &a.fs {
+                FsKind::parse(t).map_err(|e| format!("--fs: {e}"))?;
+            }
+            let m = Mounted::attach_and_mount_with(
+                &a.target,
+                &a.dir,
+                &MountOptions {
+                    fstype: a.fs.clone(),
+                    options: a.options.clone(),
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let (dev, mp) = m.keep();
+            println!(
+                "mounted {} ({}) on {}",
+                a.target.display(),
+                dev.display(),
+                mp.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        FsCmd::Umount { target } => {
+            let u = fsage_lab::mount::umount(&target).map_err(|e| e.to_string())?;
+            for m in &u.mount_points {
+                println!("unmounted {}", m.display());
+            }
+            for d in &u.detached {
+                println!("detached {}", d.display());
+            }
+            for d in &u.left_attached {
+                println!(
+                    "left {} attached: fsage did not attach it (losetup -d {} detaches it)",
+                    d.display(),
+                    d.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        FsCmd::DropCaches => {
+            fsage_lab::drop_caches().map_err(|e| e.to_string())?;
+            println!("dropped caches");
+            Ok(ExitCode::SUCCESS)
+        }
+        FsCmd::Trim { target } => {
+            let n = if target.is_dir() {
+                fsage_lab::trim(&target).map_err(|e| e.to_string())?
+            } else {
+                let dir = tempdir_for_mount()?;
+                let m =
+                    Mounted::attach_and_mount(&target, dir.path()).map_err(|e| e.to_string())?;
+                let r = fsage_lab::trim(m.mount_point());
+                m.finish().map_err(|e| e.to_string())?;
+                r.map_err(|e| e.to_string())?
+            };
+            println!("trimmed {} ({})", target.display(), human_bytes(n));
+            Ok(ExitCode::SUCCESS)
+        }
+        FsCmd::Check { target, fs } => {
+            let t = match fs {
+                Some(t) => t,
+                None => fsage_lab::probe_fs(&target)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("{}: no file system found", target.display()))?,
+            };
+            let kind = FsKind::parse(&t).map_err(|e| e.to_string())?;
+            fsage_lab::fsck(&target, kind).map_err(|e| e.to_string())?;
+            println!("{}: {kind} clean", target.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A fresh directory to mount on, removed when dropped (after the guard using it has unmounted).
+struct MountDir(PathBuf);
+
+impl MountDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for MountDir {
+    fn drop(&mut self) {
+        // remove_dir only removes an empty directory: never anything through a mount.
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn tempdir_for_mount() -> Result<MountDir, String> {
+    let p = std::env::temp_dir().join(format!(
+        "fsage-mnt-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(MountDir(p))
+}
+
+pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
+    signals::install();
+    match cmd {
+        ImageCmd::Save(a) => {
+            let lib = a.lib.open();
+            let name = match a.name {
+                Some(n) => n,
+                None => a
+                    .image
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .ok_or_else(|| format!("{}: give --name", a.image.display()))?,
+            };
+            let report = match &a.report {
+                Some(p) => {
+                    let t = std::fs::read_to_string(p)
+                        .map_err(|e| format!("--report {}: {e}", p.display()))?;
+                    let v: serde_json::Value = serde_json::from_str(&t)
+                        .map_err(|e| format!("--report {}: not JSON: {e}", p.display()))?;
+                    if v.get("profile").is_none() || v.get("seed").is_none() {
+                        return Err(format!(
+                            "--report {}: not an fsage age report (no profile or seed)",
+                            p.display()
+                        ));
+                    }
+                    Some(v)
+                }
+                None => None,
+            };
+            let profile_name = a.profile.clone().or_else(|| {
+                report
+                    .as_ref()
+                    .and_then(|r| r["profile"].as_str())
+                    .filter(|n| fsage_profile::builtin(n).is_some())
+                    .map(String::from)
+            });
+            let profile = match &profile_name {
+                Some(n) => {
+                    let p = fsage_profile::resolve(n).map_err(|e| format!("--profile: {e}"))?;
+                    Some(ProfileRecord {
+                        name: p.name.clone(),
+                        toml: fsage_profile::to_toml(&p),
+                    })
+                }
+                None => None,
+            };
+            let m = lib
+                .save(
+                    &a.image,
+                    &SaveOptions {
+                        name,
+                        profile,
+                        report,
+                        mkfs_opts: a.mkfs_opts.as_ref().map(|_| split_opts(&a.mkfs_opts)),
+                        note: a.note,
+                        zstd_level: a.level,
+                        force: a.force,
+                    },
+                )
+                .map_err(|e| e.to_string())?;
+            println!(
+                "saved {} as {:?} in {}: {} image, {} of data, {} compressed, sha256 {}",
+                a.image.display(),
+                m.name,
+                lib.dir.display(),
+                human_bytes(m.size),
+                human_bytes(m.data_bytes),
+                human_bytes(m.compressed_bytes),
+                m.checksums.image_sha256
+            );
+            if m.profile.is_none() {
+                println!("note: no profile recorded (give --profile or --report)");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::List(l) => {
+            let lib = l.open();
+            let items = lib.list().map_err(|e| e.to_string())?;
+            if items.is_empty() {
+                println!("no images in {}", lib.dir.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "{:<24} {:<6} {:>10} {:>10} {:>10}  {:<10} {:>6}",
+                "name", "fs", "size", "data", "stored", "profile", "seed"
+            );
+            for m in items {
+                match m {
+                    Ok(m) => println!(
+                        "{:<24} {:<6} {:>10} {:>10} {:>10}  {:<10} {:>6}",
+                        m.name,
+                        m.fs.as_deref().unwrap_or("-"),
+                        human_bytes(m.size),
+                        human_bytes(m.data_bytes),
+                        human_bytes(m.compressed_bytes),
+                        m.profile.as_ref().map_or("-", |p| p.name.as_str()),
+                        m.seed.map_or("-".into(), |s| s.to_string())
+                    ),
+                    Err(e) => println!("(unreadable: {e})"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Show {
+            name,
+            json,
+            profile_toml,
+            lib,
+        } => {
+            let lib = lib.open();
+            let m = lib.load(&name).map_err(|e| e.to_string())?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            if profile_toml {
+                let p = m
+                    .profile
+                    .as_ref()
+                    .ok_or_else(|| format!("{name}: no profile recorded"))?;
+                print!("{}", p.toml);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("name:          {}", m.name);
+            println!("stored in:     {}", lib.entry_dir(&name).display());
+            println!("file system:   {}", m.fs.as_deref().unwrap_or("unknown"));
+            println!(
+                "mkfs options:  {}",
+                m.mkfs_opts
+                    .as_ref()
+                    .map_or("unknown".into(), |o| o.join(" "))
+            );
+            if let Some(c) = &m.mkfs_command {
+                println!("mkfs command:  {}", c.join(" "));
+            }
+            println!("size:          {} ({} bytes)", human_bytes(m.size), m.size);
+            println!(
+                "data:          {} in {} runs, {} compressed (zstd -{})",
+                human_bytes(m.data_bytes),
+                m.data_runs,
+                human_bytes(m.compressed_bytes),
+                m.zstd_level
+            );
+            println!("image sha256:  {}", m.checksums.image_sha256);
+            println!("data sha256:   {}", m.checksums.data_sha256);
+            println!("source:        {}", m.source);
+            println!(
+                "saved:         unix time {} by fsage {} on kernel {}",
+                m.created_unix, m.fsage_version, m.kernel
+            );
+            println!(
+                "profile:       {}",
+                m.profile
+                    .as_ref()
+                    .map_or("none recorded", |p| p.name.as_str())
+            );
+            println!(
+                "seed:          {}",
+                m.seed.map_or("unknown".into(), |s| s.to_string())
+            );
+            if let Some(r) = &m.aging {
+                let g = |k: &str| r.get(k).map_or("-".to_string(), |v| v.to_string());
+                println!(
+                    "aging:         stop {}, {} ticks of T = {}, {} live files, {} live bytes of \
+                     capacity {}, fullness {}",
+                    g("stop_reason"),
+                    g("ticks"),
+                    g("t_estimate"),
+                    g("live_files"),
+                    g("live_bytes"),
+                    g("capacity"),
+                    g("fullness")
+                );
+            } else {
+                println!("aging:         no report recorded");
+            }
+            if let Some(n) = &m.note {
+                println!("note:          {n}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Verify { names, lib } => {
+            let lib = lib.open();
+            let names = if names.is_empty() {
+                lib.list()
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .filter_map(|m| m.ok().map(|m| m.name))
+                    .collect()
+            } else {
+                names
+            };
+            if names.is_empty() {
+                println!("no images in {}", lib.dir.display());
+            }
+            let mut bad = 0;
+            for n in &names {
+                match lib.verify(n) {
+                    Ok(m) => println!("{n}: ok (sha256 {})", m.checksums.image_sha256),
+                    Err(e) => {
+                        bad += 1;
+                        println!("{n}: FAILED: {e}");
+                    }
+                }
+            }
+            Ok(if bad > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        ImageCmd::Restore {
+            name,
+            target,
+            force,
+            lib,
+        } => {
+            let lib = lib.open();
+            let s = lib
+                .restore(&name, &target, force)
+                .map_err(|e| e.to_string())?;
+            println!(
+                "restored {name:?} to {} ({}, {} of data) in {:.2}s; checksums verified",
+                target.display(),
+                human_bytes(s.size),
+                human_bytes(s.data_bytes),
+                s.seconds
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ImageCmd::Copy {
+            source,
+            target,
+            force,
+            no_zero_holes,
+            no_verify,
+        } => {
+            let s = sparse::copy_image(
+                &source,
+                &target,
+                sparse::CopyOptions {
+                    force,
+                    zero_holes: !no_zero_holes,
+                    verify: !no_verify,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            println!(
+                "copied {} to {}: {} image, {} of data written, {} zeroed, {:.2}s{}",
+                source.display(),
+                target.display(),
+                human_bytes(s.size),
+                human_bytes(s.data_bytes),
+                human_bytes(s.zeroed_bytes),
+                s.seconds,
+                if s.verified {
+                    "; verified identical"
+                } else if no_verify {
+                    "; not verified (--no-verify)"
+                } else {
+                    "; not verified (holes left as they were on the device)"
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub fn run_rollback(cmd: RollbackCmd) -> Result<ExitCode, String> {
+    signals::install();
+    match cmd {
+        RollbackCmd::Track(a) => {
+            let log = rollback::track(
+                &a.image,
+                &a.command,
+                &rollback::TrackOptions {
+                    snapshot: a.snapshot,
+                    log: a.log.clone(),
+                    mount_point: a.mount,
+                    no_mount: a.no_mount,
+                    mount_options: a.options,
+                    compare: a.compare,
+                    no_check: a.no_check,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let log_path = a.log.unwrap_or_else(|| rollback::default_log(&a.image));
+            match log.method {
+                rollback::Method::Trace => println!(
+                    "tracked {} write requests: {} in {} ranges; log {}",
+                    log.requests,
+                    human_bytes(log.written_bytes),
+                    log.ranges.len(),
+                    log_path.display()
+                ),
+                rollback::Method::Compare => println!(
+                    "not traced ({}): `rollback restore` will compare with the snapshot; log {}",
+                    log.fallback_reason.as_deref().unwrap_or("-"),
+                    log_path.display()
+                ),
+            }
+            match log.exit_code {
+                Some(0) => Ok(ExitCode::SUCCESS),
+                c => {
+                    eprintln!(
+                        "fsage: the benchmark command {:?} failed ({}); its writes are logged",
+                        log.command,
+                        c.map_or("killed by a signal".into(), |c| format!("exit code {c}"))
+                    );
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        RollbackCmd::Restore {
+            image,
+            log,
+            compare,
+            no_verify,
+        } => {
+            let log = log.unwrap_or_else(|| rollback::default_log(&image));
+            let l = rollback::read_log(&log).map_err(|e| e.to_string())?;
+            let canon = image
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", image.display()))?;
+            if l.image != canon {
+                return Err(format!(
+                    "{}: the log {} is for {}",
+                    image.display(),
+                    log.display(),
+                    l.image.display()
+                ));
+            }
+            let r = rollback::restore(&log, compare, !no_verify).map_err(|e| e.to_string())?;
+            println!(
+                "rolled back {} ({:?}): {} in {} ranges rewritten in {:.3}s{}",
+                image.display(),
+                r.method,
+                human_bytes(r.bytes),
+                r.ranges,
+                r.seconds,
+                if r.verified {
+                    format!(
+                        "; identical to the snapshot (checked in {:.3}s)",
+                        r.verify_seconds
+                    )
+                } else {
+                    "; not checked (--no-verify)".into()
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
