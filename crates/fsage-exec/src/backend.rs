@@ -51,6 +51,14 @@ pub trait Backend {
     fn free_space(&self) -> Option<FreeSpace> {
         None
     }
+    /// Failures of operations that ran asynchronously (after `apply` returned Ok), oldest first.
+    fn take_failures(&mut self) -> Vec<(Op, OpError)> {
+        Vec::new()
+    }
+    /// Cheap check whether `take_failures` has anything.
+    fn has_failures(&self) -> bool {
+        false
+    }
     /// Waits for everything applied so far (a no-op for synchronous backends).
     fn finish(&mut self) -> Result<(), OpError> {
         Ok(())

@@ -4,23 +4,43 @@
 
 use fsage_plan::{DirTree, Op, OpKind};
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
 pub struct OpLog {
-    out: BufWriter<Box<dyn Write + Send>>,
+    out: BufWriter<File>,
 }
 
 impl OpLog {
     pub fn create(path: &Path) -> io::Result<OpLog> {
         let f = File::create(path)?;
-        Ok(OpLog::to_writer(Box::new(f)))
+        Ok(OpLog {
+            out: BufWriter::with_capacity(1 << 20, f),
+        })
     }
 
-    pub fn to_writer(w: Box<dyn Write + Send>) -> OpLog {
-        OpLog {
-            out: BufWriter::with_capacity(1 << 20, w),
+    /// Reopens the op log of a stopped run, cut back to `len` bytes (its length at the checkpoint
+    /// the run resumes from), to append to it.
+    pub fn resume(path: &Path, len: u64) -> io::Result<OpLog> {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        let have = f.metadata()?.len();
+        if have < len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the op log holds {have} bytes, fewer than the {len} the state recorded"),
+            ));
         }
+        f.set_len(len)?;
+        f.seek(SeekFrom::End(0))?;
+        Ok(OpLog {
+            out: BufWriter::with_capacity(1 << 20, f),
+        })
+    }
+
+    /// Flushes and says how long the log is: what a checkpoint records.
+    pub fn flushed_len(&mut self) -> io::Result<u64> {
+        self.out.flush()?;
+        self.out.get_mut().stream_position()
     }
 
     pub fn dirs(&mut self, tree: &DirTree) -> io::Result<()> {

@@ -24,12 +24,31 @@ pub enum WriteMode {
 pub struct Posix {
     root: OwnedFd,
     /// Open descriptor of each directory, where the file limit allows (index = DirId; 0 = root).
+    /// Set once by `make_dirs`; afterwards the backend is only read, so threads can share it.
     dirs: Vec<Option<OwnedFd>>,
     budget: usize,
     mode: WriteMode,
     data: Vec<u8>,
-    /// Scratch buffer for names, to keep allocation off the hot path.
-    name: Vec<u8>,
+    /// Accept directories that already exist (when resuming a run).
+    reuse_dirs: bool,
+}
+
+/// "f<created>\0" in a stack buffer: no allocation on the hot path.
+struct Name {
+    buf: [u8; 24],
+}
+
+impl Name {
+    fn new(created: u64) -> Name {
+        use std::io::Write;
+        let mut buf = [0u8; 24];
+        let mut w = &mut buf[..];
+        let _ = write!(w, "f{created}");
+        Name { buf }
+    }
+    fn ptr(&self) -> *const libc::c_char {
+        self.buf.as_ptr().cast()
+    }
 }
 
 fn cstr(s: &str) -> CString {
@@ -98,8 +117,13 @@ impl Posix {
             budget: descriptor_budget(),
             mode,
             data,
-            name: Vec::with_capacity(32),
+            reuse_dirs: false,
         })
+    }
+
+    /// Lets `make_dirs` accept directories that already exist, as a resumed run finds them.
+    pub fn reuse_existing_dirs(&mut self, yes: bool) {
+        self.reuse_dirs = yes;
     }
 
     fn dir_fd(&self, dir: DirId) -> Option<RawFd> {
@@ -152,12 +176,6 @@ impl Posix {
         }
     }
 
-    fn set_name(&mut self, created: u64) {
-        use std::io::Write;
-        self.name.clear();
-        let _ = write!(self.name, "f{created}\0");
-    }
-
     fn fill(&self, fd: RawFd, size: u64) -> io::Result<()> {
         if size == 0 {
             return Ok(());
@@ -192,9 +210,9 @@ impl Posix {
         Ok(())
     }
 
-    fn create(&mut self, op: &Op, tree: &DirTree) -> io::Result<()> {
-        self.set_name(op.file.created);
-        let name = self.name.as_ptr().cast::<libc::c_char>();
+    fn create(&self, op: &Op, tree: &DirTree) -> io::Result<()> {
+        let name = Name::new(op.file.created);
+        let name = name.ptr();
         let size = op.file.size;
         self.with_dir(op.file.dir, tree, |dfd| {
             // SAFETY: name is NUL-terminated; the result is checked.
@@ -226,9 +244,9 @@ impl Posix {
         })
     }
 
-    fn delete(&mut self, op: &Op, tree: &DirTree) -> io::Result<()> {
-        self.set_name(op.file.created);
-        let name = self.name.as_ptr().cast::<libc::c_char>();
+    fn delete(&self, op: &Op, tree: &DirTree) -> io::Result<()> {
+        let name = Name::new(op.file.created);
+        let name = name.ptr();
         self.with_dir(op.file.dir, tree, |dfd| {
             // SAFETY: name is NUL-terminated.
             if unsafe { libc::unlinkat(dfd, name, 0) } != 0 {
@@ -260,6 +278,9 @@ impl Backend for Posix {
     }
 
     fn make_dirs(&mut self, tree: &DirTree) -> Result<(), OpError> {
+        if !self.dirs.is_empty() {
+            return Ok(()); // made already (a resume reconciles before the run loop starts)
+        }
         self.dirs = Vec::with_capacity(tree.len());
         self.dirs.push(None);
         for (id, path) in tree.created() {
@@ -269,7 +290,11 @@ impl Backend for Posix {
                 .with_dir(parent, tree, |pfd| {
                     // SAFETY: valid C string.
                     if unsafe { libc::mkdirat(pfd, name.as_ptr(), 0o755) } != 0 {
-                        return Err(last_err());
+                        let e = last_err();
+                        // A resumed run finds its directories; O_NOFOLLOW below refuses a symlink.
+                        if !(self.reuse_dirs && e.raw_os_error() == Some(libc::EEXIST)) {
+                            return Err(e);
+                        }
                     }
                     if self.dirs.len() >= self.budget {
                         return Ok(None);
@@ -299,6 +324,13 @@ impl Backend for Posix {
     }
 
     fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError> {
+        self.apply_shared(op, tree)
+    }
+}
+
+impl Posix {
+    /// One operation through a shared reference: what worker threads call.
+    pub fn apply_shared(&self, op: &Op, tree: &DirTree) -> Result<(), OpError> {
         let r = match op.kind {
             OpKind::Create => self.create(op, tree),
             OpKind::Delete => self.delete(op, tree),

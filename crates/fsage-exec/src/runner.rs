@@ -2,11 +2,13 @@
 //! the stopping conditions, and builds the report.
 
 use crate::backend::{Backend, OpError};
+use crate::checkpoint::StateOf;
 use crate::live_ticks::LiveTicks;
 use crate::oplog::OpLog;
 use fsage_plan::stats::{chi2_p, rmse, to_fractions};
-use fsage_plan::{OpKind, Phase, Planner};
+use fsage_plan::{Op, OpKind, Phase, Planner};
 use fsage_report::{human_bytes, Conditions, Histogram, RunReport, StopReason, UnmetBin};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The optional stopping conditions; perfect convergence (T ticks) always applies.
@@ -48,76 +50,253 @@ impl Observer for Silent {}
 pub struct Outcome {
     pub reason: StopReason,
     pub error: Option<OpError>,
+    /// This session's run time; `elapsed_total` adds the sessions before a resume.
     pub elapsed: Duration,
+    pub elapsed_total: Duration,
+    /// Ticks done in this session.
+    pub session_ticks: u64,
     pub chi2_p: f64,
     pub op_log_error: Option<std::io::Error>,
     /// Refused creates for which the file system had no free inode left.
     pub enospc_inodes: u64,
+    /// Checkpoints written, and the last one's failure if any.
+    pub checkpoints: u64,
+    pub state_error: Option<String>,
 }
 
 fn overwrites(p: &Planner) -> f64 {
     p.counters.bytes_written as f64 / p.config().capacity.max(1) as f64
 }
 
-/// Makes the tree, then runs ticks until a stopping condition fires.
+/// Where and how often to save the run's state, and what to save besides the planner.
+#[derive(Debug, Clone)]
+pub struct Checkpointing {
+    pub path: PathBuf,
+    pub interval: Duration,
+    pub profile_name: String,
+    pub profile_toml: String,
+    pub target: Option<PathBuf>,
+    pub write_mode: String,
+    pub op_log: Option<PathBuf>,
+}
+
+/// Everything besides the planner, the backend and the op log that shapes a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunCtx {
+    pub stop: StopConditions,
+    pub checkpoint: Option<Checkpointing>,
+    /// Run time of the sessions before this one (a resumed run).
+    pub elapsed_before: Duration,
+}
+
+struct Session<'a, B: Backend> {
+    planner: &'a mut Planner,
+    backend: &'a mut B,
+    oplog: Option<&'a mut OpLog>,
+    ctx: &'a RunCtx,
+    start: Instant,
+    enospc_inodes: u64,
+    checkpoints: u64,
+}
+
+impl<B: Backend> Session<'_, B> {
+    fn elapsed_total(&self) -> Duration {
+        self.ctx.elapsed_before + self.start.elapsed()
+    }
+
+    /// A create the file system refused for lack of space: the plan drops it and adapts.
+    fn refused(&mut self, op: &Op) {
+        if self.backend.free_space().and_then(|f| f.inodes) == Some(0) {
+            self.enospc_inodes += 1;
+        }
+        self.planner.reject_create(op);
+        if let Some(log) = self.oplog.as_deref_mut() {
+            let _ = log.refused(op, self.planner.tree());
+        }
+    }
+
+    /// Handles failures an asynchronous backend reports late; an error other than a full file
+    /// system ends the run.
+    fn absorb_failures(&mut self) -> Result<(), OpError> {
+        for (op, e) in self.backend.take_failures() {
+            if e.is_no_space() && op.kind == OpKind::Create {
+                self.refused(&op);
+            } else {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the backend, flushes the op log and writes the state file.
+    fn checkpoint(
+        &mut self,
+        stopped: Option<StopReason>,
+        error: Option<String>,
+    ) -> Result<(), String> {
+        let Some(cp) = &self.ctx.checkpoint else {
+            return Ok(());
+        };
+        let op_log_len = match self.oplog.as_deref_mut() {
+            Some(log) => log.flushed_len().map_err(|e| format!("op log: {e}"))?,
+            None => 0,
+        };
+        let state = StateOf {
+            fsage_version: env!("CARGO_PKG_VERSION").to_string(),
+            profile_name: cp.profile_name.clone(),
+            profile_toml: cp.profile_toml.clone(),
+            plan: &*self.planner,
+            target: cp.target.clone(),
+            write_mode: cp.write_mode.clone(),
+            op_log: cp.op_log.clone(),
+            op_log_len,
+            elapsed_s: self.elapsed_total().as_secs_f64(),
+            stopped,
+            error,
+        };
+        state.save(&cp.path).map_err(|e| e.to_string())?;
+        self.checkpoints += 1;
+        Ok(())
+    }
+
+    fn outcome(
+        &mut self,
+        reason: StopReason,
+        error: Option<OpError>,
+        log_error: Option<std::io::Error>,
+        state_error: Option<String>,
+    ) -> Outcome {
+        Outcome {
+            reason,
+            error,
+            elapsed: self.start.elapsed(),
+            elapsed_total: self.elapsed_total(),
+            session_ticks: 0,
+            chi2_p: chi2_p(&self.planner.age_counts_now(), self.planner.age_targets()),
+            op_log_error: log_error,
+            enospc_inodes: self.enospc_inodes,
+            checkpoints: self.checkpoints,
+            state_error,
+        }
+    }
+}
+
+/// Makes (or, on a resume, reopens) the tree, then runs ticks until a stopping condition fires.
+/// With checkpointing, the state is saved before the first tick, every `interval`, and at the end.
 pub fn run<B: Backend>(
     planner: &mut Planner,
     backend: &mut B,
-    mut oplog: Option<&mut OpLog>,
-    stop: &StopConditions,
+    oplog: Option<&mut OpLog>,
+    ctx: &RunCtx,
     observer: &mut dyn Observer,
 ) -> Outcome {
-    let start = Instant::now();
-    let outcome = |reason, error, planner: &Planner, op_log_error| Outcome {
-        reason,
-        error,
-        elapsed: start.elapsed(),
-        chi2_p: chi2_p(&planner.age_counts_now(), planner.age_targets()),
-        op_log_error,
+    let first_tick = planner.tick();
+    let mut s = Session {
+        planner,
+        backend,
+        oplog,
+        ctx,
+        start: Instant::now(),
         enospc_inodes: 0,
+        checkpoints: 0,
     };
-    let mut enospc_inodes = 0;
-    if planner.tick() == 0 {
-        if let Err(e) = backend.make_dirs(planner.tree()) {
-            return outcome(StopReason::IoError, Some(e), planner, None);
+    let mut out = drive(&mut s, observer);
+    // Whatever stopped the run, leave a state to resume from.
+    if let Err(e) = s.backend.finish() {
+        if out.error.is_none() {
+            out.reason = StopReason::IoError;
+            out.error = Some(e);
         }
-        if let Some(log) = oplog.as_deref_mut() {
-            if let Err(e) = log.dirs(planner.tree()) {
-                return outcome(StopReason::IoError, None, planner, Some(e));
+    }
+    if let Err(e) = s.absorb_failures() {
+        if out.error.is_none() {
+            out.reason = StopReason::IoError;
+            out.error = Some(e);
+        }
+    }
+    let err_text = out.error.as_ref().map(|e| e.to_string());
+    if let Err(e) = s.checkpoint(Some(out.reason), err_text) {
+        out.state_error.get_or_insert(e);
+    }
+    if let Some(log) = s.oplog.as_deref_mut() {
+        if let Err(e) = log.flush() {
+            out.op_log_error.get_or_insert(e);
+        }
+    }
+    observer.finish();
+    out.checkpoints = s.checkpoints;
+    out.enospc_inodes = s.enospc_inodes;
+    out.elapsed = s.start.elapsed();
+    out.elapsed_total = s.elapsed_total();
+    out.session_ticks = s.planner.tick() - first_tick;
+    out.chi2_p = chi2_p(&s.planner.age_counts_now(), s.planner.age_targets());
+    out
+}
+
+fn drive<B: Backend>(s: &mut Session<'_, B>, observer: &mut dyn Observer) -> Outcome {
+    let stop = &s.ctx.stop;
+    if let Err(e) = s.checkpoint(None, None) {
+        return s.outcome(StopReason::IoError, None, None, Some(e));
+    }
+    if let Err(e) = s.backend.make_dirs(s.planner.tree()) {
+        return s.outcome(StopReason::IoError, Some(e), None, None);
+    }
+    if let Some(log) = s.oplog.as_deref_mut() {
+        let empty = log.flushed_len().map(|n| n == 0);
+        match empty {
+            Ok(true) => {
+                if let Err(e) = log.dirs(s.planner.tree()) {
+                    return s.outcome(StopReason::IoError, None, Some(e), None);
+                }
             }
+            Ok(false) => {}
+            Err(e) => return s.outcome(StopReason::IoError, None, Some(e), None),
         }
     }
     let mut live_ticks = stop.confidence.map(|_| {
-        let mut lt = LiveTicks::new(planner.total());
-        for f in planner.live_files() {
+        let mut lt = LiveTicks::new(s.planner.total());
+        for f in s.planner.live_files() {
             lt.insert(f.created);
         }
         lt
     });
-    let mut log_error = None;
-    let mut next_check = planner.tick() + 1000;
-    let mut next_poll = planner.tick();
-    let reason = loop {
-        let tick = planner.tick();
+    let interval = s.ctx.checkpoint.as_ref().map(|c| c.interval);
+    let mut last_checkpoint = Instant::now();
+    let mut next_check = s.planner.tick() + 1000;
+    let mut next_poll = s.planner.tick();
+    loop {
+        let tick = s.planner.tick();
         if stop.max_ops.is_some_and(|m| tick >= m) {
-            break StopReason::MaxOps;
+            return s.outcome(StopReason::MaxOps, None, None, None);
         }
         if stop
             .max_overwrites
-            .is_some_and(|m| overwrites(planner) >= m)
+            .is_some_and(|m| overwrites(s.planner) >= m)
         {
-            break StopReason::MaxOverwrites;
+            return s.outcome(StopReason::MaxOverwrites, None, None, None);
         }
         if tick >= next_poll {
             next_poll = tick + 4096;
-            let elapsed = start.elapsed();
+            let elapsed = s.elapsed_total();
             if crate::signals::interrupted() {
-                break StopReason::Interrupted;
+                return s.outcome(StopReason::Interrupted, None, None, None);
             }
             if stop.max_time.is_some_and(|m| elapsed >= m) {
-                break StopReason::MaxTime;
+                return s.outcome(StopReason::MaxTime, None, None, None);
             }
-            let p: &Planner = planner;
+            if interval.is_some_and(|i| last_checkpoint.elapsed() >= i) {
+                if let Err(e) = s.backend.finish().and_then(|()| s.absorb_failures()) {
+                    return s.outcome(StopReason::IoError, Some(e), None, None);
+                }
+                let began = Instant::now();
+                if let Err(e) = s.checkpoint(None, None) {
+                    return s.outcome(StopReason::IoError, None, None, Some(e));
+                }
+                // A large state takes a while to write: keep that under a tenth of the run.
+                last_checkpoint = Instant::now() + began.elapsed() * 9;
+            }
+            let p: &Planner = s.planner;
+            let session = s.start.elapsed();
             observer.update(
                 &|| Progress {
                     phase: p.phase(),
@@ -128,26 +307,27 @@ pub fn run<B: Backend>(
                     overwrites: overwrites(p),
                     age_rmse: rmse(p.age_targets(), &to_fractions(&p.age_counts_now())),
                 },
-                elapsed,
+                session,
             );
         }
         if let (Some(lt), Some(want)) = (live_ticks.as_ref(), stop.confidence) {
             if tick >= next_check {
                 next_check = tick + 1000;
-                let counts = lt.age_counts(planner.age_edges(), tick);
-                if chi2_p(&counts, planner.age_targets()) >= want {
-                    break StopReason::Confidence;
+                let counts = lt.age_counts(s.planner.age_edges(), tick);
+                if chi2_p(&counts, s.planner.age_targets()) >= want {
+                    return s.outcome(StopReason::Confidence, None, None, None);
                 }
             }
         }
-        let Some(op) = planner.next_op() else {
-            break if planner.tick() >= planner.total() && planner.live() > 0 {
+        let Some(op) = s.planner.next_op() else {
+            let reason = if s.planner.tick() >= s.planner.total() && s.planner.live() > 0 {
                 StopReason::Converged
             } else {
                 StopReason::NothingFits
             };
+            return s.outcome(reason, None, None, None);
         };
-        match backend.apply(&op, planner.tree()) {
+        match s.backend.apply(&op, s.planner.tree()) {
             Ok(()) => {
                 if let Some(lt) = live_ticks.as_mut() {
                     match op.kind {
@@ -155,46 +335,28 @@ pub fn run<B: Backend>(
                         OpKind::Delete => lt.remove(op.file.created),
                     }
                 }
-                if let Some(log) = oplog.as_deref_mut() {
-                    if let Err(e) = log.op(&op, planner.tree()) {
-                        log_error = Some(e);
-                        break StopReason::IoError;
+                if let Some(log) = s.oplog.as_deref_mut() {
+                    if let Err(e) = log.op(&op, s.planner.tree()) {
+                        return s.outcome(StopReason::IoError, None, Some(e), None);
+                    }
+                }
+                if s.backend.has_failures() {
+                    if let Err(e) = s.absorb_failures() {
+                        return s.outcome(StopReason::IoError, Some(e), None, None);
                     }
                 }
             }
-            Err(e) if e.is_no_space() && op.kind == OpKind::Create => {
-                if backend.free_space().and_then(|f| f.inodes) == Some(0) {
-                    enospc_inodes += 1;
-                }
-                planner.reject_create(&op);
-                if let Some(log) = oplog.as_deref_mut() {
-                    let _ = log.refused(&op, planner.tree());
-                }
-            }
+            Err(e) if e.is_no_space() && op.kind == OpKind::Create => s.refused(&op),
             Err(e) => {
-                let _ = backend.finish();
-                if let Some(log) = oplog.as_deref_mut() {
-                    let _ = log.flush();
+                // The op log records decisions: this one stands, and `--resume` carries it out
+                // when it brings the target back to the saved state.
+                if let Some(log) = s.oplog.as_deref_mut() {
+                    let _ = log.op(&op, s.planner.tree());
                 }
-                let mut out = outcome(StopReason::IoError, Some(e), planner, None);
-                out.enospc_inodes = enospc_inodes;
-                return out;
+                return s.outcome(StopReason::IoError, Some(e), None, None);
             }
-        }
-    };
-    let finish_err = backend.finish().err();
-    if let Some(log) = oplog {
-        if let Err(e) = log.flush() {
-            log_error.get_or_insert(e);
         }
     }
-    observer.finish();
-    let mut out = match finish_err {
-        Some(e) => outcome(StopReason::IoError, Some(e), planner, log_error),
-        None => outcome(reason, None, planner, log_error),
-    };
-    out.enospc_inodes = enospc_inodes;
-    out
 }
 
 /// A percentage with enough digits for bins from 0.001% to 100%.
@@ -258,7 +420,8 @@ pub fn report(
 ) -> RunReport {
     let cfg = planner.config();
     let c = &planner.counters;
-    let elapsed = outcome.elapsed.as_secs_f64();
+    let elapsed = outcome.elapsed_total.as_secs_f64();
+    let session = outcome.elapsed.as_secs_f64();
     let ticks = planner.tick();
     let age_counts = planner.age_counts_now();
     let ow = overwrites(planner);
@@ -291,7 +454,7 @@ pub fn report(
         ticks,
         t_estimate: planner.total(),
         elapsed_s: elapsed,
-        ops_per_s: ticks as f64 / elapsed.max(1e-9),
+        ops_per_s: outcome.session_ticks as f64 / session.max(1e-9),
         creates: c.creates,
         deletes: c.deletes,
         bytes_written: c.bytes_written,

@@ -634,8 +634,9 @@ impl Planner {
         }
         self.counters.enospc += 1;
         if self.tick <= self.rapid_len {
-            // The rapid phase ends with the files made before the refused one.
-            self.rapid_len = op.tick;
+            // The rapid phase ends here. With a synchronous backend that is at the refused tick;
+            // a parallel one reports late, after more rapid creates went out, which stay.
+            self.rapid_len = self.tick.saturating_sub(1).max(op.tick);
             self.rapid = Vec::new();
         }
         self.ceiling = self.allocated;
@@ -729,6 +730,88 @@ impl Planner {
 
     pub fn live_files(&self) -> impl Iterator<Item = &LiveFile> {
         self.cells.iter().flatten()
+    }
+
+    /// Checks the invariants a planner relies on, for one read back from a file: a state that passed
+    /// its checksum but was written by a buggy or foreign program must not make the planner panic.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let (na, ns, nd) = (
+            self.age_frac.len(),
+            self.size_frac.len(),
+            self.depth_frac.len(),
+        );
+        if na == 0 || ns == 0 || nd == 0 {
+            return Err("empty histogram".into());
+        }
+        let same = |a: usize, b: usize, what: &str| {
+            if a == b {
+                Ok(())
+            } else {
+                Err(format!("{what}: {a} entries, expected {b}"))
+            }
+        };
+        same(self.cells.len(), na * ns * nd, "cells")?;
+        same(self.age_size_live.len(), na * ns, "age-size counts")?;
+        same(self.size_live.len(), ns, "size counts")?;
+        same(self.size_lo.len(), ns, "size bins")?;
+        same(self.size_hi.len(), ns, "size bins")?;
+        same(self.size_cum.len(), ns, "size weights")?;
+        same(self.size_enabled.len(), ns, "size bins")?;
+        same(self.depth_live.len(), nd, "depth counts")?;
+        same(self.depth_of.len(), nd, "depth bins")?;
+        same(self.depth_cum.len(), nd, "depth weights")?;
+        same(self.age_live.len(), na, "age counts")?;
+        same(self.age_edges.len(), na, "age edges")?;
+        same(
+            self.bin_of_depth.len(),
+            self.tree.max_depth() as usize + 1,
+            "depth table",
+        )?;
+        let deepest = self.tree.max_depth();
+        if self
+            .depth_frac
+            .iter()
+            .zip(&self.depth_of)
+            .any(|(&f, &d)| f > 0.0 && d > deepest)
+        {
+            return Err("a depth bin lies below the directory tree".into());
+        }
+        let mut live = 0u64;
+        let mut bytes = (self.tree.len() as u64 - 1) * self.cfg.block_size;
+        for f in self.cells.iter().flatten() {
+            if f.dir as usize >= self.tree.len() {
+                return Err(format!(
+                    "file f{} in directory {} of {}",
+                    f.created,
+                    f.dir,
+                    self.tree.len()
+                ));
+            }
+            live += 1;
+            bytes += self.alloc(f.size);
+        }
+        same(live as usize, self.live as usize, "live files")?;
+        if bytes != self.allocated {
+            return Err(format!(
+                "allocated bytes {} but the files hold {bytes}",
+                self.allocated
+            ));
+        }
+        for (what, counts) in [
+            ("size", &self.size_live),
+            ("depth", &self.depth_live),
+            ("age", &self.age_live),
+        ] {
+            if counts.iter().sum::<u64>() != live {
+                return Err(format!("{what} counts do not add up to the live files"));
+            }
+        }
+        if self.tick > self.total
+            || (self.tick < self.rapid_len && self.rapid.len() as u64 != self.rapid_len)
+        {
+            return Err("tick outside the run".into());
+        }
+        Ok(())
     }
 
     /// Heap bytes the planner holds (live-file cells, rapid list, tree paths): for the memory

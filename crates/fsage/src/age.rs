@@ -1,22 +1,37 @@
-//! `fsage age`: resolve the profile and the capacity, plan, print T, run, report.
+//! `fsage age` and `fsage status`: resolve the profile and the capacity (or a saved run), plan,
+//! print T, run with checkpoints, report.
 
 use crate::cli::{AgeArgs, WriteModeArg};
 use crate::progress::Bar;
 use crate::util::{
     check_writable, free_inodes, fs_size, parse_duration, prepare_target, write_atomic,
 };
-use fsage_exec::{report, run, Backend, DryRun, OpLog, Posix, RunMeta, StopConditions, WriteMode};
-use fsage_plan::{PlanConfig, Planner};
-use fsage_profile::{human_bytes, parse_size};
+use fsage_exec::{
+    reconcile, report, run, Backend, Checkpointing, DryRun, OpLog, Outcome, Parallel, Posix,
+    RunCtx, RunMeta, State, StopConditions, WriteMode,
+};
+use fsage_plan::stats::{rmse, to_fractions};
+use fsage_plan::{Phase, PlanConfig, Planner};
+use fsage_profile::{human_bytes, parse_size, Profile};
 use fsage_report::StopReason;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
-    let profile = fsage_profile::resolve(&args.profile).map_err(|e| e.to_string())?;
-    let fullness = args.fullness.unwrap_or(profile.fullness.get());
-    if !(fullness > 0.0 && fullness <= 1.0) {
-        return Err(format!("--fullness {fullness}: must lie in (0, 1]"));
-    }
+/// A run ready to go: fresh or resumed.
+struct Prepared {
+    profile: Profile,
+    planner: Planner,
+    target: Option<PathBuf>,
+    mode: WriteMode,
+    op_log: Option<OpLog>,
+    op_log_path: Option<PathBuf>,
+    state: Option<PathBuf>,
+    elapsed_before: Duration,
+    resumed: bool,
+}
+
+fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, String> {
     if let Some(c) = args.confidence {
         if !(c > 0.0 && c < 1.0) {
             return Err(format!("--confidence {c}: must lie in (0, 1), e.g. 0.95"));
@@ -27,7 +42,10 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             return Err(format!("--max-overwrites {m}: must be a positive number"));
         }
     }
-    let stop = StopConditions {
+    if args.max_ops == Some(0) {
+        return Err("--max-ops 0: must be at least 1".into());
+    }
+    Ok(StopConditions {
         max_time: args
             .max_time
             .as_deref()
@@ -36,8 +54,53 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         max_overwrites: args.max_overwrites,
         confidence: args.confidence,
         max_ops: args.max_ops,
-    };
+    })
+}
 
+fn mode_of(arg: Option<WriteModeArg>) -> WriteMode {
+    match arg {
+        Some(WriteModeArg::Write) => WriteMode::Write,
+        _ => WriteMode::Fallocate,
+    }
+}
+
+fn mode_name(m: WriteMode) -> &'static str {
+    match m {
+        WriteMode::Fallocate => "fallocate",
+        WriteMode::Write => "write",
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
+    let stop = stop_conditions(&args)?;
+    let interval = parse_duration("--checkpoint-interval", &args.checkpoint_interval)?;
+    if args.threads == 0 || args.threads > 256 {
+        return Err(format!(
+            "--threads {}: must be between 1 and 256",
+            args.threads
+        ));
+    }
+    let prepared = match &args.resume {
+        Some(state) => resume(state, &args)?,
+        None => fresh(&args)?,
+    };
+    execute(prepared, &args, stop, interval)
+}
+
+fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
+    let name = args
+        .profile
+        .as_deref()
+        .expect("clap requires --profile without --resume");
+    let profile = fsage_profile::resolve(name).map_err(|e| e.to_string())?;
+    let fullness = args.fullness.unwrap_or(profile.fullness.get());
+    if !(fullness > 0.0 && fullness <= 1.0) {
+        return Err(format!("--fullness {fullness}: must lie in (0, 1]"));
+    }
     if !args.dry_run {
         let target = args
             .target
@@ -69,9 +132,6 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             "--block-size {block_size}: must be a power of two of at least 512 bytes"
         ));
     }
-    if args.max_ops == Some(0) {
-        return Err("--max-ops 0: must be at least 1".into());
-    }
     if let (Some((size, _)), false) = (fs, args.dry_run) {
         if capacity > size {
             eprintln!(
@@ -86,22 +146,17 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         capacity,
         fullness,
         block_size,
-        seed: args.seed,
+        seed: args.seed.unwrap_or(1),
         exact_sizes: args.exact_sizes,
     };
-    let mut planner = Planner::new(&profile, cfg).map_err(|e| {
+    let planner = Planner::new(&profile, cfg).map_err(|e| {
         format!(
             "profile {} at capacity {} and fullness {fullness}: {e}",
             profile.name,
             human_bytes(capacity)
         )
     })?;
-    let target_name = args
-        .target
-        .as_ref()
-        .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
-    let backend_label = if args.dry_run { "dry-run" } else { "posix" };
-    let mut meta = RunMeta::new(&profile, backend_label.into(), target_name);
+    let meta = RunMeta::new(&profile, String::new(), String::new());
     let unmet = planner.unmeetable_bins();
     let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
     let unmet_labels = unmet
@@ -147,7 +202,7 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             "fsage: profile {}, capacity {}, fullness {fullness}, seed {}; {} directories; rapid phase: {} files; T = {} ticks (convergence theorem)",
             profile.name,
             human_bytes(capacity),
-            args.seed,
+            cfg.seed,
             planner.tree().len() - 1,
             planner.rapid_files(),
             planner.total()
@@ -160,43 +215,258 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         for u in &unmet {
             eprintln!(
                 "fsage: note: size bin {} (target {:.4}% of files) cannot be met at this capacity: {}",
-                meta.size_labels[u.bin], 100.0 * u.target_fraction, u.reason
+                meta.size_labels[u.bin],
+                100.0 * u.target_fraction,
+                u.reason
             );
         }
     }
-
-    let mut oplog = match &args.op_log {
+    let target = args.target.as_deref().map(absolute);
+    let state = match (&args.state, &target, args.dry_run) {
+        (Some(s), _, _) => Some(absolute(s)),
+        (None, Some(t), false) => {
+            let mut s = t.clone().into_os_string();
+            s.push(".fsage-state");
+            Some(PathBuf::from(s))
+        }
+        _ => None,
+    };
+    let op_log = match &args.op_log {
         Some(p) => Some(OpLog::create(p).map_err(|e| format!("--op-log {}: {e}", p.display()))?),
         None => None,
     };
-    fsage_exec::signals::install();
-    let mut bar = Bar::new(args.quiet);
-    let (outcome, backend_name) = if args.dry_run {
-        let mut b = DryRun;
-        (
-            run(&mut planner, &mut b, oplog.as_mut(), &stop, &mut bar),
-            b.name(),
-        )
-    } else {
-        let target = args.target.as_deref().expect("checked above");
-        let mode = match args.write_mode {
-            WriteModeArg::Fallocate => WriteMode::Fallocate,
-            WriteModeArg::Write => WriteMode::Write,
-        };
-        let mut b = Posix::open(target, mode, args.seed)
-            .map_err(|e| format!("{}: {e}", target.display()))?;
-        (
-            run(&mut planner, &mut b, oplog.as_mut(), &stop, &mut bar),
-            b.name(),
-        )
+    Ok(Prepared {
+        profile,
+        planner,
+        target: if args.dry_run { None } else { target },
+        mode: mode_of(args.write_mode),
+        op_log,
+        op_log_path: args.op_log.as_deref().map(absolute),
+        state,
+        elapsed_before: Duration::ZERO,
+        resumed: false,
+    })
+}
+
+/// Loads a saved run and refuses options that would change its decisions.
+fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
+    let st = State::load(path).map_err(|e| e.to_string())?;
+    let cfg = *st.plan.config();
+    let mut refused = Vec::new();
+    let mut differs = |flag: &str, given: Option<String>, saved: String| {
+        if let Some(g) = given {
+            if g != saved {
+                refused.push(format!("{flag} {g} (the run has {saved})"));
+            }
+        }
     };
-    meta.backend = backend_name;
-    let rep = report(&planner, &outcome, &meta, &stop);
+    differs(
+        "--capacity",
+        args.capacity
+            .as_deref()
+            .map(|c| parse_size(c).map_or(c.to_string(), |v| v.to_string())),
+        cfg.capacity.to_string(),
+    );
+    differs(
+        "--fullness",
+        args.fullness.map(|f| f.to_string()),
+        cfg.fullness.to_string(),
+    );
+    differs(
+        "--seed",
+        args.seed.map(|s| s.to_string()),
+        cfg.seed.to_string(),
+    );
+    differs(
+        "--block-size",
+        args.block_size
+            .as_deref()
+            .map(|c| parse_size(c).map_or(c.to_string(), |v| v.to_string())),
+        cfg.block_size.to_string(),
+    );
+    if args.exact_sizes && !cfg.exact_sizes {
+        refused.push("--exact-sizes (the run draws sizes within bins)".into());
+    }
+    if args.dry_run != st.target.is_none() {
+        refused.push(if args.dry_run {
+            "--dry-run (the run ages a target)".to_string()
+        } else {
+            "a real run (the saved run is a dry run: add --dry-run)".to_string()
+        });
+    }
+    if let (Some(given), Some(saved)) = (&args.target, &st.target) {
+        if absolute(given) != *saved {
+            refused.push(format!(
+                "TARGET_DIR {} (the run ages {})",
+                given.display(),
+                saved.display()
+            ));
+        }
+    }
+    if let Some(given) = &args.op_log {
+        if Some(absolute(given)) != st.op_log {
+            refused.push(format!(
+                "--op-log {} (the run's op log is {})",
+                given.display(),
+                st.op_log
+                    .as_ref()
+                    .map_or("none".into(), |p| p.display().to_string())
+            ));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(format!(
+            "{}: a resumed run keeps every option that changes its decisions; drop or correct: {}",
+            path.display(),
+            refused.join("; ")
+        ));
+    }
+    if st.plan.phase() == Phase::Done {
+        eprintln!(
+            "fsage: note: {} is a finished run; nothing left to do",
+            path.display()
+        );
+    }
+    let profile = fsage_profile::parse(&st.profile_toml, &format!("{} (profile)", path.display()))
+        .map_err(|e| e.to_string())?;
+    let op_log = match &st.op_log {
+        Some(p) => {
+            Some(OpLog::resume(p, st.op_log_len).map_err(|e| format!("{}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let mode = match (args.write_mode, st.write_mode.as_str()) {
+        (Some(m), _) => mode_of(Some(m)),
+        (None, "write") => WriteMode::Write,
+        _ => WriteMode::Fallocate,
+    };
+    if !args.quiet {
+        eprintln!(
+            "fsage: resuming {} at tick {} of {} (profile {}, seed {})",
+            path.display(),
+            st.plan.tick(),
+            st.plan.total(),
+            st.profile_name,
+            cfg.seed
+        );
+    }
+    Ok(Prepared {
+        profile,
+        planner: st.plan,
+        target: st.target,
+        mode,
+        op_log,
+        op_log_path: st.op_log,
+        state: Some(absolute(path)),
+        elapsed_before: Duration::from_secs_f64(st.elapsed_s.max(0.0)),
+        resumed: true,
+    })
+}
+
+fn run_on<B: Backend>(
+    p: &mut Prepared,
+    backend: &mut B,
+    ctx: &RunCtx,
+    quiet: bool,
+) -> Result<Outcome, String> {
+    if p.resumed {
+        if let Some(target) = &p.target {
+            backend
+                .make_dirs(p.planner.tree())
+                .map_err(|e| e.to_string())?;
+            let r = reconcile(target, &p.planner, backend).map_err(|e| {
+                format!(
+                    "cannot bring {} back to the saved state: {e}",
+                    target.display()
+                )
+            })?;
+            if !quiet {
+                eprintln!(
+                    "fsage: reconciled the target with the saved state: {} files removed, {} made again{}",
+                    r.removed,
+                    r.recreated,
+                    if r.foreign > 0 {
+                        format!(", {} entries fsage did not make left alone", r.foreign)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
+    }
+    let mut bar = Bar::new(quiet);
+    Ok(run(
+        &mut p.planner,
+        backend,
+        p.op_log.as_mut(),
+        ctx,
+        &mut bar,
+    ))
+}
+
+fn execute(
+    mut p: Prepared,
+    args: &AgeArgs,
+    stop: StopConditions,
+    interval: Duration,
+) -> Result<ExitCode, String> {
+    let ctx = RunCtx {
+        stop: stop.clone(),
+        checkpoint: p.state.clone().map(|path| Checkpointing {
+            path,
+            interval,
+            profile_name: p.profile.name.clone(),
+            profile_toml: fsage_profile::to_toml(&p.profile),
+            target: p.target.clone(),
+            write_mode: mode_name(p.mode).into(),
+            op_log: p.op_log_path.clone(),
+        }),
+        elapsed_before: p.elapsed_before,
+    };
+    fsage_exec::signals::install();
+    let (outcome, backend_name) = match p.target.clone() {
+        None => {
+            let mut b = DryRun;
+            let o = run_on(&mut p, &mut b, &ctx, args.quiet)?;
+            (o, b.name())
+        }
+        Some(target) => {
+            let mut posix = Posix::open(&target, p.mode, p.planner.config().seed)
+                .map_err(|e| format!("{}: {e}", target.display()))?;
+            posix.reuse_existing_dirs(p.resumed);
+            if args.threads > 1 {
+                let mut b = Parallel::new(posix, args.threads);
+                let o = run_on(&mut p, &mut b, &ctx, args.quiet)?;
+                let name = b.name();
+                (o, name)
+            } else {
+                let mut b = posix;
+                let o = run_on(&mut p, &mut b, &ctx, args.quiet)?;
+                (o, b.name())
+            }
+        }
+    };
+    let target_name = p
+        .target
+        .as_ref()
+        .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
+    let meta = RunMeta::new(&p.profile, backend_name, target_name);
+    let rep = report(&p.planner, &outcome, &meta, &stop);
     if let Some(path) = &args.json {
         write_atomic(path, rep.to_json().as_bytes()).map_err(|e| format!("--json {e}"))?;
     }
     if !args.quiet {
         print!("{}", rep.render_text());
+        if let Some(s) = &p.state {
+            if outcome.state_error.is_none() {
+                println!(
+                    "state: {} ({} checkpoints this session); continue with: fsage age --resume {}",
+                    s.display(),
+                    outcome.checkpoints,
+                    s.display()
+                );
+            }
+        }
     }
     Ok(match rep.stop_reason {
         StopReason::IoError => {
@@ -214,7 +484,8 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             } else {
                 eprintln!(
                     "fsage: the run stopped on an I/O error: {err}. If the file system failed \
-                     under the aging workload, that is a stress-test finding worth reporting."
+                     under the aging workload, that is a stress-test finding worth reporting; the \
+                     state file lets the run resume."
                 );
             }
             ExitCode::from(1)
@@ -222,4 +493,72 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
         StopReason::Interrupted => ExitCode::from(130),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `fsage status STATE`: where a run stands, read from its state file alone.
+pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
+    let st = State::load(path).map_err(|e| e.to_string())?;
+    let p = &st.plan;
+    let phase = match p.phase() {
+        Phase::Rapid => "rapid",
+        Phase::Stable => "stable",
+        Phase::Done => "done",
+    };
+    let age_rmse = rmse(p.age_targets(), &to_fractions(&p.age_counts_now()));
+    let overwrites = p.counters.bytes_written as f64 / p.config().capacity.max(1) as f64;
+    let stopped = st
+        .stopped
+        .map(|r| format!("{r:?}").to_lowercase())
+        .unwrap_or_else(|| "running, or killed without a clean stop".into());
+    if json {
+        println!(
+            "{{\"state\":{:?},\"profile\":{:?},\"target\":{:?},\"phase\":\"{phase}\",\"ticks\":{},\"t_estimate\":{},\"elapsed_s\":{},\"overwrites\":{},\"age_rmse\":{},\"live_files\":{},\"live_bytes\":{},\"stopped\":{:?},\"error\":{:?}}}",
+            path.display().to_string(),
+            st.profile_name,
+            st.target.as_ref().map(|t| t.display().to_string()).unwrap_or_default(),
+            p.tick(),
+            p.total(),
+            st.elapsed_s,
+            overwrites,
+            age_rmse,
+            p.live(),
+            p.allocated(),
+            stopped,
+            st.error.clone().unwrap_or_default()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("state:      {}", path.display());
+    println!(
+        "run:        profile {}, seed {}, capacity {}, fullness {}, target {}",
+        st.profile_name,
+        p.config().seed,
+        human_bytes(p.config().capacity),
+        p.config().fullness,
+        st.target
+            .as_ref()
+            .map_or("(dry run)".into(), |t| t.display().to_string())
+    );
+    println!(
+        "phase:      {phase}, tick {} of {} ({:.2}%)",
+        p.tick(),
+        p.total(),
+        100.0 * p.tick() as f64 / p.total().max(1) as f64
+    );
+    println!("elapsed:    {:.1}s over all sessions", st.elapsed_s);
+    println!("overwrites: {overwrites:.3}");
+    println!(
+        "age RMSE:   {:.6}% (if the run ended now)",
+        100.0 * age_rmse
+    );
+    println!(
+        "live:       {} files, {} allocated",
+        p.live(),
+        human_bytes(p.allocated())
+    );
+    println!("stopped:    {stopped}");
+    if let Some(e) = &st.error {
+        println!("error:      {e}");
+    }
+    Ok(ExitCode::SUCCESS)
 }

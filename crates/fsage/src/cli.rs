@@ -26,9 +26,28 @@ pub enum Command {
     Age(Box<AgeArgs>),
     /// Replay an op log with the same system calls and no planner (the baseline for benchmarks).
     Replay(ReplayArgs),
+    /// Where a run stands, from its state file, without touching the target.
+    Status {
+        /// A state file written by `fsage age`.
+        state: PathBuf,
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks of fsage itself.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// File systems on image files or devices: create, mount, umount, drop-caches, trim, check.
+    #[command(subcommand)]
+    Fs(crate::lab_cmd::FsCmd),
+    /// The aged-image library: save, list, show, verify, restore; copy an image to a device.
+    #[command(subcommand)]
+    Image(crate::lab_cmd::ImageCmd),
+    /// Run a benchmark while recording the blocks it writes, then roll the image back.
+    #[command(subcommand)]
+    Rollback(crate::lab_cmd::RollbackCmd),
+    /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file.
+    Frag(crate::frag_cmd::FragCmd),
 }
 
 #[derive(Subcommand, Debug)]
@@ -59,6 +78,8 @@ pub struct BenchArgs {
 pub enum ProfileCmd {
     /// The built-in profiles.
     List,
+    /// Describe a directory tree as a profile: fullness, sizes, depths, ages.
+    Extract(crate::frag_cmd::ExtractArgs),
     /// A profile's histograms, and the ticks the convergence theorem predicts at a capacity.
     Show {
         /// A built-in name or a profile file (.toml).
@@ -107,24 +128,24 @@ pub enum WriteModeArg {
 
 #[derive(Args, Debug)]
 pub struct AgeArgs {
-    /// Built-in profile name or profile file (.toml).
-    #[arg(long, short = 'p')]
-    pub profile: String,
+    /// Built-in profile name or profile file (.toml). Required unless --resume.
+    #[arg(long, short = 'p', required_unless_present = "resume")]
+    pub profile: Option<String>,
     /// Capacity C (e.g. 4GiB, 512M). Default: the size of the file system holding TARGET_DIR.
     #[arg(long)]
     pub capacity: Option<String>,
     /// Fullness u in (0, 1]. Default: the profile's.
     #[arg(long)]
     pub fullness: Option<f64>,
-    /// Seed of every random choice: the same seed gives the same op log.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Seed of every random choice: the same seed gives the same op log. Default: 1.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Plan only: no I/O, the same decisions.
     #[arg(long)]
     pub dry_run: bool,
-    /// How files get their blocks.
-    #[arg(long, value_enum, default_value = "fallocate")]
-    pub write_mode: WriteModeArg,
+    /// How files get their blocks. Default: fallocate.
+    #[arg(long, value_enum)]
+    pub write_mode: Option<WriteModeArg>,
     /// Every file exactly its bin's size (the original tool's behaviour).
     #[arg(long)]
     pub exact_sizes: bool,
@@ -132,7 +153,11 @@ pub struct AgeArgs {
     /// a dry run without a target).
     #[arg(long)]
     pub block_size: Option<String>,
-    /// Stop after this long (e.g. 90s, 30m, 2h; a bare number is seconds).
+    /// File operations run on N threads; the decisions (and the op log) stay the same for every N.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Stop after this long (e.g. 90s, 30m, 2h; a bare number is seconds). Counts every session of
+    /// a resumed run.
     #[arg(long)]
     pub max_time: Option<String>,
     /// Stop after writing this many times the capacity.
@@ -150,6 +175,17 @@ pub struct AgeArgs {
     /// Write one line per operation to FILE.
     #[arg(long, value_name = "FILE")]
     pub op_log: Option<PathBuf>,
+    /// State file for checkpoints and --resume. Default for a real run: TARGET_DIR.fsage-state
+    /// beside the target; a dry run keeps one only when asked.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Seconds between checkpoints (at least; a large state is saved less often).
+    #[arg(long, default_value = "5s", value_name = "DUR")]
+    pub checkpoint_interval: String,
+    /// Continue the run saved in STATE; stopping conditions and --threads may change, options
+    /// that change decisions may not.
+    #[arg(long, value_name = "STATE", conflicts_with_all = ["profile", "state"])]
+    pub resume: Option<PathBuf>,
     /// No progress display and no summary.
     #[arg(long, short)]
     pub quiet: bool,

@@ -3,6 +3,8 @@
 mod age;
 mod bench;
 mod cli;
+mod frag_cmd;
+mod lab_cmd;
 mod profile_cmd;
 mod progress;
 mod replay;
@@ -22,7 +24,12 @@ fn main() -> ExitCode {
         cli::Command::Profile(cmd) => profile_cmd::run(cmd),
         cli::Command::Age(args) => age::run_cmd(*args),
         cli::Command::Replay(args) => replay::run(args),
+        cli::Command::Status { state, json } => age::status(&state, json),
         cli::Command::Bench(cli::BenchCmd::Planner(args)) => bench::run(args),
+        cli::Command::Fs(cmd) => lab_cmd::run_fs(cmd),
+        cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
+        cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
+        cli::Command::Frag(cmd) => frag_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

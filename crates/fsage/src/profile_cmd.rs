@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
     match cmd {
+        ProfileCmd::Extract(args) => crate::frag_cmd::extract(args),
         ProfileCmd::List => {
             println!(
                 "{:<10} {:>9} {:>6} {:>6} {:>6}  description",

@@ -1,0 +1,477 @@
+//! Aging that survives: kill -9 at random moments and resume, with one and two threads; state files
+//! that are truncated, corrupt or foreign; resume refusing decision-changing options; status; a file
+//! system filled from outside during a run; an I/O error that stops a run which then resumes.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("fsage-test-")
+        .tempdir()
+        .expect("temporary directory")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
+    match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {
+        Ok(m) => Some(m),
+        Err(reason) => {
+            skip(test, &reason);
+            None
+        }
+    }
+}
+
+/// A small deterministic generator for kill delays (the test must not depend on a crate's RNG).
+struct Delays(u64);
+impl Delays {
+    fn next(&mut self, mean: Duration) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let f = 0.3 + (self.0 % 1000) as f64 / 1000.0 * 1.4;
+        mean.mul_f64(f)
+    }
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn fsage")
+}
+
+/// The tick a state file records, or None while there is none (or it says the run is done).
+fn saved_tick(state: &Path) -> Option<u64> {
+    let o = fsage(["status", "--json", s(state)]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+    (j["phase"] != "done")
+        .then(|| j["ticks"].as_u64())
+        .flatten()
+}
+
+/// Starts a run with `first`, then kills and resumes it with `resume` until it finishes; returns
+/// how many times a still-running fsage was killed with SIGKILL. When a session saved no progress
+/// the next one gets longer before its kill, so the run always gets somewhere.
+fn kill_and_resume(
+    first: &[&str],
+    resume: &[&str],
+    state: &Path,
+    mean: Duration,
+    seed: u64,
+) -> u32 {
+    let mut delays = Delays(seed);
+    let mut kills = 0;
+    let mut wait = mean;
+    let mut last = None;
+    let mut child = spawn(first);
+    for _ in 0..400 {
+        std::thread::sleep(delays.next(wait));
+        if child.try_wait().expect("wait").is_none() {
+            child.kill().expect("SIGKILL");
+            kills += 1;
+        }
+        let _ = child.wait();
+        if !state.exists() {
+            // Killed before its first checkpoint: fsage writes the state before it touches the
+            // target's contents, so the run starts afresh on the still-empty target.
+            wait = wait.mul_f64(1.5);
+            child = spawn(first);
+            continue;
+        }
+        let Some(tick) = saved_tick(state) else {
+            return kills;
+        };
+        wait = if last == Some(tick) {
+            wait.mul_f64(1.5)
+        } else {
+            mean
+        };
+        last = Some(tick);
+        child = spawn(resume);
+    }
+    let _ = child.wait();
+    panic!("the run did not finish after 400 resumes");
+}
+
+/// Panics with the first differing line unless the two op logs are equal byte for byte.
+fn assert_same_log(want: &Path, got: &Path, what: &str) {
+    let (a, b) = (
+        fs::read_to_string(want).unwrap(),
+        fs::read_to_string(got).unwrap(),
+    );
+    if a != b {
+        let (la, lb): (Vec<_>, Vec<_>) = (a.lines().collect(), b.lines().collect());
+        let i = la
+            .iter()
+            .zip(&lb)
+            .position(|(x, y)| x != y)
+            .unwrap_or(la.len().min(lb.len()));
+        panic!(
+            "{what}: op logs differ at line {} (of {} and {}): {:?} vs {:?}",
+            i + 1,
+            la.len(),
+            lb.len(),
+            la.get(i),
+            lb.get(i)
+        );
+    }
+}
+
+fn tree_listing(root: &Path) -> (Vec<String>, Vec<(String, u64)>) {
+    let t = walk(root);
+    (t.dirs.into_iter().collect(), t.files.into_iter().collect())
+}
+
+fn killed_runs_equal_an_uninterrupted_one(test: &str, threads: &str) {
+    let (Some(a), Some(b)) = (tmpfs_or_skip(test, "160m"), tmpfs_or_skip(test, "160m")) else {
+        return;
+    };
+    let d = tmp();
+    let (ref_log, log) = (d.path().join("ref.log"), d.path().join("run.log"));
+    // The state beside the target, on the tmpfs: its fsync is cheap, so checkpoints are frequent.
+    let state = b.path().join("run.state");
+    let (ref_target, target) = (a.path().join("aged"), b.path().join("aged"));
+    // Real data makes the run long enough to be killed many times.
+    let common = [
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "128MiB",
+        "--write-mode",
+        "write",
+        "--seed",
+        "5",
+    ];
+    let started = Instant::now();
+    let mut args = vec!["age", s(&ref_target), "--op-log", s(&ref_log)];
+    args.extend(common);
+    fsage_ok(&args);
+    let full = started.elapsed();
+
+    let mut first = vec!["age", s(&target), "--op-log", s(&log), "--state", s(&state)];
+    first.extend(common);
+    first.extend(["--threads", threads, "--checkpoint-interval", "0.01"]);
+    let resume = [
+        "age",
+        "--resume",
+        s(&state),
+        "-q",
+        "--threads",
+        threads,
+        "--checkpoint-interval",
+        "0.05",
+    ];
+    // About 40 kills over a run (each session also pays a start-up and a reconcile).
+    let kills = kill_and_resume(
+        &first,
+        &resume,
+        &state,
+        full / 40,
+        0x5eed + threads.len() as u64,
+    );
+    assert!(
+        kills >= 20,
+        "{test}: only {kills} kills before the run finished"
+    );
+    // One last resume of the finished run changes nothing.
+    fsage_ok(resume);
+
+    assert_same_log(&ref_log, &log, &format!("{test} after {kills} kills"));
+    assert_eq!(
+        tree_listing(&ref_target),
+        tree_listing(&target),
+        "{test}: tree differs"
+    );
+    let r = replay_log(&fs::read_to_string(&log).unwrap());
+    assert_tree_matches_log(&target, &r);
+    eprintln!("{test}: {kills} kills, identical op log and tree");
+}
+
+#[test]
+fn kill_9_many_times_one_thread_equals_an_uninterrupted_run() {
+    killed_runs_equal_an_uninterrupted_one("kill_9_many_times_one_thread", "1");
+}
+
+#[test]
+fn kill_9_many_times_two_threads_equals_an_uninterrupted_run() {
+    killed_runs_equal_an_uninterrupted_one("kill_9_many_times_two_threads", "2");
+}
+
+#[test]
+fn killed_dry_runs_resume_to_the_same_op_log() {
+    let d = tmp();
+    let (ref_log, log, state) = (
+        d.path().join("ref.log"),
+        d.path().join("run.log"),
+        d.path().join("run.state"),
+    );
+    let common = ["--dry-run", "-q", "-p", "douceur", "--capacity", "16MiB"];
+    let mut args = vec!["age", "--op-log", s(&ref_log)];
+    args.extend(common);
+    let started = Instant::now();
+    fsage_ok(&args);
+    let full = started.elapsed();
+    let mut first = vec![
+        "age",
+        "--op-log",
+        s(&log),
+        "--state",
+        s(&state),
+        "--checkpoint-interval",
+        "0.02",
+    ];
+    first.extend(common);
+    let resume = [
+        "age",
+        "--resume",
+        s(&state),
+        "--dry-run",
+        "-q",
+        "--checkpoint-interval",
+        "0.02",
+    ];
+    let kills = kill_and_resume(&first, &resume, &state, full / 30, 77);
+    assert!(kills >= 10, "only {kills} kills");
+    assert_eq!(
+        fs::read(&ref_log).unwrap(),
+        fs::read(&log).unwrap(),
+        "op log differs"
+    );
+}
+
+fn saved_state(d: &Path) -> PathBuf {
+    let state = d.join("s.state");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--max-ops",
+        "20000",
+        "--state",
+        s(&state),
+    ]);
+    state
+}
+
+#[test]
+fn broken_state_files_are_refused_clearly() {
+    let d = tmp();
+    let state = saved_state(d.path());
+    let good = fs::read(&state).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated", good[..good.len() / 2].to_vec(), "truncated"),
+        ("header cut", good[..20].to_vec(), "truncated"),
+        (
+            "flipped",
+            {
+                let mut b = good.clone();
+                let i = b.len() - 100;
+                b[i] ^= 0x40;
+                b
+            },
+            "corrupt",
+        ),
+        (
+            "other format",
+            {
+                let mut b = good.clone();
+                b[12] = 99;
+                b
+            },
+            "format 99",
+        ),
+        (
+            "not a state",
+            b"hello, world".to_vec(),
+            "not an fsage state file",
+        ),
+        ("empty", Vec::new(), "not an fsage state file"),
+        (
+            "trailing",
+            [good.clone(), vec![0u8; 3]].concat(),
+            "trailing",
+        ),
+    ];
+    for (what, bytes, needle) in cases {
+        let p = d.path().join(format!("{}.state", what.replace(' ', "_")));
+        fs::write(&p, &bytes).unwrap();
+        for args in [
+            vec!["status", s(&p)],
+            vec!["age", "--resume", s(&p), "--dry-run"],
+        ] {
+            let o = fsage(&args);
+            expect_code(&o, 2, what);
+            let e = stderr(&o);
+            assert!(e.contains(needle) && e.contains(s(&p)), "{what}: {e}");
+            assert!(!e.contains("panicked"), "{what}: {e}");
+        }
+    }
+}
+
+#[test]
+fn resume_refuses_decision_changes_and_accepts_new_stopping_conditions() {
+    let d = tmp();
+    let state = saved_state(d.path());
+    for (flag, value) in [
+        ("--seed", "9"),
+        ("--capacity", "1GiB"),
+        ("--fullness", "0.5"),
+        ("--block-size", "1024"),
+    ] {
+        let o = fsage(["age", "--resume", s(&state), "--dry-run", flag, value]);
+        expect_code(&o, 2, flag);
+        assert!(stderr(&o).contains(flag), "{flag}: {}", stderr(&o));
+    }
+    let o = fsage(["age", "--resume", s(&state), "--dry-run", "--exact-sizes"]);
+    expect_code(&o, 2, "--exact-sizes");
+    // Same values as the run are fine, and so are new stopping conditions.
+    let json = d.path().join("r.json");
+    fsage_ok([
+        "age",
+        "--resume",
+        s(&state),
+        "--dry-run",
+        "-q",
+        "--seed",
+        "1",
+        "--capacity",
+        "64MiB",
+        "--max-ops",
+        "30000",
+        "--json",
+        s(&json),
+    ]);
+    let j = read_json(&json);
+    assert_eq!(j_u64(&j, "ticks"), 30000);
+    assert_eq!(j_str(&j, "stop_reason"), "max_ops");
+    // status reads the state alone.
+    let o = fsage_ok(["status", s(&state)]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("tick 30000 of") && out.contains("agrawal"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_file_system_filled_from_outside_is_survived() {
+    let test = "a_file_system_filled_from_outside_is_survived";
+    let Some(mnt) = tmpfs_or_skip(test, "96m") else {
+        return;
+    };
+    let d = tmp();
+    let (log, json) = (d.path().join("ops.log"), d.path().join("r.json"));
+    let target = mnt.path().join("aged");
+    let mut child = Command::new(bin())
+        .args([
+            "age",
+            "-q",
+            "-p",
+            "agrawal",
+            s(&target),
+            "--write-mode",
+            "write",
+            "--op-log",
+            s(&log),
+            "--json",
+            s(&json),
+            "--max-ops",
+            "60000",
+        ])
+        .spawn()
+        .expect("spawn");
+    // Once aging has filled most of its target, take the rest of the space from outside.
+    let hog = mnt.path().join("hog");
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", s(&hog)),
+            "bs=1M",
+            "count=80",
+        ])
+        .stderr(Stdio::null())
+        .status();
+    let started = Instant::now();
+    let status = child.wait().expect("wait");
+    assert!(started.elapsed() < Duration::from_secs(120), "the run hung");
+    assert_eq!(status.code(), Some(0), "the run failed");
+    let j = read_json(&json);
+    assert!(j_u64(&j, "enospc_events") > 0, "no ENOSPC was met: {j}");
+    let r = replay_log(&fs::read_to_string(&log).unwrap());
+    fs::remove_file(&hog).unwrap();
+    assert_tree_matches_log(&target, &r);
+}
+
+#[test]
+fn an_io_error_stops_the_run_with_a_state_to_resume_from() {
+    let test = "an_io_error_stops_the_run_with_a_state_to_resume_from";
+    let (Some(a), Some(b)) = (tmpfs_or_skip(test, "96m"), tmpfs_or_skip(test, "96m")) else {
+        return;
+    };
+    let d = tmp();
+    let (ref_log, log, state) = (
+        d.path().join("ref.log"),
+        d.path().join("run.log"),
+        d.path().join("run.state"),
+    );
+    let (ref_target, target) = (a.path().join("aged"), b.path().join("aged"));
+    let common = ["-q", "-p", "agrawal", "--capacity", "64MiB"];
+    let mut args = vec!["age", s(&ref_target), "--op-log", s(&ref_log)];
+    args.extend(common);
+    fsage_ok(&args);
+    // A create some way into the run: plant a directory where its file will go.
+    let text = fs::read_to_string(&ref_log).unwrap();
+    let victim = text
+        .lines()
+        .filter(|l| l.contains(" create "))
+        .nth(3000)
+        .and_then(|l| l.split(' ').nth(2))
+        .unwrap()
+        .to_string();
+    let mut first = vec![
+        "age",
+        s(&target),
+        "--op-log",
+        s(&log),
+        "--state",
+        s(&state),
+        "--max-ops",
+        "100",
+    ];
+    first.extend(common);
+    fsage_ok(&first);
+    fs::create_dir(target.join(&victim)).unwrap();
+    let o = fsage(["age", "--resume", s(&state), "-q"]);
+    expect_code(&o, 1, "resume into the planted directory");
+    let e = stderr(&o);
+    assert!(e.contains(&victim) && e.contains("os error"), "{e}");
+    let st = stdout(&fsage_ok(["status", s(&state)]));
+    assert!(st.contains("ioerror") && st.contains(&victim), "{st}");
+    // Take the obstacle away: the run resumes and ends as an uninterrupted run does.
+    fs::remove_dir(target.join(&victim)).unwrap();
+    fsage_ok(["age", "--resume", s(&state), "-q"]);
+    assert_eq!(
+        fs::read(&ref_log).unwrap(),
+        fs::read(&log).unwrap(),
+        "op log differs"
+    );
+    assert_eq!(tree_listing(&ref_target), tree_listing(&target));
+}
