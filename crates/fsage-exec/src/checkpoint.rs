@@ -34,6 +34,9 @@ pub struct StateOf<P> {
     pub target: Option<PathBuf>,
     /// "fallocate" or "write".
     pub write_mode: String,
+    /// For `age --fs`: the image file the target is the mount point of, and its file system.
+    pub image: Option<PathBuf>,
+    pub fs: Option<String>,
     /// The op log being written, and its length at this checkpoint.
     pub op_log: Option<PathBuf>,
     pub op_log_len: u64,

@@ -78,6 +78,8 @@ pub struct Checkpointing {
     pub target: Option<PathBuf>,
     pub write_mode: String,
     pub op_log: Option<PathBuf>,
+    pub image: Option<PathBuf>,
+    pub fs: Option<String>,
 }
 
 /// Everything besides the planner, the backend and the op log that shapes a run.
@@ -148,6 +150,8 @@ impl<B: Backend> Session<'_, B> {
             plan: &*self.planner,
             target: cp.target.clone(),
             write_mode: cp.write_mode.clone(),
+            image: cp.image.clone(),
+            fs: cp.fs.clone(),
             op_log: cp.op_log.clone(),
             op_log_len,
             elapsed_s: self.elapsed_total().as_secs_f64(),

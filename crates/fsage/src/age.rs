@@ -29,6 +29,9 @@ struct Prepared {
     state: Option<PathBuf>,
     elapsed_before: Duration,
     resumed: bool,
+    /// `--fs`: the image and its file system, mounted at `target` for the run.
+    image: Option<(PathBuf, String)>,
+    mounted: Option<fsage_lab::Mounted>,
 }
 
 fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, String> {
@@ -75,7 +78,7 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
+pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
     let stop = stop_conditions(&args)?;
     let interval = parse_duration("--checkpoint-interval", &args.checkpoint_interval)?;
     if args.threads == 0 || args.threads > 256 {
@@ -84,11 +87,86 @@ pub fn run_cmd(args: AgeArgs) -> Result<ExitCode, String> {
             args.threads
         ));
     }
-    let prepared = match &args.resume {
-        Some(state) => resume(state, &args)?,
-        None => fresh(&args)?,
+    let prepared = match (args.resume.clone(), args.fs) {
+        (Some(state), _) => resume(&state, &args)?,
+        (None, Some(fs)) => with_new_fs(fs, &mut args)?,
+        (None, None) => fresh(&args)?,
     };
     execute(prepared, &args, stop, interval)
+}
+
+fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// `--fs KIND --size SIZE IMAGE`: makes the image and its file system and mounts it at IMAGE.mnt;
+/// the run ages the mount point, keeps its state beside the image and writes its report to
+/// IMAGE.report.json unless told otherwise.
+fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, String> {
+    let image = args
+        .target
+        .clone()
+        .ok_or("with --fs, TARGET is the image file to create, e.g. /dev/shm/aged.img")?;
+    let size_text = args.size.clone().expect("clap requires --size with --fs");
+    let size = parse_size(&size_text).map_err(|e| format!("--size {size_text:?}: {e}"))?;
+    let kind = match fs {
+        crate::cli::FsArg::Ext4 => fsage_lab::FsKind::Ext4,
+        crate::cli::FsArg::Xfs => fsage_lab::FsKind::Xfs,
+        crate::cli::FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
+    };
+    // Check the profile before making anything.
+    let name = args
+        .profile
+        .as_deref()
+        .expect("clap requires --profile without --resume");
+    fsage_profile::resolve(name).map_err(|e| e.to_string())?;
+    let opts: Vec<String> = args
+        .mkfs_opts
+        .as_deref()
+        .map(|o| o.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    let image = absolute(&image);
+    fsage_lab::create_image(kind, size, &image, &opts).map_err(|e| e.to_string())?;
+    let mnt = with_suffix(&image, ".mnt");
+    std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+    let mounted = match fsage_lab::Mounted::attach_and_mount(&image, &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir(&mnt);
+            let _ = std::fs::remove_file(&image);
+            return Err(e.to_string());
+        }
+    };
+    if !args.quiet {
+        eprintln!(
+            "fsage: made {} ({}, {}) and mounted it on {}",
+            image.display(),
+            kind.name(),
+            human_bytes(size),
+            mnt.display()
+        );
+    }
+    args.target = Some(mnt);
+    args.state
+        .get_or_insert_with(|| with_suffix(&image, ".fsage-state"));
+    args.json
+        .get_or_insert_with(|| with_suffix(&image, ".report.json"));
+    let mut p = match fresh(args) {
+        Ok(p) => p,
+        Err(e) => {
+            // Nothing was aged: take back the image this command made.
+            let mnt = mounted.mount_point().to_path_buf();
+            let _ = mounted.finish();
+            let _ = std::fs::remove_dir(&mnt);
+            let _ = std::fs::remove_file(&image);
+            return Err(e);
+        }
+    };
+    p.image = Some((image, kind.name().to_string()));
+    p.mounted = Some(mounted);
+    Ok(p)
 }
 
 fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
@@ -245,6 +323,8 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         state,
         elapsed_before: Duration::ZERO,
         resumed: false,
+        image: None,
+        mounted: None,
     })
 }
 
@@ -335,6 +415,14 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         }
         None => None,
     };
+    // A run made with --fs ages the image's mount point: mount it there again.
+    let mounted = match (&st.image, &st.target) {
+        (Some(image), Some(mnt)) => {
+            std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+            Some(fsage_lab::Mounted::attach_and_mount(image, mnt).map_err(|e| e.to_string())?)
+        }
+        _ => None,
+    };
     let mode = match (args.write_mode, st.write_mode.as_str()) {
         (Some(m), _) => mode_of(Some(m)),
         (None, "write") => WriteMode::Write,
@@ -360,6 +448,8 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         state: Some(absolute(path)),
         elapsed_before: Duration::from_secs_f64(st.elapsed_s.max(0.0)),
         resumed: true,
+        image: st.image.clone().zip(st.fs.clone()),
+        mounted,
     })
 }
 
@@ -420,6 +510,8 @@ fn execute(
             target: p.target.clone(),
             write_mode: mode_name(p.mode).into(),
             op_log: p.op_log_path.clone(),
+            image: p.image.as_ref().map(|(i, _)| i.clone()),
+            fs: p.image.as_ref().map(|(_, f)| f.clone()),
         }),
         elapsed_before: p.elapsed_before,
     };
@@ -454,6 +546,17 @@ fn execute(
     let rep = report(&p.planner, &outcome, &meta, &stop);
     if let Some(path) = &args.json {
         write_atomic(path, rep.to_json().as_bytes()).map_err(|e| format!("--json {e}"))?;
+    }
+    if let Some(m) = p.mounted.take() {
+        let mnt = m.mount_point().to_path_buf();
+        m.finish().map_err(|e| format!("the run ended, but: {e}"))?;
+        let _ = std::fs::remove_dir(&mnt);
+        if let (false, Some((image, fs))) = (args.quiet, &p.image) {
+            eprintln!(
+                "fsage: unmounted; the aged {fs} image is {}",
+                image.display()
+            );
+        }
     }
     if !args.quiet {
         print!("{}", rep.render_text());

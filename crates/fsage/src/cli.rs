@@ -192,8 +192,26 @@ pub struct AgeArgs {
     /// Age TARGET_DIR even though it is not empty.
     #[arg(long)]
     pub force: bool,
-    /// Directory to age (created if missing). Optional with --dry-run when --capacity is given.
+    /// Make a file system of this kind on a new image file (TARGET is then the image path), mount
+    /// it, age it, unmount it: the one-command main job. The capacity is the file system's.
+    #[arg(long, value_enum, requires = "size", conflicts_with_all = ["dry_run", "capacity", "resume"])]
+    pub fs: Option<FsArg>,
+    /// Size of the image made by --fs (e.g. 4GiB).
+    #[arg(long, requires = "fs")]
+    pub size: Option<String>,
+    /// Extra mkfs options for --fs, as one string.
+    #[arg(long, requires = "fs", allow_hyphen_values = true)]
+    pub mkfs_opts: Option<String>,
+    /// Directory to age (created if missing); with --fs, the image file to create. Optional with
+    /// --dry-run when --capacity is given.
     pub target: Option<PathBuf>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FsArg {
+    Ext4,
+    Xfs,
+    Btrfs,
 }
 
 #[derive(Args, Debug)]
