@@ -8,24 +8,31 @@ use crate::backend::{Backend, FreeSpace, OpError};
 use crate::posix::Posix;
 use fsage_plan::{DirTree, Op, OpKind};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-/// Operations queued but not yet done, so a checkpoint or the end can wait for them.
+/// Operations go to a worker in batches: one channel hand-over (and at most one wake-up) per batch
+/// instead of per operation. A batch keeps its operations' order.
+const BATCH: usize = 64;
+
+/// What the workers report back: failures, and how many operations are queued but not done.
 #[derive(Default)]
-struct InFlight {
-    count: Mutex<u64>,
-    idle: Condvar,
+struct Shared {
+    failures: Mutex<Vec<(Op, OpError)>>,
+    failed: AtomicBool,
+    in_flight: AtomicU64,
 }
 
 pub struct Parallel {
     posix: Arc<Posix>,
     threads: usize,
-    senders: Vec<SyncSender<Op>>,
+    senders: Vec<SyncSender<Vec<Op>>>,
+    pending: Vec<Vec<Op>>,
     workers: Vec<JoinHandle<()>>,
-    failures: Arc<Mutex<Vec<(Op, OpError)>>>,
-    in_flight: Arc<InFlight>,
+    shared: Arc<Shared>,
     by_dir: bool,
 }
 
@@ -35,9 +42,9 @@ impl Parallel {
             posix: Arc::new(posix),
             threads: threads.max(1),
             senders: Vec::new(),
+            pending: Vec::new(),
             workers: Vec::new(),
-            failures: Arc::default(),
-            in_flight: Arc::default(),
+            shared: Arc::default(),
             by_dir: true,
         }
     }
@@ -48,15 +55,25 @@ impl Parallel {
         // directories would leave threads idle, so there the file name decides.
         self.by_dir = tree.len() >= 8 * self.threads;
         for _ in 0..self.threads {
-            let (tx, rx) = sync_channel::<Op>(4096);
+            let (tx, rx) = sync_channel::<Vec<Op>>(64);
             let posix = Arc::clone(&self.posix);
             let tree = Arc::clone(&tree);
-            let failures = Arc::clone(&self.failures);
-            let in_flight = Arc::clone(&self.in_flight);
+            let shared = Arc::clone(&self.shared);
             self.senders.push(tx);
+            self.pending.push(Vec::with_capacity(BATCH));
             self.workers.push(std::thread::spawn(move || {
-                worker(rx, &posix, &tree, &failures, &in_flight)
+                worker(rx, &posix, &tree, &shared)
             }));
+        }
+    }
+
+    fn send(&mut self, shard: usize) {
+        let batch = std::mem::replace(&mut self.pending[shard], Vec::with_capacity(BATCH));
+        self.shared
+            .in_flight
+            .fetch_add(batch.len() as u64, Ordering::SeqCst);
+        if self.senders[shard].send(batch).is_err() {
+            unreachable!("workers live as long as the backend");
         }
     }
 
@@ -69,49 +86,45 @@ impl Parallel {
         (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % self.threads
     }
 
-    /// Waits until every queued operation is done.
-    pub fn drain(&self) {
-        let mut n = self
-            .in_flight
-            .count
-            .lock()
-            .expect("no worker panics holding it");
-        while *n > 0 {
-            n = self
-                .in_flight
-                .idle
-                .wait(n)
-                .expect("no worker panics holding it");
+    /// Hands over every partial batch and waits until every queued operation is done. Only at
+    /// checkpoints and at the end, so a short sleep loop is cheap enough.
+    pub fn drain(&mut self) {
+        for shard in 0..self.pending.len() {
+            if !self.pending[shard].is_empty() {
+                self.send(shard);
+            }
+        }
+        while self.shared.in_flight.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 }
 
-fn worker(
-    rx: Receiver<Op>,
-    posix: &Posix,
-    tree: &DirTree,
-    failures: &Mutex<Vec<(Op, OpError)>>,
-    in_flight: &InFlight,
-) {
+fn worker(rx: Receiver<Vec<Op>>, posix: &Posix, tree: &DirTree, shared: &Shared) {
     // Creates this worker saw refused: a later delete of the same file has nothing to delete.
     let mut refused: HashSet<u64> = HashSet::new();
-    for op in rx {
-        if let Err(e) = posix.apply_shared(&op, tree) {
-            let gone = op.kind == OpKind::Delete
-                && e.err.raw_os_error() == Some(libc::ENOENT)
-                && refused.remove(&op.file.created);
-            if !gone {
-                if op.kind == OpKind::Create && e.is_no_space() {
-                    refused.insert(op.file.created);
+    for batch in rx {
+        for op in &batch {
+            if let Err(e) = posix.apply_shared(op, tree) {
+                let gone = op.kind == OpKind::Delete
+                    && e.err.raw_os_error() == Some(libc::ENOENT)
+                    && refused.remove(&op.file.created);
+                if !gone {
+                    if op.kind == OpKind::Create && e.is_no_space() {
+                        refused.insert(op.file.created);
+                    }
+                    shared
+                        .failures
+                        .lock()
+                        .expect("no panics holding it")
+                        .push((*op, e));
+                    shared.failed.store(true, Ordering::SeqCst);
                 }
-                failures.lock().expect("no panics holding it").push((op, e));
             }
         }
-        let mut n = in_flight.count.lock().expect("no panics holding it");
-        *n -= 1;
-        if *n == 0 {
-            in_flight.idle.notify_all();
-        }
+        shared
+            .in_flight
+            .fetch_sub(batch.len() as u64, Ordering::SeqCst);
     }
 }
 
@@ -132,24 +145,22 @@ impl Backend for Parallel {
         if self.workers.is_empty() {
             self.start(tree);
         }
-        *self.in_flight.count.lock().expect("no panics holding it") += 1;
         let shard = self.shard(op);
-        if self.senders[shard].send(*op).is_err() {
-            unreachable!("workers live as long as the backend");
+        self.pending[shard].push(*op);
+        if self.pending[shard].len() >= BATCH {
+            self.send(shard);
         }
         Ok(())
     }
 
     fn take_failures(&mut self) -> Vec<(Op, OpError)> {
-        std::mem::take(&mut *self.failures.lock().expect("no panics holding it"))
+        let mut f = self.shared.failures.lock().expect("no panics holding it");
+        self.shared.failed.store(false, Ordering::SeqCst);
+        std::mem::take(&mut *f)
     }
 
     fn has_failures(&self) -> bool {
-        !self
-            .failures
-            .lock()
-            .expect("no panics holding it")
-            .is_empty()
+        self.shared.failed.load(Ordering::Relaxed)
     }
 
     fn free_space(&self) -> Option<FreeSpace> {
@@ -164,6 +175,9 @@ impl Backend for Parallel {
 
 impl Drop for Parallel {
     fn drop(&mut self) {
+        if !self.workers.is_empty() {
+            self.drain();
+        }
         self.senders.clear();
         for w in self.workers.drain(..) {
             let _ = w.join();
