@@ -500,3 +500,90 @@ fn lab_safety_and_cleanup() {
     }
     lab.assert_clean();
 }
+
+/// The one-command main job: `fsage age --fs KIND --size SIZE IMAGE` makes, mounts, ages and
+/// unmounts the image, leaving the image (fsck clean), the report and the state; `--resume` mounts
+/// it again and goes on. A failure before aging takes the image back.
+fn main_job(fs_name: &str, size: &str) {
+    let test = &format!("age_fs_{fs_name}_main_job");
+    if !can_run(test, fs_name) {
+        return;
+    }
+    let lab = Lab::new();
+    let img = lab.s("aged.img");
+    let o = fsage_ok([
+        "age",
+        "-p",
+        "agrawal",
+        "--fs",
+        fs_name,
+        "--size",
+        size,
+        &img,
+        "--max-ops",
+        "15000",
+    ]);
+    assert!(stderr(&o).contains("unmounted"), "{}", stderr(&o));
+    lab.assert_clean();
+    let report = read_json(&lab.p("aged.img.report.json"));
+    assert_eq!(j_str(&report, "stop_reason"), "max_ops");
+    assert_eq!(j_u64(&report, "ticks"), 15000);
+    // The capacity is the file system's: a little under the image size.
+    let cap = j_u64(&report, "capacity");
+    let bytes = parse_bytes(size);
+    assert!(
+        cap <= bytes && cap > bytes / 2,
+        "capacity {cap} of a {bytes}-byte image"
+    );
+    fsck(fs_name, &img);
+    // Resume mounts the image again, goes on and unmounts.
+    let state = lab.s("aged.img.fsage-state");
+    fsage_ok(["age", "--resume", &state, "-q", "--max-ops", "25000"]);
+    lab.assert_clean();
+    let st = stdout(&fsage_ok(["status", &state]));
+    assert!(st.contains("tick 25000 of"), "{st}");
+    fsck(fs_name, &img);
+    // The image exists now: a second run refuses to overwrite it.
+    let o = fsage([
+        "age", "-p", "agrawal", "--fs", fs_name, "--size", size, &img,
+    ]);
+    expect_code(&o, 2, "existing image");
+    // A profile that cannot be met is refused before any image is made.
+    let other = lab.s("other.img");
+    let o = fsage([
+        "age",
+        "-p",
+        "agrawal",
+        "--fs",
+        fs_name,
+        "--size",
+        size,
+        &other,
+        "--fullness",
+        "1",
+    ]);
+    expect_code(&o, 2, "unmeetable profile");
+    assert!(
+        !lab.p("other.img").exists(),
+        "the image of a refused run was left behind"
+    );
+    lab.assert_clean();
+}
+
+fn parse_bytes(size: &str) -> u64 {
+    let n: u64 = size
+        .trim_end_matches("MiB")
+        .parse()
+        .expect("sizes here are MiB");
+    n << 20
+}
+
+#[test]
+fn age_fs_ext4_main_job() {
+    main_job("ext4", "256MiB");
+}
+
+#[test]
+fn age_fs_xfs_main_job() {
+    main_job("xfs", "320MiB");
+}
