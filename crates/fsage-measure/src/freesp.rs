@@ -25,7 +25,7 @@ pub struct FreeBin {
 /// Free space of a mounted file system.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FreeSpace {
-    /// How it was measured: "getfsmap" or "btrfs-tree-search".
+    /// How it was measured: "getfsmap", or "btrfs-tree-search (...)" saying what it covers.
     pub route: String,
     pub block_size: u64,
     /// Blocks of the file system (statfs f_blocks).

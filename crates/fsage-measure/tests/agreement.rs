@@ -144,6 +144,11 @@ fn xfs_histogram_matches_xfs_db_freesp() {
     };
     let bs = fsage_measure::sys::statfs(fs.path()).unwrap().block_size;
     checkerboard(fs.path(), 600, bs, 11);
+    // xfs frees the blocks of deleted files in the background (deferred inode inactivation): a
+    // measurement right after the deletes can race it. Unmounting finishes that work; measure on
+    // the remounted file system, which then holds still until xfs_db reads it.
+    fs.mount.unmount().expect("unmount xfs");
+    fs.mount = Mount::new(fs.dev.dev(), "xfs").expect("mount xfs again");
     let mine = free_space(fs.path()).expect("GETFSMAP on xfs");
     assert!(
         mine.free_extents > 100,

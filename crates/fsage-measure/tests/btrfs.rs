@@ -1,0 +1,226 @@
+//! The btrfs free-space histogram (BTRFS_IOC_TREE_SEARCH_V2 on the mounted file system) against
+//! the free extents worked out independently from `btrfs inspect-internal dump-tree` after
+//! unmount: the gaps between EXTENT_ITEM/METADATA_ITEM keys inside every DATA block group, less
+//! the superblock copies the chunk tree places there, binned by hand, bin for bin.
+
+mod fixtures;
+
+use fixtures::*;
+use fsage_measure::freesp::{free_space, FreeSpace};
+
+/// (min_blocks, count, blocks) per bin.
+type Bins = Vec<(u64, u64, u64)>;
+
+fn bins(f: &FreeSpace) -> Bins {
+    f.bins
+        .iter()
+        .map(|b| (b.min_blocks, b.count, b.blocks))
+        .collect()
+}
+
+fn dump(args: &[&str]) -> String {
+    let o = run_cmd("btrfs", args).unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A `dump-super` field ("nodesize\t\t16384", "compat_ro_flags\t\t0x3").
+fn super_field(text: &str, name: &str) -> u64 {
+    let v = text
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(name)).then(|| w.next()).flatten()
+        })
+        .unwrap_or_else(|| panic!("dump-super printed no {name}"));
+    match v.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).unwrap(),
+        None => v.parse().unwrap(),
+    }
+}
+
+/// Items of a dump-tree listing: (objectid, type name, offset, the lines after the key line).
+fn items(text: &str) -> Vec<(String, String, u64, Vec<String>)> {
+    let mut out: Vec<(String, String, u64, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("item ") {
+            let Some(k) = rest
+                .split_once("key (")
+                .and_then(|(_, k)| k.split_once(')'))
+            else {
+                continue;
+            };
+            let w: Vec<&str> = k.0.split_whitespace().collect();
+            assert_eq!(w.len(), 3, "key in {line:?}");
+            let off = w[2].parse().unwrap_or(0);
+            out.push((w[0].into(), w[1].into(), off, Vec::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.3.push(t.to_string());
+        }
+    }
+    out
+}
+
+/// The value after `name` in whitespace-separated "name value" text.
+fn after<'a>(lines: &'a [String], name: &str) -> Option<&'a str> {
+    lines.iter().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.windows(2).find(|p| p[0] == name).map(|p| p[1])
+    })
+}
+
+fn has_data_flag(flags: &str) -> bool {
+    flags.split('|').any(|f| f == "DATA")
+}
+
+/// Expected free extents in bytes, from the unmounted device.
+fn expected_free(dev: &str, sectorsize: u64) -> (Bins, u64, u64) {
+    let sup = dump(&["inspect-internal", "dump-super", dev]);
+    let nodesize = super_field(&sup, "nodesize");
+    assert_eq!(super_field(&sup, "sectorsize"), sectorsize);
+    let extent = dump(&["inspect-internal", "dump-tree", "-t", "extent", dev]);
+    // compat_ro BLOCK_GROUP_TREE (1 << 3): block group items in tree 11.
+    let bg_text = if super_field(&sup, "compat_ro_flags") & 8 != 0 {
+        dump(&["inspect-internal", "dump-tree", "-t", "11", dev])
+    } else {
+        extent.clone()
+    };
+    let chunk = dump(&["inspect-internal", "dump-tree", "-t", "chunk", dev]);
+
+    // Data block groups: (start, length, used).
+    let mut bgs: Vec<(u64, u64, u64)> = Vec::new();
+    for (obj, ty, off, lines) in items(&bg_text) {
+        if ty != "BLOCK_GROUP_ITEM" {
+            continue;
+        }
+        let flags = after(&lines, "flags").expect("block group flags");
+        if has_data_flag(flags) {
+            let used = after(&lines, "used").unwrap().parse().unwrap();
+            bgs.push((obj.parse().unwrap(), off, used));
+        }
+    }
+    assert!(!bgs.is_empty(), "no data block group in\n{bg_text}");
+    // Allocated ranges.
+    let mut used: Vec<(u64, u64)> = Vec::new();
+    for (obj, ty, off, _) in items(&extent) {
+        match ty.as_str() {
+            "EXTENT_ITEM" => used.push((obj.parse().unwrap(), off)),
+            "METADATA_ITEM" => used.push((obj.parse().unwrap(), nodesize)),
+            _ => {}
+        }
+    }
+    // Superblock copies (64 KiB, 64 MiB, 256 GiB on the device, 4 KiB each) mapped through the
+    // single-profile chunks: logical = chunk start + (physical - stripe offset).
+    let mut supers = 0u64;
+    for (_, ty, logical, lines) in items(&chunk) {
+        if ty != "CHUNK_ITEM" {
+            continue;
+        }
+        let length: u64 = after(&lines, "length").unwrap().parse().unwrap();
+        let ctype = after(&lines, "type").unwrap();
+        assert!(ctype.ends_with("single"), "the test makes single chunks");
+        let phys: u64 = after(&lines, "offset").unwrap().parse().unwrap();
+        for sb in [64u64 << 10, 64 << 20, 256 << 30] {
+            if sb >= phys && sb + 4096 <= phys + length {
+                let l = logical + sb - phys;
+                used.push((l, 4096));
+                if has_data_flag(ctype) {
+                    supers += 4096;
+                }
+            }
+        }
+    }
+    used.sort_unstable();
+    // Gaps inside each data block group, binned by floor(log2(blocks)).
+    let mut hist: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+    let mut total = 0u64;
+    let mut by_used = 0u64;
+    for &(start, len, bg_used) in &bgs {
+        let end = start + len;
+        by_used += len - bg_used;
+        let mut cursor = start;
+        let mut gaps = Vec::new();
+        for &(s, l) in used.iter().filter(|(s, _)| *s >= start && *s < end) {
+            if s > cursor {
+                gaps.push(s - cursor);
+            }
+            cursor = cursor.max(s + l);
+        }
+        if cursor < end {
+            gaps.push(end - cursor);
+        }
+        for g in gaps {
+            let blocks = g / sectorsize;
+            let mut bin = 1u64;
+            while bin * 2 <= blocks {
+                bin *= 2;
+            }
+            let e = hist.entry(bin).or_default();
+            e.0 += 1;
+            e.1 += blocks;
+            total += 1;
+        }
+    }
+    let bins = hist.into_iter().map(|(b, (c, n))| (b, c, n)).collect();
+    // The block groups' own "used" counts (which leave out superblock copies) give the total.
+    (bins, total, by_used - supers)
+}
+
+#[test]
+fn btrfs_histogram_matches_dump_tree() {
+    let t = "btrfs_histogram_matches_dump_tree";
+    if let Err(r) = need_root_and(&["mkfs.btrfs", "btrfs"]) {
+        return skip(t, &r);
+    }
+    let mut fs = match Fs::new(
+        "btrfs",
+        512 << 20,
+        &["-q", "-f", "-d", "single", "-m", "single"],
+    ) {
+        Ok(f) => f,
+        Err(r) => return skip(t, &r),
+    };
+    let bs = fsage_measure::sys::statfs(fs.path()).unwrap().block_size;
+    checkerboard(fs.path(), 600, bs, 13);
+    let mine = free_space(fs.path()).expect("tree search on btrfs");
+    eprintln!("{}", fsage_measure::freesp::render(&mine));
+    assert!(
+        mine.route.starts_with("btrfs-tree-search"),
+        "{}",
+        mine.route
+    );
+    assert!(
+        mine.route.contains("data block groups only"),
+        "{}",
+        mine.route
+    );
+    assert_eq!(mine.block_size, bs);
+    assert!(
+        mine.free_extents > 100,
+        "checkerboard left {} extents",
+        mine.free_extents
+    );
+    // What is on disk after the last commit is what the mounted trees held: nothing ran since.
+    fs.mount.unmount().expect("unmount btrfs");
+    let (want, total, free_bytes) = expected_free(fs.dev.dev(), bs);
+    assert_eq!(bins(&mine), want, "ours vs dump-tree");
+    assert_eq!(mine.free_extents, total);
+    assert_eq!(
+        mine.free_blocks * bs,
+        free_bytes,
+        "free vs block group used"
+    );
+}
+
+#[test]
+fn not_mounted_btrfs_errors_name_the_path() {
+    // A directory that is not btrfs: the btrfs route itself must fail cleanly, naming the path.
+    let dir = tempfile::tempdir().unwrap();
+    let info = fsage_measure::sys::statfs(dir.path()).unwrap();
+    if info.magic == fsage_measure::sys::BTRFS_SUPER_MAGIC {
+        return;
+    }
+    let e = fsage_measure::btrfs::free_space(dir.path(), &info).unwrap_err();
+    assert!(e.contains(&dir.path().display().to_string()), "{e}");
+    assert!(e.contains("BTRFS_IOC"), "{e}");
+}
