@@ -4,7 +4,7 @@
 use crate::cli::{AgeArgs, WriteModeArg};
 use crate::progress::Bar;
 use crate::util::{
-    check_writable, free_inodes, fs_size, parse_duration, prepare_target, write_atomic,
+    check_writable, free_inodes, fs_size, lock_state, parse_duration, prepare_target, write_atomic,
 };
 use fsage_exec::{
     reconcile, report, run, Backend, Checkpointing, DryRun, OpLog, Outcome, Parallel, Posix,
@@ -17,6 +17,9 @@ use fsage_report::StopReason;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// What `resume` says of a run that has all its ticks.
+const FINISHED: &str = "finished";
 
 /// A run ready to go: fresh or resumed.
 struct Prepared {
@@ -87,11 +90,30 @@ pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
             args.threads
         ));
     }
+    // Held until the run ends: a second session of the same run is refused.
+    let mut _lock = match &args.resume {
+        Some(state) => Some(lock_state(state)?),
+        None => None,
+    };
     let prepared = match (args.resume.clone(), args.fs) {
-        (Some(state), _) => resume(&state, &args)?,
+        (Some(state), _) => match resume(&state, &args) {
+            Err(e) if e == FINISHED => {
+                eprintln!(
+                    "fsage: {} is a finished run: nothing left to do, the target is not touched",
+                    state.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => other?,
+        },
         (None, Some(fs)) => with_new_fs(fs, &mut args)?,
         (None, None) => fresh(&args)?,
     };
+    if _lock.is_none() {
+        if let Some(state) = &prepared.state {
+            _lock = Some(lock_state(state)?);
+        }
+    }
     execute(prepared, &args, stop, interval)
 }
 
@@ -136,6 +158,7 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, St
         Err(e) => {
             let _ = std::fs::remove_dir(&mnt);
             let _ = std::fs::remove_file(&image);
+            let _ = std::fs::remove_file(with_suffix(&image, ".fsage.json"));
             return Err(e.to_string());
         }
     };
@@ -161,6 +184,7 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, St
             let _ = mounted.finish();
             let _ = std::fs::remove_dir(&mnt);
             let _ = std::fs::remove_file(&image);
+            let _ = std::fs::remove_file(with_suffix(&image, ".fsage.json"));
             return Err(e);
         }
     };
@@ -402,10 +426,17 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         ));
     }
     if st.plan.phase() == Phase::Done {
-        eprintln!(
-            "fsage: note: {} is a finished run; nothing left to do",
-            path.display()
-        );
+        return Err(FINISHED.to_string());
+    }
+    if let Some(max) = args.max_time.as_deref() {
+        let limit = parse_duration("--max-time", max)?;
+        if st.elapsed_s >= limit.as_secs_f64() {
+            eprintln!(
+                "fsage: warning: --max-time {max} counts every session, and the run has already \
+                 taken {:.1}s: it stops at once. Give a larger --max-time to go on",
+                st.elapsed_s
+            );
+        }
     }
     let profile = fsage_profile::parse(&st.profile_toml, &format!("{} (profile)", path.display()))
         .map_err(|e| e.to_string())?;
@@ -418,6 +449,19 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
     // A run made with --fs ages the image's mount point: mount it there again.
     let mounted = match (&st.image, &st.target) {
         (Some(image), Some(mnt)) => {
+            if !fsage_lab::sys::loops_backed_by(image).is_empty() {
+                // A killed run leaves its image mounted: the image is this run's, so take it down.
+                fsage_lab::mount::umount(image).map_err(|e| {
+                    format!(
+                        "{}: still mounted by an earlier run, and {e}",
+                        image.display()
+                    )
+                })?;
+                eprintln!(
+                    "fsage: note: {} was still mounted by an earlier, stopped run; unmounted it",
+                    image.display()
+                );
+            }
             std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
             Some(fsage_lab::Mounted::attach_and_mount(image, mnt).map_err(|e| e.to_string())?)
         }
@@ -544,7 +588,13 @@ fn execute(
         .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
     let meta = RunMeta::new(&p.profile, backend_name, target_name);
     let rep = report(&p.planner, &outcome, &meta, &stop);
-    if let Some(path) = &args.json {
+    // An image made by --fs keeps its report beside it, rewritten by every session.
+    let json = args.json.clone().or_else(|| {
+        p.image
+            .as_ref()
+            .map(|(image, _)| with_suffix(image, ".report.json"))
+    });
+    if let Some(path) = &json {
         write_atomic(path, rep.to_json().as_bytes()).map_err(|e| format!("--json {e}"))?;
     }
     if let Some(m) = p.mounted.take() {
@@ -552,9 +602,23 @@ fn execute(
         m.finish().map_err(|e| format!("the run ended, but: {e}"))?;
         let _ = std::fs::remove_dir(&mnt);
         if let (false, Some((image, fs))) = (args.quiet, &p.image) {
+            let how = if rep.converged {
+                "aged".to_string()
+            } else {
+                format!(
+                    "partly aged (tick {} of {}; --resume {} goes on)",
+                    rep.ticks,
+                    rep.t_estimate,
+                    p.state
+                        .as_ref()
+                        .map_or(String::new(), |s| s.display().to_string())
+                )
+            };
             eprintln!(
-                "fsage: unmounted; the aged {fs} image is {}",
-                image.display()
+                "fsage: unmounted; the {how} {fs} image is {}, its report {}",
+                image.display(),
+                json.as_ref()
+                    .map_or("(none)".into(), |j| j.display().to_string())
             );
         }
     }

@@ -87,6 +87,30 @@ pub fn check_writable(target: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Takes the run's lock, `STATE.lock` beside its state file, for as long as the returned file lives:
+/// two sessions of one run at once would undo each other's files.
+pub fn lock_state(state: &Path) -> Result<fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let mut name = state.as_os_str().to_owned();
+    name.push(".lock");
+    let path = std::path::PathBuf::from(name);
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: cannot open the run's lock: {e}", path.display()))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "{}: another fsage is running this run now (its lock {} is held); wait for it or stop it",
+            state.display(),
+            path.display()
+        ));
+    }
+    Ok(f)
+}
+
 /// Free inodes of the file system holding `path`, where it has a fixed number of them.
 pub fn free_inodes(path: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
@@ -129,9 +153,10 @@ fn check_empty(target: &Path, force: bool) -> Result<(), String> {
         .count();
     if entries > 0 && !force {
         return Err(format!(
-            "{}: the target is not empty ({entries} entries); fsage writes only into an empty \
+            "{}: the target is not empty ({entries} entr{}); fsage writes only into an empty \
              directory so that nothing of yours is touched. Use an empty directory, or --force",
-            target.display()
+            target.display(),
+            if entries == 1 { "y" } else { "ies" }
         ));
     }
     Ok(())

@@ -475,3 +475,58 @@ fn an_io_error_stops_the_run_with_a_state_to_resume_from() {
     );
     assert_eq!(tree_listing(&ref_target), tree_listing(&target));
 }
+
+#[test]
+fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() {
+    let d = tmp();
+    let (state, log) = (d.path().join("long.state"), d.path().join("long.log"));
+    // A long dry run holds the run's lock while it works.
+    let mut first = spawn(&[
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "douceur",
+        "--capacity",
+        "1GiB",
+        "--state",
+        s(&state),
+        "--op-log",
+        s(&log),
+    ]);
+    let t = Instant::now();
+    while !state.exists() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = fsage(["age", "--resume", s(&state), "--dry-run", "-q"]);
+    let _ = first.kill();
+    let _ = first.wait();
+    expect_code(&o, 2, "a second session of a running run");
+    assert!(
+        stderr(&o).contains("another fsage is running"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A finished run: resume says so, exits 0 and changes nothing.
+    let done = d.path().join("done.state");
+    let done_log = d.path().join("done.log");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--state",
+        s(&done),
+        "--op-log",
+        s(&done_log),
+    ]);
+    let (before_state, before_log) = (fs::read(&done).unwrap(), fs::read(&done_log).unwrap());
+    let o = fsage_ok(["age", "--resume", s(&done), "--dry-run"]);
+    assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
+    assert_eq!(fs::read(&done).unwrap(), before_state);
+    assert_eq!(fs::read(&done_log).unwrap(), before_log);
+}
