@@ -283,6 +283,13 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
             image.display()
         );
     }
+    // Check the input holds a file system before copying it into a snapshot.
+    if crate::fs::probe_fs(image)?.is_none() {
+        crate::bail!(
+            "{}: no file system found in it; rollback tracks a file system image",
+            image.display()
+        );
+    }
     let snapshot = opts
         .snapshot
         .clone()

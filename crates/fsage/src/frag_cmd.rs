@@ -64,6 +64,13 @@ pub fn run(cmd: FragCmd) -> Result<ExitCode, String> {
     if a.threads == Some(0) {
         return Err("--threads 0: need at least one thread".into());
     }
+    if mount.is_dir() && !fsage_lab::sys::is_mount_point(&mount) {
+        eprintln!(
+            "fsage: warning: {} is not a mount point: the free space reported is that of the whole \
+             file system holding it, the file measures only those below it",
+            mount.display()
+        );
+    }
     let mut opts = FragOptions {
         files: !a.no_files,
         probe,

@@ -447,6 +447,13 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
         }
         ImageCmd::List(l) => {
             let lib = l.open();
+            if !lib.dir.is_dir() {
+                println!(
+                    "no image library at {} (the first `fsage image save` there makes it)",
+                    lib.dir.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             let items = lib.list().map_err(|e| e.to_string())?;
             if items.is_empty() {
                 println!("no images in {}", lib.dir.display());
