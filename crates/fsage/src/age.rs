@@ -82,6 +82,8 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
+    // Before anything is made (an --fs image, a mount), so Ctrl-C always cleans up.
+    fsage_exec::signals::install();
     let stop = stop_conditions(&args)?;
     let interval = parse_duration("--checkpoint-interval", &args.checkpoint_interval)?;
     if args.threads == 0 || args.threads > 256 {
@@ -559,7 +561,6 @@ fn execute(
         }),
         elapsed_before: p.elapsed_before,
     };
-    fsage_exec::signals::install();
     let (outcome, backend_name) = match p.target.clone() {
         None => {
             let mut b = DryRun;
