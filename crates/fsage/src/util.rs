@@ -87,13 +87,36 @@ pub fn check_writable(target: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Takes the run's lock, `STATE.lock` beside its state file, for as long as the returned file lives:
-/// two sessions of one run at once would undo each other's files.
+/// Takes the run's lock for as long as the returned file lives: two sessions of one run at once
+/// would undo each other's files. The lock file lives under /run/fsage-locks (or the temporary
+/// directory), named after the state file's absolute path, so nothing is added beside the target,
+/// which may be on the very file system being aged.
 pub fn lock_state(state: &Path) -> Result<fs::File, String> {
     use std::os::fd::AsRawFd;
-    let mut name = state.as_os_str().to_owned();
-    name.push(".lock");
-    let path = std::path::PathBuf::from(name);
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(state).unwrap_or_else(|_| state.to_path_buf());
+    let abs = match (
+        abs.parent().and_then(|p| p.canonicalize().ok()),
+        abs.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => abs,
+    };
+    // FNV-1a of the path: a stable, short file name.
+    let hash = abs
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    let base = [Path::new("/run"), &std::env::temp_dir()]
+        .into_iter()
+        .find(|d| d.is_dir())
+        .unwrap_or(Path::new("/tmp"))
+        .join("fsage-locks");
+    fs::create_dir_all(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let path = base.join(format!("{hash:016x}.lock"));
     let f = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -103,7 +126,8 @@ pub fn lock_state(state: &Path) -> Result<fs::File, String> {
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(format!(
-            "{}: another fsage is running this run now (its lock {} is held); wait for it or stop it",
+            "{}: another fsage is running this run now (it holds the lock {}); wait for it or \
+             stop it",
             state.display(),
             path.display()
         ));
