@@ -141,6 +141,15 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
             target.display()
         );
     }
+    // Only a regular file or a block device is ever a target: a character device (/dev/null), a
+    // fifo or a socket would be replaced by the temporary-file-and-rename write, even with --force.
+    let is_regular = fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_file());
+    if !is_regular && !is_block_device(target) {
+        crate::bail!(
+            "{}: neither a regular file nor a block device; fsage writes images only to those",
+            target.display()
+        );
+    }
     if is_block_device(target) {
         if let Some(m) = sys::mounts_of_device(target)?.first() {
             crate::bail!(

@@ -587,3 +587,29 @@ fn age_fs_ext4_main_job() {
 fn age_fs_xfs_main_job() {
     main_job("xfs", "320MiB");
 }
+
+/// A character device is never a target: writing an image through a temporary file and a rename
+/// would replace /dev/null with a regular file (this happened once, by hand).
+#[test]
+fn image_targets_are_only_regular_files_or_block_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let lab = Lab::new();
+    let src = lab.p("src.img");
+    fs::write(&src, vec![7u8; 8192]).unwrap();
+    let src_s = lab.s("src.img");
+    for force in [false, true] {
+        let mut args = vec!["image", "copy", src_s.as_str(), "/dev/null"];
+        if force {
+            args.push("--force");
+        }
+        let o = fsage(&args);
+        expect_code(&o, 2, "copy onto /dev/null");
+        assert!(
+            stderr(&o).contains("neither a regular file nor a block device"),
+            "{}",
+            stderr(&o)
+        );
+        let meta = fs::symlink_metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
+    }
+}
