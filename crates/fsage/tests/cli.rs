@@ -18,13 +18,6 @@ const BUILTINS: [&str; 8] = [
     "wang_os",
 ];
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsage-test-")
-        .tempdir()
-        .expect("temporary directory")
-}
-
 /// A quiet dry run of `profile` at `capacity` with extra flags; returns the parsed JSON report.
 fn dry_run(dir: &Path, profile: &str, capacity: &str, extra: &[&str]) -> serde_json::Value {
     let json = dir.join(format!("report-{}.json", extra.join("_").replace('/', "_")));

@@ -22,10 +22,6 @@ fn ext4_or_skip(test: &str) -> Option<Ext4> {
     }
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
 /// f_blocks * f_frsize of the file system holding `path`.
 fn fs_bytes(path: &Path) -> u64 {
     let c = std::ffi::CString::new(s(path)).unwrap();
@@ -49,13 +45,6 @@ fn unmount_and_fsck(mut ext: Ext4) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsage-test-")
-        .tempdir()
-        .expect("temporary directory")
 }
 
 #[test]

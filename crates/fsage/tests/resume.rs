@@ -10,27 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsage-test-")
-        .tempdir()
-        .expect("temporary directory")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
-
-fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
-    match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {
-        Ok(m) => Some(m),
-        Err(reason) => {
-            skip(test, &reason);
-            None
-        }
-    }
-}
-
 /// A small deterministic generator for kill delays (the test must not depend on a crate's RNG).
 struct Delays(u64);
 impl Delays {

@@ -5,30 +5,7 @@ mod common;
 
 use common::*;
 use std::fs;
-use std::path::Path;
 use std::time::Instant;
-
-/// A fresh tmpfs of `size`, or `None` after printing why the test cannot run.
-fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
-    match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {
-        Ok(m) => Some(m),
-        Err(reason) => {
-            skip(test, &reason);
-            None
-        }
-    }
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("fsage-test-")
-        .tempdir()
-        .expect("temporary directory")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
-}
 
 #[test]
 fn tmpfs_run_converges_equals_the_dry_run_and_leaves_the_logged_tree() {

@@ -586,3 +586,27 @@ impl Ext4 {
         self.mount.path()
     }
 }
+
+/// A temporary directory for one test's files.
+pub fn tmp() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("fsage-test-")
+        .tempdir()
+        .expect("temporary directory")
+}
+
+/// A path as the `&str` the binary's arguments want.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// A fresh tmpfs of `size`, or `None` after saying why the test cannot run.
+pub fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
+    match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {
+        Ok(m) => Some(m),
+        Err(reason) => {
+            skip(test, &reason);
+            None
+        }
+    }
+}
