@@ -10,7 +10,8 @@ use std::path::PathBuf;
     about = "Age a file system to a profile, reproducibly",
     long_about = "fsage ages a directory tree on any POSIX file system to match an aging profile \
                   (file sizes, directory depths, relative ages, fullness), the way Geriatrix does, \
-                  with a pure planner, a dry-run backend and machine-readable reports."
+                  reproducibly and resumably; measures how fragmented a file system is; and keeps \
+                  aged images in memory, in a library, and rolls them back after a benchmark."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,7 +20,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// List, show and import aging profiles.
+    /// List, show, import and extract aging profiles.
     #[command(subcommand)]
     Profile(ProfileCmd),
     /// Age TARGET_DIR (or plan it, with --dry-run) to match a profile.
