@@ -164,22 +164,24 @@ impl<B: Backend> Session<'_, B> {
     }
 
     fn outcome(
-        &mut self,
+        &self,
         reason: StopReason,
         error: Option<OpError>,
         log_error: Option<std::io::Error>,
         state_error: Option<String>,
     ) -> Outcome {
+        // The measurements (times, ticks, fit, counters) are filled in once, by `run`, after the
+        // final checkpoint.
         Outcome {
             reason,
             error,
-            elapsed: self.start.elapsed(),
-            elapsed_total: self.elapsed_total(),
+            elapsed: Duration::ZERO,
+            elapsed_total: Duration::ZERO,
             session_ticks: 0,
-            chi2_p: chi2_p(&self.planner.age_counts_now(), self.planner.age_targets()),
+            chi2_p: 0.0,
             op_log_error: log_error,
-            enospc_inodes: self.enospc_inodes,
-            checkpoints: self.checkpoints,
+            enospc_inodes: 0,
+            checkpoints: 0,
             state_error,
         }
     }

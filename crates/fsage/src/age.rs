@@ -639,14 +639,14 @@ fn execute(
     Ok(match rep.stop_reason {
         StopReason::IoError => {
             let err = rep.error.as_deref().unwrap_or("unknown");
-            let user_side = [
-                "os error 30)",
-                "os error 13)",
-                "os error 1)",
-                "os error 17)",
-            ]
-            .iter()
-            .any(|e| err.ends_with(e));
+            // Read-only, no permission, or a name already taken: the target, not the file system.
+            let user_side = outcome
+                .error
+                .as_ref()
+                .and_then(|e| e.err.raw_os_error())
+                .is_some_and(|n| {
+                    matches!(n, libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST)
+                });
             if user_side {
                 eprintln!("fsage: the run stopped: {err}. The target cannot be aged as it is.");
             } else {

@@ -1,7 +1,6 @@
 //! Small helpers shared by the subcommands.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,32 +24,11 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, String> {
 
 /// Writes `contents` to `path` through a temporary file and a rename, so a reader never sees half.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        format!("{}: {e}", path.display())
-    })
+    fsage_lab::sys::write_atomic(path, contents).map_err(|e| e.to_string())
 }
 
-/// Size and block size of the file system holding `path` (statvfs).
-pub fn fs_size(path: &Path) -> Result<(u64, u64), String> {
+/// statvfs of the file system holding `path`.
+fn statvfs(path: &Path) -> Result<libc::statvfs, String> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{}: path has a NUL byte", path.display()))?;
@@ -63,12 +41,18 @@ pub fn fs_size(path: &Path) -> Result<(u64, u64), String> {
             std::io::Error::last_os_error()
         ));
     }
+    Ok(st)
+}
+
+/// Size and block size of the file system holding `path` (statvfs).
+pub fn fs_size(path: &Path) -> Result<(u64, u64), String> {
+    let st = statvfs(path)?;
     let frsize = if st.f_frsize > 0 {
         st.f_frsize
     } else {
         st.f_bsize
     };
-    Ok((st.f_blocks as u64 * frsize as u64, frsize as u64))
+    Ok((st.f_blocks * frsize, frsize))
 }
 
 /// Refuses a target on a read-only file system or one we may not write to, before anything runs.
@@ -137,14 +121,8 @@ pub fn lock_state(state: &Path) -> Result<fs::File, String> {
 
 /// Free inodes of the file system holding `path`, where it has a fixed number of them.
 pub fn free_inodes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: valid C string and out-pointer.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 || st.f_files == 0 {
-        return None;
-    }
-    Some(st.f_favail as u64)
+    let st = statvfs(path).ok()?;
+    (st.f_files > 0).then_some(st.f_favail)
 }
 
 /// Makes sure `target` is an empty directory we may age (creating it if missing), unless `force`.
