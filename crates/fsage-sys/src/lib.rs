@@ -1,0 +1,224 @@
+//! The few system facts every fsage crate needs, in one place: what file system holds a path
+//! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
+//! the old contents or the new, never half.
+
+use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
+pub const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
+pub const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+
+/// Name of a file system type from its statfs magic (`0x...` for one fsage does not know).
+pub fn fs_type_name(magic: u64) -> String {
+    match magic {
+        EXT4_SUPER_MAGIC => "ext4".into(),
+        XFS_SUPER_MAGIC => "xfs".into(),
+        BTRFS_SUPER_MAGIC => "btrfs".into(),
+        TMPFS_MAGIC => "tmpfs".into(),
+        m => format!("0x{m:x}"),
+    }
+}
+
+/// What the kernel says about the file system holding a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsStat {
+    /// statfs `f_type`.
+    pub magic: u64,
+    /// Fundamental block size (`f_frsize`, or `f_bsize` where that is 0).
+    pub block_size: u64,
+    /// Size in bytes (`f_blocks` blocks).
+    pub size: u64,
+    /// Free bytes, as root counts them.
+    pub free: u64,
+    /// Free bytes an unprivileged user may use.
+    pub available: u64,
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub blocks_avail: u64,
+    /// Free inodes; `None` where the file system has no fixed inode count (btrfs reports 0 files).
+    pub free_inodes: Option<u64>,
+    pub read_only: bool,
+}
+
+impl FsStat {
+    pub fn type_name(&self) -> String {
+        fs_type_name(self.magic)
+    }
+}
+
+/// statfs and statvfs of the file system holding `path`.
+pub fn fs_stat(path: &Path) -> io::Result<FsStat> {
+    let sf = statfs(path)?;
+    let sv = statvfs(path)?;
+    let block_size = if sv.f_frsize > 0 {
+        sv.f_frsize
+    } else {
+        sv.f_bsize
+    };
+    Ok(FsStat {
+        // f_type is signed on some targets; the magic is its bit pattern.
+        magic: sf.f_type as u32 as u64,
+        block_size,
+        size: sv.f_blocks * block_size,
+        free: sv.f_bfree * block_size,
+        available: sv.f_bavail * block_size,
+        blocks: sv.f_blocks,
+        blocks_free: sv.f_bfree,
+        blocks_avail: sv.f_bavail,
+        free_inodes: (sv.f_files > 0).then_some(sv.f_favail),
+        read_only: sv.f_flag.contains(StatVfsMountFlags::RDONLY),
+    })
+}
+
+/// The device number of the file system holding `path` (`st_dev`), following symlinks: two paths
+/// are on the same file system exactly when these are equal.
+pub fn device_of(path: &Path) -> io::Result<u64> {
+    Ok(rustix::fs::stat(path)?.st_dev)
+}
+
+/// Whether this process may write into the directory `dir` (access(2) with W_OK|X_OK).
+pub fn may_write(dir: &Path) -> io::Result<()> {
+    use rustix::fs::{access, Access};
+    Ok(access(dir, Access::WRITE_OK | Access::EXEC_OK)?)
+}
+
+/// A failed atomic write, naming the file.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot write: {source}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`, on the same file system so that the
+/// rename is atomic.
+pub fn temp_sibling(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    parent_dir(path).join(format!(".{name}.fsage-tmp{}", std::process::id()))
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Writes `contents` to `path` through a temporary sibling, fsync, rename and an fsync of the
+/// directory: after it returns the new contents survive a crash; before, the old ones are intact.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    let tmp = temp_sibling(path);
+    let write = || -> io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        fs::File::open(parent_dir(path))?.sync_all()
+    };
+    write().map_err(|source| {
+        let _ = fs::remove_file(&tmp);
+        WriteError {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
+/// Checks that `path` can be written later, before a long run starts: its directory exists and
+/// is writable, and `path` is not a directory. Nothing is created.
+pub fn check_writable_file(path: &Path) -> Result<(), WriteError> {
+    let err = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
+    }
+    let dir = parent_dir(path);
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            )))
+        }
+        Err(e) => {
+            return Err(err(io::Error::new(
+                e.kind(),
+                format!("its directory {}: {e}", dir.display()),
+            )))
+        }
+    }
+    may_write(dir).map_err(|e| {
+        err(io::Error::new(
+            e.kind(),
+            format!("its directory {}: {e}", dir.display()),
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_of_a_temp_dir() {
+        let d = tempfile::tempdir().unwrap();
+        let s = fs_stat(d.path()).unwrap();
+        assert!(s.block_size >= 512 && s.block_size.is_power_of_two());
+        assert!(s.size >= s.free && s.free >= s.available);
+        assert_eq!(
+            device_of(d.path()).unwrap(),
+            device_of(Path::new(d.path())).unwrap()
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn atomic_write_into_a_missing_directory_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("nope/r.json");
+        let e = write_atomic(&p, b"x").unwrap_err();
+        assert!(e.to_string().contains("nope/r.json"), "{e}");
+        let e = check_writable_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("nope/r.json") && e.contains("its directory"),
+            "{e}"
+        );
+        check_writable_file(&d.path().join("ok.json")).unwrap();
+        assert!(check_writable_file(d.path()).is_err());
+    }
+}
+
+/// Who has to act on an error: it decides the exit code (README: 1 an operation failed, 2 bad
+/// input, 130 interrupted). Every library error type says which of these it is, through a
+/// `blame()` method, so that the command line maps errors to exit codes in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The input was wrong (a flag, a file, a path, a profile): the user can fix it and run again.
+    Input,
+    /// An operation failed (a mount, a write, a checksum, a tool): exit 1.
+    Operation,
+    /// A signal stopped the command before it finished.
+    Interrupted,
+}
