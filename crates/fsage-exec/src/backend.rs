@@ -1,7 +1,8 @@
-//! Backends: where decisions become (or do not become) file system operations. One interface, like
+//! Backends: where steps become (or do not become) file system operations. One interface, like
 //! fio's I/O engines, so the run loop does not care which one it drives.
 
-use fsage_plan::{DirTree, Op};
+use crate::op::Step;
+use fsage_plan::DirTree;
 use std::fmt;
 
 /// An operation that failed, with what a user needs to find the cause.
@@ -18,6 +19,15 @@ impl OpError {
         matches!(
             self.err.raw_os_error(),
             Some(libc::ENOSPC) | Some(libc::EDQUOT)
+        )
+    }
+
+    /// Read-only, no permission, or a name already taken: the target is at fault, not the file
+    /// system (the user can fix it).
+    pub fn is_target_problem(&self) -> bool {
+        matches!(
+            self.err.raw_os_error(),
+            Some(libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST)
         )
     }
 }
@@ -42,17 +52,18 @@ pub struct FreeSpace {
 pub trait Backend {
     /// A short name for reports ("posix", "dry-run").
     fn name(&self) -> String;
-    /// Makes every directory of the tree, parents first, before the first file.
+    /// Makes every directory of the tree, parents first, before the first step; the backend keeps
+    /// the tree to resolve the planner's directory ids.
     fn make_dirs(&mut self, tree: &DirTree) -> Result<(), OpError>;
-    /// Carries out one create or delete.
-    fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError>;
+    /// Carries out one step.
+    fn apply(&mut self, step: &Step) -> Result<(), OpError>;
     /// Free bytes and free inodes of the file system, where there is one (for reporting why a
     /// create was refused).
     fn free_space(&self) -> Option<FreeSpace> {
         None
     }
-    /// Failures of operations that ran asynchronously (after `apply` returned Ok), oldest first.
-    fn take_failures(&mut self) -> Vec<(Op, OpError)> {
+    /// Failures of steps that ran asynchronously (after `apply` returned Ok), oldest first.
+    fn take_failures(&mut self) -> Vec<(Step, OpError)> {
         Vec::new()
     }
     /// Cheap check whether `take_failures` has anything.
@@ -77,7 +88,7 @@ impl Backend for DryRun {
         Ok(())
     }
     #[inline]
-    fn apply(&mut self, _op: &Op, _tree: &DirTree) -> Result<(), OpError> {
+    fn apply(&mut self, _step: &Step) -> Result<(), OpError> {
         Ok(())
     }
 }

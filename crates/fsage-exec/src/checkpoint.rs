@@ -1,35 +1,66 @@
-//! The state file: everything a run needs to go on after a stop or a crash (planner state with its
-//! random generator, tick and counters, the whole profile, every option that changes decisions, the
-//! op log's length), written atomically.
+//! The state file: everything a run needs to go on after a stop or a crash, written atomically.
 //!
-//! Layout: the magic `FSAGE-STATE\0`, a format number (u32), the payload length (u64) and its CRC-32
-//! (u32), all little-endian, then the payload (bincode). A truncated, corrupt or foreign file is
-//! refused with a message that says which.
+//! Layout (format 2): the magic `FSAGE-STATE\0`, the format number (u32), the payload length (u64)
+//! and its CRC-32 (u32), all little-endian, then the payload: [`StateFile`] in postcard's stable
+//! wire format, fields in the order declared below. The planner is saved as its explicit snapshot
+//! ([`fsage_plan::Snapshot`]): only the state a run changes, checked on restore against the profile
+//! stored beside it. A file of another format, truncated, corrupt or foreign is refused with a
+//! message that says which. Format 1 (fsage before the foundation rework) held the planner's
+//! in-memory layout through bincode and is refused.
 
-use fsage_plan::Planner;
-use fsage_report::StopReason;
+use crate::report::StopReason;
+use crate::runner::StopConditions;
+use fsage_plan::{Planner, Snapshot};
 use serde::{Deserialize, Serialize};
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const MAGIC: &[u8; 12] = b"FSAGE-STATE\0";
 /// Bumped whenever the payload's layout changes; older files are refused, not misread.
-pub const STATE_FORMAT: u32 = 1;
+pub const STATE_FORMAT: u32 = 2;
 const HEADER: usize = 12 + 4 + 8 + 4;
 
-/// The state as read back.
-pub type State = StateOf<Planner>;
+/// The stopping conditions a run was started with: a resume keeps them unless given again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavedStop {
+    pub max_time_s: Option<f64>,
+    pub max_overwrites: Option<f64>,
+    pub confidence: Option<f64>,
+    pub max_ops: Option<u64>,
+}
 
-/// Generic over the planner so that a checkpoint serialises a borrowed planner (`StateOf<&Planner>`)
-/// to the very bytes an owned one would give, without copying millions of live files.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StateOf<P> {
+impl From<&StopConditions> for SavedStop {
+    fn from(s: &StopConditions) -> SavedStop {
+        SavedStop {
+            max_time_s: s.max_time.map(|d| d.as_secs_f64()),
+            max_overwrites: s.max_overwrites,
+            confidence: s.confidence,
+            max_ops: s.max_ops,
+        }
+    }
+}
+
+impl From<SavedStop> for StopConditions {
+    fn from(s: SavedStop) -> StopConditions {
+        StopConditions {
+            max_time: s
+                .max_time_s
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .map(Duration::from_secs_f64),
+            max_overwrites: s.max_overwrites,
+            confidence: s.confidence,
+            max_ops: s.max_ops,
+        }
+    }
+}
+
+/// Everything in a state file besides the planner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
     pub fsage_version: String,
     pub profile_name: String,
     /// The whole profile, in fsage's TOML format.
     pub profile_toml: String,
-    pub plan: P,
     /// Absolute path of the aged directory; `None` for a dry run.
     pub target: Option<PathBuf>,
     /// "fallocate" or "write".
@@ -42,70 +73,110 @@ pub struct StateOf<P> {
     pub op_log_len: u64,
     /// Run time before this checkpoint, over all sessions.
     pub elapsed_s: f64,
+    /// The stopping conditions in force (the first session's, or those given again at a resume).
+    pub stop: SavedStop,
     /// Why the last session stopped; `None` while it runs (or after a crash).
     pub stopped: Option<StopReason>,
     /// The last session's error, if an I/O error stopped it.
     pub error: Option<String>,
 }
 
-#[derive(Debug)]
-pub struct StateError(pub String);
+#[derive(Serialize)]
+struct StateFileRef<'a> {
+    record: &'a RunRecord,
+    plan: fsage_plan::SnapshotRef<'a>,
+}
 
-impl std::fmt::Display for StateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+#[derive(Deserialize)]
+struct StateFileOwned {
+    record: RunRecord,
+    plan: Snapshot,
+}
+
+/// A state read back: the record and the planner, restored and checked.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub record: RunRecord,
+    pub plan: Planner,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("{}: cannot read the state file: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: cannot write the state file: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: fsage_sys::WriteError,
+    },
+    #[error("{}: cannot encode the state: {message}", path.display())]
+    Encode { path: PathBuf, message: String },
+    #[error("{}: not an fsage state file", path.display())]
+    Foreign { path: PathBuf },
+    #[error(
+        "{}: state format {found}, but this fsage ({}) reads format {STATE_FORMAT}; {hint}",
+        path.display(), env!("CARGO_PKG_VERSION")
+    )]
+    Format {
+        path: PathBuf,
+        found: u32,
+        hint: &'static str,
+    },
+    #[error("{}: the state file is {what}", path.display())]
+    Corrupt { path: PathBuf, what: String },
+}
+
+impl StateError {
+    pub fn blame(&self) -> fsage_sys::Blame {
+        match self {
+            StateError::Read { .. } | StateError::Write { .. } | StateError::Encode { .. } => {
+                fsage_sys::Blame::Operation
+            }
+            _ => fsage_sys::Blame::Input,
+        }
     }
 }
 
-impl std::error::Error for StateError {}
-
-impl<P: Serialize> StateOf<P> {
-    /// Writes the state through a temporary file, fsync and rename: a reader (or a crash) sees the
-    /// old state or the new one, never half of one.
-    pub fn save(&self, path: &Path) -> Result<(), StateError> {
-        let payload = bincode::serialize(self)
-            .map_err(|e| StateError(format!("{}: cannot encode the state: {e}", path.display())))?;
-        let mut bytes = Vec::with_capacity(HEADER + payload.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&STATE_FORMAT.to_le_bytes());
-        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let tmp = dir.join(format!(".{}.tmp", name.as_deref().unwrap_or("state")));
-        let write = || -> std::io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-            fs::rename(&tmp, path)?;
-            fs::File::open(dir)?.sync_all()
-        };
-        write().map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            StateError(format!(
-                "{}: cannot write the state file: {e}",
-                path.display()
-            ))
-        })
-    }
+/// Writes the state: a reader (or a crash) sees the old state or the new one, never half of one.
+pub fn save(path: &Path, record: &RunRecord, plan: &Planner) -> Result<(), StateError> {
+    let payload = postcard::to_stdvec(&StateFileRef {
+        record,
+        plan: plan.snapshot(),
+    })
+    .map_err(|e| StateError::Encode {
+        path: path.into(),
+        message: e.to_string(),
+    })?;
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&STATE_FORMAT.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    fsage_sys::write_atomic(path, &bytes).map_err(|source| StateError::Write {
+        path: path.into(),
+        source,
+    })
 }
 
 impl State {
     pub fn load(path: &Path) -> Result<State, StateError> {
-        let p = path.display();
-        let bytes = fs::read(path)
-            .map_err(|e| StateError(format!("{p}: cannot read the state file: {e}")))?;
+        let bytes = std::fs::read(path).map_err(|source| StateError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let corrupt = |what: String| StateError::Corrupt {
+            path: path.into(),
+            what,
+        };
         if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(StateError(format!("{p}: not an fsage state file")));
+            return Err(StateError::Foreign { path: path.into() });
         }
         if bytes.len() < HEADER {
-            return Err(StateError(format!(
-                "{p}: the state file is truncated (header cut short)"
-            )));
+            return Err(corrupt("truncated (header cut short)".into()));
         }
         let word = |at: usize, n: usize| -> u64 {
             let mut v = [0u8; 8];
@@ -114,37 +185,151 @@ impl State {
         };
         let format = word(12, 4) as u32;
         if format != STATE_FORMAT {
-            return Err(StateError(format!(
-                "{p}: state format {format}, but this fsage ({}) reads format {STATE_FORMAT}; \
-                 finish the run with the fsage that started it",
-                env!("CARGO_PKG_VERSION")
-            )));
+            return Err(StateError::Format {
+                path: path.into(),
+                found: format,
+                hint: if format < STATE_FORMAT {
+                    "it was written by an older fsage: finish the run with that fsage, or start it \
+                     again"
+                } else {
+                    "it was written by a newer fsage: use that one"
+                },
+            });
         }
         let len = word(16, 8);
         let crc = word(24, 4) as u32;
         let payload = &bytes[HEADER..];
         if (payload.len() as u64) < len {
-            return Err(StateError(format!(
-                "{p}: the state file is truncated ({} of {len} payload bytes)",
+            return Err(corrupt(format!(
+                "truncated ({} of {len} payload bytes)",
                 payload.len()
             )));
         }
         if (payload.len() as u64) > len {
-            return Err(StateError(format!(
-                "{p}: the state file has trailing bytes"
-            )));
+            return Err(corrupt("followed by trailing bytes".into()));
         }
         if crc32fast::hash(payload) != crc {
-            return Err(StateError(format!(
-                "{p}: the state file is corrupt (checksum mismatch)"
-            )));
+            return Err(corrupt("corrupt (checksum mismatch)".into()));
         }
-        let state: State = bincode::deserialize(payload)
-            .map_err(|e| StateError(format!("{p}: the state file is corrupt: {e}")))?;
-        state
-            .plan
-            .check_consistency()
-            .map_err(|e| StateError(format!("{p}: the state file is inconsistent: {e}")))?;
-        Ok(state)
+        let file: StateFileOwned =
+            postcard::from_bytes(payload).map_err(|e| corrupt(format!("corrupt: {e}")))?;
+        let profile = fsage_profile::parse(
+            &file.record.profile_toml,
+            &format!("{} (profile)", path.display()),
+        )
+        .map_err(|e| corrupt(format!("holding a profile that does not parse: {e}")))?;
+        let plan = Planner::restore(&profile, file.plan)
+            .map_err(|e| corrupt(format!("inconsistent: {e}")))?;
+        Ok(State {
+            record: file.record,
+            plan,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_plan::PlanConfig;
+
+    fn record() -> RunRecord {
+        let p = fsage_profile::builtin("agrawal").unwrap();
+        RunRecord {
+            fsage_version: "test".into(),
+            profile_name: p.name.clone(),
+            profile_toml: fsage_profile::to_toml(&p),
+            target: Some("/tmp/x".into()),
+            write_mode: "fallocate".into(),
+            image: None,
+            fs: None,
+            op_log: None,
+            op_log_len: 0,
+            elapsed_s: 1.5,
+            stop: SavedStop {
+                max_ops: Some(120_000),
+                ..SavedStop::default()
+            },
+            stopped: Some(StopReason::Interrupted),
+            error: None,
+        }
+    }
+
+    fn planner() -> Planner {
+        let p = fsage_profile::builtin("agrawal").unwrap();
+        let mut pl = Planner::new(
+            &p,
+            PlanConfig {
+                capacity: 64 << 20,
+                fullness: 0.5,
+                block_size: 4096,
+                seed: 3,
+                exact_sizes: false,
+            },
+        )
+        .unwrap();
+        for _ in 0..3000 {
+            pl.next_op();
+        }
+        pl
+    }
+
+    #[test]
+    fn round_trip_keeps_record_stop_conditions_and_plan() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s");
+        let (r, mut p) = (record(), planner());
+        save(&path, &r, &p).unwrap();
+        let mut st = State::load(&path).unwrap();
+        assert_eq!(st.record, r);
+        assert_eq!(st.record.stop.max_ops, Some(120_000));
+        for _ in 0..5000 {
+            assert_eq!(p.next_op(), st.plan.next_op());
+        }
+    }
+
+    #[test]
+    fn an_older_format_is_refused_clearly() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("old");
+        // A format-1 header (as fsage 0.1's bincode state files began), payload irrelevant.
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&4u64.to_le_bytes());
+        b.extend_from_slice(&crc32fast::hash(b"abcd").to_le_bytes());
+        b.extend_from_slice(b"abcd");
+        std::fs::write(&path, &b).unwrap();
+        let e = State::load(&path).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("state format 1") && m.contains("older fsage"),
+            "{m}"
+        );
+        assert_eq!(e.blame(), fsage_sys::Blame::Input);
+    }
+
+    #[test]
+    fn damage_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s");
+        save(&path, &record(), &planner()).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &good[..good.len() - 10]).unwrap();
+        assert!(State::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
+        let mut bad = good.clone();
+        let n = bad.len();
+        bad[n - 3] ^= 0xff;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(State::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
+        std::fs::write(&path, b"hello").unwrap();
+        assert!(State::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not an fsage state"));
     }
 }

@@ -1,23 +1,31 @@
-//! Execution of an aging plan: backends behind one trait, the run loop with its stopping
-//! conditions, the op log, and the report it builds.
+//! Execution: operation sources (the planner, an op log) feed a run loop that hands each step to a
+//! backend (POSIX, parallel POSIX, dry run, mock) behind one trait, watches the stopping
+//! conditions, checkpoints, and produces the run report (the data; `fsage-report` exports it).
 
 pub mod backend;
 pub mod checkpoint;
 pub mod live_ticks;
+pub mod mock;
+pub mod op;
 pub mod oplog;
 pub mod parallel;
 pub mod posix;
 pub mod reconcile;
+pub mod report;
 pub mod runner;
 pub mod signals;
+pub mod source;
 
 pub use backend::{Backend, DryRun, FreeSpace, OpError};
-pub use checkpoint::{State, StateError, StateOf, STATE_FORMAT};
-pub use oplog::OpLog;
+pub use checkpoint::{RunRecord, SavedStop, State, StateError, STATE_FORMAT};
+pub use op::{FileRef, OpSource, Operation, Step};
+pub use oplog::{OpLog, OpLogContents, OpLogError, OpLogSource};
 pub use parallel::Parallel;
 pub use posix::{Posix, WriteMode};
 pub use reconcile::{reconcile, Reconciled};
+pub use report::{RunReport, StopReason};
 pub use runner::{
-    report, run, Checkpointing, Observer, Outcome, Progress, RunCtx, RunMeta, Silent,
+    report, run, run_source, Checkpointing, Observer, Outcome, Progress, RunCtx, RunMeta, Silent,
     StopConditions,
 };
+pub use source::PlanSource;

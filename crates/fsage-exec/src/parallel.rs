@@ -3,10 +3,13 @@
 //! with few directories, every file name does), and each worker runs its operations in the order
 //! they were decided, so a delete never overtakes its create. Directories are all made before the
 //! first file. The op log is written in decision order, so it is the same for every N.
+//! Named-path steps (mkdir, rename, ... of Git replay) may depend on any earlier step: each waits
+//! for everything queued, then runs on the calling thread.
 
 use crate::backend::{Backend, FreeSpace, OpError};
+use crate::op::{FileRef, Operation, Step};
 use crate::posix::Posix;
-use fsage_plan::{DirTree, Op, OpKind};
+use fsage_plan::DirTree;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -21,7 +24,7 @@ const BATCH: usize = 64;
 /// What the workers report back: failures, and how many operations are queued but not done.
 #[derive(Default)]
 struct Shared {
-    failures: Mutex<Vec<(Op, OpError)>>,
+    failures: Mutex<Vec<(Step, OpError)>>,
     failed: AtomicBool,
     in_flight: AtomicU64,
 }
@@ -29,8 +32,8 @@ struct Shared {
 pub struct Parallel {
     posix: Arc<Posix>,
     threads: usize,
-    senders: Vec<SyncSender<Vec<Op>>>,
-    pending: Vec<Vec<Op>>,
+    senders: Vec<SyncSender<Vec<Step>>>,
+    pending: Vec<Vec<Step>>,
     workers: Vec<JoinHandle<()>>,
     shared: Arc<Shared>,
     by_dir: bool,
@@ -49,21 +52,18 @@ impl Parallel {
         }
     }
 
-    fn start(&mut self, tree: &DirTree) {
-        let tree = Arc::new(tree.clone());
+    fn start(&mut self) {
         // Sharding by directory keeps each directory's lock on one thread; a tree with few
         // directories would leave threads idle, so there the file name decides.
-        self.by_dir = tree.len() >= 8 * self.threads;
+        self.by_dir = self.posix.tree().len() >= 8 * self.threads;
         for _ in 0..self.threads {
-            let (tx, rx) = sync_channel::<Vec<Op>>(64);
+            let (tx, rx) = sync_channel::<Vec<Step>>(64);
             let posix = Arc::clone(&self.posix);
-            let tree = Arc::clone(&tree);
             let shared = Arc::clone(&self.shared);
             self.senders.push(tx);
             self.pending.push(Vec::with_capacity(BATCH));
-            self.workers.push(std::thread::spawn(move || {
-                worker(rx, &posix, &tree, &shared)
-            }));
+            self.workers
+                .push(std::thread::spawn(move || worker(rx, &posix, &shared)));
         }
     }
 
@@ -77,13 +77,21 @@ impl Parallel {
         }
     }
 
-    fn shard(&self, op: &Op) -> usize {
-        let key = if self.by_dir {
-            op.file.dir as u64
-        } else {
-            op.file.created
+    /// The worker of a planner step; `None` for a named-path step, which runs alone.
+    fn shard(&self, step: &Step) -> Option<usize> {
+        let (dir, created) = match &step.op {
+            Operation::Create {
+                file: FileRef::Planned { dir, created },
+                ..
+            }
+            | Operation::Delete {
+                file: FileRef::Planned { dir, created },
+                ..
+            } => (*dir, *created),
+            _ => return None,
         };
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % self.threads
+        let key = if self.by_dir { dir as u64 } else { created };
+        Some((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % self.threads)
     }
 
     /// Hands over every partial batch and waits until every queued operation is done. Only at
@@ -100,24 +108,25 @@ impl Parallel {
     }
 }
 
-fn worker(rx: Receiver<Vec<Op>>, posix: &Posix, tree: &DirTree, shared: &Shared) {
+fn worker(rx: Receiver<Vec<Step>>, posix: &Posix, shared: &Shared) {
     // Creates this worker saw refused: a later delete of the same file has nothing to delete.
     let mut refused: HashSet<u64> = HashSet::new();
     for batch in rx {
-        for op in &batch {
-            if let Err(e) = posix.apply_shared(op, tree) {
-                let gone = op.kind == OpKind::Delete
+        for step in &batch {
+            if let Err(e) = posix.apply_shared(step) {
+                let created = step.planned().map(|op| op.file.created);
+                let gone = matches!(step.op, Operation::Delete { .. })
                     && e.err.raw_os_error() == Some(libc::ENOENT)
-                    && refused.remove(&op.file.created);
+                    && created.is_some_and(|c| refused.remove(&c));
                 if !gone {
-                    if op.kind == OpKind::Create && e.is_no_space() {
-                        refused.insert(op.file.created);
+                    if let (true, true, Some(c)) = (step.is_create(), e.is_no_space(), created) {
+                        refused.insert(c);
                     }
                     shared
                         .failures
                         .lock()
                         .expect("no panics holding it")
-                        .push((*op, e));
+                        .push((step.clone(), e));
                     shared.failed.store(true, Ordering::SeqCst);
                 }
             }
@@ -141,19 +150,22 @@ impl Backend for Parallel {
         }
     }
 
-    fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError> {
+    fn apply(&mut self, step: &Step) -> Result<(), OpError> {
         if self.workers.is_empty() {
-            self.start(tree);
+            self.start();
         }
-        let shard = self.shard(op);
-        self.pending[shard].push(*op);
+        let Some(shard) = self.shard(step) else {
+            self.drain();
+            return self.posix.apply_shared(step);
+        };
+        self.pending[shard].push(step.clone());
         if self.pending[shard].len() >= BATCH {
             self.send(shard);
         }
         Ok(())
     }
 
-    fn take_failures(&mut self) -> Vec<(Op, OpError)> {
+    fn take_failures(&mut self) -> Vec<(Step, OpError)> {
         let mut f = self.shared.failures.lock().expect("no panics holding it");
         self.shared.failed.store(false, Ordering::SeqCst);
         std::mem::take(&mut *f)

@@ -6,7 +6,8 @@
 //! RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
 
 use crate::backend::{Backend, FreeSpace, OpError};
-use fsage_plan::{DirId, DirTree, Op, OpKind, Rng};
+use crate::op::{check_relative, FileRef, Operation, Step};
+use fsage_plan::{DirId, DirTree, Rng};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -31,6 +32,8 @@ pub struct Posix {
     data: Vec<u8>,
     /// Accept directories that already exist (when resuming a run).
     reuse_dirs: bool,
+    /// The tree of the planner's directories, set by `make_dirs`.
+    tree: DirTree,
 }
 
 /// "f<created>\0" in a stack buffer: no allocation on the hot path.
@@ -102,15 +105,12 @@ impl Posix {
         }
         // SAFETY: fd is a fresh descriptor we own.
         let root = unsafe { OwnedFd::from_raw_fd(fd) };
-        let data = match mode {
-            WriteMode::Write => {
-                let mut rng = Rng::new(seed ^ 0x5eed_da7a);
-                (0..(1 << 20) / 8)
-                    .flat_map(|_| rng.next_u64().to_le_bytes())
-                    .collect()
-            }
-            WriteMode::Fallocate => Vec::new(),
-        };
+        // Real data for `write` mode and for every Write step, whatever the mode: 1 MiB of
+        // pseudo-random (incompressible) bytes, reused.
+        let mut rng = Rng::new(seed ^ 0x5eed_da7a);
+        let data = (0..(1 << 20) / 8)
+            .flat_map(|_| rng.next_u64().to_le_bytes())
+            .collect();
         Ok(Posix {
             root,
             dirs: Vec::new(),
@@ -118,6 +118,7 @@ impl Posix {
             mode,
             data,
             reuse_dirs: false,
+            tree: DirTree::from_paths(&[]).expect("an empty tree is valid"),
         })
     }
 
@@ -181,40 +182,53 @@ impl Posix {
             return Ok(());
         }
         match self.mode {
+            WriteMode::Write => self.write_at(fd, 0, size),
             WriteMode::Fallocate => {
                 // SAFETY: fd is open for writing.
                 let r = unsafe { libc::fallocate(fd, 0, 0, size as libc::off_t) };
                 if r != 0 {
                     return Err(last_err());
                 }
+                Ok(())
             }
-            WriteMode::Write => {
-                let mut off = 0u64;
-                while off < size {
-                    let n = (size - off).min(self.data.len() as u64) as usize;
-                    // SAFETY: the buffer holds at least n bytes.
-                    let w = unsafe {
-                        libc::pwrite(fd, self.data.as_ptr().cast(), n, off as libc::off_t)
-                    };
-                    if w < 0 {
-                        let e = last_err();
-                        if e.kind() == io::ErrorKind::Interrupted {
-                            continue;
-                        }
-                        return Err(e);
-                    }
-                    off += w as u64;
+        }
+    }
+
+    /// Writes `len` bytes of the data buffer at `offset`.
+    fn write_at(&self, fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(self.data.len() as u64) as usize;
+            // SAFETY: the buffer holds at least n bytes.
+            let w = unsafe {
+                libc::pwrite(
+                    fd,
+                    self.data.as_ptr().cast(),
+                    n,
+                    (offset + done) as libc::off_t,
+                )
+            };
+            if w < 0 {
+                let e = last_err();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
                 }
+                return Err(e);
             }
+            done += w as u64;
         }
         Ok(())
     }
 
-    fn create(&self, op: &Op, tree: &DirTree) -> io::Result<()> {
-        let name = Name::new(op.file.created);
+    fn create(&self, dir: DirId, created: u64, size: u64) -> io::Result<()> {
+        let name = Name::new(created);
         let name = name.ptr();
-        let size = op.file.size;
-        self.with_dir(op.file.dir, tree, |dfd| {
+        self.with_dir(dir, &self.tree, |dfd| self.create_in(dfd, name, size))
+    }
+
+    /// Makes `name` in the directory `dfd` with `size` bytes; never leaves a half-made file.
+    fn create_in(&self, dfd: RawFd, name: *const libc::c_char, size: u64) -> io::Result<()> {
+        {
             // SAFETY: name is NUL-terminated; the result is checked.
             let fd = unsafe {
                 libc::openat(
@@ -241,13 +255,100 @@ impl Posix {
                 return Err(e);
             }
             Ok(())
-        })
+        }
     }
 
-    fn delete(&self, op: &Op, tree: &DirTree) -> io::Result<()> {
-        let name = Name::new(op.file.created);
+    /// The directory holding `path` (opened beneath the root, no symlinks) and the last name.
+    fn parent_of(&self, path: &str) -> io::Result<(Option<OwnedFd>, CString)> {
+        check_relative(path).map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
+        let (dir, name) = match path.rsplit_once('/') {
+            Some((d, n)) => (Some(self.open_beneath(d)?), n),
+            None => (None, path),
+        };
+        Ok((dir, cstr(name)))
+    }
+
+    /// Runs `f` with the parent directory's descriptor and the last name of `path`.
+    fn at_path<T>(
+        &self,
+        path: &str,
+        f: impl FnOnce(RawFd, &CString) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let (dir, name) = self.parent_of(path)?;
+        let dfd = dir
+            .as_ref()
+            .map_or(self.root.as_raw_fd(), |d| d.as_raw_fd());
+        f(dfd, &name)
+    }
+
+    fn open_existing(dfd: RawFd, name: &CString) -> io::Result<OwnedFd> {
+        // SAFETY: valid C string; checked.
+        let fd = unsafe {
+            libc::openat(
+                dfd,
+                name.as_ptr(),
+                libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(last_err());
+        }
+        // SAFETY: fresh descriptor.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The named-path operations (Git replay, workloads, op-log replay of foreign paths).
+    fn carry_out(&self, op: &Operation) -> io::Result<()> {
+        let check = |r: libc::c_int| if r != 0 { Err(last_err()) } else { Ok(()) };
+        match op {
+            Operation::Create {
+                file: FileRef::Path(p),
+                size,
+            } => self.at_path(p, |d, n| self.create_in(d, n.as_ptr(), *size)),
+            // SAFETY (all below): valid descriptors and NUL-terminated names; results checked.
+            Operation::Delete {
+                file: FileRef::Path(p),
+                ..
+            } => self.at_path(p, |d, n| check(unsafe { libc::unlinkat(d, n.as_ptr(), 0) })),
+            Operation::Mkdir { path } => self.at_path(path, |d, n| {
+                check(unsafe { libc::mkdirat(d, n.as_ptr(), 0o755) })
+            }),
+            Operation::Rmdir { path } => self.at_path(path, |d, n| {
+                check(unsafe { libc::unlinkat(d, n.as_ptr(), libc::AT_REMOVEDIR) })
+            }),
+            Operation::Write { path, offset, len } => self.at_path(path, |d, n| {
+                let f = Self::open_existing(d, n)?;
+                self.write_at(f.as_raw_fd(), *offset, *len)
+            }),
+            Operation::Truncate { path, size } => self.at_path(path, |d, n| {
+                let f = Self::open_existing(d, n)?;
+                check(unsafe { libc::ftruncate(f.as_raw_fd(), *size as libc::off_t) })
+            }),
+            Operation::Rename { from, to } => {
+                let (fd_from, n_from) = self.parent_of(from)?;
+                let (fd_to, n_to) = self.parent_of(to)?;
+                let raw = |d: &Option<OwnedFd>| {
+                    d.as_ref().map_or(self.root.as_raw_fd(), |d| d.as_raw_fd())
+                };
+                check(unsafe {
+                    libc::renameat(raw(&fd_from), n_from.as_ptr(), raw(&fd_to), n_to.as_ptr())
+                })
+            }
+            Operation::Create {
+                file: FileRef::Planned { dir, created },
+                size,
+            } => self.create(*dir, *created, *size),
+            Operation::Delete {
+                file: FileRef::Planned { dir, created },
+                ..
+            } => self.delete(*dir, *created),
+        }
+    }
+
+    fn delete(&self, dir: DirId, created: u64) -> io::Result<()> {
+        let name = Name::new(created);
         let name = name.ptr();
-        self.with_dir(op.file.dir, tree, |dfd| {
+        self.with_dir(dir, &self.tree, |dfd| {
             // SAFETY: name is NUL-terminated.
             if unsafe { libc::unlinkat(dfd, name, 0) } != 0 {
                 return Err(last_err());
@@ -281,6 +382,7 @@ impl Backend for Posix {
         if !self.dirs.is_empty() {
             return Ok(()); // made already (a resume reconciles before the run loop starts)
         }
+        self.tree = tree.clone();
         self.dirs = Vec::with_capacity(tree.len());
         self.dirs.push(None);
         for (id, path) in tree.created() {
@@ -323,25 +425,23 @@ impl Backend for Posix {
         Ok(())
     }
 
-    fn apply(&mut self, op: &Op, tree: &DirTree) -> Result<(), OpError> {
-        self.apply_shared(op, tree)
+    fn apply(&mut self, step: &Step) -> Result<(), OpError> {
+        self.apply_shared(step)
     }
 }
 
 impl Posix {
-    /// One operation through a shared reference: what worker threads call.
-    pub fn apply_shared(&self, op: &Op, tree: &DirTree) -> Result<(), OpError> {
-        let r = match op.kind {
-            OpKind::Create => self.create(op, tree),
-            OpKind::Delete => self.delete(op, tree),
-        };
-        r.map_err(|err| OpError {
-            op: match op.kind {
-                OpKind::Create => "create",
-                OpKind::Delete => "delete",
-            },
-            path: tree.file_path(op.file.dir, &op.file.name()),
+    /// One step through a shared reference: what worker threads call.
+    pub fn apply_shared(&self, step: &Step) -> Result<(), OpError> {
+        self.carry_out(&step.op).map_err(|err| OpError {
+            op: step.verb(),
+            path: step.path(&self.tree),
             err,
         })
+    }
+
+    /// The planner's directory tree as made by `make_dirs`.
+    pub fn tree(&self) -> &DirTree {
+        &self.tree
     }
 }

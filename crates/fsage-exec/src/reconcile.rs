@@ -3,6 +3,7 @@
 //! whose delete came after it. This walks the plan's directories and mends each difference.
 
 use crate::backend::{Backend, OpError};
+use crate::op::Step;
 use fsage_plan::{Op, OpKind, Planner};
 use std::collections::HashMap;
 use std::fs;
@@ -98,7 +99,7 @@ pub fn reconcile<B: Backend>(
             kind: OpKind::Create,
             file: fsage_plan::LiveFile { created, size, dir },
         };
-        backend.apply(&op, tree)?;
+        backend.apply(&Step::from(op))?;
         out.recreated += 1;
     }
     backend.finish()?;

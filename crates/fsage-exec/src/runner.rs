@@ -1,18 +1,21 @@
-//! The run loop: takes the planner's decisions one tick at a time, hands them to a backend, watches
-//! the stopping conditions, and builds the report.
+//! The run loop: takes steps from an operation source one at a time, hands them to a backend,
+//! watches the stopping conditions, checkpoints, and builds the report.
 
 use crate::backend::{Backend, OpError};
-use crate::checkpoint::StateOf;
-use crate::live_ticks::LiveTicks;
+use crate::checkpoint::{RunRecord, SavedStop};
+use crate::op::{OpSource, Step};
 use crate::oplog::OpLog;
-use fsage_plan::stats::{chi2_p, rmse, to_fractions};
-use fsage_plan::{Op, OpKind, Phase, Planner};
-use fsage_report::{human_bytes, Conditions, Histogram, RunReport, StopReason, UnmetBin};
+use crate::report::{Conditions, Histogram, RunReport, StopReason, UnmetBin};
+use crate::source::PlanSource;
+use fsage_plan::stats::chi2_p;
+use fsage_plan::{Phase, Planner};
+use fsage_profile::human_bytes;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The optional stopping conditions; perfect convergence (T ticks) always applies.
-#[derive(Debug, Clone, Default)]
+/// The optional stopping conditions; the source running out (T ticks for the planner) always
+/// applies.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StopConditions {
     pub max_time: Option<Duration>,
     /// Bytes written divided by the capacity.
@@ -26,18 +29,20 @@ pub struct StopConditions {
 /// What a progress display needs; computed only when asked for.
 #[derive(Debug, Clone)]
 pub struct Progress {
-    pub phase: Phase,
+    /// The planner's phase, for a planner source.
+    pub phase: Option<Phase>,
     pub tick: u64,
+    /// Steps in all; 0 when the source does not know.
     pub total: u64,
     pub elapsed: Duration,
     pub ops_per_s: f64,
     pub overwrites: f64,
     /// RMSE of the age histogram if the run ended now (walks the live files: call rarely).
-    pub age_rmse: f64,
+    pub age_rmse: Option<f64>,
 }
 
 pub trait Observer {
-    /// Called about every 4096 ticks; implementations decide themselves whether to redraw.
+    /// Called about every 4096 steps; implementations decide themselves whether to redraw.
     fn update(&mut self, _progress: &dyn Fn() -> Progress, _elapsed: Duration) {}
     fn finish(&mut self) {}
 }
@@ -53,7 +58,7 @@ pub struct Outcome {
     /// This session's run time; `elapsed_total` adds the sessions before a resume.
     pub elapsed: Duration,
     pub elapsed_total: Duration,
-    /// Ticks done in this session.
+    /// Steps done in this session.
     pub session_ticks: u64,
     pub chi2_p: f64,
     pub op_log_error: Option<std::io::Error>,
@@ -64,11 +69,7 @@ pub struct Outcome {
     pub state_error: Option<String>,
 }
 
-fn overwrites(p: &Planner) -> f64 {
-    p.counters.bytes_written as f64 / p.config().capacity.max(1) as f64
-}
-
-/// Where and how often to save the run's state, and what to save besides the planner.
+/// Where and how often to save the run's state, and what to save besides the source.
 #[derive(Debug, Clone)]
 pub struct Checkpointing {
     pub path: PathBuf,
@@ -82,7 +83,7 @@ pub struct Checkpointing {
     pub fs: Option<String>,
 }
 
-/// Everything besides the planner, the backend and the op log that shapes a run.
+/// Everything besides the source, the backend and the op log that shapes a run.
 #[derive(Debug, Clone, Default)]
 pub struct RunCtx {
     pub stop: StopConditions,
@@ -91,8 +92,8 @@ pub struct RunCtx {
     pub elapsed_before: Duration,
 }
 
-struct Session<'a, B: Backend> {
-    planner: &'a mut Planner,
+struct Session<'a, S: OpSource, B: Backend> {
+    source: &'a mut S,
     backend: &'a mut B,
     oplog: Option<&'a mut OpLog>,
     ctx: &'a RunCtx,
@@ -101,28 +102,28 @@ struct Session<'a, B: Backend> {
     checkpoints: u64,
 }
 
-impl<B: Backend> Session<'_, B> {
+impl<S: OpSource, B: Backend> Session<'_, S, B> {
     fn elapsed_total(&self) -> Duration {
         self.ctx.elapsed_before + self.start.elapsed()
     }
 
-    /// A create the file system refused for lack of space: the plan drops it and adapts.
-    fn refused(&mut self, op: &Op) {
+    /// A create the file system refused for lack of space: the source drops it and adapts.
+    fn refused(&mut self, step: &Step) {
         if self.backend.free_space().and_then(|f| f.inodes) == Some(0) {
             self.enospc_inodes += 1;
         }
-        self.planner.reject_create(op);
+        self.source.refused(step);
         if let Some(log) = self.oplog.as_deref_mut() {
-            let _ = log.refused(op, self.planner.tree());
+            let _ = log.refused(step, self.source.tree());
         }
     }
 
     /// Handles failures an asynchronous backend reports late; an error other than a full file
     /// system ends the run.
     fn absorb_failures(&mut self) -> Result<(), OpError> {
-        for (op, e) in self.backend.take_failures() {
-            if e.is_no_space() && op.kind == OpKind::Create {
-                self.refused(&op);
+        for (step, e) in self.backend.take_failures() {
+            if e.is_no_space() && step.is_create() {
+                self.refused(&step);
             } else {
                 return Err(e);
             }
@@ -143,11 +144,10 @@ impl<B: Backend> Session<'_, B> {
             Some(log) => log.flushed_len().map_err(|e| format!("op log: {e}"))?,
             None => 0,
         };
-        let state = StateOf {
+        let record = RunRecord {
             fsage_version: env!("CARGO_PKG_VERSION").to_string(),
             profile_name: cp.profile_name.clone(),
             profile_toml: cp.profile_toml.clone(),
-            plan: &*self.planner,
             target: cp.target.clone(),
             write_mode: cp.write_mode.clone(),
             image: cp.image.clone(),
@@ -155,40 +155,44 @@ impl<B: Backend> Session<'_, B> {
             op_log: cp.op_log.clone(),
             op_log_len,
             elapsed_s: self.elapsed_total().as_secs_f64(),
+            stop: SavedStop::from(&self.ctx.stop),
             stopped,
             error,
         };
-        state.save(&cp.path).map_err(|e| e.to_string())?;
-        self.checkpoints += 1;
-        Ok(())
-    }
-
-    fn outcome(
-        &self,
-        reason: StopReason,
-        error: Option<OpError>,
-        log_error: Option<std::io::Error>,
-        state_error: Option<String>,
-    ) -> Outcome {
-        // The measurements (times, ticks, fit, counters) are filled in once, by `run`, after the
-        // final checkpoint.
-        Outcome {
-            reason,
-            error,
-            elapsed: Duration::ZERO,
-            elapsed_total: Duration::ZERO,
-            session_ticks: 0,
-            chi2_p: 0.0,
-            op_log_error: log_error,
-            enospc_inodes: 0,
-            checkpoints: 0,
-            state_error,
+        if self
+            .source
+            .save_state(&cp.path, &record)
+            .map_err(|e| e.to_string())?
+        {
+            self.checkpoints += 1;
         }
+        Ok(())
     }
 }
 
-/// Makes (or, on a resume, reopens) the tree, then runs ticks until a stopping condition fires.
-/// With checkpointing, the state is saved before the first tick, every `interval`, and at the end.
+fn outcome(
+    reason: StopReason,
+    error: Option<OpError>,
+    log_error: Option<std::io::Error>,
+    state_error: Option<String>,
+) -> Outcome {
+    // The measurements (times, ticks, fit, counters) are filled in once, by `run_source`, after
+    // the final checkpoint.
+    Outcome {
+        reason,
+        error,
+        elapsed: Duration::ZERO,
+        elapsed_total: Duration::ZERO,
+        session_ticks: 0,
+        chi2_p: 0.0,
+        op_log_error: log_error,
+        enospc_inodes: 0,
+        checkpoints: 0,
+        state_error,
+    }
+}
+
+/// Runs the planner's decisions: [`run_source`] over a [`PlanSource`], with the age fit at the end.
 pub fn run<B: Backend>(
     planner: &mut Planner,
     backend: &mut B,
@@ -196,9 +200,25 @@ pub fn run<B: Backend>(
     ctx: &RunCtx,
     observer: &mut dyn Observer,
 ) -> Outcome {
-    let first_tick = planner.tick();
+    let mut source = PlanSource::new(planner, ctx.stop.confidence.is_some());
+    let mut out = run_source(&mut source, backend, oplog, ctx, observer);
+    out.chi2_p = chi2_p(&planner.age_counts_now(), planner.age_targets());
+    out
+}
+
+/// Makes (or, on a resume, reopens) the source's tree, then runs steps until a stopping condition
+/// fires or the source runs out. With checkpointing, the state is saved before the first step,
+/// every `interval`, and at the end.
+pub fn run_source<S: OpSource, B: Backend>(
+    source: &mut S,
+    backend: &mut B,
+    oplog: Option<&mut OpLog>,
+    ctx: &RunCtx,
+    observer: &mut dyn Observer,
+) -> Outcome {
+    let first_tick = source.position();
     let mut s = Session {
-        planner,
+        source,
         backend,
         oplog,
         ctx,
@@ -234,145 +254,142 @@ pub fn run<B: Backend>(
     out.enospc_inodes = s.enospc_inodes;
     out.elapsed = s.start.elapsed();
     out.elapsed_total = s.elapsed_total();
-    out.session_ticks = s.planner.tick() - first_tick;
-    out.chi2_p = chi2_p(&s.planner.age_counts_now(), s.planner.age_targets());
+    out.session_ticks = s.source.position() - first_tick;
     out
 }
 
-fn drive<B: Backend>(s: &mut Session<'_, B>, observer: &mut dyn Observer) -> Outcome {
+fn drive<S: OpSource, B: Backend>(
+    s: &mut Session<'_, S, B>,
+    observer: &mut dyn Observer,
+) -> Outcome {
     let stop = &s.ctx.stop;
     if let Err(e) = s.checkpoint(None, None) {
-        return s.outcome(StopReason::IoError, None, None, Some(e));
+        return outcome(StopReason::IoError, None, None, Some(e));
     }
-    if let Err(e) = s.backend.make_dirs(s.planner.tree()) {
-        return s.outcome(StopReason::IoError, Some(e), None, None);
+    if let Err(e) = s.backend.make_dirs(s.source.tree()) {
+        return outcome(StopReason::IoError, Some(e), None, None);
     }
     if let Some(log) = s.oplog.as_deref_mut() {
-        let empty = log.flushed_len().map(|n| n == 0);
-        match empty {
-            Ok(true) => {
-                if let Err(e) = log.dirs(s.planner.tree()) {
-                    return s.outcome(StopReason::IoError, None, Some(e), None);
+        match log.flushed_len() {
+            Ok(0) => {
+                if let Err(e) = log.dirs(s.source.tree()) {
+                    return outcome(StopReason::IoError, None, Some(e), None);
                 }
             }
-            Ok(false) => {}
-            Err(e) => return s.outcome(StopReason::IoError, None, Some(e), None),
+            Ok(_) => {}
+            Err(e) => return outcome(StopReason::IoError, None, Some(e), None),
         }
     }
-    let mut live_ticks = stop.confidence.map(|_| {
-        let mut lt = LiveTicks::new(s.planner.total());
-        for f in s.planner.live_files() {
-            lt.insert(f.created);
-        }
-        lt
-    });
     let interval = s.ctx.checkpoint.as_ref().map(|c| c.interval);
     let mut last_checkpoint = Instant::now();
-    let mut next_check = s.planner.tick() + 1000;
-    let mut next_poll = s.planner.tick();
+    let mut next_check = s.source.position() + 1000;
+    let mut next_poll = s.source.position();
     loop {
-        let tick = s.planner.tick();
+        let tick = s.source.position();
         if stop.max_ops.is_some_and(|m| tick >= m) {
-            return s.outcome(StopReason::MaxOps, None, None, None);
+            return outcome(StopReason::MaxOps, None, None, None);
         }
-        if stop
-            .max_overwrites
-            .is_some_and(|m| overwrites(s.planner) >= m)
-        {
-            return s.outcome(StopReason::MaxOverwrites, None, None, None);
+        if let (Some(m), Some(ow)) = (stop.max_overwrites, s.source.overwrites()) {
+            if ow >= m {
+                return outcome(StopReason::MaxOverwrites, None, None, None);
+            }
         }
         if tick >= next_poll {
             next_poll = tick + 4096;
             let elapsed = s.elapsed_total();
             if crate::signals::interrupted() {
-                return s.outcome(StopReason::Interrupted, None, None, None);
+                return outcome(StopReason::Interrupted, None, None, None);
             }
             if stop.max_time.is_some_and(|m| elapsed >= m) {
-                return s.outcome(StopReason::MaxTime, None, None, None);
+                return outcome(StopReason::MaxTime, None, None, None);
             }
             if interval.is_some_and(|i| last_checkpoint.elapsed() >= i) {
                 if let Err(e) = s.backend.finish().and_then(|()| s.absorb_failures()) {
-                    return s.outcome(StopReason::IoError, Some(e), None, None);
+                    return outcome(StopReason::IoError, Some(e), None, None);
                 }
                 let began = Instant::now();
                 if let Err(e) = s.checkpoint(None, None) {
-                    return s.outcome(StopReason::IoError, None, None, Some(e));
+                    return outcome(StopReason::IoError, None, None, Some(e));
                 }
                 // A large state takes a while to write: keep that under a tenth of the run.
                 last_checkpoint = Instant::now() + began.elapsed() * 9;
             }
-            let p: &Planner = s.planner;
+            let src: &S = s.source;
             let session = s.start.elapsed();
             observer.update(
                 &|| Progress {
-                    phase: p.phase(),
-                    tick: p.tick(),
-                    total: p.total(),
+                    phase: src.phase(),
+                    tick: src.position(),
+                    total: src.total().unwrap_or(0),
                     elapsed,
-                    ops_per_s: p.tick() as f64 / elapsed.as_secs_f64().max(1e-9),
-                    overwrites: overwrites(p),
-                    age_rmse: rmse(p.age_targets(), &to_fractions(&p.age_counts_now())),
+                    ops_per_s: src.position() as f64 / elapsed.as_secs_f64().max(1e-9),
+                    overwrites: src.overwrites().unwrap_or(0.0),
+                    age_rmse: src.age_rmse(),
                 },
                 session,
             );
         }
-        if let (Some(lt), Some(want)) = (live_ticks.as_ref(), stop.confidence) {
+        if let Some(want) = stop.confidence {
             if tick >= next_check {
                 next_check = tick + 1000;
-                let counts = lt.age_counts(s.planner.age_edges(), tick);
-                if chi2_p(&counts, s.planner.age_targets()) >= want {
-                    return s.outcome(StopReason::Confidence, None, None, None);
+                if s.source.fit().is_some_and(|p| p >= want) {
+                    return outcome(StopReason::Confidence, None, None, None);
                 }
             }
         }
-        let Some(op) = s.planner.next_op() else {
-            let reason = if s.planner.tick() >= s.planner.total() && s.planner.live() > 0 {
-                StopReason::Converged
-            } else {
-                StopReason::NothingFits
-            };
-            return s.outcome(reason, None, None, None);
+        let Some(step) = s.source.next_step() else {
+            return outcome(s.source.exhausted(), None, None, None);
         };
-        match s.backend.apply(&op, s.planner.tree()) {
+        match s.backend.apply(&step) {
             Ok(()) => {
-                if let Some(lt) = live_ticks.as_mut() {
-                    match op.kind {
-                        OpKind::Create => lt.insert(op.file.created),
-                        OpKind::Delete => lt.remove(op.file.created),
-                    }
-                }
+                s.source.applied(&step);
                 if let Some(log) = s.oplog.as_deref_mut() {
-                    if let Err(e) = log.op(&op, s.planner.tree()) {
-                        return s.outcome(StopReason::IoError, None, Some(e), None);
+                    if let Err(e) = log.step(&step, s.source.tree()) {
+                        return outcome(StopReason::IoError, None, Some(e), None);
                     }
                 }
                 if s.backend.has_failures() {
                     if let Err(e) = s.absorb_failures() {
-                        return s.outcome(StopReason::IoError, Some(e), None, None);
+                        return outcome(StopReason::IoError, Some(e), None, None);
                     }
                 }
             }
-            Err(e) if e.is_no_space() && op.kind == OpKind::Create => s.refused(&op),
+            Err(e) if e.is_no_space() && step.is_create() => s.refused(&step),
             Err(e) => {
-                // The op log records decisions: this one stands, and `--resume` carries it out
+                // The op log records decisions: this one stands, and a resume carries it out
                 // when it brings the target back to the saved state.
                 if let Some(log) = s.oplog.as_deref_mut() {
-                    let _ = log.op(&op, s.planner.tree());
+                    let _ = log.step(&step, s.source.tree());
                 }
-                return s.outcome(StopReason::IoError, Some(e), None, None);
+                return outcome(StopReason::IoError, Some(e), None, None);
             }
         }
     }
 }
 
-/// A percentage with enough digits for bins from 0.001% to 100%.
-fn pct(x: f64) -> String {
+/// A percentage with two significant digits at least, however small (age bins of extracted
+/// profiles reach 1e-7 %).
+pub fn pct(x: f64) -> String {
     if x >= 10.0 {
         format!("{x:.1}")
     } else if x >= 1.0 {
         format!("{x:.2}")
-    } else {
+    } else if x >= 0.01 || x <= 0.0 {
         format!("{x:.4}")
+    } else {
+        let digits = (-x.log10()).ceil() as usize + 1;
+        format!("{x:.digits$}")
+    }
+}
+
+#[cfg(test)]
+mod pct_tests {
+    #[test]
+    fn tiny_percentages_keep_their_digits() {
+        assert_eq!(super::pct(50.0), "50.0");
+        assert_eq!(super::pct(0.25), "0.2500");
+        assert_eq!(super::pct(0.000_012_34), "0.000012");
+        assert_ne!(super::pct(1e-9), "0.0000");
     }
 }
 
@@ -430,7 +447,7 @@ pub fn report(
     let session = outcome.elapsed.as_secs_f64();
     let ticks = planner.tick();
     let age_counts = planner.age_counts_now();
-    let ow = overwrites(planner);
+    let ow = c.bytes_written as f64 / cfg.capacity.max(1) as f64;
     RunReport {
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
         profile: meta.profile.clone(),

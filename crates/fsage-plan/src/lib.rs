@@ -3,6 +3,7 @@
 
 pub mod planner;
 pub mod rng;
+pub mod snapshot;
 pub mod stats;
 pub mod theorem;
 pub mod tree;
@@ -11,4 +12,5 @@ pub use planner::{
     Counters, LiveFile, Op, OpKind, Phase, PlanConfig, PlanError, Planner, UnmeetableBin,
 };
 pub use rng::Rng;
+pub use snapshot::{Snapshot, SnapshotRef};
 pub use tree::{DirId, DirTree};

@@ -646,6 +646,99 @@ impl Planner {
         }
     }
 
+    pub(crate) fn rng_state(&self) -> [u64; 4] {
+        self.rng.state()
+    }
+
+    /// The state a run changes, for [`crate::snapshot`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn dynamic_state(&self) -> (u64, bool, Option<bool>, u64, u64, &[Vec<LiveFile>]) {
+        (
+            self.rapid_len,
+            self.rapid.is_empty() && self.rapid_len > 0,
+            self.pending,
+            self.target,
+            self.ceiling,
+            &self.cells,
+        )
+    }
+
+    /// Puts a saved run's state into a planner made from the same profile and configuration, and
+    /// recounts everything derived from the live files.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn set_dynamic_state(
+        &mut self,
+        rng: [u64; 4],
+        tick: u64,
+        rapid_len: u64,
+        rapid_dropped: bool,
+        pending: Option<bool>,
+        target: u64,
+        ceiling: u64,
+        counters: Counters,
+        cells: Vec<Vec<LiveFile>>,
+    ) -> Result<(), PlanError> {
+        if cells.len() != self.cells.len() {
+            return Err(PlanError::BadConfig(format!(
+                "the saved run has {} histogram cells, the profile gives {}",
+                cells.len(),
+                self.cells.len()
+            )));
+        }
+        if rapid_len > self.rapid_len || tick > self.total {
+            return Err(PlanError::BadConfig(
+                "the saved run is further along than its plan allows".into(),
+            ));
+        }
+        self.rng = Rng::from_state(rng);
+        self.tick = tick;
+        self.rapid_len = rapid_len;
+        if rapid_dropped {
+            self.rapid = Vec::new();
+        }
+        self.pending = pending;
+        self.target = target;
+        self.ceiling = ceiling;
+        self.size_live.iter_mut().for_each(|x| *x = 0);
+        self.depth_live.iter_mut().for_each(|x| *x = 0);
+        self.age_live.iter_mut().for_each(|x| *x = 0);
+        self.age_size_live.iter_mut().for_each(|x| *x = 0);
+        self.live = 0;
+        self.allocated = (self.tree.len() as u64 - 1) * self.cfg.block_size;
+        let (ns, nd) = (self.size_frac.len(), self.depth_frac.len());
+        for (c, files) in cells.iter().enumerate() {
+            let (a, s, d) = (c / (ns * nd), (c / nd) % ns, c % nd);
+            for f in files {
+                if f.dir as usize >= self.tree.len() {
+                    return Err(PlanError::BadConfig(format!(
+                        "saved file f{} lies in directory {} of a tree of {}",
+                        f.created,
+                        f.dir,
+                        self.tree.len()
+                    )));
+                }
+                if self.size_bin_of(f.size) != s
+                    || self.depth_bin_of_dir(f.dir) != d
+                    || age_bin(&self.age_edges, f.created, self.total) != a
+                {
+                    return Err(PlanError::BadConfig(format!(
+                        "saved file f{} lies in a histogram cell it does not belong to",
+                        f.created
+                    )));
+                }
+                self.age_size_live[a * ns + s] += 1;
+                self.size_live[s] += 1;
+                self.depth_live[d] += 1;
+                self.age_live[a] += 1;
+                self.live += 1;
+                self.allocated += self.alloc(f.size);
+            }
+        }
+        self.cells = cells;
+        self.counters = counters;
+        Ok(())
+    }
+
     pub fn tree(&self) -> &DirTree {
         &self.tree
     }

@@ -30,6 +30,20 @@ impl Rng {
         }
     }
 
+    /// The generator's four words, for a checkpoint.
+    pub fn state(&self) -> [u64; 4] {
+        self.s
+    }
+
+    /// A generator that goes on from a saved [`state`](Self::state). An all-zero state would stay
+    /// zero forever; it is replaced by the state of seed 0.
+    pub fn from_state(s: [u64; 4]) -> Rng {
+        if s == [0; 4] {
+            return Rng::new(0);
+        }
+        Rng { s }
+    }
+
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);

@@ -6,6 +6,7 @@ use crate::progress::Bar;
 use crate::util::{
     check_writable, free_inodes, fs_size, lock_state, parse_duration, prepare_target, write_atomic,
 };
+use fsage_exec::StopReason;
 use fsage_exec::{
     reconcile, report, run, Backend, Checkpointing, DryRun, OpLog, Outcome, Parallel, Posix,
     RunCtx, RunMeta, State, StopConditions, WriteMode,
@@ -13,7 +14,7 @@ use fsage_exec::{
 use fsage_plan::stats::{rmse, to_fractions};
 use fsage_plan::{Phase, PlanConfig, Planner};
 use fsage_profile::{human_bytes, parse_size, Profile};
-use fsage_report::StopReason;
+use fsage_report::{export, Json, Text};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -393,14 +394,14 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
     if args.exact_sizes && !cfg.exact_sizes {
         refused.push("--exact-sizes (the run draws sizes within bins)".into());
     }
-    if args.dry_run != st.target.is_none() {
+    if args.dry_run != st.record.target.is_none() {
         refused.push(if args.dry_run {
             "--dry-run (the run ages a target)".to_string()
         } else {
             "a real run (the saved run is a dry run: add --dry-run)".to_string()
         });
     }
-    if let (Some(given), Some(saved)) = (&args.target, &st.target) {
+    if let (Some(given), Some(saved)) = (&args.target, &st.record.target) {
         if absolute(given) != *saved {
             refused.push(format!(
                 "TARGET_DIR {} (the run ages {})",
@@ -410,11 +411,12 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         }
     }
     if let Some(given) = &args.op_log {
-        if Some(absolute(given)) != st.op_log {
+        if Some(absolute(given)) != st.record.op_log {
             refused.push(format!(
                 "--op-log {} (the run's op log is {})",
                 given.display(),
-                st.op_log
+                st.record
+                    .op_log
                     .as_ref()
                     .map_or("none".into(), |p| p.display().to_string())
             ));
@@ -432,24 +434,27 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
     }
     if let Some(max) = args.max_time.as_deref() {
         let limit = parse_duration("--max-time", max)?;
-        if st.elapsed_s >= limit.as_secs_f64() {
+        if st.record.elapsed_s >= limit.as_secs_f64() {
             eprintln!(
                 "fsage: warning: --max-time {max} counts every session, and the run has already \
                  taken {:.1}s: it stops at once. Give a larger --max-time to go on",
-                st.elapsed_s
+                st.record.elapsed_s
             );
         }
     }
-    let profile = fsage_profile::parse(&st.profile_toml, &format!("{} (profile)", path.display()))
-        .map_err(|e| e.to_string())?;
-    let op_log = match &st.op_log {
-        Some(p) => {
-            Some(OpLog::resume(p, st.op_log_len).map_err(|e| format!("{}: {e}", p.display()))?)
-        }
+    let profile = fsage_profile::parse(
+        &st.record.profile_toml,
+        &format!("{} (profile)", path.display()),
+    )
+    .map_err(|e| e.to_string())?;
+    let op_log = match &st.record.op_log {
+        Some(p) => Some(
+            OpLog::resume(p, st.record.op_log_len).map_err(|e| format!("{}: {e}", p.display()))?,
+        ),
         None => None,
     };
     // A run made with --fs ages the image's mount point: mount it there again.
-    let mounted = match (&st.image, &st.target) {
+    let mounted = match (&st.record.image, &st.record.target) {
         (Some(image), Some(mnt)) => {
             if !fsage_lab::sys::loops_backed_by(image).is_empty() {
                 // A killed run leaves its image mounted: the image is this run's, so take it down.
@@ -469,7 +474,7 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         }
         _ => None,
     };
-    let mode = match (args.write_mode, st.write_mode.as_str()) {
+    let mode = match (args.write_mode, st.record.write_mode.as_str()) {
         (Some(m), _) => mode_of(Some(m)),
         (None, "write") => WriteMode::Write,
         _ => WriteMode::Fallocate,
@@ -480,21 +485,21 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
             path.display(),
             st.plan.tick(),
             st.plan.total(),
-            st.profile_name,
+            st.record.profile_name,
             cfg.seed
         );
     }
     Ok(Prepared {
         profile,
         planner: st.plan,
-        target: st.target,
+        target: st.record.target,
         mode,
         op_log,
-        op_log_path: st.op_log,
+        op_log_path: st.record.op_log,
         state: Some(absolute(path)),
-        elapsed_before: Duration::from_secs_f64(st.elapsed_s.max(0.0)),
+        elapsed_before: Duration::from_secs_f64(st.record.elapsed_s.max(0.0)),
         resumed: true,
-        image: st.image.clone().zip(st.fs.clone()),
+        image: st.record.image.clone().zip(st.record.fs.clone()),
         mounted,
     })
 }
@@ -596,7 +601,7 @@ fn execute(
             .map(|(image, _)| with_suffix(image, ".report.json"))
     });
     if let Some(path) = &json {
-        write_atomic(path, rep.to_json().as_bytes()).map_err(|e| format!("--json {e}"))?;
+        write_atomic(path, export(&Json, &rep).as_bytes()).map_err(|e| format!("--json {e}"))?;
     }
     if let Some(m) = p.mounted.take() {
         let mnt = m.mount_point().to_path_buf();
@@ -624,7 +629,7 @@ fn execute(
         }
     }
     if !args.quiet {
-        print!("{}", rep.render_text());
+        print!("{}", export(&Text, &rep));
         if let Some(s) = &p.state {
             if outcome.state_error.is_none() {
                 println!(
@@ -675,6 +680,7 @@ pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
     let age_rmse = rmse(p.age_targets(), &to_fractions(&p.age_counts_now()));
     let overwrites = p.counters.bytes_written as f64 / p.config().capacity.max(1) as f64;
     let stopped = st
+        .record
         .stopped
         .map(|r| format!("{r:?}").to_lowercase())
         .unwrap_or_else(|| "running, or killed without a clean stop".into());
@@ -682,28 +688,29 @@ pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
         println!(
             "{{\"state\":{:?},\"profile\":{:?},\"target\":{:?},\"phase\":\"{phase}\",\"ticks\":{},\"t_estimate\":{},\"elapsed_s\":{},\"overwrites\":{},\"age_rmse\":{},\"live_files\":{},\"live_bytes\":{},\"stopped\":{:?},\"error\":{:?}}}",
             path.display().to_string(),
-            st.profile_name,
-            st.target.as_ref().map(|t| t.display().to_string()).unwrap_or_default(),
+            st.record.profile_name,
+            st.record.target.as_ref().map(|t| t.display().to_string()).unwrap_or_default(),
             p.tick(),
             p.total(),
-            st.elapsed_s,
+            st.record.elapsed_s,
             overwrites,
             age_rmse,
             p.live(),
             p.allocated(),
             stopped,
-            st.error.clone().unwrap_or_default()
+            st.record.error.clone().unwrap_or_default()
         );
         return Ok(ExitCode::SUCCESS);
     }
     println!("state:      {}", path.display());
     println!(
         "run:        profile {}, seed {}, capacity {}, fullness {}, target {}",
-        st.profile_name,
+        st.record.profile_name,
         p.config().seed,
         human_bytes(p.config().capacity),
         p.config().fullness,
-        st.target
+        st.record
+            .target
             .as_ref()
             .map_or("(dry run)".into(), |t| t.display().to_string())
     );
@@ -713,7 +720,7 @@ pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
         p.total(),
         100.0 * p.tick() as f64 / p.total().max(1) as f64
     );
-    println!("elapsed:    {:.1}s over all sessions", st.elapsed_s);
+    println!("elapsed:    {:.1}s over all sessions", st.record.elapsed_s);
     println!("overwrites: {overwrites:.3}");
     println!(
         "age RMSE:   {:.6}% (if the run ended now)",
@@ -725,7 +732,7 @@ pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
         human_bytes(p.allocated())
     );
     println!("stopped:    {stopped}");
-    if let Some(e) = &st.error {
+    if let Some(e) = &st.record.error {
         println!("error:      {e}");
     }
     Ok(ExitCode::SUCCESS)

@@ -48,9 +48,10 @@ impl Observer for Bar {
         let p = progress();
         self.every = Duration::from_millis(200).max(began.elapsed() * 20);
         let phase = match p.phase {
-            Phase::Rapid => "rapid",
-            Phase::Stable => "stable",
-            Phase::Done => "done",
+            Some(Phase::Rapid) => "rapid",
+            Some(Phase::Stable) => "stable",
+            Some(Phase::Done) => "done",
+            None => "run",
         };
         let pct = 100.0 * p.tick as f64 / p.total.max(1) as f64;
         let width = 24;
@@ -63,12 +64,13 @@ impl Observer for Bar {
             String::new()
         };
         eprint!(
-            "\r\x1b[2K{phase:>6} [{bar}] {}/{} ticks ({pct:.1}%) {} ops/s  overwrites {:.2}  age RMSE {:.4}%  {}{eta}",
+            "\r\x1b[2K{phase:>6} [{bar}] {}/{} ticks ({pct:.1}%) {} ops/s  overwrites {:.2}  age RMSE {}  {}{eta}",
             p.tick,
             p.total,
             rate(p.ops_per_s),
             p.overwrites,
-            100.0 * p.age_rmse,
+            p.age_rmse
+                .map_or("-".to_string(), |r| format!("{:.4}%", 100.0 * r)),
             fmt_secs(elapsed.as_secs_f64()),
         );
         let _ = std::io::stderr().flush();

@@ -514,12 +514,13 @@ fn replay_of_a_bad_op_log_names_the_line_and_touches_nothing() {
     let target = d.path().join("target");
     let cases = [
         (
-            "- mkdir d1 -\n0 create d1/f0 10\n1 rename d1/f0 10\n",
+            "- mkdir d1 -\n0 create d1/f0 10\n1 rename d1/f0 ../f0\n",
             ":3:",
         ),
         ("- mkdir d1 -\n0 create d1/f0\n", ":2:"),
-        ("0 create d9/f0 10\n", ":1:"),
-        ("- mkdir d1 -\n0 create d1/g0 10\n", ":2:"),
+        ("0 create /etc/passwd 10\n", ":1:"),
+        ("- mkdir d1 -\n0 write d1/f0 10\n", ":2:"),
+        ("- mkdir d1 -\n0 frobnicate d1/f0 10\n", ":2:"),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let log = d.path().join(format!("bad{i}.log"));

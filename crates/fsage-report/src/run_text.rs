@@ -1,0 +1,168 @@
+//! The human summary of an aging run.
+
+use crate::{human_bytes, RunReport};
+use std::fmt::Write as _;
+
+fn limit<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+/// The summary printed at the end of a run.
+pub fn render(r: &RunReport) -> String {
+    r.render_text()
+}
+
+trait Render {
+    fn render_text(&self) -> String;
+}
+
+impl Render for RunReport {
+    fn render_text(&self) -> String {
+        let mut o = String::new();
+        let c = &self.conditions;
+        let _ = writeln!(
+            o,
+            "fsage {}: profile {} on {} ({}), seed {}",
+            self.fsage_version, self.profile, self.target, self.backend, self.seed
+        );
+        let _ = writeln!(
+            o,
+            "stopped: {}{}",
+            self.stop_reason.describe(),
+            self.error
+                .as_ref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(o, "stopping conditions (value / limit):");
+        let _ = writeln!(
+            o,
+            "  ticks       {:>14} / {} (T from the convergence theorem)",
+            c.ticks, c.t_estimate
+        );
+        let _ = writeln!(
+            o,
+            "  time        {:>13.1}s / {}",
+            c.elapsed_s,
+            limit(c.max_time_s.map(|s| format!("{s}s")))
+        );
+        let _ = writeln!(
+            o,
+            "  overwrites  {:>14.3} / {}",
+            c.overwrites,
+            limit(c.max_overwrites)
+        );
+        let _ = writeln!(
+            o,
+            "  age fit p   {:>14.4} / {}",
+            c.chi2_p,
+            limit(c.confidence)
+        );
+        let _ = writeln!(o, "  ops         {:>14} / {}", c.ops, limit(c.max_ops));
+        let _ = writeln!(
+            o,
+            "run: {} creates, {} deletes in {:.2}s ({:.0} ops/s), {} written",
+            self.creates,
+            self.deletes,
+            self.elapsed_s,
+            self.ops_per_s,
+            human_bytes(self.bytes_written)
+        );
+        let _ = writeln!(
+            o,
+            "live: {} files, {} allocated of {} capacity ({:.2}% full, target {:.2}%), {} directories",
+            self.live_files,
+            human_bytes(self.live_bytes),
+            human_bytes(self.capacity),
+            100.0 * self.live_bytes as f64 / self.capacity.max(1) as f64,
+            100.0 * self.target_bytes as f64 / self.capacity.max(1) as f64,
+            self.directories
+        );
+        if self.stable_ticks == 0 {
+            let _ = writeln!(o, "fullness: no stable phase yet");
+        } else {
+            let _ = writeln!(
+                o,
+                "fullness: largest deviation from target in the stable phase {} ({:.3}% of capacity); band +/-{}; coin overridden {} times",
+                human_bytes(self.max_fullness_deviation_bytes),
+                100.0 * self.max_fullness_deviation,
+                human_bytes(self.fullness_band_bytes),
+                self.forced_creates + self.forced_deletes
+            );
+        }
+        if self.enospc_events > 0 {
+            let inodes = if self.enospc_out_of_inodes > 0 {
+                format!(
+                    " ({} of them with no free inode left: the file system has too few inodes for this profile)",
+                    self.enospc_out_of_inodes
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                o,
+                "file system full: {} creates refused (ENOSPC){inodes}; the ceiling went down to {} and the target from {} to {}",
+                self.enospc_events,
+                human_bytes(self.ceiling_bytes),
+                human_bytes(self.target_bytes_initial),
+                human_bytes(self.target_bytes)
+            );
+        }
+        for (d, n) in &self.directories_added {
+            let _ = writeln!(
+                o,
+                "note: the profile has no directories at depth {d} but needs them; made {n}"
+            );
+        }
+        for u in &self.unmet_size_bins {
+            let _ = writeln!(
+                o,
+                "cannot be met at this capacity: size bin {} (target {:.4}%): {}",
+                u.label,
+                100.0 * u.ideal,
+                u.reason
+            );
+        }
+        for (name, h) in [
+            ("age", &self.age),
+            ("size", &self.size),
+            ("depth", &self.depth),
+        ] {
+            let _ = writeln!(
+                o,
+                "{name} histogram: RMSE {:.6}%, worst bin off by {:.4} percentage points",
+                100.0 * h.rmse,
+                100.0 * h.max_abs_error
+            );
+            let _ = writeln!(
+                o,
+                "  {:<22} {:>10} {:>10} {:>12}",
+                "bin", "ideal %", "actual %", "files"
+            );
+            for b in &h.bins {
+                let _ = writeln!(
+                    o,
+                    "  {:<22} {:>10.4} {:>10.4} {:>12}",
+                    b.label,
+                    100.0 * b.ideal,
+                    100.0 * b.actual,
+                    b.count
+                );
+            }
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Histogram;
+
+    #[test]
+    fn histogram_errors() {
+        let h = Histogram::new(vec!["a".into(), "b".into()], &[0.5, 0.5], &[6, 4]);
+        assert!((h.rmse - 0.1).abs() < 1e-12);
+        assert!((h.max_abs_error - 0.1).abs() < 1e-12);
+        assert_eq!(h.bins[0].count, 6);
+    }
+}
