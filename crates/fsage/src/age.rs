@@ -35,6 +35,8 @@ struct Prepared {
     resumed: bool,
     /// `--fs`: the image and its file system, mounted at `target` for the run.
     image: Option<(PathBuf, String)>,
+    /// A resumed run's stopping conditions, as saved.
+    saved_stop: Option<StopConditions>,
     mounted: Option<fsage_lab::Mounted>,
 }
 
@@ -117,7 +119,76 @@ pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
             _lock = Some(lock_state(state)?);
         }
     }
+    let stop = match &prepared.saved_stop {
+        Some(saved) => {
+            let (merged, notes) = merge_stop(saved, &stop);
+            if !args.quiet {
+                for n in notes {
+                    eprintln!("fsage: {n}");
+                }
+            }
+            merged
+        }
+        None => stop,
+    };
     execute(prepared, &args, stop, interval)
+}
+
+/// A resumed run keeps every stopping condition it was started with; one given again replaces it.
+/// Returns the conditions in force and a line for each that was kept or replaced.
+fn merge_stop(saved: &StopConditions, given: &StopConditions) -> (StopConditions, Vec<String>) {
+    fn pick<T: PartialEq + Copy>(
+        flag: &str,
+        saved: Option<T>,
+        given: Option<T>,
+        show: impl Fn(T) -> String,
+        notes: &mut Vec<String>,
+    ) -> Option<T> {
+        match (saved, given) {
+            (Some(s), None) => {
+                notes.push(format!("keeps {flag} {} from the run's start", show(s)));
+                Some(s)
+            }
+            (Some(s), Some(g)) if s != g => {
+                notes.push(format!("{flag} {} replaces the saved {}", show(g), show(s)));
+                Some(g)
+            }
+            (_, g) => g,
+        }
+    }
+    let mut notes = Vec::new();
+    let secs = |d: Duration| format!("{}s", d.as_secs_f64());
+    let merged = StopConditions {
+        max_time: pick(
+            "--max-time",
+            saved.max_time,
+            given.max_time,
+            secs,
+            &mut notes,
+        ),
+        max_overwrites: pick(
+            "--max-overwrites",
+            saved.max_overwrites,
+            given.max_overwrites,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+        confidence: pick(
+            "--confidence",
+            saved.confidence,
+            given.confidence,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+        max_ops: pick(
+            "--max-ops",
+            saved.max_ops,
+            given.max_ops,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+    };
+    (merged, notes)
 }
 
 fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
@@ -352,6 +423,7 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         resumed: false,
         image: None,
         mounted: None,
+        saved_stop: None,
     })
 }
 
@@ -501,6 +573,7 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         resumed: true,
         image: st.record.image.clone().zip(st.record.fs.clone()),
         mounted,
+        saved_stop: Some(StopConditions::from(st.record.stop)),
     })
 }
 

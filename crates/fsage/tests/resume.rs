@@ -509,3 +509,65 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
     assert_eq!(fs::read(&done).unwrap(), before_state);
     assert_eq!(fs::read(&done_log).unwrap(), before_log);
 }
+
+/// Regression: a resumed run forgot the stopping conditions it was started with (started with
+/// --max-ops and resumed with only --resume, it ran on to full convergence). It keeps each one
+/// unless given again, says which, and ends exactly where the uninterrupted run ends.
+#[test]
+fn a_resumed_run_keeps_its_stopping_conditions_unless_given_again() {
+    let d = tmp();
+    let (ref_log, log, state, json) = (
+        d.path().join("ref.log"),
+        d.path().join("run.log"),
+        d.path().join("run.state"),
+        d.path().join("r.json"),
+    );
+    let common = ["--dry-run", "-q", "-p", "agrawal", "--capacity", "64MiB"];
+    let mut args = vec!["age", "--max-ops", "20000", "--op-log", s(&ref_log)];
+    args.extend(common);
+    fsage_ok(&args);
+    // A first session that stops at once on a tiny --max-time, with --max-ops saved beside it.
+    let mut args = vec![
+        "age",
+        "--max-ops",
+        "20000",
+        "--max-time",
+        "0.000001",
+        "--op-log",
+        s(&log),
+        "--state",
+        s(&state),
+    ];
+    args.extend(common);
+    fsage_ok(&args);
+    let ticks = |st: &Path| {
+        let o = fsage_ok(["status", "--json", s(st)]);
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        j["ticks"].as_u64().unwrap()
+    };
+    let first = ticks(&state);
+    assert!(first < 20000, "the first session stopped early ({first})");
+    // Resumed with nothing: both conditions kept, so it stops at once again.
+    let o = fsage_ok(["age", "--resume", s(&state), "--dry-run"]);
+    let err = stderr(&o);
+    assert!(err.contains("keeps --max-time"), "{err}");
+    assert!(err.contains("keeps --max-ops 20000"), "{err}");
+    assert!(ticks(&state) < 20000);
+    // Given --max-time again: it replaces the saved one; --max-ops still holds.
+    let o = fsage_ok([
+        "age",
+        "--resume",
+        s(&state),
+        "--dry-run",
+        "--max-time",
+        "1h",
+        "--json",
+        s(&json),
+    ]);
+    let err = stderr(&o);
+    assert!(err.contains("--max-time 3600s replaces"), "{err}");
+    assert_eq!(ticks(&state), 20000);
+    let r: serde_json::Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["stop_reason"], "max_ops");
+    assert_same_log(&ref_log, &log, "resumed with its saved --max-ops");
+}
