@@ -15,6 +15,7 @@ pub mod report;
 pub mod runner;
 pub mod signals;
 pub mod source;
+pub mod status;
 
 pub use backend::{Backend, DryRun, FreeSpace, OpError};
 pub use checkpoint::{RunRecord, SavedStop, State, StateError, STATE_FORMAT};
@@ -29,3 +30,4 @@ pub use runner::{
     StopConditions,
 };
 pub use source::PlanSource;
+pub use status::{RunPhase, RunStatus};

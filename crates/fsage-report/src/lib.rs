@@ -4,10 +4,12 @@
 //! machine, behind one trait, so that a new format is one new type here and nothing else.
 
 mod run_text;
+mod status_text;
 
 use serde::Serialize;
 
 pub use fsage_exec::report::{Bin, Conditions, Histogram, RunReport, StopReason, UnmetBin};
+pub use fsage_exec::RunStatus;
 pub use fsage_profile::human_bytes;
 
 /// One export format for results of type `T`.
@@ -36,6 +38,12 @@ pub struct Text;
 impl Exporter<RunReport> for Text {
     fn export(&self, r: &RunReport) -> String {
         run_text::render(r)
+    }
+}
+
+impl Exporter<RunStatus> for Text {
+    fn export(&self, st: &RunStatus) -> String {
+        status_text::render(st)
     }
 }
 

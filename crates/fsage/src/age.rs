@@ -11,7 +11,6 @@ use fsage_exec::{
     reconcile, report, run, Backend, Checkpointing, DryRun, OpLog, Outcome, Parallel, Posix,
     RunCtx, RunMeta, State, StopConditions, WriteMode,
 };
-use fsage_plan::stats::{rmse, to_fractions};
 use fsage_plan::{Phase, PlanConfig, Planner};
 use fsage_profile::{human_bytes, parse_size, Profile};
 use fsage_report::{export, Json, Text};
@@ -744,69 +743,11 @@ fn execute(
 /// `fsage status STATE`: where a run stands, read from its state file alone.
 pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
     let st = State::load(path).map_err(|e| e.to_string())?;
-    let p = &st.plan;
-    let phase = match p.phase() {
-        Phase::Rapid => "rapid",
-        Phase::Stable => "stable",
-        Phase::Done => "done",
-    };
-    let age_rmse = rmse(p.age_targets(), &to_fractions(&p.age_counts_now()));
-    let overwrites = p.counters.bytes_written as f64 / p.config().capacity.max(1) as f64;
-    let stopped = st
-        .record
-        .stopped
-        .map(|r| format!("{r:?}").to_lowercase())
-        .unwrap_or_else(|| "running, or killed without a clean stop".into());
+    let status = st.status(path);
     if json {
-        println!(
-            "{{\"state\":{:?},\"profile\":{:?},\"target\":{:?},\"phase\":\"{phase}\",\"ticks\":{},\"t_estimate\":{},\"elapsed_s\":{},\"overwrites\":{},\"age_rmse\":{},\"live_files\":{},\"live_bytes\":{},\"stopped\":{:?},\"error\":{:?}}}",
-            path.display().to_string(),
-            st.record.profile_name,
-            st.record.target.as_ref().map(|t| t.display().to_string()).unwrap_or_default(),
-            p.tick(),
-            p.total(),
-            st.record.elapsed_s,
-            overwrites,
-            age_rmse,
-            p.live(),
-            p.allocated(),
-            stopped,
-            st.record.error.clone().unwrap_or_default()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("state:      {}", path.display());
-    println!(
-        "run:        profile {}, seed {}, capacity {}, fullness {}, target {}",
-        st.record.profile_name,
-        p.config().seed,
-        human_bytes(p.config().capacity),
-        p.config().fullness,
-        st.record
-            .target
-            .as_ref()
-            .map_or("(dry run)".into(), |t| t.display().to_string())
-    );
-    println!(
-        "phase:      {phase}, tick {} of {} ({:.2}%)",
-        p.tick(),
-        p.total(),
-        100.0 * p.tick() as f64 / p.total().max(1) as f64
-    );
-    println!("elapsed:    {:.1}s over all sessions", st.record.elapsed_s);
-    println!("overwrites: {overwrites:.3}");
-    println!(
-        "age RMSE:   {:.6}% (if the run ended now)",
-        100.0 * age_rmse
-    );
-    println!(
-        "live:       {} files, {} allocated",
-        p.live(),
-        human_bytes(p.allocated())
-    );
-    println!("stopped:    {stopped}");
-    if let Some(e) = &st.record.error {
-        println!("error:      {e}");
+        print!("{}", export(&Json, &status));
+    } else {
+        print!("{}", export(&Text, &status));
     }
     Ok(ExitCode::SUCCESS)
 }
