@@ -119,6 +119,12 @@ pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
         }
     }
     let stop = match &prepared.saved_stop {
+        Some(_) if args.clear_limits => {
+            if !args.quiet {
+                eprintln!("fsage: the run's saved stopping conditions are dropped (--clear-limits)");
+            }
+            stop
+        }
         Some(saved) => {
             let (merged, notes) = merge_stop(saved, &stop);
             if !args.quiet {

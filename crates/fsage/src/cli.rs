@@ -170,6 +170,10 @@ pub struct AgeArgs {
     /// Stop after this many operations (ticks, the rapid phase included).
     #[arg(long)]
     pub max_ops: Option<u64>,
+    /// With --resume: drop the stopping conditions saved with the run (a resumed run keeps them
+    /// otherwise); give new ones beside it, or none to run to T.
+    #[arg(long, requires = "resume")]
+    pub clear_limits: bool,
     /// Write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

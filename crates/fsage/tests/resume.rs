@@ -438,15 +438,15 @@ fn an_io_error_stops_the_run_with_a_state_to_resume_from() {
     first.extend(common);
     fsage_ok(&first);
     fs::create_dir(target.join(&victim)).unwrap();
-    let o = fsage(["age", "--resume", s(&state), "-q"]);
+    let o = fsage(["age", "--resume", s(&state), "-q", "--clear-limits"]);
     expect_code(&o, 1, "resume into the planted directory");
     let e = stderr(&o);
     assert!(e.contains(&victim) && e.contains("os error"), "{e}");
     let st = stdout(&fsage_ok(["status", s(&state)]));
-    assert!(st.contains("ioerror") && st.contains(&victim), "{st}");
+    assert!(st.contains("I/O error") && st.contains(&victim), "{st}");
     // Take the obstacle away: the run resumes and ends as an uninterrupted run does.
     fs::remove_dir(target.join(&victim)).unwrap();
-    fsage_ok(["age", "--resume", s(&state), "-q"]);
+    fsage_ok(["age", "--resume", s(&state), "-q", "--clear-limits"]);
     assert_eq!(
         fs::read(&ref_log).unwrap(),
         fs::read(&log).unwrap(),
