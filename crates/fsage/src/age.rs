@@ -121,7 +121,9 @@ pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
     let stop = match &prepared.saved_stop {
         Some(_) if args.clear_limits => {
             if !args.quiet {
-                eprintln!("fsage: the run's saved stopping conditions are dropped (--clear-limits)");
+                eprintln!(
+                    "fsage: the run's saved stopping conditions are dropped (--clear-limits)"
+                );
             }
             stop
         }
