@@ -32,7 +32,7 @@ impl FsKind {
             "ext4" => Ok(FsKind::Ext4),
             "xfs" => Ok(FsKind::Xfs),
             "btrfs" => Ok(FsKind::Btrfs),
-            _ => Err(Error(format!(
+            _ => Err(Error::input(format!(
                 "file system {s:?}: fsage knows ext4, xfs and btrfs (f2fs and nilfs2 are not in \
                  this kernel)"
             ))),
@@ -326,7 +326,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         }
     } else {
         opts.size.ok_or_else(|| {
-            Error(format!(
+            Error::input(format!(
                 "{}: an image file needs --size (e.g. --size 4GiB)",
                 target.display()
             ))
@@ -381,7 +381,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         .map_err(|e| io_err(tmp.path(), "fsync", e))?;
     let info = info(&args);
     tmp.persist(target)?;
-    let json = serde_json::to_string_pretty(&info).map_err(|e| Error(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
     sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
 }
@@ -413,5 +413,5 @@ pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
         FsKind::Xfs => run_tool("xfs_repair", &["-n", &t]),
         FsKind::Btrfs => run_tool("btrfs", &["check", "--readonly", &t]),
     }
-    .map_err(|e| Error(format!("{}: the {kind} check found problems: {e}", t)))
+    .map_err(|e| Error::input(format!("{}: the {kind} check found problems: {e}", t)))
 }

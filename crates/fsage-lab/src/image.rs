@@ -312,7 +312,8 @@ impl Library {
             aging: opts.report.clone(),
             note: opts.note.clone(),
         };
-        let json = serde_json::to_string_pretty(&manifest).map_err(|e| Error(e.to_string()))?;
+        let json =
+            serde_json::to_string_pretty(&manifest).map_err(|e| Error::input(e.to_string()))?;
         sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
         if dest.exists() {
             // --force: move the old one aside, put the new one in place, then delete the old.
@@ -335,7 +336,7 @@ impl Library {
         let p = self.entry_dir(name).join(MANIFEST_FILE);
         let text = fs::read_to_string(&p).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error(format!(
+                Error::input(format!(
                     "no image named {name:?} in the library {} (see `fsage image list`)",
                     self.dir.display()
                 ))
@@ -343,8 +344,8 @@ impl Library {
                 io_err(&p, "", e)
             }
         })?;
-        let m: Manifest =
-            serde_json::from_str(&text).map_err(|e| Error(format!("{}: {e}", p.display())))?;
+        let m: Manifest = serde_json::from_str(&text)
+            .map_err(|e| Error::input(format!("{}: {e}", p.display())))?;
         if m.format != FORMAT {
             crate::bail!(
                 "{}: format {:?}, this fsage reads {FORMAT:?}",
@@ -382,7 +383,9 @@ impl Library {
             inner: f,
             h: Sha256::new(),
         };
-        let corrupt = |what: &str| Error(format!("{}: corrupt snapshot data: {what}", p.display()));
+        let corrupt = |what: &str| {
+            Error::operation(format!("{}: corrupt snapshot data: {what}", p.display()))
+        };
         let mut ih = Sha256::new();
         {
             let mut dec = zstd::Decoder::with_buffer(BufReader::with_capacity(1 << 20, &mut hr))
@@ -438,7 +441,7 @@ impl Library {
         std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| io_err(&p, "read", e))?;
         let data_sha = hex(&hr.h.finalize());
         if data_sha != m.checksums.data_sha256 {
-            crate::bail!(
+            crate::fail!(
                 "{}: checksum mismatch: data.zst has SHA-256 {data_sha}, the manifest says {}",
                 p.display(),
                 m.checksums.data_sha256
@@ -446,7 +449,7 @@ impl Library {
         }
         let image_sha = hex(&ih.finalize());
         if image_sha != m.checksums.image_sha256 {
-            crate::bail!(
+            crate::fail!(
                 "{}: checksum mismatch: the image restored from it has SHA-256 {image_sha}, the \
                  manifest says {}",
                 p.display(),

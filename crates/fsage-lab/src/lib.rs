@@ -45,21 +45,39 @@ pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateO
 pub use loopdev::LoopDevice;
 pub use mount::{drop_caches, trim, Mounted};
 
-/// An error of the lab, with a message that names what went wrong and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(pub String);
+/// An error of the lab, with a message that names what went wrong and where, and who has to act
+/// on it: bad input (a path that is no image, a mounted device refused) or a failed operation (a
+/// mount, a tool, a checksum, an I/O error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub message: String,
+    pub blame: fsage_sys::Blame,
+}
 
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl Error {
+    /// The caller's input is at fault (exit code 2 at the command line).
+    pub fn input(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: fsage_sys::Blame::Input,
+        }
+    }
+    /// An operation failed (exit code 1).
+    pub fn operation(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: fsage_sys::Blame::Operation,
+        }
+    }
+    pub fn blame(&self) -> fsage_sys::Blame {
+        self.blame
     }
 }
 
-impl std::error::Error for Error {}
-
 impl From<String> for Error {
     fn from(s: String) -> Error {
-        Error(s)
+        Error::input(s)
     }
 }
 
@@ -68,14 +86,27 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// `Err(Error(format!(...)))`.
 #[macro_export]
 macro_rules! bail {
-    ($($t:tt)*) => { return Err($crate::Error(format!($($t)*))) };
+    ($($t:tt)*) => { return Err($crate::Error::input(format!($($t)*))) };
 }
 
-/// Adds the path to an I/O error.
+/// `Err(Error::operation(format!(...)))`: a failed operation, not bad input.
+#[macro_export]
+macro_rules! fail {
+    ($($t:tt)*) => { return Err($crate::Error::operation(format!($($t)*))) };
+}
+
+/// Adds the path to an I/O error. A missing path, a permission refused or a name taken is the
+/// caller's to fix; anything else is a failed operation.
 pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
-    if what.is_empty() {
-        Error(format!("{}: {e}", path.display()))
+    use std::io::ErrorKind::*;
+    let message = if what.is_empty() {
+        format!("{}: {e}", path.display())
     } else {
-        Error(format!("{}: {what}: {e}", path.display()))
+        format!("{}: {what}: {e}", path.display())
+    };
+    match e.kind() {
+        NotFound | PermissionDenied | AlreadyExists | InvalidInput | NotADirectory
+        | IsADirectory | ReadOnlyFilesystem => Error::input(message),
+        _ => Error::operation(message),
     }
 }

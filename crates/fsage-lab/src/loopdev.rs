@@ -144,7 +144,7 @@ impl LoopDevice {
             }
             return Err(io_err(&path, "LOOP_CONFIGURE", e));
         }
-        Err(Error(format!(
+        Err(Error::operation(format!(
             "{}: no free loop device could be attached (last: {last_err})",
             image.display()
         )))
@@ -182,7 +182,7 @@ pub fn wait_detached(dev: &Path, _rdev: u64, timeout: Duration) -> Result<()> {
     let start = Instant::now();
     while bf.exists() {
         if start.elapsed() > timeout {
-            crate::bail!(
+            crate::fail!(
                 "{}: still attached {:.1}s after its last user closed it (is something else \
                  holding it open?)",
                 dev.display(),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 fn cstr(p: &Path) -> Result<CString> {
     CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| Error(format!("{}: path has a NUL byte", p.display())))
+        .map_err(|_| Error::input(format!("{}: path has a NUL byte", p.display())))
 }
 
 /// How to mount.
@@ -49,9 +49,9 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
     let (d, m, t) = (
         cstr(dev)?,
         cstr(mount_point)?,
-        CString::new(fstype).map_err(|_| Error("bad file system type".into()))?,
+        CString::new(fstype).map_err(|_| Error::input("bad file system type"))?,
     );
-    let data_c = CString::new(data).map_err(|_| Error("bad mount options".into()))?;
+    let data_c = CString::new(data).map_err(|_| Error::input("bad mount options"))?;
     // SAFETY: valid C strings.
     let r = unsafe {
         libc::mount(
@@ -63,8 +63,9 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
         )
     };
     if r != 0 {
-        return Err(Error(format!(
-            "mount -t {fstype} {} {}{}: {}",
+        let e = std::io::Error::last_os_error();
+        let message = format!(
+            "mount -t {fstype} {} {}{}: {e}",
             dev.display(),
             mount_point.display(),
             if options.is_empty() {
@@ -72,8 +73,23 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
             } else {
                 format!(" -o {options}")
             },
-            std::io::Error::last_os_error()
-        )));
+        );
+        // A wrong type or option, a missing or busy mount point is the caller's to fix; a file
+        // system the kernel finds corrupt (EUCLEAN), an I/O error or no memory is a failed
+        // operation.
+        return Err(match e.raw_os_error() {
+            Some(
+                libc::EINVAL
+                | libc::ENODEV
+                | libc::ENOENT
+                | libc::ENOTDIR
+                | libc::EBUSY
+                | libc::EACCES
+                | libc::EPERM
+                | libc::EROFS,
+            ) => Error::input(message),
+            _ => Error::operation(message),
+        });
     }
     Ok(())
 }
@@ -156,7 +172,7 @@ impl Mounted {
         let fstype = match &opts.fstype {
             Some(t) => t.clone(),
             None => probe_fs(image)?.ok_or_else(|| {
-                Error(format!(
+                Error::input(format!(
                     "{}: no file system found (ext4, xfs or btrfs superblock); give the type",
                     image.display()
                 ))

@@ -110,7 +110,7 @@ impl Tracer {
                 crate::bail!("{TRACEFS}: missing (no tracefs in this kernel)");
             }
             crate::mount::mount_device(Path::new("none"), root, "tracefs", "")
-                .map_err(|e| Error(format!("cannot mount tracefs: {e}")))?;
+                .map_err(|e| Error::operation(format!("cannot mount tracefs: {e}")))?;
             mounted_tracefs = true;
         }
         let mut t = Tracer {
@@ -193,11 +193,11 @@ impl Tracer {
             .take()
             .map(|h| h.join())
             .unwrap_or(Ok(Ok(Vec::new())))
-            .map_err(|_| Error("the trace reader thread panicked".into()))?
-            .map_err(Error)?;
+            .map_err(|_| Error::operation("the trace reader thread panicked"))?
+            .map_err(Error::operation)?;
         let lost = self.overruns();
         if lost > 0 {
-            crate::bail!("the trace buffer lost {lost} events");
+            crate::fail!("the trace buffer lost {lost} events");
         }
         let n = self.requests.load(Ordering::Relaxed);
         Ok((r, n))
@@ -379,7 +379,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
             },
         )
         .status()
-        .map_err(|e| Error(format!("{}: cannot run: {e}", command[0])));
+        .map_err(|e| Error::input(format!("{}: cannot run: {e}", command[0])));
     // Unmount and detach before reading the trace: unmounting writes too.
     let fin = match mounted {
         Some(m) => m.finish(),
@@ -405,7 +405,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
                 (Method::Trace, sparse::merge_ranges(r), n)
             }
             Err(e) => {
-                fallback_reason = Some(e.0.clone());
+                fallback_reason = Some(e.message.clone());
                 eprintln!("fsage: tracing failed ({e}); rollback will compare instead");
                 (Method::Compare, Vec::new(), 0)
             }
@@ -425,14 +425,14 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
         exit_code: status.code(),
         seconds: t0.elapsed().as_secs_f64(),
     };
-    let json = serde_json::to_string_pretty(&log).map_err(|e| Error(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&log).map_err(|e| Error::input(e.to_string()))?;
     sys::write_atomic(&log_path, json.as_bytes())?;
     Ok(log)
 }
 
 fn mount_on_loop(dev: &Path, mp: &Path, options: &str, image: &Path) -> Result<Mounted> {
     let fstype = crate::fs::probe_fs(image)?
-        .ok_or_else(|| Error(format!("{}: no file system found", image.display())))?;
+        .ok_or_else(|| Error::input(format!("{}: no file system found", image.display())))?;
     Mounted::attach_and_mount_with(
         dev,
         mp,
@@ -459,8 +459,8 @@ pub struct RestoreReport {
 /// Reads a track log.
 pub fn read_log(path: &Path) -> Result<TrackLog> {
     let text = fs::read_to_string(path).map_err(|e| io_err(path, "the rollback log", e))?;
-    let l: TrackLog =
-        serde_json::from_str(&text).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+    let l: TrackLog = serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
     if l.format != LOG_FORMAT {
         crate::bail!(
             "{}: format {:?}, expected {LOG_FORMAT:?}",
@@ -539,7 +539,7 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
         let d = sparse::compare(image, snap)?;
         verify_seconds = t1.elapsed().as_secs_f64();
         if let Some((o, l)) = d.first() {
-            crate::bail!(
+            crate::fail!(
                 "{}: NOT identical to the snapshot {} after rollback: {} ranges differ (first at \
                  byte {o}, {l} bytes): something wrote to the image outside the tracked device; \
                  run `fsage rollback restore --compare`",

@@ -329,7 +329,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
             compare(src, wpath)?
         };
         if let Some((o, l)) = d.first() {
-            return Err(Error(format!(
+            return Err(Error::operation(format!(
                 "{}: verification failed: {} ranges differ from {} (first at byte {o}, {l} bytes)",
                 dest.display(),
                 d.len(),

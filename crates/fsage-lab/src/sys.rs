@@ -19,18 +19,18 @@ pub fn find_cmd(name: &str) -> Option<PathBuf> {
 /// Runs `name args...`; `Err` naming the command, its status and its output when it fails.
 pub fn run_tool(name: &str, args: &[&str]) -> Result<String> {
     let exe = find_cmd(name).ok_or_else(|| {
-        Error(format!(
+        Error::input(format!(
             "{name} not found: install it (scripts/setup installs e2fsprogs, xfsprogs, btrfs-progs)"
         ))
     })?;
     let o = Command::new(&exe)
         .args(args)
         .output()
-        .map_err(|e| Error(format!("{name}: cannot run: {e}")))?;
+        .map_err(|e| Error::operation(format!("{name}: cannot run: {e}")))?;
     if o.status.success() {
         Ok(String::from_utf8_lossy(&o.stdout).into_owned())
     } else {
-        Err(Error(format!(
+        Err(Error::operation(format!(
             "{name} {} failed ({}): {}{}",
             args.join(" "),
             o.status,
@@ -217,7 +217,7 @@ pub fn is_root() -> bool {
 pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
-        .ok_or_else(|| Error(format!("{}: not a file name", path.display())))?;
+        .ok_or_else(|| Error::input(format!("{}: not a file name", path.display())))?;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -280,7 +280,7 @@ impl Drop for TempPath {
 pub fn free_bytes(dir: &Path) -> Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| Error(format!("{}: path has a NUL byte", dir.display())))?;
+        .map_err(|_| Error::input(format!("{}: path has a NUL byte", dir.display())))?;
     // SAFETY: valid C string and out-pointer.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {

@@ -273,6 +273,25 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
 }
 
 impl FragReport {
+    /// Whether any figure was measured: tmpfs, for one, has neither GETFSMAP nor FIEMAP.
+    pub fn measured_anything(&self) -> bool {
+        self.free_space.is_some()
+            || self.files.as_ref().is_some_and(|f| f.files > 0)
+            || self.probe.is_some()
+    }
+
+    /// Why nothing could be measured, for a message (the first reason of each kind).
+    pub fn why_nothing(&self) -> String {
+        let mut why = Vec::new();
+        if let Some(e) = &self.free_space_error {
+            why.push(e.clone());
+        }
+        if let Some(e) = self.files.as_ref().and_then(|f| f.walk.errors.first()) {
+            why.push(e.clone());
+        }
+        why.join("; ")
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
             + "\n"

@@ -95,6 +95,20 @@ pub struct WriteError {
     pub source: io::Error,
 }
 
+impl WriteError {
+    /// A missing directory or a permission refused is the caller's to fix; anything else (a
+    /// full disk, an I/O error) is a failed operation.
+    pub fn blame(&self) -> Blame {
+        use io::ErrorKind::*;
+        match self.source.kind() {
+            NotFound | PermissionDenied | NotADirectory | IsADirectory | ReadOnlyFilesystem => {
+                Blame::Input
+            }
+            _ => Blame::Operation,
+        }
+    }
+}
+
 /// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`, on the same file system so that the
 /// rename is atomic.
 pub fn temp_sibling(path: &Path) -> PathBuf {

@@ -2,6 +2,8 @@
 //! print T, run with checkpoints, report.
 
 use crate::cli::{AgeArgs, WriteModeArg};
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use crate::progress::Bar;
 use crate::util::{
     check_writable, free_inodes, fs_size, lock_state, parse_duration, prepare_target, write_atomic,
@@ -19,7 +21,49 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// What `resume` says of a run that has all its ticks.
-const FINISHED: &str = "finished";
+#[derive(Debug, thiserror::Error)]
+#[error("the run is finished")]
+struct FinishedRun;
+
+/// `--resume` of a finished run: nothing to run, but the reports asked for are written, from the
+/// state alone, so a report lost to a bad path the first time can be had again.
+fn finished_reports(state: &Path, args: &AgeArgs) -> anyhow::Result<()> {
+    let Some(path) = &args.json else {
+        return Ok(());
+    };
+    let st = State::load(state)?;
+    let profile = fsage_profile::parse(&st.record.profile_toml, &state.display().to_string())?;
+    let meta = RunMeta::new(
+        &profile,
+        "(finished run, from its state)".into(),
+        st.record
+            .target
+            .as_ref()
+            .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string()),
+    );
+    let elapsed = Duration::from_secs_f64(st.record.elapsed_s.max(0.0));
+    let outcome = Outcome {
+        reason: st.record.stopped.unwrap_or(StopReason::Converged),
+        error: None,
+        elapsed: Duration::ZERO,
+        elapsed_total: elapsed,
+        session_ticks: 0,
+        chi2_p: fsage_plan::stats::chi2_p(&st.plan.age_counts_now(), st.plan.age_targets()),
+        op_log_error: None,
+        enospc_inodes: 0,
+        checkpoints: 0,
+        state_error: None,
+    };
+    let stop = StopConditions::from(st.record.stop);
+    let rep = report(&st.plan, &outcome, &meta, &stop);
+    write_atomic(path, export(&Json, &rep).as_bytes())
+        .map_err(|e| anyhow::anyhow!("--json {e}"))?;
+    eprintln!(
+        "fsage: wrote the finished run's report to {}",
+        path.display()
+    );
+    Ok(())
+}
 
 /// A run ready to go: fresh or resumed.
 struct Prepared {
@@ -39,19 +83,23 @@ struct Prepared {
     mounted: Option<fsage_lab::Mounted>,
 }
 
-fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, String> {
+fn stop_conditions(args: &AgeArgs) -> anyhow::Result<StopConditions> {
     if let Some(c) = args.confidence {
         if !(c > 0.0 && c < 1.0) {
-            return Err(format!("--confidence {c}: must lie in (0, 1), e.g. 0.95"));
+            return Err(bad_input(format!(
+                "--confidence {c}: must lie in (0, 1), e.g. 0.95"
+            )));
         }
     }
     if let Some(m) = args.max_overwrites {
         if !(m > 0.0 && m.is_finite()) {
-            return Err(format!("--max-overwrites {m}: must be a positive number"));
+            return Err(bad_input(format!(
+                "--max-overwrites {m}: must be a positive number"
+            )));
         }
     }
     if args.max_ops == Some(0) {
-        return Err("--max-ops 0: must be at least 1".into());
+        return Err(bad_input("--max-ops 0: must be at least 1"));
     }
     Ok(StopConditions {
         max_time: args
@@ -83,16 +131,16 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
+pub fn run_cmd(mut args: AgeArgs) -> CmdResult {
     // Before anything is made (an --fs image, a mount), so Ctrl-C always cleans up.
     fsage_exec::signals::install();
     let stop = stop_conditions(&args)?;
     let interval = parse_duration("--checkpoint-interval", &args.checkpoint_interval)?;
     if args.threads == 0 || args.threads > 256 {
-        return Err(format!(
+        return Err(bad_input(format!(
             "--threads {}: must be between 1 and 256",
             args.threads
-        ));
+        )));
     }
     // Held until the run ends: a second session of the same run is refused.
     let mut _lock = match &args.resume {
@@ -101,11 +149,12 @@ pub fn run_cmd(mut args: AgeArgs) -> Result<ExitCode, String> {
     };
     let prepared = match (args.resume.clone(), args.fs) {
         (Some(state), _) => match resume(&state, &args) {
-            Err(e) if e == FINISHED => {
+            Err(e) if e.is::<FinishedRun>() => {
                 eprintln!(
                     "fsage: {} is a finished run: nothing left to do, the target is not touched",
                     state.display()
                 );
+                finished_reports(&state, &args)?;
                 return Ok(ExitCode::SUCCESS);
             }
             other => other?,
@@ -207,13 +256,13 @@ fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
 /// `--fs KIND --size SIZE IMAGE`: makes the image and its file system and mounts it at IMAGE.mnt;
 /// the run ages the mount point, keeps its state beside the image and writes its report to
 /// IMAGE.report.json unless told otherwise.
-fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, String> {
-    let image = args
-        .target
-        .clone()
-        .ok_or("with --fs, TARGET is the image file to create, e.g. /dev/shm/aged.img")?;
+fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> anyhow::Result<Prepared> {
+    let image = args.target.clone().ok_or_else(|| {
+        bad_input("with --fs, TARGET is the image file to create, e.g. /dev/shm/aged.img")
+    })?;
     let size_text = args.size.clone().expect("clap requires --size with --fs");
-    let size = parse_size(&size_text).map_err(|e| format!("--size {size_text:?}: {e}"))?;
+    let size =
+        parse_size(&size_text).map_err(|e| bad_input(format!("--size {size_text:?}: {e}")))?;
     let kind = match fs {
         crate::cli::FsArg::Ext4 => fsage_lab::FsKind::Ext4,
         crate::cli::FsArg::Xfs => fsage_lab::FsKind::Xfs,
@@ -224,23 +273,23 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, St
         .profile
         .as_deref()
         .expect("clap requires --profile without --resume");
-    fsage_profile::resolve(name).map_err(|e| e.to_string())?;
+    fsage_profile::resolve(name)?;
     let opts: Vec<String> = args
         .mkfs_opts
         .as_deref()
         .map(|o| o.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
     let image = absolute(&image);
-    fsage_lab::create_image(kind, size, &image, &opts).map_err(|e| e.to_string())?;
+    fsage_lab::create_image(kind, size, &image, &opts)?;
     let mnt = with_suffix(&image, ".mnt");
-    std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+    std::fs::create_dir_all(&mnt).map_err(|e| bad_input(format!("{}: {e}", mnt.display())))?;
     let mounted = match fsage_lab::Mounted::attach_and_mount(&image, &mnt) {
         Ok(m) => m,
         Err(e) => {
             let _ = std::fs::remove_dir(&mnt);
             let _ = std::fs::remove_file(&image);
             let _ = std::fs::remove_file(with_suffix(&image, ".fsage.json"));
-            return Err(e.to_string());
+            return Err(e.into());
         }
     };
     if !args.quiet {
@@ -274,21 +323,22 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> Result<Prepared, St
     Ok(p)
 }
 
-fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
+fn fresh(args: &AgeArgs) -> anyhow::Result<Prepared> {
     let name = args
         .profile
         .as_deref()
         .expect("clap requires --profile without --resume");
-    let profile = fsage_profile::resolve(name).map_err(|e| e.to_string())?;
+    let profile = fsage_profile::resolve(name)?;
     let fullness = args.fullness.unwrap_or(profile.fullness.get());
     if !(fullness > 0.0 && fullness <= 1.0) {
-        return Err(format!("--fullness {fullness}: must lie in (0, 1]"));
+        return Err(bad_input(format!(
+            "--fullness {fullness}: must lie in (0, 1]"
+        )));
     }
     if !args.dry_run {
-        let target = args
-            .target
-            .as_deref()
-            .ok_or("TARGET_DIR is required (or use --dry-run with --capacity)")?;
+        let target = args.target.as_deref().ok_or_else(|| {
+            bad_input("TARGET_DIR is required (or use --dry-run with --capacity)")
+        })?;
         prepare_target(target, args.force)?;
         check_writable(target)?;
     }
@@ -297,23 +347,23 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         _ => None,
     };
     let capacity = match (&args.capacity, fs) {
-        (Some(c), _) => parse_size(c).map_err(|e| format!("--capacity {c:?}: {e}"))?,
+        (Some(c), _) => parse_size(c).map_err(|e| bad_input(format!("--capacity {c:?}: {e}")))?,
         (None, Some((size, _))) => size,
         (None, None) => {
-            return Err(
-                "--capacity is needed: there is no target file system to take it from".into(),
-            )
+            return Err(bad_input(
+                "--capacity is needed: there is no target file system to take it from",
+            ))
         }
     };
     let block_size = match (&args.block_size, fs) {
-        (Some(b), _) => parse_size(b).map_err(|e| format!("--block-size {b:?}: {e}"))?,
+        (Some(b), _) => parse_size(b).map_err(|e| bad_input(format!("--block-size {b:?}: {e}")))?,
         (None, Some((_, bs))) => bs,
         (None, None) => 4096,
     };
     if !block_size.is_power_of_two() || block_size < 512 {
-        return Err(format!(
+        return Err(bad_input(format!(
             "--block-size {block_size}: must be a power of two of at least 512 bytes"
-        ));
+        )));
     }
     if let (Some((size, _)), false) = (fs, args.dry_run) {
         if capacity > size {
@@ -333,11 +383,11 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         exact_sizes: args.exact_sizes,
     };
     let planner = Planner::new(&profile, cfg).map_err(|e| {
-        format!(
+        bad_input(format!(
             "profile {} at capacity {} and fullness {fullness}: {e}",
             profile.name,
             human_bytes(capacity)
-        )
+        ))
     })?;
     let meta = RunMeta::new(&profile, String::new(), String::new());
     let unmet = planner.unmeetable_bins();
@@ -348,14 +398,14 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         .collect::<Vec<_>>()
         .join(", ");
     if unmet_share > 0.10 {
-        return Err(format!(
+        return Err(bad_input(format!(
             "profile {} cannot be met at capacity {} and fullness {fullness}: size bins holding {:.1}% \
              of its files are too large for the room left ({unmet_labels}). Lower --fullness or raise \
              --capacity",
             profile.name,
             human_bytes(capacity),
             100.0 * unmet_share,
-        ));
+        )));
     }
     if unmet_share > 0.005 && !args.quiet {
         eprintln!(
@@ -370,13 +420,13 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
             planner.tree().len() as u64 + planner.rapid_files().max(planner.steady_state());
         if let Some(free) = free_inodes(target) {
             if free < needed + needed / 20 {
-                return Err(format!(
+                return Err(bad_input(format!(
                     "{}: the file system has {free} free inodes, but this run needs about {needed} \
                      ({} directories and the files); make the file system with more inodes (for \
                      ext4, mkfs.ext4 -i 4096) or give a smaller --capacity",
                     target.display(),
                     planner.tree().len() - 1
-                ));
+                )));
             }
         }
     }
@@ -415,7 +465,9 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
         _ => None,
     };
     let op_log = match &args.op_log {
-        Some(p) => Some(OpLog::create(p).map_err(|e| format!("--op-log {}: {e}", p.display()))?),
+        Some(p) => Some(
+            OpLog::create(p).map_err(|e| bad_input(format!("--op-log {}: {e}", p.display())))?,
+        ),
         None => None,
     };
     Ok(Prepared {
@@ -435,8 +487,8 @@ fn fresh(args: &AgeArgs) -> Result<Prepared, String> {
 }
 
 /// Loads a saved run and refuses options that would change its decisions.
-fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
-    let st = State::load(path).map_err(|e| e.to_string())?;
+fn resume(path: &Path, args: &AgeArgs) -> anyhow::Result<Prepared> {
+    let st = State::load(path)?;
     let cfg = *st.plan.config();
     let mut refused = Vec::new();
     let mut differs = |flag: &str, given: Option<String>, saved: String| {
@@ -502,14 +554,14 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
         }
     }
     if !refused.is_empty() {
-        return Err(format!(
+        return Err(bad_input(format!(
             "{}: a resumed run keeps every option that changes its decisions; drop or correct: {}",
             path.display(),
             refused.join("; ")
-        ));
+        )));
     }
     if st.plan.phase() == Phase::Done {
-        return Err(FINISHED.to_string());
+        return Err(FinishedRun.into());
     }
     if let Some(max) = args.max_time.as_deref() {
         let limit = parse_duration("--max-time", max)?;
@@ -524,11 +576,11 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
     let profile = fsage_profile::parse(
         &st.record.profile_toml,
         &format!("{} (profile)", path.display()),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let op_log = match &st.record.op_log {
         Some(p) => Some(
-            OpLog::resume(p, st.record.op_log_len).map_err(|e| format!("{}: {e}", p.display()))?,
+            OpLog::resume(p, st.record.op_log_len)
+                .map_err(|e| bad_input(format!("{}: {e}", p.display())))?,
         ),
         None => None,
     };
@@ -538,7 +590,7 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
             if !fsage_lab::sys::loops_backed_by(image).is_empty() {
                 // A killed run leaves its image mounted: the image is this run's, so take it down.
                 fsage_lab::mount::umount(image).map_err(|e| {
-                    format!(
+                    anyhow::anyhow!(
                         "{}: still mounted by an earlier run, and {e}",
                         image.display()
                     )
@@ -548,8 +600,9 @@ fn resume(path: &Path, args: &AgeArgs) -> Result<Prepared, String> {
                     image.display()
                 );
             }
-            std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
-            Some(fsage_lab::Mounted::attach_and_mount(image, mnt).map_err(|e| e.to_string())?)
+            std::fs::create_dir_all(mnt)
+                .map_err(|e| bad_input(format!("{}: {e}", mnt.display())))?;
+            Some(fsage_lab::Mounted::attach_and_mount(image, mnt)?)
         }
         _ => None,
     };
@@ -589,14 +642,12 @@ fn run_on<B: Backend>(
     backend: &mut B,
     ctx: &RunCtx,
     quiet: bool,
-) -> Result<Outcome, String> {
+) -> anyhow::Result<Outcome> {
     if p.resumed {
         if let Some(target) = &p.target {
-            backend
-                .make_dirs(p.planner.tree())
-                .map_err(|e| e.to_string())?;
+            backend.make_dirs(p.planner.tree())?;
             let r = reconcile(target, &p.planner, backend).map_err(|e| {
-                format!(
+                anyhow::anyhow!(
                     "cannot bring {} back to the saved state: {e}",
                     target.display()
                 )
@@ -625,12 +676,7 @@ fn run_on<B: Backend>(
     ))
 }
 
-fn execute(
-    mut p: Prepared,
-    args: &AgeArgs,
-    stop: StopConditions,
-    interval: Duration,
-) -> Result<ExitCode, String> {
+fn execute(mut p: Prepared, args: &AgeArgs, stop: StopConditions, interval: Duration) -> CmdResult {
     let ctx = RunCtx {
         stop: stop.clone(),
         checkpoint: p.state.clone().map(|path| Checkpointing {
@@ -654,7 +700,7 @@ fn execute(
         }
         Some(target) => {
             let mut posix = Posix::open(&target, p.mode, p.planner.config().seed)
-                .map_err(|e| format!("{}: {e}", target.display()))?;
+                .map_err(|e| bad_input(format!("{}: {e}", target.display())))?;
             posix.reuse_existing_dirs(p.resumed);
             if args.threads > 1 {
                 let mut b = Parallel::new(posix, args.threads);
@@ -681,11 +727,13 @@ fn execute(
             .map(|(image, _)| with_suffix(image, ".report.json"))
     });
     if let Some(path) = &json {
-        write_atomic(path, export(&Json, &rep).as_bytes()).map_err(|e| format!("--json {e}"))?;
+        write_atomic(path, export(&Json, &rep).as_bytes())
+            .map_err(|e| bad_input(format!("--json {e}")))?;
     }
     if let Some(m) = p.mounted.take() {
         let mnt = m.mount_point().to_path_buf();
-        m.finish().map_err(|e| format!("the run ended, but: {e}"))?;
+        m.finish()
+            .map_err(|e| bad_input(format!("the run ended, but: {e}")))?;
         let _ = std::fs::remove_dir(&mnt);
         if let (false, Some((image, fs))) = (args.quiet, &p.image) {
             let how = if rep.converged {
@@ -749,8 +797,8 @@ fn execute(
 }
 
 /// `fsage status STATE`: where a run stands, read from its state file alone.
-pub fn status(path: &Path, json: bool) -> Result<ExitCode, String> {
-    let st = State::load(path).map_err(|e| e.to_string())?;
+pub fn status(path: &Path, json: bool) -> CmdResult {
+    let st = State::load(path)?;
     let status = st.status(path);
     if json {
         print!("{}", export(&Json, &status));

@@ -3,6 +3,8 @@
 //! decision changes from 10^4 to 10^7 live files.
 
 use crate::cli::BenchArgs;
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::human_bytes;
 use std::process::ExitCode;
@@ -19,8 +21,8 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
-    let profile = fsage_profile::resolve(&args.profile).map_err(|e| e.to_string())?;
+pub fn run(args: BenchArgs) -> CmdResult {
+    let profile = fsage_profile::resolve(&args.profile)?;
     println!(
         "profile {}; {} stable ticks per size; one line per live-file count",
         profile.name, args.ticks
@@ -39,13 +41,13 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
             seed: args.seed,
             exact_sizes: false,
         };
-        let probe = Planner::new(&profile, mk(probe_cap)).map_err(|e| e.to_string())?;
+        let probe = Planner::new(&profile, mk(probe_cap))?;
         let per_file = probe_cap as f64 / probe.steady_state().max(1) as f64;
         drop(probe);
         let capacity = (target as f64 * per_file) as u64;
         let rss0 = rss_bytes();
         let t0 = Instant::now();
-        let mut p = Planner::new(&profile, mk(capacity)).map_err(|e| e.to_string())?;
+        let mut p = Planner::new(&profile, mk(capacity))?;
         while p.tick() < p.rapid_files() {
             p.next_op();
         }

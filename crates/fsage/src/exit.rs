@@ -43,6 +43,18 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if cause.is::<Interrupted>() {
             return Blame::Interrupted;
         }
+        if let Some(e) = cause.downcast_ref::<fsage_lab::Error>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::StateError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::OpLogError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {
+            return e.blame();
+        }
     }
     Blame::Operation
 }
@@ -53,11 +65,6 @@ pub fn code(e: &anyhow::Error) -> u8 {
         Blame::Operation => FAILED,
         Blame::Interrupted => INTERRUPTED,
     }
-}
-
-/// A command not yet converted to typed errors: its `String` errors were all bad input.
-pub fn legacy(r: Result<ExitCode, String>) -> CmdResult {
-    r.map_err(bad_input)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! `fsage frag MOUNTPOINT` and `fsage frag compare A.json B.json...`.
 
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use crate::util::write_atomic;
 use clap::{Args, Subcommand};
 use fsage_measure::{FragOptions, FragReport};
@@ -49,20 +51,30 @@ pub struct FragArgs {
     pub sync_each: bool,
 }
 
-pub fn run(cmd: FragCmd) -> Result<ExitCode, String> {
+pub fn run(cmd: FragCmd) -> CmdResult {
     if let Some(FragSub::Compare { reports }) = cmd.sub {
         return compare(&reports);
     }
     let a = cmd.args;
     let Some(mount) = a.mountpoint else {
-        return Err("frag: give a MOUNTPOINT to measure, or `frag compare A.json B.json`".into());
+        return Err(bad_input(
+            "frag: give a MOUNTPOINT to measure, or `frag compare A.json B.json`",
+        ));
     };
     let probe = match &a.probe {
-        Some(s) => Some(fsage_profile::parse_size(s).map_err(|e| format!("--probe {s:?}: {e}"))?),
+        Some(s) => Some(
+            fsage_profile::parse_size(s).map_err(|e| bad_input(format!("--probe {s:?}: {e}")))?,
+        ),
         None => None,
     };
     if a.threads == Some(0) {
-        return Err("--threads 0: need at least one thread".into());
+        return Err(bad_input("--threads 0: need at least one thread"));
+    }
+    if !mount.exists() {
+        return Err(bad_input(format!(
+            "{}: no such file or directory",
+            mount.display()
+        )));
     }
     if mount.is_dir() && !fsage_lab::sys::is_mount_point(&mount) {
         eprintln!(
@@ -81,7 +93,15 @@ pub fn run(cmd: FragCmd) -> Result<ExitCode, String> {
     if let Some(t) = a.threads {
         opts.scan.threads = t;
     }
-    let report = fsage_measure::measure(&mount, &opts)?;
+    let report = fsage_measure::measure(&mount, &opts).map_err(anyhow::Error::msg)?;
+    if !report.measured_anything() {
+        return Err(bad_input(format!(
+            "{}: nothing can be measured on this {} file system: {}",
+            mount.display(),
+            report.fs_type,
+            report.why_nothing()
+        )));
+    }
     let json = report.to_json();
     match a.json.as_deref() {
         Some(p) if p.as_os_str() == "-" => print!("{json}"),
@@ -94,20 +114,25 @@ pub fn run(cmd: FragCmd) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn compare(paths: &[PathBuf]) -> Result<ExitCode, String> {
+fn compare(paths: &[PathBuf]) -> CmdResult {
     let mut reports = Vec::new();
     let mut names = Vec::new();
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let r = FragReport::from_json(&text)
-            .map_err(|e| format!("{}: not an `fsage frag --json` report: {e}", p.display()))?;
+        let text =
+            std::fs::read_to_string(p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
+        let r = FragReport::from_json(&text).map_err(|e| {
+            bad_input(format!(
+                "{}: not an `fsage frag --json` report: {e}",
+                p.display()
+            ))
+        })?;
         if r.format != fsage_measure::FRAG_FORMAT {
-            return Err(format!(
+            return Err(bad_input(format!(
                 "{}: report format {} (this fsage reads {})",
                 p.display(),
                 r.format,
                 fsage_measure::FRAG_FORMAT
-            ));
+            )));
         }
         names.push(p.file_stem().map_or_else(
             || p.display().to_string(),
@@ -160,15 +185,18 @@ pub struct ExtractArgs {
     pub force: bool,
 }
 
-pub fn extract(a: ExtractArgs) -> Result<ExitCode, String> {
+pub fn extract(a: ExtractArgs) -> CmdResult {
     use fsage_measure::{AgeFrom, ExtractOptions};
     if let Some(o) = &a.output {
         if o.exists() && !a.force {
-            return Err(format!("{}: exists; --force to overwrite it", o.display()));
+            return Err(bad_input(format!(
+                "{}: exists; --force to overwrite it",
+                o.display()
+            )));
         }
     }
     if a.threads == Some(0) {
-        return Err("--threads 0: need at least one thread".into());
+        return Err(bad_input("--threads 0: need at least one thread"));
     }
     let mut opts = ExtractOptions {
         name: a.name.clone().unwrap_or_else(|| {
@@ -179,9 +207,10 @@ pub fn extract(a: ExtractArgs) -> Result<ExitCode, String> {
                 .unwrap_or_else(|| "extracted".into())
         }),
         capacity: match &a.capacity {
-            Some(c) => {
-                Some(fsage_profile::parse_size(c).map_err(|e| format!("--capacity {c:?}: {e}"))?)
-            }
+            Some(c) => Some(
+                fsage_profile::parse_size(c)
+                    .map_err(|e| bad_input(format!("--capacity {c:?}: {e}")))?,
+            ),
             None => None,
         },
         age_from: match a.age_from {
@@ -196,7 +225,7 @@ pub fn extract(a: ExtractArgs) -> Result<ExitCode, String> {
     if let Some(t) = a.threads {
         opts.threads = t;
     }
-    let (p, st) = fsage_measure::extract(&a.path, &opts)?;
+    let (p, st) = fsage_measure::extract(&a.path, &opts).map_err(bad_input)?;
     let text = fsage_profile::to_toml(&p);
     match &a.output {
         Some(o) => write_atomic(o, text.as_bytes())?,

@@ -1,5 +1,7 @@
 //! `fsage fs ...`, `fsage image ...`, `fsage rollback ...`: the lab, on top of `fsage-lab`.
 
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_lab::image::{default_library_dir, Library, ProfileRecord, SaveOptions};
 use fsage_lab::mount::MountOptions;
@@ -225,15 +227,15 @@ fn split_opts(o: &Option<String>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn size_flag(flag: &str, s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| format!("{flag} {s:?}: {e}"))
+fn size_flag(flag: &str, s: &str) -> anyhow::Result<u64> {
+    parse_size(s).map_err(|e| bad_input(format!("{flag} {s:?}: {e}")))
 }
 
-pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
+pub fn run_fs(cmd: FsCmd) -> CmdResult {
     signals::install();
     match cmd {
         FsCmd::Create(a) => {
-            let kind = FsKind::parse(&a.fs).map_err(|e| format!("--fs: {e}"))?;
+            let kind = FsKind::parse(&a.fs).map_err(|e| bad_input(format!("--fs: {e}")))?;
             let size = a
                 .size
                 .as_deref()
@@ -247,8 +249,7 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
                     mkfs_opts: split_opts(&a.mkfs_opts),
                     force: a.force,
                 },
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             println!(
                 "made {} ({}) on {}: {}",
                 kind,
@@ -257,7 +258,7 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
                 info.mkfs_command.join(" ")
             );
             if let Some(dir) = a.mount {
-                let m = Mounted::attach_and_mount(&a.target, &dir).map_err(|e| e.to_string())?;
+                let m = Mounted::attach_and_mount(&a.target, &dir)?;
                 let (dev, mp) = m.keep();
                 println!(
                     "mounted {} ({}) on {}",
@@ -270,7 +271,7 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
         }
         FsCmd::Mount(a) => {
             if let Some(t) = &a.fs {
-                FsKind::parse(t).map_err(|e| format!("--fs: {e}"))?;
+                FsKind::parse(t).map_err(|e| bad_input(format!("--fs: {e}")))?;
             }
             let m = Mounted::attach_and_mount_with(
                 &a.target,
@@ -279,8 +280,7 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
                     fstype: a.fs.clone(),
                     options: a.options.clone(),
                 },
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let (dev, mp) = m.keep();
             println!(
                 "mounted {} ({}) on {}",
@@ -291,7 +291,7 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         FsCmd::Umount { target } => {
-            let u = fsage_lab::mount::umount(&target).map_err(|e| e.to_string())?;
+            let u = fsage_lab::mount::umount(&target)?;
             for m in &u.mount_points {
                 println!("unmounted {}", m.display());
             }
@@ -308,20 +308,19 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         FsCmd::DropCaches => {
-            fsage_lab::drop_caches().map_err(|e| e.to_string())?;
+            fsage_lab::drop_caches()?;
             println!("dropped caches");
             Ok(ExitCode::SUCCESS)
         }
         FsCmd::Trim { target } => {
             let n = if target.is_dir() {
-                fsage_lab::trim(&target).map_err(|e| e.to_string())?
+                fsage_lab::trim(&target)?
             } else {
                 let dir = tempdir_for_mount()?;
-                let m =
-                    Mounted::attach_and_mount(&target, dir.path()).map_err(|e| e.to_string())?;
+                let m = Mounted::attach_and_mount(&target, dir.path())?;
                 let r = fsage_lab::trim(m.mount_point());
-                m.finish().map_err(|e| e.to_string())?;
-                r.map_err(|e| e.to_string())?
+                m.finish()?;
+                r?
             };
             println!("trimmed {} ({})", target.display(), human_bytes(n));
             Ok(ExitCode::SUCCESS)
@@ -329,12 +328,12 @@ pub fn run_fs(cmd: FsCmd) -> Result<ExitCode, String> {
         FsCmd::Check { target, fs } => {
             let t = match fs {
                 Some(t) => t,
-                None => fsage_lab::probe_fs(&target)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("{}: no file system found", target.display()))?,
+                None => fsage_lab::probe_fs(&target)?.ok_or_else(|| {
+                    bad_input(format!("{}: no file system found", target.display()))
+                })?,
             };
-            let kind = FsKind::parse(&t).map_err(|e| e.to_string())?;
-            fsage_lab::fsck(&target, kind).map_err(|e| e.to_string())?;
+            let kind = FsKind::parse(&t)?;
+            fsage_lab::fsck(&target, kind)?;
             println!("{}: {kind} clean", target.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -357,7 +356,7 @@ impl Drop for MountDir {
     }
 }
 
-fn tempdir_for_mount() -> Result<MountDir, String> {
+fn tempdir_for_mount() -> anyhow::Result<MountDir> {
     let p = std::env::temp_dir().join(format!(
         "fsage-mnt-{}-{}",
         std::process::id(),
@@ -366,11 +365,11 @@ fn tempdir_for_mount() -> Result<MountDir, String> {
             .map(|d| d.as_nanos())
             .unwrap_or(0)
     ));
-    std::fs::create_dir(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    std::fs::create_dir(&p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
     Ok(MountDir(p))
 }
 
-pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
+pub fn run_image(cmd: ImageCmd) -> CmdResult {
     signals::install();
     match cmd {
         ImageCmd::Save(a) => {
@@ -381,19 +380,20 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
                     .image
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
-                    .ok_or_else(|| format!("{}: give --name", a.image.display()))?,
+                    .ok_or_else(|| bad_input(format!("{}: give --name", a.image.display())))?,
             };
             let report = match &a.report {
                 Some(p) => {
                     let t = std::fs::read_to_string(p)
-                        .map_err(|e| format!("--report {}: {e}", p.display()))?;
-                    let v: serde_json::Value = serde_json::from_str(&t)
-                        .map_err(|e| format!("--report {}: not JSON: {e}", p.display()))?;
+                        .map_err(|e| bad_input(format!("--report {}: {e}", p.display())))?;
+                    let v: serde_json::Value = serde_json::from_str(&t).map_err(|e| {
+                        bad_input(format!("--report {}: not JSON: {e}", p.display()))
+                    })?;
                     if v.get("profile").is_none() || v.get("seed").is_none() {
-                        return Err(format!(
+                        return Err(bad_input(format!(
                             "--report {}: not an fsage age report (no profile or seed)",
                             p.display()
-                        ));
+                        )));
                     }
                     Some(v)
                 }
@@ -408,7 +408,8 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
             });
             let profile = match &profile_name {
                 Some(n) => {
-                    let p = fsage_profile::resolve(n).map_err(|e| format!("--profile: {e}"))?;
+                    let p = fsage_profile::resolve(n)
+                        .map_err(|e| bad_input(format!("--profile: {e}")))?;
                     Some(ProfileRecord {
                         name: p.name.clone(),
                         toml: fsage_profile::to_toml(&p),
@@ -416,20 +417,18 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
                 }
                 None => None,
             };
-            let m = lib
-                .save(
-                    &a.image,
-                    &SaveOptions {
-                        name,
-                        profile,
-                        report,
-                        mkfs_opts: a.mkfs_opts.as_ref().map(|_| split_opts(&a.mkfs_opts)),
-                        note: a.note,
-                        zstd_level: a.level,
-                        force: a.force,
-                    },
-                )
-                .map_err(|e| e.to_string())?;
+            let m = lib.save(
+                &a.image,
+                &SaveOptions {
+                    name,
+                    profile,
+                    report,
+                    mkfs_opts: a.mkfs_opts.as_ref().map(|_| split_opts(&a.mkfs_opts)),
+                    note: a.note,
+                    zstd_level: a.level,
+                    force: a.force,
+                },
+            )?;
             println!(
                 "saved {} as {:?} in {}: {} image, {} of data, {} compressed, sha256 {}",
                 a.image.display(),
@@ -454,7 +453,7 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            let items = lib.list().map_err(|e| e.to_string())?;
+            let items = lib.list()?;
             if items.is_empty() {
                 println!("no images in {}", lib.dir.display());
                 return Ok(ExitCode::SUCCESS);
@@ -487,19 +486,16 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
             lib,
         } => {
             let lib = lib.open();
-            let m = lib.load(&name).map_err(|e| e.to_string())?;
+            let m = lib.load(&name)?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&m).map_err(|e| e.to_string())?
-                );
+                println!("{}", serde_json::to_string_pretty(&m)?);
                 return Ok(ExitCode::SUCCESS);
             }
             if profile_toml {
                 let p = m
                     .profile
                     .as_ref()
-                    .ok_or_else(|| format!("{name}: no profile recorded"))?;
+                    .ok_or_else(|| bad_input(format!("{name}: no profile recorded")))?;
                 print!("{}", p.toml);
                 return Ok(ExitCode::SUCCESS);
             }
@@ -564,8 +560,7 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
         ImageCmd::Verify { names, lib } => {
             let lib = lib.open();
             let names = if names.is_empty() {
-                lib.list()
-                    .map_err(|e| e.to_string())?
+                lib.list()?
                     .into_iter()
                     .filter_map(|m| m.ok().map(|m| m.name))
                     .collect()
@@ -598,9 +593,7 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
             lib,
         } => {
             let lib = lib.open();
-            let s = lib
-                .restore(&name, &target, force)
-                .map_err(|e| e.to_string())?;
+            let s = lib.restore(&name, &target, force)?;
             println!(
                 "restored {name:?} to {} ({}, {} of data) in {:.2}s; checksums verified",
                 target.display(),
@@ -625,8 +618,7 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
                     zero_holes: !no_zero_holes,
                     verify: !no_verify,
                 },
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             println!(
                 "copied {} to {}: {} image, {} of data written, {} zeroed, {:.2}s{}",
                 source.display(),
@@ -648,7 +640,7 @@ pub fn run_image(cmd: ImageCmd) -> Result<ExitCode, String> {
     }
 }
 
-pub fn run_rollback(cmd: RollbackCmd) -> Result<ExitCode, String> {
+pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
     signals::install();
     match cmd {
         RollbackCmd::Track(a) => {
@@ -664,8 +656,7 @@ pub fn run_rollback(cmd: RollbackCmd) -> Result<ExitCode, String> {
                     compare: a.compare,
                     no_check: a.no_check,
                 },
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let log_path = a.log.unwrap_or_else(|| rollback::default_log(&a.image));
             match log.method {
                 rollback::Method::Trace => println!(
@@ -700,19 +691,19 @@ pub fn run_rollback(cmd: RollbackCmd) -> Result<ExitCode, String> {
             no_verify,
         } => {
             let log = log.unwrap_or_else(|| rollback::default_log(&image));
-            let l = rollback::read_log(&log).map_err(|e| e.to_string())?;
+            let l = rollback::read_log(&log)?;
             let canon = image
                 .canonicalize()
-                .map_err(|e| format!("{}: {e}", image.display()))?;
+                .map_err(|e| bad_input(format!("{}: {e}", image.display())))?;
             if l.image != canon {
-                return Err(format!(
+                return Err(bad_input(format!(
                     "{}: the log {} is for {}",
                     image.display(),
                     log.display(),
                     l.image.display()
-                ));
+                )));
             }
-            let r = rollback::restore(&log, compare, !no_verify).map_err(|e| e.to_string())?;
+            let r = rollback::restore(&log, compare, !no_verify)?;
             println!(
                 "rolled back {} ({:?}): {} in {} ranges rewritten in {:.3}s{}",
                 image.display(),

@@ -21,17 +21,16 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = cli::Cli::parse();
-    use exit::legacy;
     let result = match cli.command {
-        cli::Command::Profile(cmd) => legacy(profile_cmd::run(cmd)),
-        cli::Command::Age(args) => legacy(age::run_cmd(*args)),
-        cli::Command::Replay(args) => legacy(replay::run(args)),
-        cli::Command::Status { state, json } => legacy(age::status(&state, json)),
-        cli::Command::Bench(cli::BenchCmd::Planner(args)) => legacy(bench::run(args)),
-        cli::Command::Fs(cmd) => legacy(lab_cmd::run_fs(cmd)),
-        cli::Command::Image(cmd) => legacy(lab_cmd::run_image(cmd)),
-        cli::Command::Rollback(cmd) => legacy(lab_cmd::run_rollback(cmd)),
-        cli::Command::Frag(cmd) => legacy(frag_cmd::run(cmd)),
+        cli::Command::Profile(cmd) => profile_cmd::run(cmd),
+        cli::Command::Age(args) => age::run_cmd(*args),
+        cli::Command::Replay(args) => replay::run(args),
+        cli::Command::Status { state, json } => age::status(&state, json),
+        cli::Command::Bench(cli::BenchCmd::Planner(args)) => bench::run(args),
+        cli::Command::Fs(cmd) => lab_cmd::run_fs(cmd),
+        cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
+        cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
+        cli::Command::Frag(cmd) => frag_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

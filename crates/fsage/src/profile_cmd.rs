@@ -1,6 +1,8 @@
 //! `fsage profile list|show|import`.
 
 use crate::cli::ProfileCmd;
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use crate::util::write_atomic;
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::{
@@ -8,7 +10,7 @@ use fsage_profile::{
 };
 use std::process::ExitCode;
 
-pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
+pub fn run(cmd: ProfileCmd) -> CmdResult {
     match cmd {
         ProfileCmd::Extract(args) => crate::frag_cmd::extract(args),
         ProfileCmd::List => {
@@ -38,18 +40,18 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
             seed,
             toml,
         } => {
-            let p = fsage_profile::resolve(&profile).map_err(|e| e.to_string())?;
+            let p = fsage_profile::resolve(&profile)?;
             if toml {
                 print!("{}", to_toml(&p));
                 return Ok(ExitCode::SUCCESS);
             }
-            let capacity =
-                parse_size(&capacity).map_err(|e| format!("--capacity {capacity:?}: {e}"))?;
-            let block_size =
-                parse_size(&block_size).map_err(|e| format!("--block-size {block_size:?}: {e}"))?;
+            let capacity = parse_size(&capacity)
+                .map_err(|e| bad_input(format!("--capacity {capacity:?}: {e}")))?;
+            let block_size = parse_size(&block_size)
+                .map_err(|e| bad_input(format!("--block-size {block_size:?}: {e}")))?;
             let u = fullness.unwrap_or(p.fullness.get());
             if Fullness::new(u).is_none() {
-                return Err(format!("--fullness {u}: must lie in (0, 1]"));
+                return Err(bad_input(format!("--fullness {u}: must lie in (0, 1]")));
             }
             print!("{}", render_tables(&p));
             let cfg = PlanConfig {
@@ -97,10 +99,10 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
                 dir.file_name()
                     .map_or_else(|| "imported".into(), |n| n.to_string_lossy().into_owned())
             });
-            let mut p = fsage_profile::import_geriatrix(&dir, &name).map_err(|e| e.to_string())?;
+            let mut p = fsage_profile::import_geriatrix(&dir, &name)?;
             if let Some(u) = fullness {
-                p.fullness =
-                    Fullness::new(u).ok_or(format!("--fullness {u}: must lie in (0, 1]"))?;
+                p.fullness = Fullness::new(u)
+                    .ok_or_else(|| bad_input(format!("--fullness {u}: must lie in (0, 1]")))?;
             }
             if !description.is_empty() {
                 p.description = description;
@@ -112,10 +114,10 @@ pub fn run(cmd: ProfileCmd) -> Result<ExitCode, String> {
             match output {
                 Some(path) => {
                     if path.exists() && !force {
-                        return Err(format!(
+                        return Err(bad_input(format!(
                             "{}: exists; --force to overwrite it",
                             path.display()
-                        ));
+                        )));
                     }
                     write_atomic(&path, text.as_bytes())?;
                     eprintln!("fsage: wrote profile {} to {}", p.name, path.display());

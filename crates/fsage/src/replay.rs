@@ -3,15 +3,17 @@
 //! than through the run loop.
 
 use crate::cli::{ReplayArgs, WriteModeArg};
+#[allow(unused_imports)]
+use crate::exit::{bad_input, CmdResult};
 use crate::util::prepare_target;
 use fsage_exec::{oplog, Backend, Posix, WriteMode};
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub fn run(args: ReplayArgs) -> Result<ExitCode, String> {
+pub fn run(args: ReplayArgs) -> CmdResult {
     let text = std::fs::read_to_string(&args.op_log)
-        .map_err(|e| format!("{}: {e}", args.op_log.display()))?;
-    let log = oplog::read(&text, &args.op_log.display().to_string()).map_err(|e| e.to_string())?;
+        .map_err(|e| bad_input(format!("{}: {e}", args.op_log.display())))?;
+    let log = oplog::read(&text, &args.op_log.display().to_string())?;
     drop(text);
     prepare_target(&args.target, args.force)?;
     let mode = match args.write_mode {
@@ -19,13 +21,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode, String> {
         WriteModeArg::Write => WriteMode::Write,
     };
     let mut b = Posix::open(&args.target, mode, 0)
-        .map_err(|e| format!("{}: {e}", args.target.display()))?;
+        .map_err(|e| bad_input(format!("{}: {e}", args.target.display())))?;
     let start = Instant::now();
-    b.make_dirs(&log.tree).map_err(|e| e.to_string())?;
+    b.make_dirs(&log.tree)?;
     for step in &log.steps {
-        b.apply(step).map_err(|e| e.to_string())?;
+        b.apply(step)?;
     }
-    b.finish().map_err(|e| e.to_string())?;
+    b.finish()?;
     let secs = start.elapsed().as_secs_f64();
     println!(
         "replayed {} directories and {} operations in {:.3}s: {:.0} ops/s",

@@ -309,3 +309,22 @@ fn profile_extract_writes_a_profile_that_ages() {
         "-q".as_ref(),
     ]);
 }
+
+/// Regression: `frag` on tmpfs exited 0 having measured nothing (no GETFSMAP, no FIEMAP there).
+#[test]
+fn frag_on_a_file_system_it_cannot_measure_says_so_and_fails() {
+    let Some(t) = tmpfs_or_skip(
+        "frag_on_a_file_system_it_cannot_measure_says_so_and_fails",
+        "16m",
+    ) else {
+        return;
+    };
+    fs::write(t.path().join("f"), vec![7u8; 100_000]).unwrap();
+    let o = fsage(["frag", s(t.path())]);
+    expect_code(&o, 2, "frag on tmpfs");
+    let e = stderr(&o);
+    assert!(
+        e.contains("nothing can be measured") && e.contains("tmpfs"),
+        "{e}"
+    );
+}

@@ -466,7 +466,11 @@ fn lab_safety_and_cleanup() {
         "--library",
         &lib,
     ]);
-    expect_code(&o, 2, "restore of a corrupted snapshot");
+    expect_code(
+        &o,
+        1,
+        "restore of a corrupted snapshot: a failed operation, not bad input",
+    );
     assert!(
         !lab.p("bad.img").exists(),
         "a failed restore left its target"
@@ -612,4 +616,31 @@ fn image_targets_are_only_regular_files_or_block_devices() {
         let meta = fs::symlink_metadata("/dev/null").unwrap();
         assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
     }
+}
+
+/// Regression: every failure exited 2 ("bad input"), a failed mount included. A file system the
+/// kernel refuses as corrupt is a failed operation: exit 1.
+#[test]
+fn a_mount_that_fails_on_a_corrupt_file_system_exits_1() {
+    if let Err(why) = need_root_and(&["mkfs.ext4", "losetup"]) {
+        skip("a_mount_that_fails_on_a_corrupt_file_system_exits_1", &why);
+        return;
+    }
+    let d = tmp();
+    let img = d.path().join("c.img");
+    fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    run_cmd("mkfs.ext4", &["-q", "-F", "-b", "4096", s(&img)]).unwrap();
+    // Zero the group descriptor table (block 1): the superblock still says ext4.
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = fs::OpenOptions::new().write(true).open(&img).unwrap();
+        f.seek(SeekFrom::Start(4096)).unwrap();
+        f.write_all(&[0u8; 4096]).unwrap();
+    }
+    let mnt = d.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let o = fsage(["fs", "mount", s(&img), s(&mnt)]);
+    expect_code(&o, 1, "mount of a corrupt ext4");
+    assert!(stderr(&o).contains("mount -t ext4"), "{}", stderr(&o));
+    assert!(!is_mount_point(&mnt));
 }
