@@ -181,6 +181,10 @@ pub struct ExtractArgs {
     /// Worker threads (default: the CPUs available).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Keep T (the convergence theorem's ticks) at most this many times K by merging the
+    /// youngest age bins: a profile that can be aged in reasonable time.
+    #[arg(long, default_value_t = fsage_measure::extract::DEFAULT_MAX_T_FACTOR)]
+    pub max_t_factor: f64,
     #[arg(long)]
     pub force: bool,
 }
@@ -220,6 +224,7 @@ pub fn extract(a: ExtractArgs) -> CmdResult {
         },
         size_base: a.size_base,
         age_base: a.age_base,
+        max_t_factor: a.max_t_factor,
         ..Default::default()
     };
     if let Some(t) = a.threads {
@@ -244,17 +249,29 @@ pub fn extract(a: ExtractArgs) -> CmdResult {
         w.hardlink_dups,
         w.other_fs,
         w.unreadable,
-        if st.btime_missing > 0 {
-            format!("; {} files without birth time used mtime", st.btime_missing)
-        } else {
-            String::new()
-        },
-        if st.future > 0 {
-            format!("; {} timestamps in the future counted as age 0", st.future)
-        } else {
-            String::new()
-        }
+        String::new(),
+        String::new()
     );
+    eprintln!("fsage: ages from {}", st.age_source);
+    if st.before_1980 + st.future > 0 {
+        eprintln!(
+            "fsage: warning: left out of the age histogram: {} files with a timestamp before 1980 \
+             and {} with one in the future (placeholders, not ages)",
+            st.before_1980, st.future
+        );
+    }
+    if let Some(m) = &st.merged {
+        eprintln!(
+            "fsage: merged the {} youngest age bins ({:.2}% of the files) into the bin of ages up \
+             to {} s: T goes from {:.0} K to {:.0} K (--max-t-factor {})",
+            m.bins,
+            100.0 * m.share,
+            m.into_age,
+            m.factor_before,
+            m.factor_after,
+            a.max_t_factor
+        );
+    }
     for e in &w.errors {
         eprintln!("fsage: skipped: {e}");
     }

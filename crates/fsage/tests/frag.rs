@@ -328,3 +328,86 @@ fn frag_on_a_file_system_it_cannot_measure_says_so_and_fails() {
         "{e}"
     );
 }
+
+/// Regression: a profile extracted from a real tree could not be aged (mtimes near the epoch next
+/// to files made minutes ago gave T = 1.4e11 ticks). Timestamps before 1980 and in the future are
+/// left out and reported, the youngest age bins merge until T <= 1000 K, and a dry run of the
+/// profile converges onto the extracted histograms.
+#[test]
+fn an_extracted_profile_with_epoch_and_fresh_files_ages_and_matches() {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    let now = SystemTime::now();
+    let mut n = 0u64;
+    for d in 0..20 {
+        let sub = root.join(format!("d{d}/e{}", d % 3));
+        fs::create_dir_all(&sub).unwrap();
+        for i in 0..60u64 {
+            n += 1;
+            let f = fs::File::create(sub.join(format!("f{i}"))).unwrap();
+            f.set_len((1 + (n * 7919) % 300) * 1000).unwrap();
+            let when = match n % 20 {
+                0 => UNIX_EPOCH + Duration::from_secs(n), // a placeholder, not an age
+                1 => now + Duration::from_secs(86_400 * 30), // the future
+                2..=4 => now - Duration::from_secs(60 + n), // made minutes ago
+                k => now - Duration::from_secs(86_400 * (30 * k + n % 90)), // months to years
+            };
+            f.set_modified(when).unwrap();
+        }
+    }
+    let out = dir.path().join("p.toml");
+    let o = fsage_ok([
+        "profile",
+        "extract",
+        s(&root),
+        "-o",
+        s(&out),
+        "--capacity",
+        "1GiB",
+        "--age-from",
+        "mtime",
+    ]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("60 files with a timestamp before 1980"),
+        "{err}"
+    );
+    assert!(err.contains("60 with one in the future"), "{err}");
+    assert!(err.contains("youngest age bins"), "{err}");
+    let show = stdout(&fsage_ok([
+        "profile",
+        "show",
+        s(&out),
+        "--capacity",
+        "4GiB",
+    ]));
+    let factor: f64 = show
+        .split(" ticks to converge (")
+        .nth(1)
+        .and_then(|t| t.split(" ×").next())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no T factor in: {show}"));
+    assert!(factor <= 1000.0, "T = {factor} K");
+    let json = dir.path().join("r.json");
+    fsage_ok([
+        "age",
+        "-p",
+        s(&out),
+        "--capacity",
+        "4GiB",
+        "--fullness",
+        "0.5",
+        "--dry-run",
+        "-q",
+        "--json",
+        s(&json),
+    ]);
+    let r = read_json(&json);
+    assert_eq!(r["stop_reason"], "converged");
+    assert!(r["age"]["rmse"].as_f64().unwrap() < 1e-3, "{}", r["age"]);
+    for h in ["size", "depth"] {
+        let worst = r[h]["max_abs_error"].as_f64().unwrap();
+        assert!(worst < 0.005, "{h} off by {worst}");
+    }
+}
