@@ -8,6 +8,13 @@ use crate::model::{AgeBin, DepthBin, Profile, SizeBin};
 /// Largest byte edge or subdirectory count accepted: TOML integers are signed 64-bit, and every
 /// valid profile must be writable back to TOML.
 pub const MAX_INT: u64 = i64::MAX as u64;
+/// Deepest directory level: a path of 256 directories named `d<id>` stays within PATH_MAX (4096).
+pub const MAX_DEPTH: u32 = 256;
+/// Most directories a profile may ask for, at one depth and in all: about what ext4 or xfs can hold
+/// in inodes (2^32), and what fsage numbers directories with.
+pub const MAX_DIRS: u64 = u32::MAX as u64 - 1;
+/// Most bins in one histogram.
+pub const MAX_BINS: usize = 4096;
 
 /// A number as written in the input, before we know what it must be.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -173,6 +180,12 @@ fn check_hist<B>(
             "no bins; a histogram needs at least one",
         ));
     }
+    if bins.len() > MAX_BINS {
+        return Err(Problem::whole(
+            label,
+            format!("{} bins; at most {MAX_BINS} are allowed", bins.len()),
+        ));
+    }
     let mut previous = None;
     for (i, bin) in bins.iter().enumerate() {
         key(previous, bin)
@@ -222,9 +235,15 @@ pub(crate) fn check_depths(bins: &[DepthBin]) -> Result<(), Problem> {
         bins,
         |b| b.weight,
         |prev, b| {
-            if b.subdirs > MAX_INT {
+            if b.depth > MAX_DEPTH {
                 Err(format!(
-                    "subdirs {} is too large (at most {MAX_INT})",
+                    "depth {} is too deep: at most {MAX_DEPTH} (a deeper path would not fit in \
+                     PATH_MAX)",
+                    b.depth
+                ))
+            } else if b.subdirs > MAX_DIRS {
+                Err(format!(
+                    "subdirs {} is more directories than a file system holds (at most {MAX_DIRS})",
                     b.subdirs
                 ))
             } else if let Some(p) = prev.filter(|p| b.depth <= p.depth) {
@@ -236,7 +255,15 @@ pub(crate) fn check_depths(bins: &[DepthBin]) -> Result<(), Problem> {
                 Ok(())
             }
         },
-    )
+    )?;
+    let total: u64 = bins.iter().map(|b| b.subdirs.min(MAX_DIRS + 1)).sum();
+    if total > MAX_DIRS {
+        return Err(Problem::whole(
+            "depth",
+            format!("{total} directories in all; a file system holds at most {MAX_DIRS}"),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn check_ages(bins: &[AgeBin]) -> Result<(), Problem> {

@@ -28,7 +28,7 @@ pub mod toml_format;
 pub mod units;
 
 pub use builtin::{builtin, builtin_names, resolve};
-pub use check::MAX_INT;
+pub use check::{MAX_BINS, MAX_DEPTH, MAX_DIRS, MAX_INT};
 pub use error::ProfileError;
 pub use geriatrix::{import_geriatrix, import_geriatrix_files, IMPORT_FULLNESS};
 pub use model::{fractions, AgeBin, DepthBin, Fullness, Profile, SizeBin};

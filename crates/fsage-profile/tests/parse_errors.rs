@@ -436,3 +436,30 @@ fn errors_toml_leaves_unexplained_get_a_message() {
         (Some(7), "invalid TOML syntax")
     );
 }
+
+/// Regression: a depth of 4294967295, `subdirs = 9223372036854775807` or 10^6 bins were accepted
+/// and made `profile show` grow to 11-15 GB. The format bounds them to what a file system holds.
+#[test]
+fn counts_a_file_system_cannot_hold_are_refused() {
+    refused("[1, 3, 0]", "[4294967295, 3, 0]", 10, "too deep");
+    refused("[1, 3, 0]", "[257, 3, 0]", 10, "at most 256");
+    refused(
+        "[0, 1, 2]",
+        "[0, 1, 9223372036854775807]",
+        10,
+        "more directories than a file system holds",
+    );
+    let e = error(&VALID.replacen(
+        "[[0, 1, 2], [1, 3, 0]]",
+        "[[0, 1, 3000000000], [1, 3, 3000000000]]",
+        1,
+    ));
+    assert!(e.message.contains("directories in all"), "{e}");
+    let many: Vec<String> = (1..=5000).map(|i| format!("[{i}, 1]")).collect();
+    let e = error(&VALID.replacen(
+        "[[1024, 10], [2048, 5]]",
+        &format!("[{}]", many.join(", ")),
+        1,
+    ));
+    assert!(e.message.contains("at most 4096"), "{e}");
+}

@@ -39,7 +39,11 @@ fn valid_profile() -> impl Strategy<Value = Profile> {
         tidy(bins.collect(), |b| b.max_bytes as f64, |b| &mut b.weight)
     });
     let depths = prop::collection::vec(
-        (any::<u32>(), weight(), prop_oneof![0u64..100, 0..=MAX_INT]),
+        (
+            0..=fsage_profile::MAX_DEPTH,
+            weight(),
+            prop_oneof![0u64..100, 0..=fsage_profile::MAX_DIRS / 32],
+        ),
         1..30,
     )
     .prop_map(|rows| {
