@@ -10,6 +10,7 @@ pub mod op;
 pub mod oplog;
 pub mod parallel;
 pub mod posix;
+pub mod preflight;
 pub mod reconcile;
 pub mod report;
 pub mod runner;

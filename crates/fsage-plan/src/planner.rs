@@ -646,6 +646,27 @@ impl Planner {
         }
     }
 
+    /// Logical bytes a run to T will write, by running a copy of the planner through the rapid
+    /// phase and a sample of the stable phase (at least 200,000 ticks or 2 K, at most 5 million)
+    /// and extrapolating the stable phase's bytes per tick to T. The sizes a stable create draws
+    /// depend on which bins the deletes empty, so a formula over the histogram misses by a factor.
+    pub fn expected_bytes_written(&self) -> u64 {
+        let mut sim = self.clone();
+        while sim.tick < sim.rapid_len.min(sim.total) {
+            sim.next_op();
+        }
+        let (t0, b0) = (sim.tick, sim.counters.bytes_written);
+        let left = sim.total - sim.tick;
+        let sample = left.min((2 * sim.rapid_len).clamp(200_000, 5_000_000));
+        while sim.tick < t0 + sample && sim.next_op().is_some() {}
+        let done = sim.tick - t0;
+        if done == 0 {
+            return b0;
+        }
+        let per_tick = (sim.counters.bytes_written - b0) as f64 / done as f64;
+        b0 + (per_tick * left as f64) as u64
+    }
+
     pub(crate) fn rng_state(&self) -> [u64; 4] {
         self.rng.state()
     }

@@ -142,6 +142,18 @@ pub fn run_cmd(mut args: AgeArgs) -> CmdResult {
             args.threads
         )));
     }
+    // Every output path is checked before anything runs: a finished run's report must not be
+    // lost to a typo in a directory name.
+    let state_out = args.state.as_ref().filter(|_| args.resume.is_none());
+    for (flag, path) in [
+        ("--json", args.json.as_ref()),
+        ("--op-log", args.op_log.as_ref()),
+        ("--state", state_out),
+    ] {
+        if let Some(p) = path {
+            fsage_sys::check_writable_file(p).map_err(|e| bad_input(format!("{flag} {e}")))?;
+        }
+    }
     // Held until the run ends: a second session of the same run is refused.
     let mut _lock = match &args.resume {
         Some(state) => Some(lock_state(state)?),
@@ -268,12 +280,29 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> anyhow::Result<Prep
         crate::cli::FsArg::Xfs => fsage_lab::FsKind::Xfs,
         crate::cli::FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
     };
-    // Check the profile before making anything.
+    // Check the profile and the plan at this size before making anything.
     let name = args
         .profile
         .as_deref()
         .expect("clap requires --profile without --resume");
-    fsage_profile::resolve(name)?;
+    let profile = fsage_profile::resolve(name)?;
+    let fullness = args.fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    let block_size = match &args.block_size {
+        Some(b) => parse_size(b).map_err(|e| bad_input(format!("--block-size {b:?}: {e}")))?,
+        None => 4096,
+    };
+    plan(
+        &profile,
+        PlanConfig {
+            capacity: size,
+            fullness,
+            block_size,
+            seed: args.seed.unwrap_or(1),
+            exact_sizes: args.exact_sizes,
+        },
+    )
+    .map_err(|e| anyhow::anyhow!(e).context(format!("--size {size_text}: nothing was made")))?;
     let opts: Vec<String> = args
         .mkfs_opts
         .as_deref()
@@ -323,6 +352,51 @@ fn with_new_fs(fs: crate::cli::FsArg, args: &mut AgeArgs) -> anyhow::Result<Prep
     Ok(p)
 }
 
+/// `--fullness 1` leaves no room above the target for the stable phase to create into: every
+/// size bin would be unmeetable and the run refused later, so it is refused here, with the reason.
+fn check_fullness(fullness: f64) -> anyhow::Result<()> {
+    if !(fullness > 0.0 && fullness < 1.0) {
+        return Err(bad_input(format!(
+            "--fullness {fullness}: must lie in (0, 1); at 1 there is no room above the target for \
+             the stable phase's creates (0.95 is a full file system in practice)"
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the planner after checking that it fits in memory, and refuses a capacity at which size
+/// bins holding more than 10% of the profile's files cannot be made.
+fn plan(profile: &Profile, cfg: PlanConfig) -> anyhow::Result<Planner> {
+    let what = || {
+        format!(
+            "profile {} at capacity {} and fullness {}",
+            profile.name,
+            human_bytes(cfg.capacity),
+            cfg.fullness
+        )
+    };
+    fsage_exec::preflight::check_memory(profile, &cfg, None)
+        .map_err(|e| bad_input(format!("{}: {e}; lower --capacity or --fullness", what())))?;
+    let planner = Planner::new(profile, cfg).map_err(|e| bad_input(format!("{}: {e}", what())))?;
+    let unmet = planner.unmeetable_bins();
+    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
+    if unmet_share > 0.10 {
+        let meta = RunMeta::new(profile, String::new(), String::new());
+        let labels = unmet
+            .iter()
+            .map(|u| meta.size_labels[u.bin].clone())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(bad_input(format!(
+            "{} cannot be met: size bins holding {:.1}% of its files are too large for the room \
+             left ({labels}). Lower --fullness or raise --capacity",
+            what(),
+            100.0 * unmet_share,
+        )));
+    }
+    Ok(planner)
+}
+
 fn fresh(args: &AgeArgs) -> anyhow::Result<Prepared> {
     let name = args
         .profile
@@ -330,11 +404,7 @@ fn fresh(args: &AgeArgs) -> anyhow::Result<Prepared> {
         .expect("clap requires --profile without --resume");
     let profile = fsage_profile::resolve(name)?;
     let fullness = args.fullness.unwrap_or(profile.fullness.get());
-    if !(fullness > 0.0 && fullness <= 1.0) {
-        return Err(bad_input(format!(
-            "--fullness {fullness}: must lie in (0, 1]"
-        )));
-    }
+    check_fullness(fullness)?;
     if !args.dry_run {
         let target = args.target.as_deref().ok_or_else(|| {
             bad_input("TARGET_DIR is required (or use --dry-run with --capacity)")
@@ -382,13 +452,7 @@ fn fresh(args: &AgeArgs) -> anyhow::Result<Prepared> {
         seed: args.seed.unwrap_or(1),
         exact_sizes: args.exact_sizes,
     };
-    let planner = Planner::new(&profile, cfg).map_err(|e| {
-        bad_input(format!(
-            "profile {} at capacity {} and fullness {fullness}: {e}",
-            profile.name,
-            human_bytes(capacity)
-        ))
-    })?;
+    let planner = plan(&profile, cfg)?;
     let meta = RunMeta::new(&profile, String::new(), String::new());
     let unmet = planner.unmeetable_bins();
     let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
@@ -397,15 +461,21 @@ fn fresh(args: &AgeArgs) -> anyhow::Result<Prepared> {
         .map(|u| meta.size_labels[u.bin].clone())
         .collect::<Vec<_>>()
         .join(", ");
-    if unmet_share > 0.10 {
-        return Err(bad_input(format!(
-            "profile {} cannot be met at capacity {} and fullness {fullness}: size bins holding {:.1}% \
-             of its files are too large for the room left ({unmet_labels}). Lower --fullness or raise \
-             --capacity",
-            profile.name,
-            human_bytes(capacity),
-            100.0 * unmet_share,
-        )));
+    let t = planner.total();
+    let secs = fsage_exec::preflight::estimate_seconds(t, args.dry_run);
+    if secs > 86400.0 && !args.quiet {
+        eprintln!(
+            "fsage: warning: T = {t} ticks (about {} written) would take about {} at the measured \
+             {} speed; bound the run with --max-ops, --max-time or --max-overwrites, or give a \
+             smaller --capacity",
+            human_bytes(planner.expected_bytes_written()),
+            crate::profile_cmd::fmt_duration(secs),
+            if args.dry_run {
+                "dry-run"
+            } else {
+                "in-memory ext4"
+            }
+        );
     }
     if unmet_share > 0.005 && !args.quiet {
         eprintln!(

@@ -4,6 +4,7 @@ use crate::cli::ProfileCmd;
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
 use crate::util::write_atomic;
+use fsage_exec::preflight::estimate_seconds;
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
@@ -61,17 +62,25 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                 seed,
                 exact_sizes: false,
             };
+            let mem = fsage_exec::preflight::check_memory(&p, &cfg, None)?;
             match Planner::new(&p, cfg) {
                 Ok(plan) => {
                     let t = plan.total();
                     let k = plan.rapid_files();
                     println!(
                         "\nAt {} and fullness {u} (seed {seed}): {} directories, K = {k} files after the rapid phase, \
-                         T = {t} ticks to converge ({:.1} × K), about {} written.",
+                         T = {t} ticks to converge ({:.1} × K), about {} written; planner memory about {}.",
                         human_bytes(capacity),
                         plan.tree().len() - 1,
                         t as f64 / k.max(1) as f64,
-                        human_bytes(estimate_written(&plan))
+                        human_bytes(plan.expected_bytes_written()),
+                        human_bytes(mem.bytes)
+                    );
+                    println!(
+                        "Estimated time to T: {} as a dry run, {} on ext4 in memory (measured speeds, \
+                         BENCHMARKS.md; slower devices take longer).",
+                        fmt_duration(estimate_seconds(t, true)),
+                        fmt_duration(estimate_seconds(t, false))
                     );
                     for u in plan.unmeetable_bins() {
                         println!(
@@ -130,9 +139,15 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
 }
 
 /// Bytes a full run writes: the rapid phase's plus half the stable ticks at the mean file size.
-fn estimate_written(plan: &Planner) -> u64 {
-    let mean: f64 =
-        plan.config().capacity as f64 * plan.config().fullness / plan.rapid_files().max(1) as f64;
-    let creates = plan.rapid_files() as f64 + (plan.total() - plan.rapid_files()) as f64 / 2.0;
-    (creates * mean) as u64
+/// "3.2 s", "14 min", "5.1 h", "12 days".
+pub fn fmt_duration(secs: f64) -> String {
+    if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else if secs < 3600.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else if secs < 86400.0 * 2.0 {
+        format!("{:.1} h", secs / 3600.0)
+    } else {
+        format!("{:.0} days", secs / 86400.0)
+    }
 }

@@ -73,13 +73,29 @@ pub fn check_writable(target: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Takes the run's lock for as long as the returned file lives: two sessions of one run at once
+/// A run's lock: held while this lives; the lock file is removed when it is dropped, so lock files
+/// do not pile up in /run/fsage-locks.
+pub struct RunLock {
+    path: std::path::PathBuf,
+    _file: fs::File,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // Unlinked while still held: a session waiting on the old file finds, after taking it,
+        // that the path names another file (or none) and starts over (see `lock_state`).
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the run's lock for as long as the returned guard lives: two sessions of one run at once
 /// would undo each other's files. The lock file lives under /run/fsage-locks (or the temporary
 /// directory), named after the state file's absolute path, so nothing is added beside the target,
 /// which may be on the very file system being aged.
-pub fn lock_state(state: &Path) -> anyhow::Result<fs::File> {
+pub fn lock_state(state: &Path) -> anyhow::Result<RunLock> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
     let abs = std::path::absolute(state).unwrap_or_else(|_| state.to_path_buf());
     let abs = match (
         abs.parent().and_then(|p| p.canonicalize().ok()),
@@ -96,34 +112,46 @@ pub fn lock_state(state: &Path) -> anyhow::Result<fs::File> {
         .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
-    let base = [Path::new("/run"), &std::env::temp_dir()]
+    let base = lock_dir();
+    fs::create_dir_all(&base).map_err(|e| anyhow::anyhow!("{}: {e}", base.display()))?;
+    let path = base.join(format!("{hash:016x}.lock"));
+    loop {
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot open the run's lock: {e}", path.display()))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(bad_input(format!(
+                "{}: another fsage is running this run now (it holds the lock {}); wait for it or \
+                 stop it",
+                state.display(),
+                path.display()
+            )));
+        }
+        // The holder before us may have removed the file between our open and our flock.
+        let same = match (f.metadata(), fs::metadata(&path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        };
+        if same {
+            return Ok(RunLock { path, _file: f });
+        }
+    }
+}
+
+/// Where run locks live: $FSAGE_LOCK_DIR, /run/fsage-locks, or the temporary directory's.
+pub fn lock_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("FSAGE_LOCK_DIR") {
+        return d.into();
+    }
+    [Path::new("/run"), &std::env::temp_dir()]
         .into_iter()
         .find(|d| d.is_dir())
         .unwrap_or(Path::new("/tmp"))
-        .join("fsage-locks");
-    fs::create_dir_all(&base).map_err(|e| bad_input(format!("{}: {e}", base.display())))?;
-    let path = base.join(format!("{hash:016x}.lock"));
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            bad_input(format!(
-                "{}: cannot open the run's lock: {e}",
-                path.display()
-            ))
-        })?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(bad_input(format!(
-            "{}: another fsage is running this run now (it holds the lock {}); wait for it or \
-             stop it",
-            state.display(),
-            path.display()
-        )));
-    }
-    Ok(f)
+        .join("fsage-locks")
 }
 
 /// Free inodes of the file system holding `path`, where it has a fixed number of them.

@@ -539,3 +539,120 @@ fn replay_of_a_bad_op_log_names_the_line_and_touches_nothing() {
         );
     }
 }
+
+/// Regressions from a new-user test: inputs checked before anything runs or is made.
+#[test]
+fn inputs_are_refused_before_anything_runs() {
+    let d = tmp();
+    // A report path in a missing directory: refused at once, not after the run.
+    let o = fsage([
+        "age",
+        "--dry-run",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--json",
+        "/nonexistent/dir/r.json",
+    ]);
+    expect_code(&o, 2, "--json into a missing directory");
+    let e = stderr(&o);
+    assert!(
+        e.contains("--json") && e.contains("/nonexistent/dir"),
+        "{e}"
+    );
+    assert!(!e.contains("T = "), "the run must not start: {e}");
+    // Capacities that would eat the machine: refused with the estimate, not OOM-killed.
+    for cap in ["8EiB", "10TiB"] {
+        let o = fsage(["age", "--dry-run", "-p", "agrawal", "--capacity", cap]);
+        expect_code(&o, 2, &format!("--capacity {cap}"));
+        assert!(stderr(&o).contains("of memory"), "{}", stderr(&o));
+    }
+    // Fullness 1 leaves no room: refused with the reason, up front.
+    let o = fsage([
+        "age",
+        "--dry-run",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--fullness",
+        "1",
+    ]);
+    expect_code(&o, 2, "--fullness 1");
+    assert!(stderr(&o).contains("no room"), "{}", stderr(&o));
+    // An image too small for the profile: refused before mkfs, nothing made.
+    let img = d.path().join("tiny.img");
+    let o = fsage([
+        "age",
+        "-p",
+        "agrawal",
+        "--fs",
+        "ext4",
+        "--size",
+        "1MiB",
+        s(&img),
+    ]);
+    expect_code(&o, 2, "--size 1MiB");
+    assert!(stderr(&o).contains("nothing was made"), "{}", stderr(&o));
+    assert!(!img.exists(), "the image was made before the refusal");
+}
+
+/// Regression: lock files piled up in /run/fsage-locks, one per run ever made.
+#[test]
+fn a_run_leaves_no_lock_file_behind() {
+    let d = tmp();
+    let locks = d.path().join("locks");
+    let state = d.path().join("s");
+    let o = std::process::Command::new(bin())
+        .args([
+            "age",
+            "--dry-run",
+            "-q",
+            "-p",
+            "agrawal",
+            "--capacity",
+            "64MiB",
+            "--max-ops",
+            "1000",
+            "--state",
+            s(&state),
+        ])
+        .env("FSAGE_LOCK_DIR", &locks)
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "a dry run with a state");
+    assert!(state.exists());
+    let left: Vec<_> = fs::read_dir(&locks).unwrap().collect();
+    assert!(left.is_empty(), "lock files left: {left:?}");
+}
+
+/// A run whose T would take days says so before it starts, naming the options that bound it.
+#[test]
+fn a_run_longer_than_a_day_is_warned_about() {
+    let d = tmp();
+    let p = d.path().join("slow.toml");
+    fs::write(
+        &p,
+        "name = \"slow\"\nfullness = 0.5\n[size]\nbins = [[4096, 1], [65536, 1]]\n\
+         [depth]\nbins = [[0, 1, 0]]\n[age]\nbins = [[1, 1], [100000000, 1]]\n",
+    )
+    .unwrap();
+    let o = fsage_ok([
+        "age",
+        "--dry-run",
+        "-p",
+        s(&p),
+        "--capacity",
+        "64MiB",
+        "--max-ops",
+        "100",
+    ]);
+    let e = stderr(&o);
+    assert!(
+        e.contains("would take about") && e.contains("--max-ops"),
+        "{e}"
+    );
+    let show = stdout(&fsage_ok(["profile", "show", s(&p), "--capacity", "64MiB"]));
+    assert!(show.contains("Estimated time to T"), "{show}");
+}

@@ -1,0 +1,51 @@
+//! Regression: `profile show` predicted 191.7 GiB written where the run wrote 245.5 GiB. The
+//! prediction now follows what the planner does, and memory is estimated before allocating.
+
+use fsage_plan::{estimate_memory, PlanConfig, Planner};
+
+#[test]
+fn the_bytes_written_prediction_matches_a_run_to_t() {
+    for (name, cap) in [
+        ("agrawal", 256u64 << 20),
+        ("meyer", 256 << 20),
+        ("dabre", 1 << 30),
+    ] {
+        let p = fsage_profile::builtin(name).unwrap();
+        let mut plan = Planner::new(
+            &p,
+            PlanConfig {
+                capacity: cap,
+                fullness: 0.8,
+                block_size: 4096,
+                seed: 3,
+                exact_sizes: false,
+            },
+        )
+        .unwrap();
+        let predicted = plan.expected_bytes_written() as f64;
+        while plan.next_op().is_some() {}
+        let actual = plan.counters.bytes_written as f64;
+        let err = (predicted - actual).abs() / actual;
+        assert!(
+            err < 0.05,
+            "{name}: predicted {predicted}, wrote {actual} ({:.1}% off)",
+            100.0 * err
+        );
+    }
+}
+
+#[test]
+fn an_exabyte_plan_is_estimated_not_allocated() {
+    let p = fsage_profile::builtin("agrawal").unwrap();
+    let e = estimate_memory(
+        &p,
+        &PlanConfig {
+            capacity: 8 << 60,
+            fullness: 0.8,
+            block_size: 4096,
+            seed: 1,
+            exact_sizes: false,
+        },
+    );
+    assert!(e.live_files > 1_000_000_000_000, "{e:?}");
+}
