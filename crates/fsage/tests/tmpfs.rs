@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use std::fs;
+use std::path::Path;
 use std::time::Instant;
 
 #[test]
@@ -410,4 +411,44 @@ fn mount_guard_falls_back_to_a_lazy_unmount_when_busy() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(!still, "{} is still mounted", point.display());
+}
+
+/// Regression: a target reached through a symbolic link onto another file system took that file
+/// system's capacity without a word, and a real run wrote onto it. Refused unless --force, naming
+/// both file systems.
+#[test]
+fn a_symlink_onto_another_file_system_is_refused_unless_forced() {
+    let test = "a_symlink_onto_another_file_system_is_refused_unless_forced";
+    let Some(mnt) = tmpfs_or_skip(test, "64m") else {
+        return;
+    };
+    let d = tmp();
+    let real = mnt.path().join("aged");
+    fs::create_dir(&real).unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    if fsage_sys_dev(d.path()) == fsage_sys_dev(mnt.path()) {
+        return skip(test, "the temporary directory is on the tmpfs itself");
+    }
+    let args = ["age", "-q", "-p", "agrawal", "--max-ops", "200", s(&link)];
+    let o = fsage(args);
+    expect_code(&o, 2, "a link onto another file system");
+    let e = stderr(&o);
+    assert!(
+        e.contains("another file system") && e.contains("tmpfs"),
+        "{e}"
+    );
+    assert_eq!(
+        fs::read_dir(&real).unwrap().count(),
+        0,
+        "a refused run wrote"
+    );
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    fsage_ok(forced);
+}
+
+fn fsage_sys_dev(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p).unwrap().dev()
 }
