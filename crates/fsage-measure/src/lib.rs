@@ -5,9 +5,11 @@
 
 pub mod btrfs;
 pub mod freesp;
+pub mod hist;
 pub mod sys;
 
-pub use freesp::{free_space, FreeBin, FreeSpace};
+pub use freesp::free_space;
+pub use hist::{FreeBin, FreeSpace};
 pub mod layout;
 pub mod walk;
 
