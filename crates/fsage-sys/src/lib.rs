@@ -2,6 +2,9 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half.
 
+pub mod mountinfo;
+
+pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
 use std::fs;
 use std::io::{self, Write};
