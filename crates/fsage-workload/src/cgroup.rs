@@ -123,6 +123,12 @@ impl MemCgroup {
         stat_field(&s, if self.v2 { key_v2 } else { key_v1 }).unwrap_or(0)
     }
 
+    /// Starts the peak over (cgroup v1: memory.max_usage_in_bytes); `false` where that cannot be
+    /// done (v2's memory.peak resets only per open file), and the caller samples instead.
+    pub fn reset_peak(&self) -> bool {
+        !self.v2 && write(&self.dir.join("memory.max_usage_in_bytes"), "0").is_ok()
+    }
+
     /// Bytes charged now.
     pub fn usage(&self) -> u64 {
         let f = if self.v2 {

@@ -212,6 +212,7 @@ pub fn run(
     };
     let fileset_bytes: u64 = layouts.iter().map(|l| l.total_bytes()).sum();
     let mut cache_limit: Option<CacheLimit> = None;
+    let mut peak_reset = false;
     let mut reps = Vec::new();
     let mut interrupted = false;
     let outcome = (|| -> Result<(), Error> {
@@ -247,6 +248,7 @@ pub fn run(
                             let own = c.usage().saturating_sub(c.cache()) + (16 << 20);
                             let limit = cache_bytes + own;
                             c.set_limit(limit)?;
+                            peak_reset = c.reset_peak();
                             cache_limit = Some(CacheLimit {
                                 cgroup: c.version().into(),
                                 ratio: r,
@@ -260,6 +262,7 @@ pub fn run(
                         }
                     } else if let Some(l) = &mut cache_limit {
                         l.peak_cache_bytes = l.peak_cache_bytes.max(c.cache());
+                        l.peak_bytes = l.peak_bytes.max(c.usage());
                     }
                 }
                 Ok(())
@@ -274,7 +277,9 @@ pub fn run(
         Ok(())
     })();
     if let (Some(c), Some(l)) = (&cg, &mut cache_limit) {
-        l.peak_bytes = c.peak();
+        if peak_reset {
+            l.peak_bytes = l.peak_bytes.max(c.peak());
+        }
         l.peak_cache_bytes = l.peak_cache_bytes.max(c.cache());
     }
     if let Some(c) = cg.take() {

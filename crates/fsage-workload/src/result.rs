@@ -88,7 +88,8 @@ pub struct CacheLimit {
     pub own_bytes: u64,
     /// The limit set: cache_bytes + own_bytes.
     pub limit_bytes: u64,
-    /// The cgroup's peak usage (memory.max_usage_in_bytes, or memory.peak on v2).
+    /// The cgroup's peak usage once the limit was set (v1: memory.max_usage_in_bytes, reset when
+    /// the limit is set; v2: the largest memory.current sampled every 200 ms).
     pub peak_bytes: u64,
     /// The largest page cache of the cgroup seen (sampled every 200 ms).
     pub peak_cache_bytes: u64,
