@@ -5,6 +5,7 @@
 
 mod extract_text;
 mod frag_text;
+mod bench_text;
 mod run_text;
 mod status_text;
 
@@ -41,6 +42,12 @@ pub struct Text;
 impl Exporter<RunReport> for Text {
     fn export(&self, r: &RunReport) -> String {
         run_text::render(r)
+    }
+}
+
+impl Exporter<fsage_workload::BenchResult> for Text {
+    fn export(&self, b: &fsage_workload::BenchResult) -> String {
+        bench_text::render(b)
     }
 }
 

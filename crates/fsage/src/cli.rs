@@ -55,6 +55,12 @@ pub enum Command {
 pub enum BenchCmd {
     /// Planner speed and memory per live file at several live-file counts (no I/O).
     Planner(BenchArgs),
+    /// Run a Filebench workload (a built-in or a .f file) on TARGET_DIR.
+    Run(Box<crate::workload_cmd::RunArgs>),
+    /// The built-in workloads.
+    List,
+    /// Print a workload as .f text (with --set applied).
+    Show(crate::workload_cmd::ShowArgs),
 }
 
 #[derive(Args, Debug)]

@@ -10,6 +10,7 @@ mod profile_cmd;
 mod progress;
 mod replay;
 mod util;
+mod workload_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         cli::Command::Replay(args) => replay::run(args),
         cli::Command::Status { state, json } => age::status(&state, json),
         cli::Command::Bench(cli::BenchCmd::Planner(args)) => bench::run(args),
+        cli::Command::Bench(cmd) => workload_cmd::run(cmd),
         cli::Command::Fs(cmd) => lab_cmd::run_fs(cmd),
         cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),

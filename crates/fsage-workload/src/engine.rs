@@ -1,0 +1,1184 @@
+//! Running a workload: filesets laid out under the target, then one OS thread per thread instance
+//! in this process, each looping over its flowops until the time or the operation count is up.
+//! Each thread keeps its own counters and HDR histograms (no lock on the hot path) and they are
+//! merged when the threads have ended.
+
+use crate::cgroup::MemCgroup;
+use crate::error::Error;
+use crate::fileset::{self, Fileset, Layout, Want};
+use crate::model::{FlowopDef, FlowopKind, MAX_FD};
+use crate::result::{
+    BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary,
+};
+use crate::workload::Workload;
+use fsage_plan::Rng;
+use hdrhistogram::Histogram;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::{Errno, ReadWriteFlags};
+use std::io::IoSlice;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// When a repetition ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// After this long, measured from the end of the warmup (a hard stop: no operation starts
+    /// after it).
+    Duration(Duration),
+    /// After this many operations started in the measured phase, counted across all threads.
+    Ops(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// `None`: the workload's `run N` (60 s without one).
+    pub stop: Option<Stop>,
+    pub warmup: Duration,
+    /// Fixes the fileset (sizes, which files exist) and every thread's choices.
+    pub seed: u64,
+    /// Instances of every thread definition, instead of the workload's.
+    pub threads: Option<u64>,
+    /// Page cache limited to this × the fileset bytes, through a memory cgroup.
+    pub cache_ratio: Option<f64>,
+    /// sync and drop the page, dentry and inode caches before each repetition.
+    pub drop_caches: bool,
+    pub reps: u32,
+    /// Accept a target that holds a fileset an earlier run made (brought back to its start).
+    pub reuse: bool,
+    /// Time every operation into histograms (off only to measure what recording costs).
+    pub record_latency: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> RunConfig {
+        RunConfig {
+            stop: None,
+            warmup: Duration::ZERO,
+            seed: 1,
+            threads: None,
+            cache_ratio: None,
+            drop_caches: false,
+            reps: 1,
+            reuse: false,
+            record_latency: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Layout,
+    Warmup,
+    Measure,
+}
+
+/// What a progress display may show.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub rep: u32,
+    pub reps: u32,
+    pub phase: Phase,
+    /// Since the start of the repetition's threads (or of its layout).
+    pub elapsed: Duration,
+    /// Operations so far in this repetition (warmup included), or files laid out.
+    pub done: u64,
+    /// Of the layout: the total files; of a run with an op count: that count.
+    pub total: Option<u64>,
+    /// Operations per second over the last interval.
+    pub ops_per_sec_now: f64,
+}
+
+/// Hooks a caller (the CLI, the experiment runner) implements; all have empty defaults.
+pub trait Observer {
+    fn progress(&mut self, _p: &Progress) {}
+    fn rep_done(&mut self, _r: &RepResult) {}
+    /// A note worth telling the user (a variable the engine ignores, a limit set).
+    fn note(&mut self, _msg: &str) {}
+}
+
+/// An observer that ignores everything.
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+const MARKER: &str = ".fsage-bench.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Marker {
+    made_by: String,
+    workload: String,
+    filesets: Vec<String>,
+}
+
+/// Runs `w` on `target` as `cfg` says. The target must be an empty directory (made if missing,
+/// when its parent exists) or hold a fileset an earlier run made (with `cfg.reuse`); nothing is
+/// written outside it.
+pub fn run(
+    w: &Workload,
+    cfg: &RunConfig,
+    target: &Path,
+    obs: &mut dyn Observer,
+) -> Result<BenchResult, Error> {
+    let model = w.model();
+    if cfg.reps == 0 {
+        return Err(Error::Config("repetitions must be at least 1".into()));
+    }
+    if let Some(r) = cfg.cache_ratio {
+        if !(r > 0.0 && r.is_finite() && r <= 1000.0) {
+            return Err(Error::Config(format!("cache ratio {r}: must be above 0")));
+        }
+    }
+    if cfg.threads == Some(0) {
+        return Err(Error::Config("threads must be at least 1".into()));
+    }
+    let stop = cfg.stop.unwrap_or(Stop::Duration(Duration::from_secs(
+        model.run_secs.unwrap_or(60),
+    )));
+    match stop {
+        Stop::Duration(d) if d.is_zero() => {
+            return Err(Error::Config("the duration must be above zero".into()))
+        }
+        Stop::Ops(0) => {
+            return Err(Error::Config(
+                "the operation count must be above zero".into(),
+            ))
+        }
+        _ => {}
+    }
+    let names: Vec<String> = model.filesets.iter().map(|f| f.name.clone()).collect();
+    check_target(target, &names, cfg.reuse)?;
+    let layouts: Vec<Layout> = model
+        .filesets
+        .iter()
+        .map(|d| fileset::plan(d, target, cfg.seed))
+        .collect();
+    // Does it fit?
+    let st = fsage_sys::fs_stat(target).map_err(|e| Error::io("statfs", target, e))?;
+    for (d, l) in model.filesets.iter().zip(&layouts) {
+        let need = l.prealloc_bytes();
+        let present = if cfg.reuse { l.present_bytes() } else { 0 };
+        let others: u64 = layouts
+            .iter()
+            .filter(|o| o.name != l.name)
+            .map(|o| o.prealloc_bytes())
+            .sum();
+        if need + others > st.available + present {
+            return Err(Error::Parse {
+                origin: w.origin.clone(),
+                line: d.line,
+                msg: format!(
+                    "fileset {} does not fit: its preallocated files take {} bytes ({} of {} entries, mean {:.0} B){}, and {} has {} bytes available",
+                    d.name,
+                    need,
+                    l.entries.iter().filter(|e| e.prealloc).count(),
+                    d.entries,
+                    d.size.mean(),
+                    if others > 0 { format!(" plus {others} for the other filesets") } else { String::new() },
+                    target.display(),
+                    st.available + present
+                ),
+            });
+        }
+    }
+    let target_fs = st.type_name();
+    let marker = Marker {
+        made_by: format!("fsage {}", env!("CARGO_PKG_VERSION")),
+        workload: w.name.clone(),
+        filesets: names.clone(),
+    };
+    fsage_sys::write_atomic(
+        &target.join(MARKER),
+        serde_json::to_string_pretty(&marker)
+            .expect("marker serialises")
+            .as_bytes(),
+    )
+    .map_err(|e| Error::io("writing", target.join(MARKER), e.err))?;
+
+    let mut cg = match cfg.cache_ratio {
+        Some(_) if st.magic == fsage_sys::TMPFS_MAGIC => {
+            return Err(Error::Config(
+                "the page cache cannot be limited on tmpfs: its files live in the page cache"
+                    .into(),
+            ))
+        }
+        Some(_) => {
+            let mut c = MemCgroup::create()?;
+            c.enter()?;
+            Some(c)
+        }
+        None => None,
+    };
+    let fileset_bytes: u64 = layouts.iter().map(|l| l.total_bytes()).sum();
+    let mut cache_limit: Option<CacheLimit> = None;
+    let mut peak_reset = false;
+    let mut reps = Vec::new();
+    let mut interrupted = false;
+    let outcome = (|| -> Result<(), Error> {
+        for rep in 0..cfg.reps {
+            let t_layout = Instant::now();
+            for l in &layouts {
+                l.materialize(|done, total| {
+                    obs.progress(&Progress {
+                        rep,
+                        reps: cfg.reps,
+                        phase: Phase::Layout,
+                        elapsed: t_layout.elapsed(),
+                        done,
+                        total: Some(total),
+                        ops_per_sec_now: 0.0,
+                    });
+                    !fsage_signals::interrupted()
+                })?;
+            }
+            if cfg.drop_caches || cg.is_some() {
+                rustix::fs::sync();
+            }
+            if cfg.drop_caches {
+                std::fs::write("/proc/sys/vm/drop_caches", "3")
+                    .map_err(|e| Error::io("writing 3 to", "/proc/sys/vm/drop_caches", e))?;
+            }
+            let r = run_rep(w, cfg, stop, &layouts, rep, obs, &mut |ready| {
+                if let Some(c) = &cg {
+                    if ready {
+                        if cache_limit.is_none() {
+                            let r = cfg.cache_ratio.unwrap_or(1.0);
+                            let cache_bytes = (fileset_bytes as f64 * r) as u64;
+                            let own = c.usage().saturating_sub(c.cache()) + (16 << 20);
+                            let limit = cache_bytes + own;
+                            c.set_limit(limit)?;
+                            peak_reset = c.reset_peak();
+                            cache_limit = Some(CacheLimit {
+                                cgroup: c.version().into(),
+                                ratio: r,
+                                fileset_bytes,
+                                cache_bytes,
+                                own_bytes: own,
+                                limit_bytes: limit,
+                                peak_bytes: 0,
+                                peak_cache_bytes: 0,
+                            });
+                        }
+                    } else if let Some(l) = &mut cache_limit {
+                        l.peak_cache_bytes = l.peak_cache_bytes.max(c.cache());
+                        l.peak_bytes = l.peak_bytes.max(c.usage());
+                    }
+                }
+                Ok(())
+            })?;
+            interrupted |= r.interrupted;
+            obs.rep_done(&r);
+            reps.push(r);
+            if interrupted {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    if let (Some(c), Some(l)) = (&cg, &mut cache_limit) {
+        if peak_reset {
+            l.peak_bytes = l.peak_bytes.max(c.peak());
+        }
+        l.peak_cache_bytes = l.peak_cache_bytes.max(c.cache());
+    }
+    if let Some(c) = cg.take() {
+        let removed = c.remove();
+        outcome?;
+        removed?;
+    } else {
+        outcome?;
+    }
+    let total_ops: u64 = reps.iter().map(|r| r.overall.ops).sum();
+    if total_ops == 0 {
+        if interrupted {
+            return Err(Error::Interrupted);
+        }
+        return Err(Error::NoResult(
+            "no operation completed in the measured interval (a longer duration or more operations may help)".into(),
+        ));
+    }
+    // An interrupted last repetition is reported but left out of the summary when complete
+    // ones exist.
+    let complete: Vec<RepResult> = reps.iter().filter(|r| !r.interrupted).cloned().collect();
+    let summary = Summary::of(if complete.is_empty() {
+        &reps
+    } else {
+        &complete
+    });
+    Ok(BenchResult {
+        workload: w.name.clone(),
+        workload_text: w.to_f_text(),
+        stop: match stop {
+            Stop::Duration(d) => format!("duration {}s", d.as_secs_f64()),
+            Stop::Ops(n) => format!("ops {n}"),
+        },
+        environment: Environment {
+            fsage_version: env!("CARGO_PKG_VERSION").into(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            target: target.display().to_string(),
+            target_fs,
+            seed: cfg.seed,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        cache_limit,
+        drop_caches: cfg.drop_caches,
+        latency_recorded: cfg.record_latency,
+        reps,
+        summary,
+        interrupted,
+    })
+}
+
+/// An empty directory (made if missing), or one holding only what an earlier run made.
+fn check_target(target: &Path, filesets: &[String], reuse: bool) -> Result<(), Error> {
+    match std::fs::symlink_metadata(target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return std::fs::create_dir(target).map_err(|e| Error::io("making", target, e));
+        }
+        Err(e) => return Err(Error::io("stat", target, e)),
+        Ok(m) if !m.is_dir() => {
+            return Err(Error::Target(format!(
+                "{}: not a directory",
+                target.display()
+            )))
+        }
+        Ok(_) => {}
+    }
+    let mut others = Vec::new();
+    let mut has_marker = false;
+    for e in std::fs::read_dir(target).map_err(|e| Error::io("reading", target, e))? {
+        let e = e.map_err(|e| Error::io("reading", target, e))?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n == MARKER {
+            has_marker = true;
+        } else if n != "lost+found" {
+            others.push(n);
+        }
+    }
+    if others.is_empty() && !has_marker {
+        return Ok(());
+    }
+    if !has_marker {
+        return Err(Error::Target(format!(
+            "{} is not empty and holds no fileset fsage made (found {}): give an empty directory",
+            target.display(),
+            others
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if !reuse {
+        return Err(Error::Target(format!(
+            "{} holds a fileset from an earlier fsage bench run: reuse it or give an empty directory",
+            target.display()
+        )));
+    }
+    if let Some(x) = others.iter().find(|o| !filesets.contains(o)) {
+        return Err(Error::Target(format!(
+            "{} holds {x}, which is not a fileset of this workload: give an empty directory",
+            target.display()
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// One repetition.
+
+/// A page-aligned buffer (O_DIRECT needs aligned memory), filled with incompressible bytes.
+struct Buf {
+    v: Vec<u8>,
+    off: usize,
+}
+
+impl Buf {
+    fn new(len: usize, rng: &mut Rng) -> Buf {
+        let mut v = vec![0u8; len + 4096];
+        for c in v.chunks_mut(8) {
+            c.copy_from_slice(&rng.next_u64().to_le_bytes()[..c.len()]);
+        }
+        let off = v.as_ptr().align_offset(4096);
+        Buf { v, off }
+    }
+    fn get(&mut self, n: usize) -> &mut [u8] {
+        &mut self.v[self.off..self.off + n]
+    }
+}
+
+struct OpenFd {
+    fd: OwnedFd,
+    fileset: usize,
+    entry: u32,
+    off: u64,
+    size: Option<u64>,
+    direct: bool,
+}
+
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+/// Threads say they are ready (buffers allocated), then wait for the go (a barrier that the
+/// main thread can also open when starting a thread failed).
+struct Gate {
+    ready: AtomicU64,
+    go: AtomicBool,
+}
+
+struct Shared<'a> {
+    filesets: Vec<Fileset>,
+    stop: AtomicBool,
+    tickets: AtomicU64,
+    max_ops: Option<u64>,
+    start: OnceLock<Instant>,
+    warmup: Duration,
+    duration: Option<Duration>,
+    counters: Vec<Padded>,
+    finished: AtomicU64,
+    error: Mutex<Option<Error>>,
+    record: bool,
+    flowops: &'a [Vec<FlowopDef>],
+}
+
+impl Shared<'_> {
+    fn fail(&self, e: Error) {
+        let mut g = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            *g = Some(e);
+        }
+        self.stop.store(true, Relaxed);
+    }
+}
+
+#[derive(Default)]
+struct FlowStats {
+    ops: u64,
+    read: u64,
+    written: u64,
+    enospc: u64,
+    sum_ns: u128,
+    max_ns: u64,
+    hist: Option<Histogram<u64>>,
+}
+
+struct ThreadOut {
+    def: usize,
+    flows: Vec<FlowStats>,
+    last_end: Option<Instant>,
+    cpu_ns: Option<u64>,
+}
+
+fn thread_cpu_ns() -> u64 {
+    // rustix has no getrusage: libc, with a zeroed struct the kernel fills.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage the call fills.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+fn seed_of(seed: u64, rep: u32, thread: u64) -> u64 {
+    let mut r = Rng::new(seed ^ (rep as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    for _ in 0..(thread % 7) {
+        r.next_u64();
+    }
+    r.next_u64() ^ thread.wrapping_mul(0xbf58_476d_1ce4_e5b9)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_rep(
+    w: &Workload,
+    cfg: &RunConfig,
+    stop: Stop,
+    layouts: &[Layout],
+    rep: u32,
+    obs: &mut dyn Observer,
+    hook: &mut dyn FnMut(bool) -> Result<(), Error>,
+) -> Result<RepResult, Error> {
+    let model = w.model();
+    let flowops: Vec<Vec<FlowopDef>> = model.threads.iter().map(|t| t.flowops.clone()).collect();
+    let filesets: Vec<Fileset> = model
+        .filesets
+        .iter()
+        .zip(layouts)
+        .enumerate()
+        .map(|(i, (d, l))| {
+            let uses = |k: FlowopKind| {
+                model
+                    .threads
+                    .iter()
+                    .flat_map(|t| &t.flowops)
+                    .any(|f| f.kind == k && f.fileset == Some(i))
+            };
+            Fileset::new(
+                l,
+                d.readonly,
+                uses(FlowopKind::CreateFile),
+                uses(FlowopKind::DeleteFile),
+            )
+        })
+        .collect();
+    // Thread instances: (definition index, global index).
+    let mut instances = Vec::new();
+    for (d, t) in model.threads.iter().enumerate() {
+        for _ in 0..cfg.threads.unwrap_or(t.instances) {
+            instances.push(d);
+        }
+    }
+    let n = instances.len();
+    let sh = Shared {
+        filesets,
+        stop: AtomicBool::new(false),
+        tickets: AtomicU64::new(0),
+        max_ops: match stop {
+            Stop::Ops(k) => Some(k),
+            Stop::Duration(_) => None,
+        },
+        start: OnceLock::new(),
+        warmup: cfg.warmup,
+        duration: match stop {
+            Stop::Duration(d) => Some(d),
+            Stop::Ops(_) => None,
+        },
+        counters: (0..n).map(|_| Padded(AtomicU64::new(0))).collect(),
+        finished: AtomicU64::new(0),
+        error: Mutex::new(None),
+        record: cfg.record_latency,
+        flowops: &flowops,
+    };
+    let barrier = Gate {
+        ready: AtomicU64::new(0),
+        go: AtomicBool::new(false),
+    };
+    let mut interrupted = false;
+    let mut outs: Vec<ThreadOut> = Vec::with_capacity(n);
+    let start = std::thread::scope(|s| -> Result<Instant, Error> {
+        let mut handles = Vec::with_capacity(n);
+        for (t, &def) in instances.iter().enumerate() {
+            let sh = &sh;
+            let barrier = &barrier;
+            let seed = seed_of(cfg.seed, rep, t as u64);
+            let h = std::thread::Builder::new()
+                .name(format!("fsage-bench-{t}"))
+                .stack_size(256 << 10)
+                .spawn_scoped(s, move || worker(sh, def, t, seed, barrier))
+                .map_err(|e| Error::io("starting thread", format!("#{t}"), e));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The threads started so far wait for the go: tell them to stop at once.
+                    sh.stop.store(true, Relaxed);
+                    let _ = sh.start.set(Instant::now());
+                    barrier.go.store(true, Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        // Every thread has its buffers: the memory the benchmark itself needs is allocated.
+        while barrier.ready.load(Relaxed) < n as u64 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let hooked = hook(true);
+        let start = Instant::now();
+        let _ = sh.start.set(start);
+        if hooked.is_err() {
+            sh.stop.store(true, Relaxed);
+        }
+        barrier.go.store(true, Relaxed);
+        let mut last = (Instant::now(), 0u64);
+        while sh.finished.load(Relaxed) < n as u64 {
+            std::thread::sleep(Duration::from_millis(50));
+            if fsage_signals::interrupted() && !sh.stop.load(Relaxed) {
+                interrupted = true;
+                sh.stop.store(true, Relaxed);
+            }
+            let now = Instant::now();
+            if now.duration_since(last.0) >= Duration::from_millis(200) {
+                let done: u64 = sh.counters.iter().map(|c| c.0.load(Relaxed)).sum();
+                let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
+                last = (now, done);
+                let el = now.duration_since(start);
+                let _ = hook(false);
+                obs.progress(&Progress {
+                    rep,
+                    reps: cfg.reps,
+                    phase: if el < cfg.warmup {
+                        Phase::Warmup
+                    } else {
+                        Phase::Measure
+                    },
+                    elapsed: el,
+                    done,
+                    total: sh.max_ops,
+                    ops_per_sec_now: rate,
+                });
+            }
+        }
+        for h in handles {
+            match h.join() {
+                Ok(o) => outs.push(o),
+                Err(_) => sh.fail(Error::NoResult("a benchmark thread panicked".into())),
+            }
+        }
+        hooked?;
+        Ok(start)
+    })?;
+    let _ = hook(false);
+    if let Some(e) = sh.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        return Err(e);
+    }
+    Ok(merge(w, cfg, rep, n as u64, start, outs, interrupted))
+}
+
+fn merge(
+    w: &Workload,
+    cfg: &RunConfig,
+    rep: u32,
+    threads: u64,
+    start: Instant,
+    outs: Vec<ThreadOut>,
+    interrupted: bool,
+) -> RepResult {
+    let model = w.model();
+    let w_end = start + cfg.warmup;
+    let end = outs.iter().filter_map(|o| o.last_end).max();
+    let secs = end.map_or(0.0, |e| e.saturating_duration_since(w_end).as_secs_f64());
+    let mut merged: Vec<Vec<FlowStats>> = model
+        .threads
+        .iter()
+        .map(|t| t.flowops.iter().map(|_| FlowStats::default()).collect())
+        .collect();
+    let mut cpu = 0u64;
+    let mut cpu_known = false;
+    let mut total = FlowStats::default();
+    for o in outs {
+        if let Some(c) = o.cpu_ns {
+            cpu += c;
+            cpu_known = true;
+        }
+        for (k, f) in o.flows.into_iter().enumerate() {
+            let m = &mut merged[o.def][k];
+            add(m, &f);
+            add(&mut total, &f);
+        }
+    }
+    let stats = |f: &FlowStats| -> OpStats {
+        let rate = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+        let lat = |q: f64| {
+            f.hist
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| h.value_at_quantile(q) as f64 / 1e3)
+        };
+        OpStats {
+            ops: f.ops,
+            ops_per_sec: rate(f.ops as f64),
+            mb_per_sec: rate((f.read + f.written) as f64 / 1e6),
+            bytes_read: f.read,
+            bytes_written: f.written,
+            mean_us: (cfg.record_latency && f.ops > 0)
+                .then(|| f.sum_ns as f64 / f.ops as f64 / 1e3),
+            p50_us: lat(0.5),
+            p90_us: lat(0.9),
+            p99_us: lat(0.99),
+            p999_us: lat(0.999),
+            max_us: (cfg.record_latency && f.ops > 0).then(|| f.max_ns as f64 / 1e3),
+            enospc: f.enospc,
+        }
+    };
+    let mut flowops = Vec::new();
+    for (d, t) in model.threads.iter().enumerate() {
+        for (k, f) in t.flowops.iter().enumerate() {
+            flowops.push(FlowopResult {
+                name: f.name.clone(),
+                kind: f.kind.name().into(),
+                thread: t.name.clone(),
+                stats: stats(&merged[d][k]),
+            });
+        }
+    }
+    let overall = stats(&total);
+    RepResult {
+        rep,
+        seed: cfg.seed,
+        threads,
+        warmup_secs: cfg.warmup.as_secs_f64(),
+        measured_secs: secs,
+        cpu_us_per_op: (cpu_known && overall.ops > 0)
+            .then(|| cpu as f64 / overall.ops as f64 / 1e3),
+        flowops,
+        overall,
+        interrupted,
+    }
+}
+
+fn add(m: &mut FlowStats, f: &FlowStats) {
+    m.ops += f.ops;
+    m.read += f.read;
+    m.written += f.written;
+    m.enospc += f.enospc;
+    m.sum_ns += f.sum_ns;
+    m.max_ns = m.max_ns.max(f.max_ns);
+    if let Some(h) = &f.hist {
+        match &mut m.hist {
+            Some(mh) => {
+                let _ = mh.add(h);
+            }
+            None => m.hist = Some(h.clone()),
+        }
+    }
+}
+
+enum Fail {
+    Enospc,
+    Stopped,
+    Fatal(Error),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Fatal(e)
+    }
+}
+
+/// Latencies above 100 s are recorded as 100 s in the histogram (the exact max is kept apart).
+const HIST_MAX_NS: u64 = 100_000_000_000;
+
+fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> ThreadOut {
+    let flowops = &sh.flowops[def];
+    let mut rng = Rng::new(seed);
+    let iomax = flowops
+        .iter()
+        .filter_map(|f| f.iosize)
+        .max()
+        .unwrap_or(1 << 20)
+        .max(4096) as usize;
+    let mut buf = Buf::new(iomax, &mut rng);
+    let mut fds: Vec<Option<OpenFd>> = (0..MAX_FD).map(|_| None).collect();
+    let mut flows: Vec<FlowStats> = flowops
+        .iter()
+        .map(|_| FlowStats {
+            hist: sh
+                .record
+                .then(|| Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid bounds")),
+            ..FlowStats::default()
+        })
+        .collect();
+    barrier.ready.fetch_add(1, Relaxed);
+    while !barrier.go.load(Relaxed) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let start = *sh.start.get().expect("start set before the barrier");
+    let w_end = start + sh.warmup;
+    let end = sh.duration.map(|d| w_end + d);
+    let mut measuring = false;
+    let mut cpu0 = 0;
+    let mut last_end = None;
+    let mut done = 0u64;
+    let stop_now = || sh.stop.load(Relaxed) || end.is_some_and(|e| Instant::now() >= e);
+    'run: while !sh.stop.load(Relaxed) {
+        for (k, f) in flowops.iter().enumerate() {
+            for _ in 0..f.iters {
+                let t0 = Instant::now();
+                if sh.stop.load(Relaxed) || end.is_some_and(|e| t0 >= e) {
+                    break 'run;
+                }
+                let counted = t0 >= w_end;
+                if counted && !measuring {
+                    measuring = true;
+                    cpu0 = thread_cpu_ns();
+                }
+                if counted {
+                    if let Some(max) = sh.max_ops {
+                        if sh.tickets.fetch_add(1, Relaxed) >= max {
+                            sh.stop.store(true, Relaxed);
+                            break 'run;
+                        }
+                    }
+                }
+                let r = exec(sh, f, &mut fds, &mut buf, &mut rng, &stop_now);
+                let t1 = Instant::now();
+                match r {
+                    Ok((rd, wr)) => {
+                        if counted {
+                            let st = &mut flows[k];
+                            st.ops += 1;
+                            st.read += rd;
+                            st.written += wr;
+                            if sh.record {
+                                let ns = t1.duration_since(t0).as_nanos() as u64;
+                                st.sum_ns += ns as u128;
+                                st.max_ns = st.max_ns.max(ns);
+                                if let Some(h) = &mut st.hist {
+                                    h.saturating_record(ns.clamp(1, HIST_MAX_NS));
+                                }
+                            }
+                            last_end = Some(t1);
+                        }
+                    }
+                    Err(Fail::Enospc) => {
+                        if counted {
+                            flows[k].enospc += 1;
+                            last_end = Some(t1);
+                        }
+                    }
+                    Err(Fail::Stopped) => break 'run,
+                    Err(Fail::Fatal(e)) => {
+                        sh.fail(e);
+                        break 'run;
+                    }
+                }
+                done += 1;
+                sh.counters[t].0.store(done, Relaxed);
+            }
+        }
+    }
+    let cpu_ns = measuring.then(|| thread_cpu_ns().saturating_sub(cpu0));
+    for slot in fds.iter_mut() {
+        if let Some(o) = slot.take() {
+            drop(o.fd);
+            sh.filesets[o.fileset].release(o.entry);
+        }
+    }
+    sh.finished.fetch_add(1, Relaxed);
+    ThreadOut {
+        def,
+        flows,
+        last_end,
+        cpu_ns,
+    }
+}
+
+fn errno_fail(e: Errno, what: &str, f: &FlowopDef, path: &std::ffi::CStr) -> Fail {
+    if e == Errno::NOSPC {
+        return Fail::Enospc;
+    }
+    Fail::Fatal(Error::io(
+        format!("flowop {} ({what})", f.name),
+        std::path::PathBuf::from(path.to_string_lossy().into_owned()),
+        e.into(),
+    ))
+}
+
+fn workload_err(f: &FlowopDef, msg: String) -> Fail {
+    Fail::Fatal(Error::Workload {
+        flowop: f.name.clone(),
+        msg,
+    })
+}
+
+/// Opens an entry of fileset `fi` for the flowop (a hold on it is already taken).
+fn open_entry(sh: &Shared, fi: usize, e: u32, create: bool, f: &FlowopDef) -> Result<OpenFd, Fail> {
+    let fs = &sh.filesets[fi];
+    let mut flags = OFlags::CLOEXEC;
+    flags |= if fs.readonly && !create {
+        OFlags::RDONLY
+    } else {
+        OFlags::RDWR
+    };
+    if create {
+        flags |= OFlags::CREATE | OFlags::TRUNC;
+    }
+    if f.directio {
+        flags |= OFlags::DIRECT;
+    }
+    let path = &fs.paths[e as usize];
+    match rustix::fs::open(path.as_c_str(), flags, Mode::from_raw_mode(0o644)) {
+        Ok(fd) => Ok(OpenFd {
+            fd,
+            fileset: fi,
+            entry: e,
+            off: 0,
+            size: create.then_some(0),
+            direct: f.directio,
+        }),
+        Err(err) => Err(errno_fail(
+            err,
+            if create { "create" } else { "open" },
+            f,
+            path,
+        )),
+    }
+}
+
+/// The open file an I/O flowop works on: its fd, or (with a fileset and an empty fd) a file of
+/// that fileset opened now and kept open, as Filebench's webserver log appends expect.
+fn io_fd<'a>(
+    sh: &Shared,
+    f: &FlowopDef,
+    fds: &'a mut [Option<OpenFd>],
+    rng: &mut Rng,
+    stop: &dyn Fn() -> bool,
+) -> Result<&'a mut OpenFd, Fail> {
+    let slot = f.fd as usize;
+    if fds[slot].is_none() {
+        let Some(fi) = f.fileset else {
+            return Err(workload_err(
+                f,
+                format!("fd {} is not open (open it with openfile or createfile first, or give filesetname)", f.fd),
+            ));
+        };
+        let Some(e) = sh.filesets[fi].take(Want::Open, rng, stop)? else {
+            return Err(Fail::Stopped);
+        };
+        match open_entry(sh, fi, e, false, f) {
+            Ok(o) => fds[slot] = Some(o),
+            Err(x) => {
+                sh.filesets[fi].release(e);
+                return Err(x);
+            }
+        }
+    }
+    let o = fds[slot].as_mut().expect("slot filled above");
+    if f.directio && !o.direct {
+        let fl = rustix::fs::fcntl_getfl(&o.fd).map_err(|e| {
+            errno_fail(
+                e,
+                "fcntl",
+                f,
+                &sh.filesets[o.fileset].paths[o.entry as usize],
+            )
+        })?;
+        rustix::fs::fcntl_setfl(&o.fd, fl | OFlags::DIRECT).map_err(|e| {
+            errno_fail(
+                e,
+                "fcntl O_DIRECT",
+                f,
+                &sh.filesets[o.fileset].paths[o.entry as usize],
+            )
+        })?;
+        o.direct = true;
+    }
+    Ok(o)
+}
+
+fn write_at(fd: &OwnedFd, data: &[u8], off: u64, dsync: bool) -> Result<usize, Errno> {
+    if dsync {
+        rustix::io::pwritev2(fd, &[IoSlice::new(data)], off, ReadWriteFlags::DSYNC)
+    } else {
+        rustix::io::pwrite(fd, data, off)
+    }
+}
+
+/// One flowop; `Ok((bytes read, bytes written))`.
+fn exec(
+    sh: &Shared,
+    f: &FlowopDef,
+    fds: &mut [Option<OpenFd>],
+    buf: &mut Buf,
+    rng: &mut Rng,
+    stop: &dyn Fn() -> bool,
+) -> Result<(u64, u64), Fail> {
+    let slot = f.fd as usize;
+    let iosize = f.iosize.unwrap_or(1 << 20) as usize;
+    match f.kind {
+        FlowopKind::CreateFile | FlowopKind::OpenFile => {
+            if fds[slot].is_some() {
+                return Err(workload_err(f, format!("fd {} is already open", f.fd)));
+            }
+            let fi = f.fileset.expect("checked by the parser");
+            let create = f.kind == FlowopKind::CreateFile;
+            let want = if create { Want::Create } else { Want::Open };
+            let fs = &sh.filesets[fi];
+            let Some(e) = fs.take(want, rng, stop)? else {
+                return Err(Fail::Stopped);
+            };
+            match open_entry(sh, fi, e, create, f) {
+                Ok(o) => {
+                    if create {
+                        fs.created(e);
+                    }
+                    fds[slot] = Some(o);
+                    Ok((0, 0))
+                }
+                Err(x) => {
+                    if create {
+                        fs.create_failed(e);
+                    } else {
+                        fs.release(e);
+                    }
+                    Err(x)
+                }
+            }
+        }
+        FlowopKind::CloseFile => {
+            let Some(o) = fds[slot].take() else {
+                return Err(workload_err(f, format!("fd {} is not open", f.fd)));
+            };
+            drop(o.fd);
+            sh.filesets[o.fileset].release(o.entry);
+            Ok((0, 0))
+        }
+        FlowopKind::DeleteFile | FlowopKind::StatFile => {
+            let fi = f.fileset.expect("checked by the parser");
+            let fs = &sh.filesets[fi];
+            let del = f.kind == FlowopKind::DeleteFile;
+            let Some(e) = fs.take(if del { Want::Delete } else { Want::Open }, rng, stop)? else {
+                return Err(Fail::Stopped);
+            };
+            let path = fs.paths[e as usize].as_c_str();
+            if del {
+                match rustix::fs::unlink(path) {
+                    Ok(()) => {
+                        fs.deleted(e);
+                        Ok((0, 0))
+                    }
+                    Err(err) => {
+                        fs.delete_failed(e);
+                        Err(errno_fail(err, "unlink", f, path))
+                    }
+                }
+            } else {
+                let r = rustix::fs::stat(path);
+                fs.release(e);
+                r.map(|_| (0, 0))
+                    .map_err(|err| errno_fail(err, "stat", f, path))
+            }
+        }
+        FlowopKind::Fsync => {
+            let Some(o) = fds[slot].as_ref() else {
+                return Err(workload_err(f, format!("fd {} is not open", f.fd)));
+            };
+            rustix::fs::fsync(&o.fd).map(|_| (0, 0)).map_err(|e| {
+                errno_fail(
+                    e,
+                    "fsync",
+                    f,
+                    &sh.filesets[o.fileset].paths[o.entry as usize],
+                )
+            })
+        }
+        FlowopKind::ReadWholeFile => {
+            let o = io_fd(sh, f, fds, rng, stop)?;
+            let b = buf.get(iosize);
+            let mut off = 0u64;
+            loop {
+                match rustix::io::pread(&o.fd, &mut *b, off) {
+                    Ok(n) => {
+                        off += n as u64;
+                        if n < iosize {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        return Err(errno_fail(
+                            e,
+                            "read",
+                            f,
+                            &sh.filesets[o.fileset].paths[o.entry as usize],
+                        ))
+                    }
+                }
+            }
+            o.size = Some(off);
+            Ok((off, 0))
+        }
+        FlowopKind::WriteWholeFile => {
+            let src = f.srcfd.unwrap_or(f.fd) as usize;
+            let size = match fds[src].as_ref() {
+                Some(s) => sh.filesets[s.fileset].sizes[s.entry as usize],
+                None => {
+                    return Err(workload_err(f, format!("srcfd {src} is not open")));
+                }
+            };
+            let o = io_fd(sh, f, fds, rng, stop)?;
+            let mut off = 0u64;
+            while off < size {
+                let n = (size - off).min(iosize as u64) as usize;
+                let b = buf.get(n);
+                match write_at(&o.fd, b, off, f.dsync) {
+                    Ok(k) => off += k as u64,
+                    Err(e) => {
+                        return Err(errno_fail(
+                            e,
+                            "write",
+                            f,
+                            &sh.filesets[o.fileset].paths[o.entry as usize],
+                        ))
+                    }
+                }
+            }
+            o.size = Some(o.size.unwrap_or(0).max(size));
+            Ok((0, off))
+        }
+        FlowopKind::AppendFile | FlowopKind::AppendFileRand => {
+            let n = if f.kind == FlowopKind::AppendFileRand {
+                rng.between(1, iosize as u64) as usize
+            } else {
+                iosize
+            };
+            let o = io_fd(sh, f, fds, rng, stop)?;
+            let mut flags = ReadWriteFlags::APPEND;
+            if f.dsync {
+                flags |= ReadWriteFlags::DSYNC;
+            }
+            // RWF_APPEND: the kernel writes at the end of the file, atomically with respect to
+            // other appends (O_APPEND semantics for this one write).
+            match rustix::io::pwritev2(&o.fd, &[IoSlice::new(buf.get(n))], 0, flags) {
+                Ok(k) => {
+                    if let Some(s) = &mut o.size {
+                        *s += k as u64;
+                    }
+                    Ok((0, k as u64))
+                }
+                Err(e) => Err(errno_fail(
+                    e,
+                    "append",
+                    f,
+                    &sh.filesets[o.fileset].paths[o.entry as usize],
+                )),
+            }
+        }
+        FlowopKind::Read | FlowopKind::Write => {
+            let write = f.kind == FlowopKind::Write;
+            let o = io_fd(sh, f, fds, rng, stop)?;
+            let path = &sh.filesets[o.fileset].paths[o.entry as usize];
+            let size = if write {
+                sh.filesets[o.fileset].sizes[o.entry as usize]
+            } else {
+                match o.size {
+                    Some(s) => s,
+                    None => {
+                        let s = rustix::fs::fstat(&o.fd)
+                            .map_err(|e| errno_fail(e, "fstat", f, path))?
+                            .st_size as u64;
+                        o.size = Some(s);
+                        s
+                    }
+                }
+            };
+            let io = iosize as u64;
+            let off = if f.random {
+                rng.below((size / io).max(1)) * io
+            } else {
+                if o.off + io > size.max(io) {
+                    o.off = 0;
+                }
+                o.off
+            };
+            let b = buf.get(iosize);
+            let r = if write {
+                write_at(&o.fd, b, off, f.dsync)
+            } else {
+                rustix::io::pread(&o.fd, &mut *b, off)
+            };
+            match r {
+                Ok(n) => {
+                    o.off = off + n as u64;
+                    if write {
+                        o.size = Some(o.size.unwrap_or(0).max(o.off));
+                        Ok((0, n as u64))
+                    } else {
+                        Ok((n as u64, 0))
+                    }
+                }
+                Err(e) => Err(errno_fail(e, if write { "write" } else { "read" }, f, path)),
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! fsage's workload engine: Filebench's workload-model language (`.f` files) and its semantics,
+//! run by threads in one process with a seed, a hard stop, latency percentiles and a fileset
+//! that cannot run dry.
+//!
+//! ```no_run
+//! use fsage_workload::{run, NoObserver, RunConfig, Stop, Workload};
+//! let w = Workload::builtin("varmail")?.with_vars(&[("nfiles", "200")])?;
+//! let cfg = RunConfig { stop: Some(Stop::Ops(10_000)), ..RunConfig::default() };
+//! let result = run(&w, &cfg, std::path::Path::new("/mnt/scratch/bench"), &mut NoObserver)?;
+//! println!("{:.0} ops/s", result.summary.ops_per_sec_mean);
+//! # Ok::<(), fsage_workload::Error>(())
+//! ```
+
+pub mod cgroup;
+mod engine;
+mod error;
+pub mod fileset;
+pub mod gamma;
+mod lang;
+pub mod model;
+mod result;
+mod workload;
+
+pub use engine::{run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
+pub use error::Error;
+pub use lang::parse_size;
+pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, SizeDist, ThreadDef};
+pub use result::{BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary};
+pub use workload::{Workload, BUILTINS};

@@ -1,0 +1,173 @@
+//! What a benchmark run gives back: plain serde data, no formatting (exporters live in
+//! fsage-report).
+//!
+//! How every figure is computed:
+//! - an operation is one execution of one flowop (`iters=N` counts N); it is counted when it
+//!   started after the warmup and completed; an operation that failed with ENOSPC is not counted
+//!   as an operation but as an `enospc` of its flowop;
+//! - the measured interval runs from the end of the warmup to the completion of the last counted
+//!   operation of any thread (so an operation in flight at the deadline is counted, and its time
+//!   is in the interval); ops/s = operations / measured interval; MB/s = bytes read and written
+//!   by the counted operations / 10^6 / measured interval;
+//! - latency is the wall time of one operation (its system calls, and a wait for a free file),
+//!   recorded in nanoseconds in one HDR histogram per flowop per thread (3 significant digits),
+//!   merged after the run; mean and max are exact;
+//! - CPU per operation is the user + system time of all benchmark threads over the measured
+//!   interval (getrusage per thread at its first and last counted operation) / operations;
+//! - with several repetitions: the mean of the repetitions' ops/s and a 95% confidence interval
+//!   from Student's t with reps - 1 degrees of freedom.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpStats {
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    pub mb_per_sec: f64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Latencies in microseconds; `None` when latency recording was off or nothing was measured.
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+    pub max_us: Option<f64>,
+    /// Operations the file system refused with ENOSPC (not counted in `ops`).
+    pub enospc: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowopResult {
+    /// The flowop's `name=`.
+    pub name: String,
+    /// Its type (`createfile`, `read`, ...).
+    pub kind: String,
+    /// The thread definition it belongs to.
+    pub thread: String,
+    pub stats: OpStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepResult {
+    pub rep: u32,
+    /// The seed of this repetition's thread choices.
+    pub seed: u64,
+    pub threads: u64,
+    pub warmup_secs: f64,
+    /// The measured interval (see the module documentation).
+    pub measured_secs: f64,
+    pub flowops: Vec<FlowopResult>,
+    pub overall: OpStats,
+    pub cpu_us_per_op: Option<f64>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub reps: u32,
+    pub ops_per_sec_mean: f64,
+    /// Half-width of the 95% confidence interval of the mean ops/s (`None` for one repetition).
+    pub ops_per_sec_ci95: Option<f64>,
+    /// Standard deviation / mean of ops/s across repetitions.
+    pub ops_per_sec_cv: Option<f64>,
+    pub mb_per_sec_mean: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheLimit {
+    /// "v1" or "v2".
+    pub cgroup: String,
+    pub ratio: f64,
+    /// Bytes of the fileset if every entry existed (the ratio's base).
+    pub fileset_bytes: u64,
+    /// The page-cache share: ratio × fileset bytes.
+    pub cache_bytes: u64,
+    /// The benchmark's own memory when its threads were ready (buffers, stacks, histograms),
+    /// which the cgroup also charges, plus a 16 MiB margin.
+    pub own_bytes: u64,
+    /// The limit set: cache_bytes + own_bytes.
+    pub limit_bytes: u64,
+    /// The cgroup's peak usage once the limit was set (v1: memory.max_usage_in_bytes, reset when
+    /// the limit is set; v2: the largest memory.current sampled every 200 ms).
+    pub peak_bytes: u64,
+    /// The largest page cache of the cgroup seen (sampled every 200 ms).
+    pub peak_cache_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub fsage_version: String,
+    pub kernel: String,
+    pub target: String,
+    /// The file system type of the target.
+    pub target_fs: String,
+    pub seed: u64,
+    pub cpus: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub workload: String,
+    /// The workload as run, as `.f` text (overrides applied).
+    pub workload_text: String,
+    /// `duration` or `ops`, and its value.
+    pub stop: String,
+    pub environment: Environment,
+    /// `None`: the page cache was not limited.
+    pub cache_limit: Option<CacheLimit>,
+    pub drop_caches: bool,
+    pub latency_recorded: bool,
+    pub reps: Vec<RepResult>,
+    pub summary: Summary,
+    /// Ctrl-C (or SIGTERM) ended the run: the last repetition holds what was measured until then.
+    pub interrupted: bool,
+}
+
+/// Two-sided 95% Student t quantile for `df` degrees of freedom.
+pub fn t95(df: u32) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df as usize - 1],
+        _ => 1.96 + 2.4 / df as f64,
+    }
+}
+
+impl Summary {
+    pub fn of(reps: &[RepResult]) -> Summary {
+        let xs: Vec<f64> = reps.iter().map(|r| r.overall.ops_per_sec).collect();
+        let n = xs.len();
+        let mean = if n == 0 {
+            0.0
+        } else {
+            xs.iter().sum::<f64>() / n as f64
+        };
+        let mb = if n == 0 {
+            0.0
+        } else {
+            reps.iter().map(|r| r.overall.mb_per_sec).sum::<f64>() / n as f64
+        };
+        let (ci, cv) = if n >= 2 {
+            let sd =
+                (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+            (
+                Some(t95(n as u32 - 1) * sd / (n as f64).sqrt()),
+                (mean > 0.0).then_some(sd / mean),
+            )
+        } else {
+            (None, None)
+        };
+        Summary {
+            reps: n as u32,
+            ops_per_sec_mean: mean,
+            ops_per_sec_ci95: ci,
+            ops_per_sec_cv: cv,
+            mb_per_sec_mean: mb,
+        }
+    }
+}

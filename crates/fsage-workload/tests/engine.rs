@@ -1,0 +1,185 @@
+//! The engine on a plain directory (no mount needed): flowop accounting, the seed, the op count,
+//! the target rules and a fileset that does not fit.
+
+use fsage_workload::{run, Error, NoObserver, RunConfig, Stop, Workload};
+use std::time::Duration;
+
+fn small_fileserver(threads: &str) -> Workload {
+    Workload::builtin("fileserver")
+        .unwrap()
+        .with_vars(&[
+            ("nfiles", "200"),
+            ("nthreads", threads),
+            ("filesize", "16k"),
+            ("iosize", "64k"),
+        ])
+        .unwrap()
+}
+
+#[test]
+fn fileserver_flowop_counts_agree_within_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = small_fileserver("4");
+    let cfg = RunConfig {
+        stop: Some(Stop::Duration(Duration::from_millis(700))),
+        warmup: Duration::from_millis(200),
+        ..RunConfig::default()
+    };
+    let r = run(&w, &cfg, &dir.path().join("t"), &mut NoObserver).unwrap();
+    let rep = &r.reps[0];
+    assert_eq!(rep.flowops.len(), 11);
+    let counts: Vec<u64> = rep.flowops.iter().map(|f| f.stats.ops).collect();
+    let (lo, hi) = (*counts.iter().min().unwrap(), *counts.iter().max().unwrap());
+    assert!(lo > 0, "{counts:?}");
+    assert!(
+        hi - lo <= 4,
+        "counts differ by more than the 4 threads: {counts:?}"
+    );
+    assert_eq!(rep.overall.ops, counts.iter().sum::<u64>());
+    // The measured interval is the duration plus at most the last operation in flight.
+    assert!(
+        rep.measured_secs >= 0.0 && rep.measured_secs < 1.5,
+        "{}",
+        rep.measured_secs
+    );
+    let o = &rep.overall;
+    assert!(
+        o.p50_us.unwrap() <= o.p99_us.unwrap() && o.p99_us.unwrap() <= o.max_us.unwrap() * 1.001
+    );
+    assert!(rep.cpu_us_per_op.is_some());
+    // createfile and deletefile balance: the fileset has as many files as it began with, give or
+    // take the files the threads were creating when they stopped.
+    let files = walk_files(&dir.path().join("t/bigfileset"));
+    assert!(
+        (160i64 - files as i64).abs() <= 4,
+        "{files} files, 160 preallocated"
+    );
+}
+
+fn walk_files(p: &std::path::Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(p).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            n += walk_files(&e.path());
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn an_op_count_is_exact_and_a_seed_repeats_every_choice() {
+    let w = small_fileserver("1");
+    let go = |seed: u64| {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = RunConfig {
+            stop: Some(Stop::Ops(500)),
+            seed,
+            ..RunConfig::default()
+        };
+        let r = run(&w, &cfg, &dir.path().join("t"), &mut NoObserver).unwrap();
+        assert_eq!(r.reps[0].overall.ops, 500);
+        r.reps[0]
+            .flowops
+            .iter()
+            .map(|f| (f.stats.ops, f.stats.bytes_read, f.stats.bytes_written))
+            .collect::<Vec<_>>()
+    };
+    let a = go(5);
+    assert_eq!(a, go(5), "the same seed must issue the same operations");
+    assert_ne!(a, go(6), "another seed should choose other files and sizes");
+    // Ops mode with several threads still stops at exactly N.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = RunConfig {
+        stop: Some(Stop::Ops(777)),
+        ..RunConfig::default()
+    };
+    let r = run(
+        &small_fileserver("3"),
+        &cfg,
+        &dir.path().join("t"),
+        &mut NoObserver,
+    )
+    .unwrap();
+    assert_eq!(r.reps[0].overall.ops, 777);
+}
+
+#[test]
+fn reps_give_a_confidence_interval_and_reuse_needs_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("t");
+    let w = Workload::builtin("varmail")
+        .unwrap()
+        .with_vars(&[("nfiles", "100"), ("nthreads", "2")])
+        .unwrap();
+    let cfg = RunConfig {
+        stop: Some(Stop::Ops(300)),
+        reps: 3,
+        ..RunConfig::default()
+    };
+    let r = run(&w, &cfg, &t, &mut NoObserver).unwrap();
+    assert_eq!(r.reps.len(), 3);
+    assert!(r.summary.ops_per_sec_ci95.is_some());
+    // The target now holds a fileset: refused without reuse, accepted with it.
+    let e = run(&w, &cfg, &t, &mut NoObserver).unwrap_err();
+    assert!(matches!(e, Error::Target(_)), "{e}");
+    assert!(e.to_string().contains("earlier fsage bench run"), "{e}");
+    let cfg1 = RunConfig {
+        reuse: true,
+        reps: 1,
+        ..cfg.clone()
+    };
+    run(&w, &cfg1, &t, &mut NoObserver).unwrap();
+    // A directory with someone else's files is refused, and left alone.
+    let other = dir.path().join("o");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("thesis.tex"), "x").unwrap();
+    let e = run(&w, &cfg1, &other, &mut NoObserver).unwrap_err();
+    assert!(e.to_string().contains("not empty"), "{e}");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+}
+
+#[test]
+fn a_fileset_that_does_not_fit_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Workload::parse(
+        "set $n=1000\n\ndefine fileset name=big,size=1t,entries=$n,prealloc=100\ndefine process name=p {\n thread name=t {\n  flowop statfile name=s,filesetname=big\n }\n}\nrun 1\n",
+        "huge.f",
+    )
+    .unwrap();
+    let e = run(
+        &w,
+        &RunConfig::default(),
+        &dir.path().join("t"),
+        &mut NoObserver,
+    )
+    .unwrap_err();
+    let m = e.to_string();
+    assert!(m.starts_with("huge.f:3: fileset big does not fit"), "{m}");
+    // Nothing but the empty target directory was made.
+    assert_eq!(std::fs::read_dir(dir.path().join("t")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_fileset_that_runs_dry_names_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Workload::parse(
+        "define fileset name=full,size=1k,entries=3,prealloc=100\ndefine process name=p {\n thread name=t {\n  flowop createfile name=c,filesetname=full,fd=1\n  flowop closefile name=cl,fd=1\n }\n}\nrun 1\n",
+        "dry.f",
+    )
+    .unwrap();
+    let e = run(
+        &w,
+        &RunConfig::default(),
+        &dir.path().join("t"),
+        &mut NoObserver,
+    )
+    .unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("fileset full ran dry") && m.contains("raise entries"),
+        "{m}"
+    );
+}
