@@ -3,6 +3,7 @@
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
 //! machine, behind one trait, so that a new format is one new type here and nothing else.
 
+mod dev_text;
 mod run_text;
 mod status_text;
 
@@ -44,6 +45,24 @@ impl Exporter<RunReport> for Text {
 impl Exporter<RunStatus> for Text {
     fn export(&self, st: &RunStatus) -> String {
         status_text::render(st)
+    }
+}
+
+impl Exporter<[fsage_slowdev::DeviceInfo]> for Text {
+    fn export(&self, devs: &[fsage_slowdev::DeviceInfo]) -> String {
+        dev_text::list(devs)
+    }
+}
+
+impl Exporter<fsage_slowdev::DeviceStats> for Text {
+    fn export(&self, s: &fsage_slowdev::DeviceStats) -> String {
+        dev_text::stats(s)
+    }
+}
+
+impl Exporter<fsage_slowdev::bench::BenchReport> for Text {
+    fn export(&self, r: &fsage_slowdev::bench::BenchReport) -> String {
+        dev_text::bench(r)
     }
 }
 

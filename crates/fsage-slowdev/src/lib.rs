@@ -21,6 +21,7 @@
 //!   there is ever touched.
 //! - [`serve`]: the daemon's entry point (the `fsage-slowdevd` binary and the hidden
 //!   `fsage dev serve DIR` both call it).
+//! - [`bench::run`]: the benchmark behind `fsage dev bench` (floor, accuracy, parallelism).
 //! - [`measure`]: direct-I/O latency and IOPS measurement of a block device (4 KiB random reads or
 //!   writes at a queue depth), for the benchmarks and tests.
 //!
@@ -36,6 +37,7 @@
 //! deadline, which then spins to it; delays shorter than that spin window are spun in the thread
 //! that read the request (there are several).
 
+pub mod bench;
 mod control;
 mod daemon;
 mod device;
