@@ -256,3 +256,26 @@ pub fn is_autoclear(dev: &Path) -> bool {
     std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"))
         .is_ok_and(|s| s.trim() == "1")
 }
+
+/// Is `dev` (`/dev/loopN`) a slow device of fsage-slowdev: a loop device over the file its FUSE
+/// daemon serves? The daemon holds such a device until `fsage dev destroy`, so it outlives the
+/// mounts made on it.
+pub fn is_slow_device(dev: &Path) -> bool {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(bf) = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")) else {
+        return false;
+    };
+    let Some(dir) = Path::new(bf.trim()).parent() else {
+        return false;
+    };
+    crate::sys::mounts().is_ok_and(|m| {
+        m.iter().any(|e| {
+            e.mount_point == dir
+                && e.fstype.starts_with("fuse")
+                && e.source.starts_with("fsage-slowdev:")
+        })
+    })
+}
