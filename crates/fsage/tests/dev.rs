@@ -44,11 +44,9 @@ impl Reg {
 impl Drop for Reg {
     fn drop(&mut self) {
         // Whatever a failed test left: unmount our mounts, then destroy our devices.
-        for m in ["mnt"] {
-            let p = self.path(m);
-            if fsage_lab::sys::is_mount_point(&p) {
-                let _ = fsage_lab::mount::umount_point(&p);
-            }
+        let p = self.path("mnt");
+        if fsage_lab::sys::is_mount_point(&p) {
+            let _ = fsage_lab::mount::umount_point(&p);
         }
         let _ = self.fsage(["dev", "destroy", "--all", "--force"]);
     }
