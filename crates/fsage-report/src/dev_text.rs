@@ -229,6 +229,35 @@ pub fn bench(r: &BenchReport) -> String {
             if a.within_target { "yes" } else { "no" }
         );
     }
+    let _ = writeln!(
+        o,
+        "\nThe same requests as the daemon timed them (arrival in the daemon to its answer; late: \
+         after the model's completion time):\n"
+    );
+    let _ = writeln!(
+        o,
+        "| setting | pattern | daemon mean µs | error | daemon p99 µs | error | late p50 µs | late p99 µs |"
+    );
+    let _ = writeln!(
+        o,
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for a in &r.accuracy {
+        let s = a.setting_ns as f64;
+        let err = |v: f64| if s == 0.0 { 0.0 } else { (v - s) / s * 100.0 };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {:+.2}% | {} | {:+.2}% | {} | {} |",
+            format_ns(a.setting_ns),
+            a.pattern.name(),
+            us(a.daemon.mean_ns),
+            err(a.daemon.mean_ns),
+            us(a.daemon.p99_ns as f64),
+            err(a.daemon.p99_ns as f64),
+            us(a.daemon_late.p50_ns as f64),
+            us(a.daemon_late.p99_ns as f64)
+        );
+    }
     let _ = writeln!(o, "\nParallelism (4 KiB random reads at 1 ms, QD16):\n");
     let _ = writeln!(
         o,

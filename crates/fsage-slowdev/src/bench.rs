@@ -40,6 +40,11 @@ pub struct AccuracyRow {
     pub p99_error: f64,
     /// Within 2% (or 2 us) for the mean and 10% (or 10 us) for the p99.
     pub within_target: bool,
+    /// The same requests as the daemon timed them (arrival to answer): the emulator's own
+    /// precision, without the kernel's path and scheduling.
+    pub daemon: crate::LatencySummary,
+    /// How late the daemon's answers were against the model's completion time.
+    pub daemon_late: crate::LatencySummary,
 }
 
 /// `fsage dev bench`'s result.
@@ -154,7 +159,15 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
             .into_iter()
             .enumerate()
         {
+            dev.device().stats_and_reset()?;
             let r = m(dev.path(), pattern, 1, 4096, dur)?;
+            let st = dev.device().stats()?;
+            let kind = if pattern == Pattern::RandRead {
+                "read"
+            } else {
+                "write"
+            };
+            let ks = st.kind(kind).cloned();
             let fl = &floor[i];
             let added_mean = r.latency.mean_ns - fl.latency.mean_ns;
             let added_p99 = r.latency.p99_ns as f64 - fl.latency.p50_ns as f64;
@@ -171,6 +184,8 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
                 p99_error: err(added_p99),
                 within_target: within,
                 measured: r,
+                daemon: ks.as_ref().map(|k| k.latency).unwrap_or_default(),
+                daemon_late: ks.map(|k| k.lateness).unwrap_or_default(),
             });
         }
     }

@@ -14,12 +14,14 @@ pub(crate) enum Request {
         latencies: Latencies,
         bandwidth: Option<u64>,
     },
-    Stats,
+    /// The statistics; with `reset`, counting starts again afterwards.
+    Stats {
+        #[serde(default)]
+        reset: bool,
+    },
     /// Detach the loop device, unmount FUSE, exit. With `force`, go even if the loop device is
     /// still held by someone (a mount): its I/O then fails.
-    Stop {
-        force: bool,
-    },
+    Stop { force: bool },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -387,7 +387,7 @@ pub fn serve(dir: &Path) -> Result<()> {
 
     // The kernel's counters for a loop device outlive its earlier users: count from here, where
     // the kernel has counted exactly what the daemon has (the partition scan).
-    let baseline = DiskStats::read(&loop_name)
+    let mut baseline = DiskStats::read(&loop_name)
         .unwrap_or_default()
         .minus(&DiskStats::from_kinds(&shared.stats.summary()));
     let sock = socket_path(dir);
@@ -425,21 +425,29 @@ pub fn serve(dir: &Path) -> Result<()> {
                     },
                 }
             }
-            Request::Stats => Response::Stats {
-                stats: Box::new(DeviceStats {
-                    name: rec.name.clone(),
-                    device: loop_path.display().to_string(),
-                    latencies: shared.model.latencies(),
-                    bandwidth: shared.model.bandwidth(),
-                    queue_depth: shared.model.queue_depth(),
-                    uptime_s: started.elapsed().as_secs_f64(),
-                    kinds: shared.stats.summary(),
-                    other_requests: shared.stats.other.load(Relaxed),
-                    errors: shared.stats.errors.load(Relaxed),
-                    spin_window_ns: completer.spin_window().as_nanos() as u64,
-                    diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
-                }),
-            },
+            Request::Stats { reset } => {
+                let r = Response::Stats {
+                    stats: Box::new(DeviceStats {
+                        name: rec.name.clone(),
+                        device: loop_path.display().to_string(),
+                        latencies: shared.model.latencies(),
+                        bandwidth: shared.model.bandwidth(),
+                        queue_depth: shared.model.queue_depth(),
+                        uptime_s: started.elapsed().as_secs_f64(),
+                        kinds: shared.stats.summary(),
+                        other_requests: shared.stats.other.load(Relaxed),
+                        errors: shared.stats.errors.load(Relaxed),
+                        spin_window_ns: completer.spin_window().as_nanos() as u64,
+                        diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
+                    }),
+                };
+                if reset {
+                    // Count the kernel from here too.
+                    shared.stats.reset();
+                    baseline = DiskStats::read(&loop_name).unwrap_or_default();
+                }
+                r
+            }
             Request::Stop { force } => {
                 // Close our handle: the auto-clearing loop device goes away unless someone else
                 // (a mount, an open descriptor) still holds it.

@@ -221,13 +221,22 @@ impl SlowDevice {
 
     /// What the daemon served, with the kernel's counters for the loop device.
     pub fn stats(&self) -> Result<DeviceStats> {
+        self.stats_inner(false)
+    }
+
+    /// The statistics so far, and counting starts again (daemon and kernel alike).
+    pub fn stats_and_reset(&self) -> Result<DeviceStats> {
+        self.stats_inner(true)
+    }
+
+    fn stats_inner(&self, reset: bool) -> Result<DeviceStats> {
         if !self.alive() {
             return Err(Error::operation(format!(
                 "device {}: its daemon is not running (destroy it)",
                 self.record.name
             )));
         }
-        match call(&self.dir, &Request::Stats, CALL_TIMEOUT)? {
+        match call(&self.dir, &Request::Stats { reset }, CALL_TIMEOUT)? {
             Response::Stats { stats } => Ok(*stats),
             other => Err(Error::operation(format!(
                 "device {}: unexpected answer {other:?}",
@@ -355,7 +364,11 @@ pub fn list_devices(registry: &Registry) -> Vec<DeviceInfo> {
                 .map(|m| m.mount_point)
                 .collect();
             let requests = if alive {
-                match call(&dir, &Request::Stats, Duration::from_secs(2)) {
+                match call(
+                    &dir,
+                    &Request::Stats { reset: false },
+                    Duration::from_secs(2),
+                ) {
                     Ok(Response::Stats { stats }) => {
                         Some(stats.kinds.iter().map(|k| k.requests).sum())
                     }

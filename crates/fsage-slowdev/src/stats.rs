@@ -249,6 +249,19 @@ impl Collector {
         let _ = k.lateness.record(late_ns.max(1));
     }
 
+    /// Starts counting again (histograms and counts of every kind).
+    pub(crate) fn reset(&self) {
+        for k in &self.kinds {
+            let mut k = k.lock().unwrap_or_else(|e| e.into_inner());
+            k.requests = 0;
+            k.bytes = 0;
+            k.latency.reset();
+            k.lateness.reset();
+        }
+        self.other.store(0, std::sync::atomic::Ordering::Relaxed);
+        self.errors.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub(crate) fn summary(&self) -> Vec<KindStats> {
         KINDS
             .iter()
