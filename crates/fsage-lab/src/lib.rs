@@ -43,7 +43,7 @@ pub mod sparse;
 pub mod sys;
 
 pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
-pub use loopdev::LoopDevice;
+pub use loopdev::{LoopDevice, LoopOptions};
 pub use mount::{drop_caches, trim, Mounted};
 
 /// An error of the lab, with a message that names what went wrong and where, and who has to act

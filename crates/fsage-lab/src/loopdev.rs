@@ -14,6 +14,16 @@ const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
 const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
 const LO_FLAGS_READ_ONLY: u32 = 1;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
+const LO_FLAGS_DIRECT_IO: u32 = 16;
+
+/// How [`LoopDevice::attach_with`] sets a device up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopOptions {
+    pub read_only: bool,
+    /// Direct I/O on the backing file (`LO_FLAGS_DIRECT_IO`): no second page cache, each block
+    /// request reaches the backing file as one read or write.
+    pub direct_io: bool,
+}
 
 #[repr(C)]
 struct LoopInfo64 {
@@ -51,6 +61,19 @@ pub struct LoopDevice {
 impl LoopDevice {
     /// Attaches `image` (a regular file) to a free loop device.
     pub fn attach(image: &Path, read_only: bool) -> Result<LoopDevice> {
+        LoopDevice::attach_with(
+            image,
+            LoopOptions {
+                read_only,
+                ..LoopOptions::default()
+            },
+        )
+    }
+
+    /// Attaches `image` with `opts`. With `direct_io`, fails (and detaches) if the kernel could
+    /// not turn direct I/O on for this backing file.
+    pub fn attach_with(image: &Path, opts: LoopOptions) -> Result<LoopDevice> {
+        let read_only = opts.read_only;
         let backing = OpenOptions::new()
             .read(true)
             .write(!read_only)
@@ -112,7 +135,13 @@ impl LoopDevice {
                 lo_number: 0,
                 lo_encrypt_type: 0,
                 lo_encrypt_key_size: 0,
-                lo_flags: LO_FLAGS_AUTOCLEAR | if read_only { LO_FLAGS_READ_ONLY } else { 0 },
+                lo_flags: LO_FLAGS_AUTOCLEAR
+                    | if read_only { LO_FLAGS_READ_ONLY } else { 0 }
+                    | if opts.direct_io {
+                        LO_FLAGS_DIRECT_IO
+                    } else {
+                        0
+                    },
                 lo_file_name: [0; 64],
                 lo_crypt_name: [0; 64],
                 lo_encrypt_key: [0; 32],
@@ -130,11 +159,23 @@ impl LoopDevice {
             // SAFETY: valid descriptor and a configuration struct laid out as the kernel's.
             if unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE as _, &cfg) } == 0 {
                 let rdev = dev.metadata().map_err(|e| io_err(&path, "", e))?.rdev();
-                return Ok(LoopDevice {
+                let attached = LoopDevice {
                     path,
                     file: Some(dev),
                     rdev,
-                });
+                };
+                if opts.direct_io && !attached.direct_io() {
+                    let p = attached.path.clone();
+                    // Dropping our handle detaches the (auto-clearing) device again.
+                    drop(attached);
+                    crate::fail!(
+                        "{}: the kernel refused direct I/O on {} (the backing file must support \
+                         O_DIRECT)",
+                        p.display(),
+                        image.display()
+                    );
+                }
+                return Ok(attached);
             }
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::EBUSY) {
@@ -152,6 +193,17 @@ impl LoopDevice {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Is direct I/O on (`/sys/block/loopN/loop/dio`)?
+    pub fn direct_io(&self) -> bool {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
+            .is_ok_and(|s| s.trim() == "1")
     }
 
     /// The device number (for tracepoint filters).
@@ -203,4 +255,27 @@ pub fn is_autoclear(dev: &Path) -> bool {
         .unwrap_or_default();
     std::fs::read_to_string(format!("/sys/block/{name}/loop/autoclear"))
         .is_ok_and(|s| s.trim() == "1")
+}
+
+/// Is `dev` (`/dev/loopN`) a slow device of fsage-slowdev: a loop device over the file its FUSE
+/// daemon serves? The daemon holds such a device until `fsage dev destroy`, so it outlives the
+/// mounts made on it.
+pub fn is_slow_device(dev: &Path) -> bool {
+    let name = dev
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(bf) = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")) else {
+        return false;
+    };
+    let Some(dir) = Path::new(bf.trim()).parent() else {
+        return false;
+    };
+    crate::sys::mounts().is_ok_and(|m| {
+        m.iter().any(|e| {
+            e.mount_point == dir
+                && e.fstype.starts_with("fuse")
+                && e.source.starts_with("fsage-slowdev:")
+        })
+    })
 }

@@ -288,7 +288,8 @@ pub struct Unmounted {
     pub mount_points: Vec<PathBuf>,
     /// Loop devices that went away with the mount.
     pub detached: Vec<PathBuf>,
-    /// Loop devices left attached because fsage did not attach them (no auto-clear flag).
+    /// Loop devices left attached because fsage did not attach them (no auto-clear flag) or
+    /// because they are slow devices (`fsage dev`), which stay until destroyed.
     pub left_attached: Vec<PathBuf>,
 }
 
@@ -350,7 +351,7 @@ fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> 
         if !d.to_string_lossy().starts_with("/dev/loop") {
             continue;
         }
-        if autoclear {
+        if autoclear && !crate::loopdev::is_slow_device(&d) {
             wait_detached(&d, 0, Duration::from_secs(10))?;
             out.detached.push(d);
         } else if sys::mounts_of_device(&d)

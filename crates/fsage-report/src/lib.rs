@@ -6,6 +6,7 @@
 mod extract_text;
 mod frag_text;
 mod bench_text;
+mod dev_text;
 mod run_text;
 mod status_text;
 
@@ -80,6 +81,24 @@ impl Exporter<FreeSpace> for Text {
 impl Exporter<ExtractStats> for Text {
     fn export(&self, st: &ExtractStats) -> String {
         extract_text::render(st)
+    }
+}
+
+impl Exporter<[fsage_slowdev::DeviceInfo]> for Text {
+    fn export(&self, devs: &[fsage_slowdev::DeviceInfo]) -> String {
+        dev_text::list(devs)
+    }
+}
+
+impl Exporter<fsage_slowdev::DeviceStats> for Text {
+    fn export(&self, s: &fsage_slowdev::DeviceStats) -> String {
+        dev_text::stats(s)
+    }
+}
+
+impl Exporter<fsage_slowdev::bench::BenchReport> for Text {
+    fn export(&self, r: &fsage_slowdev::bench::BenchReport) -> String {
+        dev_text::bench(r)
     }
 }
 

@@ -49,6 +49,9 @@ pub enum Command {
     Rollback(crate::lab_cmd::RollbackCmd),
     /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file.
     Frag(crate::frag_cmd::FragCmd),
+    /// Block devices of chosen latency: create, list, set, stats, destroy, bench.
+    #[command(subcommand)]
+    Dev(crate::dev_cmd::DevCmd),
 }
 
 #[derive(Subcommand, Debug)]

@@ -3,6 +3,7 @@
 mod age;
 mod bench;
 mod cli;
+mod dev_cmd;
 mod exit;
 mod frag_cmd;
 mod lab_cmd;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
+        cli::Command::Dev(cmd) => dev_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,

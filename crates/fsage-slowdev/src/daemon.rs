@@ -1,0 +1,576 @@
+//! The daemon: serves the backing file as `mnt/disk` through FUSE on several threads, delays each
+//! answer by the model, attaches the loop device (direct I/O) on that file and holds it, and
+//! answers the control socket until told to stop.
+
+use crate::control::{socket_path, Request, Response};
+use crate::registry::{read_record, write_record, DeviceRecord};
+use crate::stats::{Collector, DeviceStats, DiskStats, Kind};
+use crate::timing::{Answer, Completer, Model, Pending};
+use crate::{io_err, Error, Result};
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request as FuseRequest, WriteFlags,
+};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+const DISK_INO: INodeNo = INodeNo(2);
+const DISK_NAME: &str = "disk";
+const TTL: Duration = Duration::from_secs(3600);
+
+struct Shared {
+    file: File,
+    size: u64,
+    model: Model,
+    completer: Arc<Completer>,
+    stats: Arc<Collector>,
+    created: SystemTime,
+}
+
+struct SlowFs {
+    s: Arc<Shared>,
+}
+
+impl SlowFs {
+    fn attr(&self, ino: INodeNo) -> FileAttr {
+        let s = &self.s;
+        let (kind, perm, size, nlink) = if ino == DISK_INO {
+            (FileType::RegularFile, 0o600, s.size, 1)
+        } else {
+            (FileType::Directory, 0o700, 0, 2)
+        };
+        FileAttr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: s.created,
+            mtime: s.created,
+            ctime: s.created,
+            crtime: s.created,
+            kind,
+            perm,
+            nlink,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    fn other(&self) {
+        self.s.stats.other.fetch_add(1, Relaxed);
+    }
+
+    fn error(&self) {
+        self.s.stats.errors.fetch_add(1, Relaxed);
+    }
+
+    fn delayed(&self, arrival: Instant, kind: Kind, bytes: u64, answer: Answer) {
+        let deadline = self.s.model.deadline(arrival, kind, bytes);
+        self.s.completer.complete(Pending {
+            deadline,
+            arrival,
+            kind,
+            bytes,
+            answer,
+        });
+    }
+}
+
+fn errno_of(e: &std::io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+impl Filesystem for SlowFs {
+    fn init(&mut self, _req: &FuseRequest, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Asynchronous direct I/O lets the loop device keep many requests in flight; the
+        // background limit must exceed any queue depth a benchmark uses.
+        if let Err(missing) = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO) {
+            eprintln!("fsage-slowdev: the kernel lacks {missing:?}: requests will serialise");
+        }
+        let _ = config.set_max_background(1024);
+        let _ = config.set_congestion_threshold(1000);
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &FuseRequest, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.other();
+        if parent == INodeNo::ROOT && name == DISK_NAME {
+            reply.entry(&TTL, &self.attr(DISK_INO), Generation(0));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn getattr(&self, _req: &FuseRequest, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.other();
+        if ino == INodeNo::ROOT || ino == DISK_INO {
+            reply.attr(&TTL, &self.attr(ino));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        self.other();
+        // The device has a fixed size; other attribute changes are accepted and ignored.
+        if size.is_some_and(|s| s != self.s.size) {
+            reply.error(Errno::EPERM);
+        } else {
+            reply.attr(&TTL, &self.attr(ino));
+        }
+    }
+
+    fn open(&self, _req: &FuseRequest, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.other();
+        if ino == DISK_INO {
+            // No page cache in the kernel for this file: every access is a request here.
+            reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+        } else {
+            reply.error(Errno::EISDIR);
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &FuseRequest,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let arrival = Instant::now();
+        let len = (size as u64).min(self.s.size.saturating_sub(offset)) as usize;
+        let mut buf = vec![0u8; len];
+        let mut done = 0;
+        while done < len {
+            match self.s.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break, // a sparse tail reads as zeros
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.error();
+                    reply.error(errno_of(&e));
+                    return;
+                }
+            }
+        }
+        self.delayed(arrival, Kind::Read, len as u64, Answer::Data(reply, buf));
+    }
+
+    fn write(
+        &self,
+        _req: &FuseRequest,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let arrival = Instant::now();
+        if offset.saturating_add(data.len() as u64) > self.s.size {
+            self.error();
+            reply.error(Errno::ENOSPC);
+            return;
+        }
+        if let Err(e) = self.s.file.write_all_at(data, offset) {
+            self.error();
+            reply.error(errno_of(&e));
+            return;
+        }
+        let n = data.len() as u32;
+        self.delayed(arrival, Kind::Write, n as u64, Answer::Written(reply, n));
+    }
+
+    fn flush(
+        &self,
+        _req: &FuseRequest,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // FUSE_FLUSH comes with close(), not with a device flush.
+        self.other();
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &FuseRequest,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let arrival = Instant::now();
+        self.delayed(arrival, Kind::Flush, 0, Answer::Empty(reply));
+    }
+
+    fn fallocate(
+        &self,
+        _req: &FuseRequest,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let arrival = Instant::now();
+        // Discard and write-zeroes from the loop device: punch or zero the backing file.
+        let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0 || mode & libc::FALLOC_FL_ZERO_RANGE != 0;
+        if !keep || offset.saturating_add(length) > self.s.size {
+            self.error();
+            reply.error(Errno::EOPNOTSUPP);
+            return;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: fallocate on our own open descriptor.
+        let r = unsafe {
+            libc::fallocate(
+                self.s.file.as_raw_fd(),
+                mode,
+                offset as libc::off_t,
+                length as libc::off_t,
+            )
+        };
+        if r != 0 {
+            self.error();
+            reply.error(errno_of(&std::io::Error::last_os_error()));
+            return;
+        }
+        self.delayed(arrival, Kind::Discard, length, Answer::Empty(reply));
+    }
+
+    fn opendir(&self, _req: &FuseRequest, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.other();
+        reply.opened(FileHandle(0), FopenFlags::empty());
+    }
+
+    fn readdir(
+        &self,
+        _req: &FuseRequest,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        self.other();
+        if ino != INodeNo::ROOT {
+            reply.error(Errno::ENOTDIR);
+            return;
+        }
+        let entries = [
+            (INodeNo::ROOT, FileType::Directory, "."),
+            (INodeNo::ROOT, FileType::Directory, ".."),
+            (DISK_INO, FileType::RegularFile, DISK_NAME),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(*ino, (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
+
+/// Runs the daemon of the device whose directory is `dir` (made by
+/// [`crate::SlowDevice::create`]), until it is told to stop. Returns when the device is gone.
+pub fn serve(dir: &Path) -> Result<()> {
+    let _ = std::env::set_current_dir("/");
+    let mut rec = read_record(dir)?;
+    // The daemon sits in the I/O path: it must not wait for memory reclaim that waits for I/O
+    // on this very device.
+    if let Err(e) = rustix::process::configure_io_flusher_behavior(true) {
+        eprintln!("fsage-slowdev: PR_SET_IO_FLUSHER: {e} (continuing without it)");
+    }
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+    if rec.realtime {
+        // Every thread made from here on inherits it: the device's timing must not depend on
+        // how busy the CPUs are with other work (the kernel's RT throttling still applies).
+        if let Err(e) = set_realtime() {
+            eprintln!("fsage-slowdev: SCHED_FIFO: {e} (timing will suffer under load)");
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&rec.backing_file)
+        .map_err(|e| io_err(&rec.backing_file, "cannot open the backing file", e))?;
+    let stats = Arc::new(Collector::new());
+    let completer = Completer::new(stats.clone());
+    let shared = Arc::new(Shared {
+        file,
+        size: rec.size,
+        model: Model::new(rec.latencies, rec.bandwidth, rec.queue_depth),
+        completer: completer.clone(),
+        stats,
+        created: SystemTime::now(),
+    });
+    let started = Instant::now();
+    let completion_threads: Vec<_> = (0..2)
+        .map(|i| {
+            let c = completer.clone();
+            std::thread::Builder::new()
+                .name(format!("complete-{i}"))
+                .spawn(move || c.run())
+                .map_err(|e| Error::operation(format!("cannot start a thread: {e}")))
+        })
+        .collect::<Result<_>>()?;
+
+    std::fs::create_dir_all(&rec.fuse_mountpoint)
+        .map_err(|e| io_err(&rec.fuse_mountpoint, "", e))?;
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName(format!("fsage-slowdev:{}", rec.name)),
+        fuser::MountOption::Subtype("fsage-slowdev".into()),
+        fuser::MountOption::RW,
+    ];
+    config.n_threads = Some(rec.threads);
+    config.clone_fd = true;
+    let session = fuser::Session::new(SlowFs { s: shared.clone() }, &rec.fuse_mountpoint, &config)
+        .map_err(|e| io_err(&rec.fuse_mountpoint, "cannot mount the FUSE file system", e))?;
+    let session = session
+        .spawn()
+        .map_err(|e| Error::operation(format!("cannot start the FUSE session: {e}")))?;
+
+    let disk = rec.fuse_mountpoint.join(DISK_NAME);
+    let mut held = Some(fsage_lab::LoopDevice::attach_with(
+        &disk,
+        fsage_lab::LoopOptions {
+            read_only: false,
+            direct_io: true,
+        },
+    )?);
+    let loop_path = held
+        .as_ref()
+        .map(|l| l.path().to_path_buf())
+        .unwrap_or_default();
+    let loop_name = loop_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+
+    // The kernel's counters for a loop device outlive its earlier users: count from here, where
+    // the kernel has counted exactly what the daemon has (the partition scan).
+    let mut baseline = DiskStats::read(&loop_name)
+        .unwrap_or_default()
+        .minus(&DiskStats::from_kinds(&shared.stats.summary()));
+    let sock = socket_path(dir);
+    let _ = std::fs::remove_file(&sock);
+    let listener = UnixListener::bind(&sock).map_err(|e| io_err(&sock, "cannot listen", e))?;
+    rec.device = Some(loop_path.clone());
+    rec.daemon_pid = Some(std::process::id());
+    write_record(dir, &rec)?;
+    eprintln!(
+        "fsage-slowdev: {} serves {} on {} ({} threads)",
+        rec.name,
+        rec.backing_file.display(),
+        loop_path.display(),
+        rec.threads
+    );
+
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let Some(req) = read_request(&conn) else {
+            continue;
+        };
+        let resp = match req {
+            Request::Set {
+                latencies,
+                bandwidth,
+            } => {
+                shared.model.set(latencies, bandwidth);
+                rec.latencies = latencies;
+                rec.bandwidth = bandwidth;
+                match write_record(dir, &rec) {
+                    Ok(()) => Response::Ok,
+                    Err(e) => Response::Error {
+                        message: e.message,
+                        input: false,
+                    },
+                }
+            }
+            Request::Stats { reset } => {
+                let r = Response::Stats {
+                    stats: Box::new(DeviceStats {
+                        name: rec.name.clone(),
+                        device: loop_path.display().to_string(),
+                        latencies: shared.model.latencies(),
+                        bandwidth: shared.model.bandwidth(),
+                        queue_depth: shared.model.queue_depth(),
+                        uptime_s: started.elapsed().as_secs_f64(),
+                        kinds: shared.stats.summary(),
+                        other_requests: shared.stats.other.load(Relaxed),
+                        errors: shared.stats.errors.load(Relaxed),
+                        spin_window_ns: completer.spin_window().as_nanos() as u64,
+                        diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
+                    }),
+                };
+                if reset {
+                    // Count the kernel from here too.
+                    shared.stats.reset();
+                    baseline = DiskStats::read(&loop_name).unwrap_or_default();
+                }
+                r
+            }
+            Request::Stop { force } => {
+                // Close our handle: the auto-clearing loop device goes away unless someone else
+                // (a mount, an open descriptor) still holds it.
+                if let Some(l) = held.take() {
+                    drop(l);
+                }
+                let gone = fsage_lab::loopdev::wait_detached(&loop_path, 0, Duration::from_secs(5))
+                    .is_ok();
+                if !gone && !force {
+                    // Hold it again, so that it stays ours.
+                    let again = std::fs::OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .open(&loop_path);
+                    reply(
+                        &conn,
+                        &Response::Error {
+                            message: format!(
+                                "{}: still in use (mounted or open) after our handle closed{}",
+                                loop_path.display(),
+                                if again.is_ok() {
+                                    ""
+                                } else {
+                                    "; the device keeps going only while it is held"
+                                }
+                            ),
+                            input: true,
+                        },
+                    );
+                    if let Ok(f) = again {
+                        // Keep the descriptor for the daemon's lifetime (leaked on purpose).
+                        std::mem::forget(f);
+                    }
+                    continue;
+                }
+                completer.shutdown();
+                if gone {
+                    if let Err(e) = session.umount_and_join() {
+                        eprintln!("fsage-slowdev: unmounting FUSE: {e}");
+                        let _ = lazy_umount(&rec.fuse_mountpoint);
+                    }
+                    for t in completion_threads {
+                        let _ = t.join();
+                    }
+                } else {
+                    // Forced with the loop device still held: detach the FUSE mount lazily; when
+                    // this process exits the connection aborts and the device's I/O fails.
+                    let _ = lazy_umount(&rec.fuse_mountpoint);
+                }
+                let synced = shared.file.sync_data();
+                finish_dir(dir, &rec);
+                reply(
+                    &conn,
+                    &match synced {
+                        Ok(()) => Response::Ok,
+                        Err(e) => Response::Error {
+                            message: format!("{}: fsync: {e}", rec.backing_file.display()),
+                            input: false,
+                        },
+                    },
+                );
+                eprintln!("fsage-slowdev: {} stopped", rec.name);
+                std::process::exit(0);
+            }
+        };
+        reply(&conn, &resp);
+    }
+    Ok(())
+}
+
+/// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
+pub(crate) fn set_realtime() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 20 };
+    // SAFETY: a plain system call on the calling thread with a valid parameter.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn read_request(conn: &UnixStream) -> Option<Request> {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).ok()?;
+    match serde_json::from_str(&line) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            reply(
+                conn,
+                &Response::Error {
+                    message: format!("bad request {line:?}: {e}"),
+                    input: true,
+                },
+            );
+            None
+        }
+    }
+}
+
+fn reply(mut conn: &UnixStream, resp: &Response) {
+    let mut s = serde_json::to_string(resp).expect("responses serialise");
+    s.push('\n');
+    let _ = conn.write_all(s.as_bytes());
+}
+
+pub(crate) fn lazy_umount(mnt: &Path) -> std::io::Result<()> {
+    rustix::mount::unmount(mnt, rustix::mount::UnmountFlags::DETACH).map_err(Into::into)
+}
+
+/// Removes what the device left in its directory (and a scratch backing file): the directory
+/// goes last, so a device is listed until it is gone.
+pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
+    if rec.remove_backing {
+        let _ = std::fs::remove_file(&rec.backing_file);
+    }
+    let _ = std::fs::remove_dir(&rec.fuse_mountpoint);
+    for f in ["ctl.sock", "daemon.log"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let _ = std::fs::remove_file(crate::registry::record_path(dir));
+    let _ = std::fs::remove_dir(dir);
+}
+
+pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
+    dir.join("mnt")
+}

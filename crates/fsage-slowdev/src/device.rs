@@ -1,0 +1,508 @@
+//! Making, changing, inspecting and destroying devices, from the caller's side.
+
+use crate::control::{call, Request, Response};
+use crate::daemon::{finish_dir, lazy_umount, mountpoint_of};
+use crate::registry::{read_record, write_record, DeviceRecord, Registry};
+use crate::{io_err, Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A device fsage made, found in (or just added to) the registry.
+#[derive(Debug)]
+pub struct SlowDevice {
+    dir: PathBuf,
+    record: DeviceRecord,
+    /// The daemon, when this process started it (so that it is reaped).
+    child: Option<Child>,
+}
+
+/// A device as `fsage dev list` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    #[serde(flatten)]
+    pub record: DeviceRecord,
+    /// Is the daemon running?
+    pub alive: bool,
+    /// Where the block device is mounted.
+    pub mounted_on: Vec<PathBuf>,
+    /// Reads, writes, flushes and discards served (none when the daemon does not answer).
+    pub requests: Option<u64>,
+}
+
+impl SlowDevice {
+    /// Makes a device: checks the backing store, registers the device, starts its daemon (a
+    /// process of its own, in a session of its own) and waits until the loop device is attached.
+    pub fn create(spec: &DeviceSpec) -> Result<SlowDevice> {
+        spec.check()?;
+        let registry = Registry::new(&spec.registry);
+        // The backing file, and whether destroy removes it.
+        let (backing, size, made) = match &spec.backing {
+            Backing::Image(p) => {
+                let m = std::fs::metadata(p).map_err(|e| io_err(p, "", e))?;
+                if !m.is_file() {
+                    return Err(Error::input(format!(
+                        "{}: not a regular file (give an image file)",
+                        p.display()
+                    )));
+                }
+                if m.len() < 4096 || m.len() % 512 != 0 {
+                    return Err(Error::input(format!(
+                        "{}: {} bytes; an image must be at least 4 KiB and a multiple of 512 bytes",
+                        p.display(),
+                        m.len()
+                    )));
+                }
+                fsage_lab::check_target_safe(p, true)?;
+                (absolute(p)?, m.len(), None)
+            }
+            Backing::NewImage { path, size } => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(|e| io_err(path, "cannot make the image", e))?;
+                f.set_len(*size).map_err(|e| io_err(path, "", e))?;
+                (absolute(path)?, *size, Some(path.clone()))
+            }
+            Backing::Scratch { size } => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
+                let path = PathBuf::from(format!(
+                    "/dev/shm/fsage-dev-{}-{nanos}.img",
+                    std::process::id()
+                ));
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(|e| io_err(&path, "cannot make the scratch file", e))?;
+                f.set_len(*size).map_err(|e| io_err(&path, "", e))?;
+                (path.clone(), *size, Some(path))
+            }
+        };
+        let undo_backing = |made: &Option<PathBuf>| {
+            if let Some(p) = made {
+                let _ = std::fs::remove_file(p);
+            }
+        };
+        if let Some(other) = in_registry(&registry, &backing) {
+            undo_backing(&made);
+            return Err(Error::input(format!(
+                "{}: already the backing file of device {other}",
+                backing.display()
+            )));
+        }
+        let (name, dir) = match registry.allocate() {
+            Ok(x) => x,
+            Err(e) => {
+                undo_backing(&made);
+                return Err(e);
+            }
+        };
+        let record = DeviceRecord {
+            name,
+            device: None,
+            daemon_pid: None,
+            fuse_mountpoint: mountpoint_of(&dir),
+            backing_file: backing,
+            remove_backing: matches!(spec.backing, Backing::Scratch { .. }),
+            size,
+            latencies: spec.latencies,
+            bandwidth: spec.bandwidth,
+            queue_depth: spec.queue_depth,
+            threads: spec.threads,
+            realtime: spec.realtime,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
+        let mut child = match started {
+            Ok(c) => c,
+            Err(e) => {
+                cleanup_dead(&dir, &record);
+                undo_backing(&made);
+                return Err(e);
+            }
+        };
+        // Wait for the daemon to attach the loop device and say so in the record.
+        let t0 = Instant::now();
+        loop {
+            if let Ok(r) = read_record(&dir) {
+                if r.device.is_some() {
+                    return Ok(SlowDevice {
+                        dir,
+                        record: r,
+                        child: Some(child),
+                    });
+                }
+            }
+            let exited = child.try_wait().ok().flatten();
+            if exited.is_some() || t0.elapsed() > START_TIMEOUT {
+                if exited.is_none() {
+                    let _ = child.kill();
+                }
+                let _ = child.wait();
+                let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default();
+                cleanup_dead(&dir, &record);
+                undo_backing(&made);
+                return Err(Error::operation(format!(
+                    "the device's daemon {}: {}",
+                    match exited {
+                        Some(st) => format!("exited ({st})"),
+                        None => format!("did not start within {}s", START_TIMEOUT.as_secs()),
+                    },
+                    log.trim()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The device named `which` (name, `/dev/loopN` or `loopN`) in `registry`.
+    pub fn open(registry: &Registry, which: &str) -> Result<SlowDevice> {
+        let (dir, record) = registry.find(which)?;
+        Ok(SlowDevice {
+            dir,
+            record,
+            child: None,
+        })
+    }
+
+    /// The block device (`/dev/loopN`).
+    pub fn path(&self) -> &Path {
+        self.record.device.as_deref().unwrap_or(Path::new(""))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.record.name
+    }
+
+    pub fn record(&self) -> &DeviceRecord {
+        &self.record
+    }
+
+    /// Is the daemon running? (Checked by its recorded PID and command line, so a reused PID
+    /// does not count.)
+    pub fn alive(&self) -> bool {
+        daemon_alive(&self.dir, &self.record)
+    }
+
+    /// Changes the latencies (and bandwidth) of the live device; requests already in flight
+    /// keep the delay they were given.
+    pub fn set_latency(&mut self, latencies: Latencies, bandwidth: Option<u64>) -> Result<()> {
+        if bandwidth == Some(0) {
+            return Err(Error::input("bandwidth 0: give a positive rate"));
+        }
+        call(
+            &self.dir,
+            &Request::Set {
+                latencies,
+                bandwidth,
+            },
+            CALL_TIMEOUT,
+        )?;
+        self.record.latencies = latencies;
+        self.record.bandwidth = bandwidth;
+        Ok(())
+    }
+
+    /// What the daemon served, with the kernel's counters for the loop device.
+    pub fn stats(&self) -> Result<DeviceStats> {
+        self.stats_inner(false)
+    }
+
+    /// The statistics so far, and counting starts again (daemon and kernel alike).
+    pub fn stats_and_reset(&self) -> Result<DeviceStats> {
+        self.stats_inner(true)
+    }
+
+    fn stats_inner(&self, reset: bool) -> Result<DeviceStats> {
+        if !self.alive() {
+            return Err(Error::operation(format!(
+                "device {}: its daemon is not running (destroy it)",
+                self.record.name
+            )));
+        }
+        match call(&self.dir, &Request::Stats { reset }, CALL_TIMEOUT)? {
+            Response::Stats { stats } => Ok(*stats),
+            other => Err(Error::operation(format!(
+                "device {}: unexpected answer {other:?}",
+                self.record.name
+            ))),
+        }
+    }
+
+    /// Detaches the loop device, unmounts the FUSE file system, stops the daemon, and removes
+    /// the device from the registry (and its scratch file). Refuses a device that is mounted
+    /// unless `force`: then the daemon stops anyway and the mounted file system's I/O fails.
+    pub fn destroy(mut self, force: bool) -> Result<()> {
+        let r = self.destroy_inner(force);
+        if let Some(mut c) = self.child.take() {
+            if r.is_ok() {
+                let _ = c.wait();
+            } else {
+                // Reap it later if it is still running: do not block here.
+                std::thread::spawn(move || c.wait());
+            }
+        }
+        r
+    }
+
+    fn destroy_inner(&mut self, force: bool) -> Result<()> {
+        let rec = self.record.clone();
+        if let Some(dev) = &rec.device {
+            if let Ok(m) = fsage_lab::sys::mounts_of_device(dev) {
+                if let Some(first) = m.first() {
+                    if !force {
+                        return Err(Error::input(format!(
+                            "{} (device {}): mounted on {}; unmount it first, or force (its I/O \
+                             then fails)",
+                            dev.display(),
+                            rec.name,
+                            first.mount_point.display()
+                        )));
+                    }
+                }
+            }
+        }
+        if self.alive() {
+            match call(&self.dir, &Request::Stop { force }, STOP_TIMEOUT) {
+                Ok(_) => {
+                    if let Some(pid) = rec.daemon_pid {
+                        wait_pid_gone(pid, self.child.as_mut(), Duration::from_secs(10));
+                    }
+                    if self.dir.exists() {
+                        cleanup_dead(&self.dir, &rec);
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.blame == fsage_sys::Blame::Input => return Err(e),
+                Err(e) => {
+                    // The daemon does not answer: stop it by its recorded PID (checked again).
+                    eprintln!("fsage: {e}; killing the daemon");
+                    if let Some(pid) = rec.daemon_pid {
+                        if daemon_alive(&self.dir, &rec) {
+                            // SAFETY: a signal to the process we verified is our daemon.
+                            unsafe {
+                                libc::kill(pid as i32, libc::SIGKILL);
+                            }
+                            wait_pid_gone(pid, self.child.as_mut(), Duration::from_secs(10));
+                        }
+                    }
+                }
+            }
+        }
+        cleanup_dead(&self.dir, &rec);
+        Ok(())
+    }
+
+    /// A guard that destroys the device (forcibly) when dropped.
+    pub fn into_guard(self) -> DeviceGuard {
+        DeviceGuard(Some(self))
+    }
+}
+
+/// Destroys its device when dropped, whatever happened (tests, the experiment runner).
+#[derive(Debug)]
+pub struct DeviceGuard(Option<SlowDevice>);
+
+impl DeviceGuard {
+    pub fn device(&self) -> &SlowDevice {
+        self.0.as_ref().expect("guard holds a device until dropped")
+    }
+    pub fn device_mut(&mut self) -> &mut SlowDevice {
+        self.0.as_mut().expect("guard holds a device until dropped")
+    }
+    pub fn path(&self) -> &Path {
+        self.device().path()
+    }
+    /// Destroys now, reporting errors.
+    pub fn destroy(mut self) -> Result<()> {
+        match self.0.take() {
+            Some(d) => d.destroy(false),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DeviceGuard {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            if let Err(e) = d.destroy(true) {
+                eprintln!("fsage-slowdev: destroying a device on drop: {e}");
+            }
+        }
+    }
+}
+
+/// Every device in `registry`, with whether its daemon runs and how many requests it served.
+pub fn list_devices(registry: &Registry) -> Vec<DeviceInfo> {
+    registry
+        .list()
+        .into_iter()
+        .map(|(dir, record)| {
+            let alive = daemon_alive(&dir, &record);
+            let mounted_on = record
+                .device
+                .as_deref()
+                .and_then(|d| fsage_lab::sys::mounts_of_device(d).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|m| m.mount_point)
+                .collect();
+            let requests = if alive {
+                match call(
+                    &dir,
+                    &Request::Stats { reset: false },
+                    Duration::from_secs(2),
+                ) {
+                    Ok(Response::Stats { stats }) => {
+                        Some(stats.kinds.iter().map(|k| k.requests).sum())
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            DeviceInfo {
+                record,
+                alive,
+                mounted_on,
+                requests,
+            }
+        })
+        .collect()
+}
+
+/// Destroys every device in `registry`; one result per device, by name.
+pub fn destroy_all(registry: &Registry, force: bool) -> Vec<(String, Result<()>)> {
+    registry
+        .list()
+        .into_iter()
+        .map(|(dir, record)| {
+            let name = record.name.clone();
+            let d = SlowDevice {
+                dir,
+                record,
+                child: None,
+            };
+            (name, d.destroy(force))
+        })
+        .collect()
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    p.canonicalize().map_err(|e| io_err(p, "", e))
+}
+
+/// The name of the registered device whose backing file is `file` (same device and inode).
+fn in_registry(registry: &Registry, file: &Path) -> Option<String> {
+    let m = std::fs::metadata(file).ok()?;
+    registry.list().into_iter().find_map(|(_, r)| {
+        std::fs::metadata(&r.backing_file)
+            .ok()
+            .filter(|o| o.dev() == m.dev() && o.ino() == m.ino())
+            .map(|_| r.name)
+    })
+}
+
+fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
+    let argv: Vec<OsString> = match &spec.daemon_cmd {
+        Some(v) if !v.is_empty() => v.clone(),
+        _ => {
+            let exe = std::env::current_exe().map_err(|e| {
+                Error::operation(format!("cannot find the running executable: {e}"))
+            })?;
+            vec![exe.into(), "dev".into(), "serve".into()]
+        }
+    };
+    let log_path = dir.join("daemon.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| io_err(&log_path, "", e))?;
+    let log2 = log.try_clone().map_err(|e| io_err(&log_path, "", e))?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // SAFETY: setsid is async-signal-safe; the daemon leaves fsage's session and process group,
+    // so that a Ctrl-C or a dying fsage does not take it (and the device's I/O) down.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| {
+        Error::operation(format!(
+            "cannot start the daemon {}: {e}",
+            Path::new(&argv[0]).display()
+        ))
+    })
+}
+
+/// Is the recorded daemon running? Its command line must name the device's directory.
+fn daemon_alive(dir: &Path, rec: &DeviceRecord) -> bool {
+    let Some(pid) = rec.daemon_pid else {
+        return false;
+    };
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let want = dir.as_os_str().as_encoded_bytes();
+    cmdline.split(|&b| b == 0).any(|a| a == want)
+}
+
+fn wait_pid_gone(pid: u32, child: Option<&mut Child>, timeout: Duration) {
+    if let Some(c) = child {
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if c.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        return;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < timeout {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // A zombie (state Z) has exited.
+            Ok(s)
+                if !s
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') => {}
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Cleans up after a daemon that is gone: unmounts its FUSE mount (ours: in the device's own
+/// directory), waits briefly for the auto-clearing loop device to go, removes the directory.
+fn cleanup_dead(dir: &Path, rec: &DeviceRecord) {
+    let mnt = &rec.fuse_mountpoint;
+    if mnt.starts_with(dir) && fsage_lab::sys::is_mount_point(mnt) {
+        let _ = lazy_umount(mnt);
+    }
+    if let Some(dev) = &rec.device {
+        let _ = fsage_lab::loopdev::wait_detached(dev, 0, Duration::from_secs(2));
+    }
+    finish_dir(dir, rec);
+}

@@ -1,0 +1,107 @@
+//! Block devices of chosen latency, for the slippery-slope experiments (Santana et al., INFLOW '15:
+//! file systems on a RAM disk under a high-resolution dm-delay). This machine has no
+//! device-mapper, so a device is built from a FUSE daemon and a loop device: the daemon serves one
+//! file (the backing image) through FUSE, the loop device sits on that file with direct I/O, so
+//! each block request reaches the daemon as one FUSE read, write, fsync or fallocate, and the
+//! daemon answers it at its arrival time plus the latency asked.
+//!
+//! # API
+//!
+//! - [`DeviceSpec`]: the backing image (or a size for a sparse file in /dev/shm), [`Latencies`]
+//!   (read, write, flush, in nanoseconds), bandwidth, queue depth, daemon threads.
+//! - [`SlowDevice::create(&spec)`](SlowDevice::create) starts the daemon (its own process, in its
+//!   own session, so a dying fsage never wedges I/O), waits until the loop device is attached and
+//!   returns the device; [`SlowDevice::path`] is the block device (`/dev/loopN`).
+//!   [`SlowDevice::set_latency`], [`SlowDevice::stats`], [`SlowDevice::destroy`].
+//!   [`SlowDevice::into_guard`] gives a [`DeviceGuard`] that destroys the device when dropped
+//!   (tests, the experiment runner).
+//! - [`Registry`]: the devices fsage made, one directory each under `/run/fsage-dev`
+//!   ([`Registry::default_root`]): `device.json` ([`DeviceRecord`]), the FUSE mountpoint `mnt/`,
+//!   the control socket `ctl.sock`, the daemon's log. `list`, `find`, and only what is listed
+//!   there is ever touched.
+//! - [`serve`]: the daemon's entry point (the `fsage-slowdevd` binary and the hidden
+//!   `fsage dev serve DIR` both call it).
+//! - [`bench::run`]: the benchmark behind `fsage dev bench` (floor, accuracy, parallelism).
+//! - [`measure`]: direct-I/O latency and IOPS measurement of a block device (4 KiB random reads or
+//!   writes at a queue depth), for the benchmarks and tests.
+//!
+//! # The model
+//!
+//! Each request completes at `arrival + latency(kind) + bytes / bandwidth`. Requests are
+//! independent and in flight together (dm-delay's model); with a queue depth N, at most N are in
+//! service at once and the others wait for a slot (a virtual queue: waiting requests hold no
+//! thread). There is no device cache and no reordering beyond what the latencies give: the data
+//! is read from and written to the backing file when the request arrives, and the answer waits.
+//! Flush (an fsync reaching the device) has its own latency. Delays are timed with
+//! high-resolution timers (timer slack 1 ns) that wake a completion thread shortly before the
+//! deadline, which then spins to it; delays shorter than that spin window are spun in the thread
+//! that read the request (there are several).
+
+pub mod bench;
+mod control;
+mod daemon;
+mod device;
+mod measure;
+mod registry;
+mod spec;
+mod stats;
+mod timing;
+
+pub use daemon::serve;
+pub use device::{destroy_all, list_devices, DeviceGuard, DeviceInfo, SlowDevice};
+pub use measure::{measure, MeasureSpec, Measurement, Pattern};
+pub use registry::{DeviceRecord, Registry};
+pub use spec::{format_ns, parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies};
+pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary};
+
+/// An error of the slow-device crate: what went wrong, where, and who is to act on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub message: String,
+    pub blame: fsage_sys::Blame,
+}
+
+impl Error {
+    /// The caller's input is at fault (exit code 2).
+    pub fn input(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: fsage_sys::Blame::Input,
+        }
+    }
+    /// An operation failed (exit code 1).
+    pub fn operation(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: fsage_sys::Blame::Operation,
+        }
+    }
+    pub fn blame(&self) -> fsage_sys::Blame {
+        self.blame
+    }
+}
+
+impl From<fsage_lab::Error> for Error {
+    fn from(e: fsage_lab::Error) -> Error {
+        Error {
+            message: e.message,
+            blame: e.blame,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
+    use std::io::ErrorKind::*;
+    let message = if what.is_empty() {
+        format!("{}: {e}", path.display())
+    } else {
+        format!("{}: {what}: {e}", path.display())
+    };
+    match e.kind() {
+        NotFound | PermissionDenied | AlreadyExists | InvalidInput => Error::input(message),
+        _ => Error::operation(message),
+    }
+}

@@ -1,0 +1,155 @@
+//! The devices fsage made: one directory per device under the registry root (`/run/fsage-dev`),
+//! holding `device.json`, the FUSE mountpoint `mnt/` (serving the one file `mnt/disk`), the
+//! control socket `ctl.sock` and `daemon.log`. list, set, stats and destroy only ever act on
+//! what is recorded here.
+
+use crate::{io_err, Error, Latencies, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `device.json`: how a device was made and where its parts are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// `sd0`, `sd1`...: the name of the device's directory.
+    pub name: String,
+    /// The block device, once the daemon has attached it.
+    pub device: Option<PathBuf>,
+    /// The daemon's process id, once it runs.
+    pub daemon_pid: Option<u32>,
+    pub fuse_mountpoint: PathBuf,
+    pub backing_file: PathBuf,
+    /// A scratch file fsage made, removed by destroy.
+    pub remove_backing: bool,
+    pub size: u64,
+    pub latencies: Latencies,
+    pub bandwidth: Option<u64>,
+    pub queue_depth: Option<u32>,
+    pub threads: usize,
+    /// The daemon's threads run `SCHED_FIFO`.
+    #[serde(default)]
+    pub realtime: bool,
+    /// Seconds since the Unix epoch.
+    pub created_unix: u64,
+}
+
+/// The registry: a directory of device directories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registry {
+    root: PathBuf,
+}
+
+impl Registry {
+    /// `/run/fsage-dev`, or `$FSAGE_DEV_REGISTRY` when set (tests use their own).
+    pub fn default_root() -> PathBuf {
+        std::env::var_os("FSAGE_DEV_REGISTRY")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/run/fsage-dev"))
+    }
+
+    pub fn new(root: impl Into<PathBuf>) -> Registry {
+        Registry { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Makes a new, empty device directory with the first free name.
+    pub(crate) fn allocate(&self) -> Result<(String, PathBuf)> {
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| io_err(&self.root, "cannot make the registry", e))?;
+        for n in 0..10_000 {
+            let name = format!("sd{n}");
+            let dir = self.root.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok((name, dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err(&dir, "", e)),
+            }
+        }
+        Err(Error::operation(format!(
+            "{}: 10000 devices registered; destroy some",
+            self.root.display()
+        )))
+    }
+
+    /// Every device directory with a readable `device.json`, by name.
+    pub fn list(&self) -> Vec<(PathBuf, DeviceRecord)> {
+        let mut out = Vec::new();
+        let Ok(rd) = std::fs::read_dir(&self.root) else {
+            return out;
+        };
+        for e in rd.flatten() {
+            if let Ok(r) = read_record(&e.path()) {
+                out.push((e.path(), r));
+            }
+        }
+        out.sort_by_key(|(_, r)| {
+            (
+                r.name.len(),
+                r.name.clone(), // sd2 before sd10
+            )
+        });
+        out
+    }
+
+    /// The device named `which`: its name (`sd0`), its block device (`/dev/loop3`, `loop3`) or
+    /// its directory.
+    pub fn find(&self, which: &str) -> Result<(PathBuf, DeviceRecord)> {
+        let all = self.list();
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let want = Path::new(which);
+        let dev_form = if which.starts_with("loop") {
+            PathBuf::from(format!("/dev/{which}"))
+        } else {
+            want.to_path_buf()
+        };
+        for (dir, r) in all.iter() {
+            if r.name == which
+                || canon(dir) == canon(want)
+                || r.device.as_deref().is_some_and(|d| d == dev_form)
+            {
+                return Ok((dir.clone(), r.clone()));
+            }
+        }
+        let names: Vec<String> = all
+            .iter()
+            .map(|(_, r)| {
+                format!(
+                    "{} ({})",
+                    r.name,
+                    r.device
+                        .as_deref()
+                        .map_or("starting".into(), |d| d.display().to_string())
+                )
+            })
+            .collect();
+        Err(Error::input(format!(
+            "{which}: not a device fsage made (registry {}: {})",
+            self.root.display(),
+            if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            }
+        )))
+    }
+}
+
+pub(crate) fn record_path(dir: &Path) -> PathBuf {
+    dir.join("device.json")
+}
+
+pub(crate) fn read_record(dir: &Path) -> Result<DeviceRecord> {
+    let p = record_path(dir);
+    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, "", e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::operation(format!("{}: not a device record: {e}", p.display())))
+}
+
+pub(crate) fn write_record(dir: &Path, r: &DeviceRecord) -> Result<()> {
+    let p = record_path(dir);
+    let text = serde_json::to_string_pretty(r).expect("records serialise");
+    fsage_sys::write_atomic(&p, text.as_bytes())
+        .map_err(|e| Error::operation(format!("{}: {e}", p.display())))
+}

@@ -1,0 +1,210 @@
+//! What a device is asked to be: backing store, latencies, bandwidth, queue depth.
+
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Per-request latencies in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub read_ns: u64,
+    pub write_ns: u64,
+    /// A flush (fsync reaching the device).
+    pub flush_ns: u64,
+}
+
+impl Latencies {
+    /// The same latency for reads, writes and flushes.
+    pub fn uniform(ns: u64) -> Latencies {
+        Latencies {
+            read_ns: ns,
+            write_ns: ns,
+            flush_ns: ns,
+        }
+    }
+}
+
+/// Where the device's data lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backing {
+    /// An existing image file (an aged image works as is); kept after destroy.
+    Image(PathBuf),
+    /// A new sparse image file of this size, made by create and kept after destroy.
+    NewImage { path: PathBuf, size: u64 },
+    /// A sparse scratch file in /dev/shm, removed by destroy.
+    Scratch { size: u64 },
+}
+
+/// Everything [`crate::SlowDevice::create`] needs.
+#[derive(Debug, Clone)]
+pub struct DeviceSpec {
+    pub backing: Backing,
+    pub latencies: Latencies,
+    /// Bytes per second added per request as `bytes / bandwidth` (none: no transfer time).
+    pub bandwidth: Option<u64>,
+    /// At most this many requests in service at once (none: no limit, no queuing).
+    pub queue_depth: Option<u32>,
+    /// Threads reading FUSE requests in the daemon.
+    pub threads: usize,
+    /// Run the daemon's threads `SCHED_FIFO`, so that other work on the CPUs does not delay
+    /// answers (default on; needs root).
+    pub realtime: bool,
+    /// The registry directory (default [`crate::Registry::default_root`]).
+    pub registry: PathBuf,
+    /// The command that runs the daemon, to which the device's directory is appended (default:
+    /// the running executable with `dev serve`, which is fsage itself).
+    pub daemon_cmd: Option<Vec<OsString>>,
+}
+
+impl DeviceSpec {
+    /// A device on `backing` with one latency for everything and the defaults otherwise.
+    pub fn new(backing: Backing, latency_ns: u64) -> DeviceSpec {
+        DeviceSpec {
+            backing,
+            latencies: Latencies::uniform(latency_ns),
+            bandwidth: None,
+            queue_depth: None,
+            threads: 4,
+            realtime: true,
+            registry: crate::Registry::default_root(),
+            daemon_cmd: None,
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.queue_depth == Some(0) {
+            return Err(Error::input("queue depth 0: give at least 1"));
+        }
+        if self.bandwidth == Some(0) {
+            return Err(Error::input("bandwidth 0: give a positive rate"));
+        }
+        if self.threads == 0 || self.threads > 64 {
+            return Err(Error::input(format!(
+                "{} daemon threads: give 1 to 64",
+                self.threads
+            )));
+        }
+        let max = 60_000_000_000;
+        for (what, v) in [
+            ("read", self.latencies.read_ns),
+            ("write", self.latencies.write_ns),
+            ("flush", self.latencies.flush_ns),
+        ] {
+            if v > max {
+                return Err(Error::input(format!(
+                    "{what} latency {}: at most 60s",
+                    format_ns(v)
+                )));
+            }
+        }
+        match &self.backing {
+            Backing::NewImage { size, .. } | Backing::Scratch { size } if *size < 4096 => Err(
+                Error::input(format!("size {size} bytes: give at least 4 KiB")),
+            ),
+            Backing::NewImage { size, .. } | Backing::Scratch { size } if size % 512 != 0 => Err(
+                Error::input(format!("size {size} bytes: not a multiple of 512")),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Parses a latency: `0`, `10us` (or `10µs`), `100ns`, `1.5ms`, `2s`; a bare number is
+/// microseconds. Returns nanoseconds.
+pub fn parse_latency(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?}: not a latency (give e.g. 0, 10us, 1ms, 2.5ms)"))?;
+    let scale = match unit.trim() {
+        "" | "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => {
+            return Err(format!(
+                "{text:?}: unknown unit {u:?} (use ns, us, ms or s)"
+            ))
+        }
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || !(0.0..=60e9).contains(&ns) {
+        return Err(format!("{text:?}: out of range (0 to 60s)"));
+    }
+    Ok(ns.round() as u64)
+}
+
+/// Parses a bandwidth: a size per second (`500MiB`, `1G`, `200MB/s`). Returns bytes per second.
+pub fn parse_bandwidth(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let b = fsage_profile::units::parse_size(t)
+        .map_err(|e| format!("{text:?}: not a bandwidth (give e.g. 500MiB/s): {e}"))?;
+    if b == 0 {
+        return Err(format!("{text:?}: bandwidth must be positive"));
+    }
+    Ok(b)
+}
+
+/// `0`, `950ns`, `10us`, `1.5ms`, `2s`.
+pub fn format_ns(ns: u64) -> String {
+    if ns == 0 {
+        "0".into()
+    } else if ns < 1_000 {
+        format!("{ns}ns")
+    } else if ns < 1_000_000 {
+        trim(format!("{:.3}", ns as f64 / 1e3)) + "us"
+    } else if ns < 1_000_000_000 {
+        trim(format!("{:.3}", ns as f64 / 1e6)) + "ms"
+    } else {
+        trim(format!("{:.3}", ns as f64 / 1e9)) + "s"
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_parse_and_print() {
+        assert_eq!(parse_latency("0"), Ok(0));
+        assert_eq!(parse_latency("10us"), Ok(10_000));
+        assert_eq!(parse_latency("10µs"), Ok(10_000));
+        assert_eq!(parse_latency("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_latency("250ns"), Ok(250));
+        assert_eq!(parse_latency("7"), Ok(7_000));
+        assert!(parse_latency("1h").is_err());
+        assert!(parse_latency("-1ms").is_err());
+        assert!(parse_latency("61s").is_err());
+        assert_eq!(format_ns(1_500_000), "1.5ms");
+        assert_eq!(format_ns(10_000), "10us");
+        assert_eq!(format_ns(0), "0");
+        assert_eq!(parse_bandwidth("1MiB/s"), Ok(1 << 20));
+        assert!(parse_bandwidth("0").is_err());
+    }
+
+    #[test]
+    fn specs_are_checked() {
+        let mut s = DeviceSpec::new(Backing::Scratch { size: 1 << 20 }, 0);
+        assert!(s.check().is_ok());
+        s.queue_depth = Some(0);
+        assert!(s.check().is_err());
+        s.queue_depth = None;
+        s.backing = Backing::Scratch { size: 1000 };
+        assert!(s.check().is_err());
+    }
+}

@@ -1,0 +1,301 @@
+//! When each request completes, and answering it then: the latency model (live-changeable), the
+//! queue-depth slots, and the completion threads that sleep on high-resolution timers and spin
+//! the last microseconds.
+
+use crate::stats::{Collector, Kind};
+use crate::Latencies;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The latency model, changed live by `dev set`.
+pub(crate) struct Model {
+    read_ns: AtomicU64,
+    write_ns: AtomicU64,
+    flush_ns: AtomicU64,
+    /// Bytes per second; 0 means none.
+    bandwidth: AtomicU64,
+    /// Free times of the service slots (a min-heap), with a queue depth.
+    slots: Option<Mutex<BinaryHeap<Reverse<Instant>>>>,
+    queue_depth: Option<u32>,
+}
+
+impl Model {
+    pub(crate) fn new(l: Latencies, bandwidth: Option<u64>, queue_depth: Option<u32>) -> Model {
+        let now = Instant::now();
+        Model {
+            read_ns: AtomicU64::new(l.read_ns),
+            write_ns: AtomicU64::new(l.write_ns),
+            flush_ns: AtomicU64::new(l.flush_ns),
+            bandwidth: AtomicU64::new(bandwidth.unwrap_or(0)),
+            slots: queue_depth
+                .map(|n| Mutex::new((0..n).map(|_| Reverse(now)).collect::<BinaryHeap<_>>())),
+            queue_depth,
+        }
+    }
+
+    pub(crate) fn set(&self, l: Latencies, bandwidth: Option<u64>) {
+        self.read_ns.store(l.read_ns, Relaxed);
+        self.write_ns.store(l.write_ns, Relaxed);
+        self.flush_ns.store(l.flush_ns, Relaxed);
+        self.bandwidth.store(bandwidth.unwrap_or(0), Relaxed);
+    }
+
+    pub(crate) fn latencies(&self) -> Latencies {
+        Latencies {
+            read_ns: self.read_ns.load(Relaxed),
+            write_ns: self.write_ns.load(Relaxed),
+            flush_ns: self.flush_ns.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn bandwidth(&self) -> Option<u64> {
+        Some(self.bandwidth.load(Relaxed)).filter(|&b| b > 0)
+    }
+
+    pub(crate) fn queue_depth(&self) -> Option<u32> {
+        self.queue_depth
+    }
+
+    /// The service time of a request: its kind's latency plus its transfer time.
+    pub(crate) fn delay(&self, kind: Kind, bytes: u64) -> Duration {
+        let base = match kind {
+            Kind::Read => self.read_ns.load(Relaxed),
+            Kind::Write | Kind::Discard => self.write_ns.load(Relaxed),
+            Kind::Flush => self.flush_ns.load(Relaxed),
+        };
+        let bw = self.bandwidth.load(Relaxed);
+        let transfer = if bw > 0 && kind != Kind::Flush && kind != Kind::Discard {
+            (bytes as u128 * 1_000_000_000 / bw as u128) as u64
+        } else {
+            0
+        };
+        Duration::from_nanos(base + transfer)
+    }
+
+    /// The completion time of a request that arrived at `arrival`: arrival plus its delay, or,
+    /// with a queue depth, the end of its service in the first free slot.
+    pub(crate) fn deadline(&self, arrival: Instant, kind: Kind, bytes: u64) -> Instant {
+        let d = self.delay(kind, bytes);
+        match &self.slots {
+            None => arrival + d,
+            Some(slots) => {
+                let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
+                let Reverse(free) = s.pop().unwrap_or(Reverse(arrival));
+                let done = free.max(arrival) + d;
+                s.push(Reverse(done));
+                done
+            }
+        }
+    }
+}
+
+/// An answer waiting for its deadline.
+pub(crate) enum Answer {
+    Data(fuser::ReplyData, Vec<u8>),
+    Written(fuser::ReplyWrite, u32),
+    Empty(fuser::ReplyEmpty),
+}
+
+impl Answer {
+    fn send(self) {
+        match self {
+            Answer::Data(r, buf) => r.data(&buf),
+            Answer::Written(r, n) => r.written(n),
+            Answer::Empty(r) => r.ok(),
+        }
+    }
+}
+
+pub(crate) struct Pending {
+    pub(crate) deadline: Instant,
+    pub(crate) arrival: Instant,
+    pub(crate) kind: Kind,
+    pub(crate) bytes: u64,
+    pub(crate) answer: Answer,
+}
+
+struct Entry(Pending);
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.deadline == o.0.deadline
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // A min-heap on the deadline.
+        o.0.deadline.cmp(&self.0.deadline)
+    }
+}
+
+/// The completion side: a deadline-ordered queue served by a few threads.
+pub(crate) struct Completer {
+    queue: Mutex<BinaryHeap<Entry>>,
+    cv: Condvar,
+    stop: AtomicBool,
+    /// How long before a deadline a completion thread stops sleeping and spins; adapted to how
+    /// late the timers wake (starts at 50 us).
+    spin_ns: AtomicU64,
+    stats: Arc<Collector>,
+}
+
+const SPIN_MIN_NS: u64 = 15_000;
+const SPIN_MAX_NS: u64 = 300_000;
+
+impl Completer {
+    pub(crate) fn new(stats: Arc<Collector>) -> Arc<Completer> {
+        Arc::new(Completer {
+            queue: Mutex::new(BinaryHeap::new()),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            spin_ns: AtomicU64::new(50_000),
+            stats,
+        })
+    }
+
+    pub(crate) fn spin_window(&self) -> Duration {
+        Duration::from_nanos(self.spin_ns.load(Relaxed))
+    }
+
+    /// Answers `p` at its deadline: at once if due, by spinning here if the deadline is within the
+    /// spin window (a hand-off would cost more), else through a completion thread.
+    pub(crate) fn complete(&self, p: Pending) {
+        let now = Instant::now();
+        if p.deadline <= now + self.spin_window() {
+            spin_until(p.deadline);
+            self.finish(p);
+            return;
+        }
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let earliest = q.peek().is_none_or(|e| p.deadline < e.0.deadline);
+        q.push(Entry(p));
+        drop(q);
+        if earliest {
+            self.cv.notify_all();
+        }
+    }
+
+    fn finish(&self, p: Pending) {
+        let (kind, bytes, arrival, deadline) = (p.kind, p.bytes, p.arrival, p.deadline);
+        p.answer.send();
+        let done = Instant::now();
+        self.stats.record(
+            kind,
+            bytes,
+            done.duration_since(arrival).as_nanos() as u64,
+            done.saturating_duration_since(deadline).as_nanos() as u64,
+        );
+    }
+
+    /// Runs a completion thread until [`Completer::shutdown`] and the queue is empty.
+    pub(crate) fn run(self: &Arc<Completer>) {
+        // Wake-ups as exact as the hardware timers allow.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let Some(top) = q.peek() else {
+                if self.stop.load(Relaxed) {
+                    return;
+                }
+                q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                continue;
+            };
+            let spin = self.spin_window();
+            let now = Instant::now();
+            let wake = top.0.deadline.checked_sub(spin).unwrap_or(now);
+            if wake > now {
+                let (g, _) = self
+                    .cv
+                    .wait_timeout(q, wake - now)
+                    .unwrap_or_else(|e| e.into_inner());
+                q = g;
+                let woke = Instant::now();
+                // Learn how late sleeps end: the spin window follows the oversleep.
+                if let Some(top) = q.peek() {
+                    if top.0.deadline.checked_sub(spin) == Some(wake) && woke >= wake {
+                        self.adapt(woke.duration_since(wake).as_nanos() as u64);
+                    }
+                }
+                continue;
+            }
+            let Some(Entry(p)) = q.pop() else { continue };
+            drop(q);
+            spin_until(p.deadline);
+            self.finish(p);
+            q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn adapt(&self, oversleep_ns: u64) {
+        // The window tracks a slowly decaying maximum of the oversleep, plus a margin.
+        let cur = self.spin_ns.load(Relaxed);
+        let want = (oversleep_ns * 2 + 5_000).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
+        let next = if want > cur {
+            want
+        } else {
+            cur - (cur - want) / 64
+        };
+        self.spin_ns.store(next, Relaxed);
+    }
+
+    /// Asks the completion threads to drain the queue and exit.
+    pub(crate) fn shutdown(&self) {
+        self.stop.store(true, Relaxed);
+        self.cv.notify_all();
+    }
+}
+
+fn spin_until(t: Instant) {
+    while Instant::now() < t {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_depth_serialises_beyond_n() {
+        let m = Model::new(Latencies::uniform(1_000_000), None, Some(2));
+        let t0 = Instant::now() + Duration::from_millis(5);
+        let d: Vec<Duration> = (0..5)
+            .map(|_| m.deadline(t0, Kind::Read, 4096) - t0)
+            .collect();
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(d, vec![ms(1), ms(1), ms(2), ms(2), ms(3)]);
+        let free = Model::new(Latencies::uniform(1_000_000), None, None);
+        for _ in 0..5 {
+            assert_eq!(free.deadline(t0, Kind::Read, 4096) - t0, ms(1));
+        }
+    }
+
+    #[test]
+    fn bandwidth_adds_transfer_time() {
+        let m = Model::new(
+            Latencies {
+                read_ns: 10_000,
+                write_ns: 20_000,
+                flush_ns: 5_000,
+            },
+            Some(1 << 20),
+            None,
+        );
+        assert_eq!(
+            m.delay(Kind::Read, 1 << 20),
+            Duration::from_nanos(1_000_010_000)
+        );
+        assert_eq!(m.delay(Kind::Write, 0), Duration::from_micros(20));
+        assert_eq!(m.delay(Kind::Flush, 4096), Duration::from_micros(5));
+        m.set(Latencies::uniform(0), None);
+        assert_eq!(m.delay(Kind::Read, 1 << 20), Duration::ZERO);
+    }
+}

@@ -1,0 +1,285 @@
+//! `fsage dev ...`: block devices of chosen latency, on top of `fsage-slowdev`.
+
+use crate::exit::{bad_input, CmdResult};
+use clap::{Args, Subcommand};
+use fsage_profile::parse_size;
+use fsage_report::{export, Json, Text};
+use fsage_slowdev::{
+    parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, Registry, SlowDevice,
+};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum DevCmd {
+    /// Make a block device of chosen latency (a FUSE daemon under a direct-I/O loop device) and
+    /// print it (e.g. /dev/loop3).
+    Create(CreateArgs),
+    /// Every device fsage made: latencies, backing file, requests served, state.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a live device's latencies (no remount; requests in flight keep theirs).
+    Set(SetArgs),
+    /// Requests and bytes by kind, the latency each got (percentiles), and the kernel's counts.
+    Stats {
+        /// The device: /dev/loopN, loopN or its name (sd0).
+        dev: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Detach the loop device, unmount the FUSE file system, stop the daemon.
+    Destroy {
+        /// The device: /dev/loopN, loopN or its name. Or --all.
+        #[arg(required_unless_present = "all")]
+        dev: Option<String>,
+        /// Every device fsage made.
+        #[arg(long, conflicts_with = "dev")]
+        all: bool,
+        /// Destroy a device that is mounted: the mounted file system's I/O then fails.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Floor, accuracy and parallelism of slow devices on a scratch image (BENCHMARKS.md).
+    Bench(BenchArgs),
+    /// The daemon of one device (started by `dev create`, not by hand).
+    #[command(hide = true)]
+    Serve { dir: PathBuf },
+}
+
+#[derive(Args, Debug)]
+pub struct LatencyArgs {
+    /// Latency of every request (reads, writes, flushes): 0, 10us, 100us, 1ms, 2.5ms...
+    #[arg(long)]
+    pub latency: Option<String>,
+    /// Latency of reads (overrides --latency).
+    #[arg(long)]
+    pub read_latency: Option<String>,
+    /// Latency of writes and discards (overrides --latency).
+    #[arg(long)]
+    pub write_latency: Option<String>,
+    /// Latency of a flush (an fsync reaching the device). Default: the write latency.
+    #[arg(long)]
+    pub flush_latency: Option<String>,
+    /// Transfer rate added per request as bytes / bandwidth (e.g. 500MiB/s).
+    #[arg(long)]
+    pub bandwidth: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// Backing image file (an aged image works as is; kept after destroy). With --size, a new
+    /// sparse image of that size is made here.
+    #[arg(long, required_unless_present = "size")]
+    pub image: Option<PathBuf>,
+    /// Size of a new sparse image: in /dev/shm (removed by destroy) unless --image names it.
+    #[arg(long)]
+    pub size: Option<String>,
+    #[command(flatten)]
+    pub lat: LatencyArgs,
+    /// At most N requests in service at once; others wait (default: no limit, no queuing).
+    #[arg(long)]
+    pub queue_depth: Option<u32>,
+    /// Threads reading FUSE requests in the daemon.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Do not run the daemon's threads SCHED_FIFO (timing then suffers when the CPUs are busy).
+    #[arg(long)]
+    pub no_realtime: bool,
+    /// Print the device's record as JSON instead of its path.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    /// The device: /dev/loopN, loopN or its name.
+    pub dev: String,
+    #[command(flatten)]
+    pub lat: LatencyArgs,
+    /// Remove the bandwidth limit.
+    #[arg(long, conflicts_with = "bandwidth")]
+    pub no_bandwidth: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Scratch image size (in /dev/shm).
+    #[arg(long, default_value = "256MiB")]
+    pub size: String,
+    /// Time per measurement (longer for the 10 ms point).
+    #[arg(long, default_value = "3s")]
+    pub duration: String,
+    /// Latencies of the accuracy table.
+    #[arg(long, value_delimiter = ',', default_value = "0,10us,100us,1ms,10ms")]
+    pub latencies: Vec<String>,
+    /// Run the measuring threads SCHED_FIFO (like `chrt -f 20 fio ...`).
+    #[arg(long)]
+    pub realtime: bool,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn lat(flag: &str, v: &Option<String>) -> anyhow::Result<Option<u64>> {
+    v.as_deref()
+        .map(|t| parse_latency(t).map_err(|e| bad_input(format!("{flag}: {e}"))))
+        .transpose()
+}
+
+/// The latencies asked for, on top of `base`.
+fn latencies(a: &LatencyArgs, base: Latencies) -> anyhow::Result<(Latencies, bool)> {
+    let all = lat("--latency", &a.latency)?;
+    let r = lat("--read-latency", &a.read_latency)?;
+    let w = lat("--write-latency", &a.write_latency)?;
+    let f = lat("--flush-latency", &a.flush_latency)?;
+    let any = all.is_some() || r.is_some() || w.is_some() || f.is_some();
+    let read_ns = r.or(all).unwrap_or(base.read_ns);
+    let write_ns = w.or(all).unwrap_or(base.write_ns);
+    let flush_ns = f
+        .or(all)
+        .or(w)
+        .unwrap_or(if any { write_ns } else { base.flush_ns });
+    Ok((
+        Latencies {
+            read_ns,
+            write_ns,
+            flush_ns,
+        },
+        any,
+    ))
+}
+
+fn bandwidth(a: &LatencyArgs) -> anyhow::Result<Option<u64>> {
+    a.bandwidth
+        .as_deref()
+        .map(|t| parse_bandwidth(t).map_err(|e| bad_input(format!("--bandwidth: {e}"))))
+        .transpose()
+}
+
+pub fn run(cmd: DevCmd) -> CmdResult {
+    let registry = Registry::new(Registry::default_root());
+    match cmd {
+        DevCmd::Serve { dir } => {
+            fsage_slowdev::serve(&dir)?;
+        }
+        DevCmd::Create(a) => {
+            let (l, any) = latencies(&a.lat, Latencies::default())?;
+            if !any {
+                return Err(bad_input(
+                    "give --latency, or --read-latency and --write-latency (0 for none)",
+                ));
+            }
+            let size = a
+                .size
+                .as_deref()
+                .map(|s| parse_size(s).map_err(|e| bad_input(format!("--size: {e}"))))
+                .transpose()?;
+            let backing = match (a.image, size) {
+                (Some(p), None) => Backing::Image(p),
+                (Some(path), Some(size)) => Backing::NewImage { path, size },
+                (None, Some(size)) => Backing::Scratch { size },
+                (None, None) => return Err(bad_input("give --image FILE or --size SIZE")),
+            };
+            let mut spec = DeviceSpec::new(backing, 0);
+            spec.latencies = l;
+            spec.bandwidth = bandwidth(&a.lat)?;
+            spec.queue_depth = a.queue_depth;
+            spec.threads = a.threads;
+            spec.realtime = !a.no_realtime;
+            spec.registry = registry.root().to_path_buf();
+            let dev = SlowDevice::create(&spec)?;
+            if a.json {
+                print!("{}", export(&Json, dev.record()));
+            } else {
+                println!("{}", dev.path().display());
+            }
+        }
+        DevCmd::List { json } => {
+            let devs = fsage_slowdev::list_devices(&registry);
+            if json {
+                print!("{}", export(&Json, &devs));
+            } else {
+                print!("{}", export(&Text, &devs[..]));
+            }
+        }
+        DevCmd::Set(a) => {
+            let mut dev = SlowDevice::open(&registry, &a.dev)?;
+            let (l, any) = latencies(&a.lat, dev.record().latencies)?;
+            let bw = if a.no_bandwidth {
+                None
+            } else {
+                bandwidth(&a.lat)?.or(dev.record().bandwidth)
+            };
+            if !any && a.lat.bandwidth.is_none() && !a.no_bandwidth {
+                return Err(bad_input(
+                    "nothing to set: give --latency, --read-latency, --write-latency, \
+                     --flush-latency, --bandwidth or --no-bandwidth",
+                ));
+            }
+            dev.set_latency(l, bw)?;
+            eprintln!(
+                "{}: read {}, write {}, flush {}",
+                dev.path().display(),
+                fsage_slowdev::format_ns(l.read_ns),
+                fsage_slowdev::format_ns(l.write_ns),
+                fsage_slowdev::format_ns(l.flush_ns)
+            );
+        }
+        DevCmd::Stats { dev, json } => {
+            let st = SlowDevice::open(&registry, &dev)?.stats()?;
+            if json {
+                print!("{}", export(&Json, &st));
+            } else {
+                print!("{}", export(&Text, &st));
+            }
+        }
+        DevCmd::Destroy { dev, all, force } => {
+            if all {
+                let results = fsage_slowdev::destroy_all(&registry, force);
+                let mut failed = None;
+                for (name, r) in results {
+                    match r {
+                        Ok(()) => eprintln!("{name}: destroyed"),
+                        Err(e) => {
+                            eprintln!("{name}: {e}");
+                            failed = Some(e);
+                        }
+                    }
+                }
+                if let Some(e) = failed {
+                    return Err(anyhow::Error::new(e).context("some devices were not destroyed"));
+                }
+            } else if let Some(which) = dev {
+                let d = SlowDevice::open(&registry, &which)?;
+                let path = d.path().display().to_string();
+                d.destroy(force)?;
+                eprintln!("{path}: destroyed");
+            }
+        }
+        DevCmd::Bench(a) => {
+            let size = parse_size(&a.size).map_err(|e| bad_input(format!("--size: {e}")))?;
+            let duration = crate::util::parse_duration("--duration", &a.duration)?;
+            let lats = a
+                .latencies
+                .iter()
+                .map(|t| parse_latency(t).map_err(|e| bad_input(format!("--latencies: {e}"))))
+                .collect::<anyhow::Result<Vec<u64>>>()?;
+            let spec = fsage_slowdev::bench::BenchSpec {
+                size,
+                duration,
+                latencies: lats,
+                realtime: a.realtime,
+                registry: registry.root().to_path_buf(),
+                daemon_cmd: None,
+            };
+            let report = fsage_slowdev::bench::run(&spec, &mut |s| eprintln!("bench: {s}"))?;
+            if let Some(p) = &a.json {
+                crate::util::write_atomic(p, export(&Json, &report).as_bytes())?;
+            }
+            print!("{}", export(&Text, &report));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

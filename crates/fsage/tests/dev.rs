@@ -1,0 +1,256 @@
+//! `fsage dev`: a slow device made, listed, changed live, inspected and destroyed from the command
+//! line; ext4, xfs and btrfs made on one, aged with `fsage age`, destroyed, and the image then
+//! checks clean and mounts. Each test has its own registry (FSAGE_DEV_REGISTRY) in a temporary
+//! directory and destroys its devices even when it fails.
+
+mod common;
+
+use common::{expect_code, need_root_and, skip, stderr, stdout};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tempfile::TempDir;
+
+struct Reg {
+    dir: TempDir,
+}
+
+impl Reg {
+    fn new() -> Reg {
+        Reg {
+            dir: tempfile::Builder::new()
+                .prefix("fsage-dev-cli-")
+                .tempdir_in("/dev/shm")
+                .unwrap(),
+        }
+    }
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+    fn fsage<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(&self, args: I) -> Output {
+        Command::new(common::bin())
+            .args(args)
+            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
+            .output()
+            .unwrap()
+    }
+    fn ok<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(&self, args: I) -> Output {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().into()).collect();
+        let o = self.fsage(&args);
+        expect_code(&o, 0, &format!("fsage {args:?}"));
+        o
+    }
+}
+
+impl Drop for Reg {
+    fn drop(&mut self) {
+        // Whatever a failed test left: unmount our mounts, then destroy our devices.
+        let p = self.path("mnt");
+        if fsage_lab::sys::is_mount_point(&p) {
+            let _ = fsage_lab::mount::umount_point(&p);
+        }
+        let _ = self.fsage(["dev", "destroy", "--all", "--force"]);
+    }
+}
+
+fn can_run(test: &str, cmds: &[&str]) -> bool {
+    if let Err(e) = need_root_and(cmds) {
+        skip(test, &e);
+        return false;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return false;
+    }
+    true
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{}", stdout(o)))
+}
+
+#[test]
+fn dev_commands_make_change_show_and_destroy_a_device() {
+    if !can_run("dev_commands_make_change_show_and_destroy_a_device", &[]) {
+        return;
+    }
+    let r = Reg::new();
+    let o = r.fsage(["dev", "create", "--size", "16MiB"]);
+    expect_code(&o, 2, "create without a latency");
+    let o = r.fsage([
+        "dev",
+        "create",
+        "--size",
+        "16MiB",
+        "--latency",
+        "3 fortnights",
+    ]);
+    expect_code(&o, 2, "bad latency");
+    assert!(stderr(&o).contains("--latency"), "{}", stderr(&o));
+    let img = r.path("img");
+    let o = r.ok([
+        "dev",
+        "create",
+        "--image",
+        &img.to_string_lossy(),
+        "--size",
+        "16MiB",
+        "--read-latency",
+        "50us",
+        "--write-latency",
+        "200us",
+    ]);
+    let dev = stdout(&o).trim().to_string();
+    assert!(dev.starts_with("/dev/loop"), "{dev}");
+    let list = json(&r.ok(["dev", "list", "--json"]));
+    let d = &list[0];
+    assert_eq!(d["device"], dev.as_str());
+    assert_eq!(d["latencies"]["read_ns"], 50_000);
+    assert_eq!(d["latencies"]["write_ns"], 200_000);
+    assert_eq!(
+        d["latencies"]["flush_ns"], 200_000,
+        "flush defaults to the write latency"
+    );
+    assert_eq!(d["alive"], true);
+    assert!(stdout(&r.ok(["dev", "list"])).contains(&dev));
+    r.ok(["dev", "set", &dev, "--latency", "1ms"]);
+    let o = r.fsage(["dev", "set", &dev]);
+    expect_code(&o, 2, "set without a value");
+    // Reads through the block device see the new latency.
+    let o = Command::new("dd")
+        .args([
+            &format!("if={dev}"),
+            "of=/dev/null",
+            "bs=4k",
+            "count=20",
+            "iflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = json(&r.ok(["dev", "stats", &dev, "--json"]));
+    let reads = st["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "read")
+        .unwrap();
+    assert!(reads["requests"].as_u64().unwrap() >= 20, "{st}");
+    assert!(
+        reads["latency"]["p50_ns"].as_u64().unwrap() >= 1_000_000,
+        "{st}"
+    );
+    assert_eq!(st["latencies"]["read_ns"], 1_000_000);
+    let text = stdout(&r.ok(["dev", "stats", &dev]));
+    assert!(text.contains("daemon and kernel agree"), "{text}");
+    let o = r.fsage(["dev", "stats", "/dev/loop999999"]);
+    expect_code(&o, 2, "stats of a device fsage did not make");
+    r.ok(["dev", "destroy", &dev]);
+    assert_eq!(
+        json(&r.ok(["dev", "list", "--json"])),
+        serde_json::json!([])
+    );
+    assert!(img.exists(), "an --image is kept");
+    let o = r.fsage(["dev", "destroy", &dev]);
+    expect_code(&o, 2, "destroying it twice");
+}
+
+/// Makes `fs` on a slow device, ages it, destroys the device, checks the image.
+fn age_on_a_slow_device(fs: &str, size: &str) {
+    let test = format!("age_{fs}_on_a_slow_device");
+    let mkfs = format!("mkfs.{fs}");
+    if !can_run(&test, &[&mkfs]) {
+        return;
+    }
+    let r = Reg::new();
+    let img = r.path("img");
+    let o = r.ok([
+        "dev",
+        "create",
+        "--image",
+        &img.to_string_lossy(),
+        "--size",
+        size,
+        "--latency",
+        "20us",
+    ]);
+    let dev = stdout(&o).trim().to_string();
+    let mnt = r.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    r.ok([
+        "fs",
+        "create",
+        "--fs",
+        fs,
+        &dev,
+        "--mount",
+        &mnt.to_string_lossy(),
+    ]);
+    let aged = mnt.join("aged");
+    r.ok([
+        "age",
+        "--profile",
+        "dabre",
+        "--max-ops",
+        "400",
+        "--quiet",
+        "--state",
+        &r.path("state").to_string_lossy(),
+        &aged.to_string_lossy(),
+    ]);
+    let files = walk_count(&aged);
+    assert!(files > 50, "{fs}: only {files} files after aging");
+    let o = r.fsage(["dev", "destroy", &dev]);
+    expect_code(&o, 2, "destroying a mounted device without --force");
+    r.ok(["fs", "umount", &mnt.to_string_lossy()]);
+    let st = json(&r.ok(["dev", "stats", &dev, "--json"]));
+    let writes = st["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "write")
+        .unwrap()
+        .clone();
+    assert!(writes["requests"].as_u64().unwrap() > 10, "{st}");
+    r.ok(["dev", "destroy", &dev]);
+    // The image alone holds the aged file system: clean, and it mounts with the same files.
+    r.ok(["fs", "check", &img.to_string_lossy(), "--fs", fs]);
+    r.ok([
+        "fs",
+        "mount",
+        &img.to_string_lossy(),
+        &mnt.to_string_lossy(),
+    ]);
+    let again = walk_count(&aged);
+    r.ok(["fs", "umount", &mnt.to_string_lossy()]);
+    assert_eq!(again, files, "{fs}: the image holds what was written");
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn age_ext4_on_a_slow_device() {
+    age_on_a_slow_device("ext4", "256MiB");
+}
+
+#[test]
+fn age_xfs_on_a_slow_device() {
+    age_on_a_slow_device("xfs", "320MiB");
+}
+
+#[test]
+fn age_btrfs_on_a_slow_device() {
+    age_on_a_slow_device("btrfs", "256MiB");
+}
