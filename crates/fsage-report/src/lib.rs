@@ -3,6 +3,7 @@
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
 //! machine, behind one trait, so that a new format is one new type here and nothing else.
 
+mod git_series;
 mod run_text;
 mod status_text;
 
@@ -46,6 +47,24 @@ impl Exporter<RunStatus> for Text {
         status_text::render(st)
     }
 }
+
+impl Exporter<fsage_git::GitSeries> for Text {
+    fn export(&self, s: &fsage_git::GitSeries) -> String {
+        git_series::render(s)
+    }
+}
+
+/// Comma-separated values, one row per measurement, with a header line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Csv;
+
+impl Exporter<fsage_git::GitSeries> for Csv {
+    fn export(&self, s: &fsage_git::GitSeries) -> String {
+        git_series::csv(s)
+    }
+}
+
+pub use git_series::CSV_HEADER as GIT_CSV_HEADER;
 
 /// Exports `item` with `exporter` (`export(&Json, &report)`).
 pub fn export<T: ?Sized, E: Exporter<T>>(exporter: &E, item: &T) -> String {

@@ -49,6 +49,8 @@ pub enum Command {
     Rollback(crate::lab_cmd::RollbackCmd),
     /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file.
     Frag(crate::frag_cmd::FragCmd),
+    /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
+    GitAge(Box<crate::git_cmd::GitAgeArgs>),
 }
 
 #[derive(Subcommand, Debug)]

@@ -46,6 +46,9 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_lab::Error>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_git::Error>() {
+            return e.blame();
+        }
         if let Some(e) = cause.downcast_ref::<fsage_exec::StateError>() {
             return e.blame();
         }

@@ -5,6 +5,7 @@ mod bench;
 mod cli;
 mod exit;
 mod frag_cmd;
+mod git_cmd;
 mod lab_cmd;
 mod profile_cmd;
 mod progress;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
+        cli::Command::GitAge(args) => git_cmd::run(*args),
     };
     match result {
         Ok(code) => code,
