@@ -4,7 +4,8 @@
 //! Every git runs in its own process group, so a Ctrl-C at the terminal reaches fsage alone and
 //! the pull under way finishes; fsage stops between commits. Global and system configuration are
 //! left out (`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM=1`), so a user's settings cannot
-//! change what is replayed.
+//! change what is replayed. A git outlives fsage by no more than a signal: it is killed when
+//! fsage dies.
 
 use crate::{Error, Result};
 use std::os::unix::process::CommandExt;
@@ -25,6 +26,14 @@ pub fn command(dir: &Path, args: &[&str]) -> Command {
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .process_group(0);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // Die with fsage (kill -9 included): a pull left running would race a resume.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     c
 }
 

@@ -186,7 +186,9 @@ pub fn measure_instance(
     let t = Instant::now();
     let (read_bytes, read_files) = read_tree(mount)?;
     let read_seconds = t.elapsed().as_secs_f64();
+    let t = Instant::now();
     let frag = frag_figures(mount);
+    let frag_seconds = t.elapsed().as_secs_f64();
     let gib = du as f64 / GIB;
     Ok(InstanceFigures {
         grep_seconds,
@@ -200,6 +202,8 @@ pub fn measure_instance(
         read_bytes,
         read_files,
         frag,
+        prepare_seconds: 0.0,
+        frag_seconds,
     })
 }
 
@@ -264,6 +268,7 @@ pub fn clean_instance(
     du: u64,
     pattern: &str,
 ) -> Result<InstanceFigures> {
+    let t = Instant::now();
     remove_stale_clean(image)?;
     let mnt = mount_dir(image);
     fsage_lab::create_image(kind, size, image, &clean_mkfs_opts(kind))?;
@@ -295,7 +300,9 @@ pub fn clean_instance(
     let m = Mounted::attach_and_mount(image, &mnt)?;
     let rdev = m.loop_rdev();
     g.mounted = Some(m);
-    let fig = measure_instance(&mnt, rdev, du, pattern)?;
+    let prepare_seconds = t.elapsed().as_secs_f64();
+    let mut fig = measure_instance(&mnt, rdev, du, pattern)?;
+    fig.prepare_seconds = prepare_seconds;
     drop(g);
     Ok(fig)
 }

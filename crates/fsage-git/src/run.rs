@@ -490,8 +490,10 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             r.suspend(); // its descriptors would keep the file system busy
         }
         let rdev = aged.remount()?;
+        let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
-        let a = measure::measure_instance(&aged.mnt, rdev, du, &pattern)?;
+        let mut a = measure::measure_instance(&aged.mnt, rdev, du, &pattern)?;
+        a.prepare_seconds = prepare_seconds;
         let c = measure::clean_instance(kind, size, &clean_image, &aged.tree, du, &pattern)?;
         let c0: &Commit = &commits[i];
         let row = GitRow {

@@ -44,6 +44,10 @@ pub struct InstanceFigures {
     pub read_bytes: u64,
     pub read_files: u64,
     pub frag: FragFigures,
+    /// Time to get the instance ready: remount (aged), or mkfs, `cp -a` and remount (clean).
+    pub prepare_seconds: f64,
+    /// Time of the frag figures (FIEMAP of every file, free space).
+    pub frag_seconds: f64,
 }
 
 /// One measurement.
