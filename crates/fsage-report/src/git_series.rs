@@ -171,3 +171,66 @@ pub fn csv(s: &GitSeries) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_git::{GitSeries, InstanceFigures, SERIES_FORMAT};
+
+    fn series() -> GitSeries {
+        let inst = |s: f64, ls: f64| InstanceFigures {
+            grep_seconds: s,
+            grep_seconds_per_gib: s * 100.0,
+            layout_score: Some(ls),
+            ..Default::default()
+        };
+        GitSeries {
+            format: SERIES_FORMAT.into(),
+            repo: "zlib.bundle".into(),
+            mode: "git".into(),
+            fs: "ext4".into(),
+            size_bytes: 1 << 30,
+            every: 50,
+            gc: false,
+            tree: "/mnt/zlib".into(),
+            first_commit: "a".into(),
+            last_commit: "b".into(),
+            commits_total: 2,
+            pulls_done: 2,
+            finished: true,
+            remounted: true,
+            replay_seconds: 1.0,
+            measure_seconds: 2.0,
+            commits_per_second: Some(2.0),
+            git_version: "git version 2.39.5".into(),
+            grep_version: "grep (GNU grep) 3.8".into(),
+            rows: vec![GitRow {
+                pulls: 1,
+                commit: "a".into(),
+                commit_date: "2011-09-09T22:36:31-07:00".into(),
+                du_bytes: 10 << 20,
+                aged: inst(0.2, 0.7),
+                clean: inst(0.1, 0.9),
+                ratio: Some(2.0),
+            }],
+        }
+    }
+
+    #[test]
+    fn csv_has_the_scripts_columns_first_and_one_line_per_row() {
+        let c = csv(&series());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+        assert!(lines[1].starts_with("1,10485760,0.2,0.7,0.1,0.9,a,2011-09-09T22:36:31-07:00,"));
+        // A missing figure is an empty field, not a made-up number.
+        assert!(lines[1].contains(",,"));
+    }
+
+    #[test]
+    fn table_shows_the_ratio_and_dates() {
+        let t = render(&series());
+        assert!(t.contains("2011-09-09") && t.contains("2.00"), "{t}");
+        assert!(t.contains("aged instance remounted"));
+    }
+}
