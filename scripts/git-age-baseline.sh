@@ -14,7 +14,7 @@ git init -q -b master .
 git config user.name fsage; git config user.email fsage@localhost
 git config pull.rebase false; git config gc.auto 0
 list=$(git -C "$src" rev-list --reverse --first-parent HEAD)
-[ -n "$n" ] && list=$(echo "$list" | head -n "$n")
+if [ -n "$n" ]; then list=$(echo "$list" | sed -n "1,${n}p"); fi
 start=$(date +%s.%N)
 for sha in $list; do
   git -c uploadpack.allowReachableSHA1InWant=true pull --no-edit -q -s recursive -X theirs "$src" "$sha"
