@@ -147,14 +147,23 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         (None, Some(c)) => Target::Dir {
             path: a.target.clone(),
             clean_kind: kind(c),
-            clean_image: a.clean_image.clone().unwrap_or_else(|| {
-                let dir = if std::path::Path::new("/dev/shm").is_dir() {
-                    PathBuf::from("/dev/shm")
-                } else {
-                    std::env::temp_dir()
-                };
-                dir.join(format!("fsage-git-clean-{}.img", std::process::id()))
-            }),
+            clean_image: match a.clean_image.clone() {
+                Some(p) => p,
+                None => {
+                    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+                        PathBuf::from("/dev/shm")
+                    } else {
+                        std::env::temp_dir()
+                    };
+                    // Named after the target's inode, so a resumed run finds (and removes) what a
+                    // killed one left.
+                    let id = std::os::unix::fs::MetadataExt::ino(
+                        &std::fs::metadata(&a.target)
+                            .map_err(|e| bad_input(format!("{}: {e}", a.target.display())))?,
+                    );
+                    dir.join(format!("fsage-git-clean-{id}.img"))
+                }
+            },
         },
         _ => {
             return Err(bad_input(
