@@ -25,7 +25,7 @@ pub use oplog::{OpLog, OpLogContents, OpLogError, OpLogSource};
 pub use parallel::Parallel;
 pub use posix::{Posix, WriteMode};
 pub use reconcile::{reconcile, Reconciled};
-pub use report::{RunReport, StopReason};
+pub use report::{ClippedBin, Fit, RunReport, StopReason};
 pub use runner::{
     report, run, run_source, Checkpointing, Observer, Outcome, Progress, RunCtx, RunMeta, Silent,
     StopConditions,

@@ -26,7 +26,7 @@ pub enum StopReason {
 impl StopReason {
     pub fn describe(self) -> &'static str {
         match self {
-            StopReason::Converged => "perfect convergence: all T ticks done",
+            StopReason::Converged => "all T ticks of the convergence theorem done",
             StopReason::MaxTime => "--max-time reached",
             StopReason::MaxOverwrites => "--max-overwrites reached",
             StopReason::Confidence => "--confidence reached by the age histogram's chi-squared fit",
@@ -118,6 +118,38 @@ pub struct UnmetBin {
     pub reason: String,
 }
 
+/// A size bin whose files the run makes only up to `max_bytes` (1% of the target bytes): larger
+/// ones would each swing the fullness further than the run holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClippedBin {
+    pub label: String,
+    pub max_bytes: u64,
+    pub ideal: f64,
+}
+
+/// What came out on target at the end of the run, by the thresholds the README states: age RMSE
+/// below 0.1%, size and depth bins within 0.5 percentage points, fullness within 2 points of the
+/// capacity. Ticks done say how long the run was; this says whether it got there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub age: bool,
+    pub size: bool,
+    pub depth: bool,
+    pub fullness: bool,
+    /// Live bytes minus target bytes, as a fraction of the capacity.
+    pub fullness_off: f64,
+}
+
+impl Fit {
+    pub const AGE_RMSE: f64 = 1e-3;
+    pub const BIN_POINTS: f64 = 0.005;
+    pub const FULLNESS_POINTS: f64 = 0.02;
+
+    pub fn all(&self) -> bool {
+        self.age && self.size && self.depth && self.fullness
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub fsage_version: String,
@@ -173,4 +205,9 @@ pub struct RunReport {
     pub size: Histogram,
     pub depth: Histogram,
     pub unmet_size_bins: Vec<UnmetBin>,
+    #[serde(default)]
+    pub clipped_size_bins: Vec<ClippedBin>,
+    /// `None` in reports written before fsage recorded it.
+    #[serde(default)]
+    pub fit: Option<Fit>,
 }

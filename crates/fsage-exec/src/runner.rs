@@ -5,7 +5,7 @@ use crate::backend::{Backend, OpError};
 use crate::checkpoint::{RunRecord, SavedStop};
 use crate::op::{OpSource, Step};
 use crate::oplog::OpLog;
-use crate::report::{Conditions, Histogram, RunReport, StopReason, UnmetBin};
+use crate::report::{ClippedBin, Conditions, Fit, Histogram, RunReport, StopReason, UnmetBin};
 use crate::source::PlanSource;
 use fsage_plan::stats::chi2_p;
 use fsage_plan::{Phase, Planner};
@@ -448,7 +448,7 @@ pub fn report(
     let ticks = planner.tick();
     let age_counts = planner.age_counts_now();
     let ow = c.bytes_written as f64 / cfg.capacity.max(1) as f64;
-    RunReport {
+    let mut rep = RunReport {
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
         profile: meta.profile.clone(),
         backend: meta.backend.clone(),
@@ -530,5 +530,24 @@ pub fn report(
                 reason: u.reason,
             })
             .collect(),
-    }
+        clipped_size_bins: planner
+            .clipped_bins()
+            .into_iter()
+            .map(|(bin, max_bytes)| ClippedBin {
+                label: meta.size_labels[bin].clone(),
+                max_bytes,
+                ideal: planner.size_targets()[bin],
+            })
+            .collect(),
+        fit: None,
+    };
+    let off = (rep.live_bytes as f64 - rep.target_bytes as f64) / cfg.capacity.max(1) as f64;
+    rep.fit = Some(Fit {
+        age: rep.age.rmse < Fit::AGE_RMSE,
+        size: rep.size.max_abs_error < Fit::BIN_POINTS,
+        depth: rep.depth.max_abs_error < Fit::BIN_POINTS,
+        fullness: off.abs() < Fit::FULLNESS_POINTS,
+        fullness_off: off,
+    });
+    rep
 }

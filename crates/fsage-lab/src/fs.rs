@@ -316,6 +316,12 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let device = is_block_device(target);
     let size = if device {
         let dev_size = sys::size_of(target)?;
+        if dev_size == 0 {
+            crate::bail!(
+                "{}: the device has 0 bytes (a loop device with nothing attached?)",
+                target.display()
+            );
+        }
         match opts.size {
             Some(s) if s > dev_size => crate::bail!(
                 "--size {s}: larger than {} ({dev_size} bytes)",
@@ -407,6 +413,23 @@ pub fn create_image(kind: FsKind, size: u64, path: &Path, mkfs_opts: &[String]) 
 /// Checks the (unmounted) file system in `target` without changing it: `e2fsck -fn`,
 /// `xfs_repair -n`, `btrfs check --readonly`. `Ok(output)` when clean.
 pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
+    // A mounted file system changes under the checker, which then reports wrong counts: refuse.
+    if let Some(dev) = crate::sys::loops_backed_by(target).first() {
+        return Err(Error::input(format!(
+            "{}: attached to {} (mounted?): a file system is checked unmounted; `fsage fs umount \
+             {}` first",
+            target.display(),
+            dev.display(),
+            target.display()
+        )));
+    }
+    if let Some(m) = crate::sys::mounts_of_device(target)?.first() {
+        return Err(Error::input(format!(
+            "{}: mounted on {}; a file system is checked unmounted",
+            target.display(),
+            m.mount_point.display()
+        )));
+    }
     let t = target.to_string_lossy();
     match kind {
         FsKind::Ext4 => run_tool("e2fsck", &["-f", "-n", &t]),

@@ -221,6 +221,12 @@ impl Library {
         } else {
             crate::bail!("{}: not an image file or block device", image.display());
         }
+        if crate::probe_fs(image)?.is_none() {
+            crate::bail!(
+                "{}: holds no ext4, xfs or btrfs file system: the library keeps file system images",
+                image.display()
+            );
+        }
         fs::create_dir_all(&self.dir)
             .map_err(|e| io_err(&self.dir, "cannot create the library", e))?;
         let dest = self.entry_dir(&opts.name);

@@ -36,6 +36,7 @@
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
 //! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
 
+pub mod age;
 pub mod fs;
 pub mod image;
 pub mod loopdev;

@@ -40,75 +40,11 @@ pub fn run_tool(name: &str, args: &[&str]) -> Result<String> {
     }
 }
 
-/// One line of /proc/self/mountinfo.
-#[derive(Debug, Clone)]
-pub struct MountEntry {
-    /// st_dev of the mounted file system (major, minor).
-    pub dev: (u32, u32),
-    pub mount_point: PathBuf,
-    pub fstype: String,
-    pub source: String,
-}
-
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 4])
-                .ok()
-                .and_then(|o| u8::from_str_radix(o, 8).ok())
-            {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+pub use fsage_sys::mountinfo::{dev_parts, is_mount_point, MountEntry};
 
 /// The mount table.
 pub fn mounts() -> Result<Vec<MountEntry>> {
-    let text = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| io_err(Path::new("/proc/self/mountinfo"), "", e))?;
-    let mut v = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let Some(sep) = f.iter().position(|x| *x == "-") else {
-            continue;
-        };
-        if f.len() < 5 || f.len() < sep + 3 {
-            continue;
-        }
-        let dev = f[2]
-            .split_once(':')
-            .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-            .unwrap_or((0, 0));
-        v.push(MountEntry {
-            dev,
-            mount_point: PathBuf::from(unescape(f[4])),
-            fstype: f[sep + 1].to_string(),
-            source: unescape(f[sep + 2]),
-        });
-    }
-    Ok(v)
-}
-
-/// Is `path` a mount point?
-pub fn is_mount_point(path: &Path) -> bool {
-    let p = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    mounts()
-        .map(|m| m.iter().any(|e| e.mount_point == p))
-        .unwrap_or(false)
-}
-
-/// (major, minor) of a device number.
-pub fn dev_parts(rdev: u64) -> (u32, u32) {
-    (libc::major(rdev), libc::minor(rdev))
+    fsage_sys::mounts().map_err(|e| io_err(Path::new("/proc/self/mountinfo"), "", e))
 }
 
 /// Mounts whose source is the block device `dev` (by number, or by path for file systems such as

@@ -13,7 +13,7 @@
 //! Layouts follow the kernel's `include/uapi/linux/btrfs.h` and `btrfs_tree.h`: ioctl
 //! structures are in native byte order, tree items in little-endian.
 
-use crate::freesp::{FreeHist, FreeSpace};
+use crate::hist::{FreeHist, FreeSpace};
 use crate::sys::FsInfo;
 use std::fs::File;
 use std::io;

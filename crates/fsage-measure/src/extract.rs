@@ -114,7 +114,7 @@ pub fn t_factor(weights: &[f64], edges: &[f64]) -> f64 {
 }
 
 /// Age bins merged to keep T within the budget.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AgeMerge {
     /// How many of the youngest bins were folded into the next.
     pub bins: usize,
@@ -124,6 +124,8 @@ pub struct AgeMerge {
     pub share: f64,
     pub factor_before: f64,
     pub factor_after: f64,
+    /// The budget T/K had to meet.
+    pub budget: f64,
 }
 
 /// Folds the youngest bin into the next until T/K is at most `max_factor` (or one bin is left).
@@ -149,11 +151,12 @@ pub fn merge_young_bins(bins: &mut Vec<(f64, f64)>, max_factor: f64) -> Option<A
         share,
         factor_before: before,
         factor_after: factor(bins),
+        budget: max_factor,
     })
 }
 
 /// What the extraction saw besides the profile.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ExtractStats {
     pub walk: WalkStats,
     /// Where the ages came from, in words (the description says it too).
@@ -187,6 +190,61 @@ fn bin_index(x: u64, base: u64) -> usize {
         k += 1;
     }
     k
+}
+
+/// The name an extracted profile gets by default: the last component of `root` (resolved).
+pub fn default_name(root: &Path) -> String {
+    root.canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "extracted".into())
+}
+
+/// An extracted profile, its TOML text and what the walk saw.
+#[derive(Debug, Clone)]
+pub struct Extracted {
+    pub profile: Profile,
+    pub toml: String,
+    pub stats: ExtractStats,
+}
+
+/// `fsage profile extract`: the profile of `root`, named `name` (default: [`default_name`]),
+/// written atomically to `output` when given. An existing `output` is refused unless
+/// `overwrite`, before the walk starts.
+pub fn extract_profile(
+    root: &Path,
+    name: Option<&str>,
+    opts: &ExtractOptions,
+    output: Option<&Path>,
+    overwrite: bool,
+) -> Result<Extracted, crate::Error> {
+    use crate::Error;
+    if let Some(o) = output {
+        if o.exists() && !overwrite {
+            return Err(Error::Input(format!(
+                "{}: exists; refusing to overwrite it",
+                o.display()
+            )));
+        }
+        fsage_sys::check_writable_file(o)?;
+    }
+    if opts.threads == 0 {
+        return Err(Error::Input("0 threads: need at least one".into()));
+    }
+    let opts = ExtractOptions {
+        name: name.map_or_else(|| default_name(root), str::to_string),
+        ..opts.clone()
+    };
+    let (profile, stats) = extract(root, &opts).map_err(Error::Input)?;
+    let toml = fsage_profile::to_toml(&profile);
+    if let Some(o) = output {
+        fsage_sys::write_atomic(o, toml.as_bytes())?;
+    }
+    Ok(Extracted {
+        profile,
+        toml,
+        stats,
+    })
 }
 
 /// Walks `root` and builds its profile.

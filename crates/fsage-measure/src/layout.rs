@@ -271,7 +271,7 @@ pub fn summarize(layouts: &[FileLayout]) -> FileStats {
         prev_last = (l.odd_extents == 0)
             .then_some(l.last)
             .or(Some(u64::MAX - 1));
-        let b = crate::freesp::bin_of(u64::from(l.fragments.max(1)));
+        let b = crate::hist::bin_of(u64::from(l.fragments.max(1)));
         if dist.len() <= b {
             dist.resize(b + 1, 0);
         }

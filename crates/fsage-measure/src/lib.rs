@@ -4,17 +4,23 @@
 //! directory tree. Everything reads; only the probe writes (one file, deleted again).
 
 pub mod btrfs;
+mod error;
+pub use error::Error;
 pub mod freesp;
+pub mod hist;
 pub mod sys;
 
-pub use freesp::{free_space, FreeBin, FreeSpace};
+pub use freesp::free_space;
+pub use hist::{FreeBin, FreeSpace};
 pub mod layout;
 pub mod walk;
 
 pub use layout::{probe, scan_files, FileStats, Probe, ScanOptions};
 pub mod report;
 
-pub use report::{measure, FragOptions, FragReport, FRAG_FORMAT};
+pub use report::{
+    frag, load_report, load_reports, measure, FragComparison, FragOptions, FragReport, FRAG_FORMAT,
+};
 pub mod extract;
 
-pub use extract::{extract, AgeFrom, ExtractOptions, ExtractStats};
+pub use extract::{extract, extract_profile, AgeFrom, ExtractOptions, ExtractStats, Extracted};

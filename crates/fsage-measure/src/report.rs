@@ -1,11 +1,11 @@
-//! The `fsage frag` report: free space, file layout and probe of one file system, as text or JSON,
-//! and two or more reports side by side.
+//! The `fsage frag` report: free space, file layout and probe of one file system, and two or
+//! more reports side by side. Plain serde data: `fsage-report` exports it (text, JSON).
 
 use crate::freesp::{self, FreeSpace};
 use crate::layout::{FileStats, Probe};
-use fsage_profile::human_bytes;
+use crate::Error;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// Version of the JSON layout below.
 pub const FRAG_FORMAT: u32 = 1;
@@ -23,197 +23,6 @@ pub struct FragReport {
     /// File layout (absent with --no-files).
     pub files: Option<FileStats>,
     pub probe: Option<Probe>,
-}
-
-fn opt_pct(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{:.2}%", 100.0 * v))
-}
-
-pub fn render(r: &FragReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} ({}, block size {})",
-        r.mount, r.fs_type, r.block_size
-    );
-    match (&r.free_space, &r.free_space_error) {
-        (Some(f), _) => {
-            s.push_str(&freesp::render(f));
-            let _ = writeln!(s, "({:.3} s)", r.free_space_seconds);
-        }
-        (None, Some(e)) => {
-            let _ = writeln!(s, "Free space: not measured: {e}");
-        }
-        (None, None) => {}
-    }
-    if let Some(f) = &r.files {
-        let _ = writeln!(
-            s,
-            "\nFiles: {} ({} without blocks, {} multi-block), {} blocks, {} extents, {} fragments \
-             ({:.3} per file with blocks)",
-            f.files,
-            f.files_without_blocks,
-            f.multi_block_files,
-            f.blocks,
-            f.extents,
-            f.fragments,
-            f.fragments_per_file
-        );
-        let _ = writeln!(
-            s,
-            "Layout score {} (Smith and Seltzer); dynamic layout score {} (recursive read in \
-             readdir order)",
-            opt_pct(f.layout_score),
-            opt_pct(f.dynamic_layout_score)
-        );
-        if f.odd_extents > 0 {
-            let _ = writeln!(
-                s,
-                "{} extents had no known block-aligned place (delalloc, inline, encoded)",
-                f.odd_extents
-            );
-        }
-        let w = &f.walk;
-        let _ = writeln!(
-            s,
-            "Walk: {} directories; skipped {} symlinks, {} specials, {} extra hard links, {} \
-             other file systems, {} unreadable ({:.2} s, {:.0} files/s)",
-            w.dirs,
-            w.symlinks,
-            w.specials,
-            w.hardlink_dups,
-            w.other_fs,
-            w.unreadable,
-            f.seconds,
-            f.files as f64 / f.seconds.max(1e-9)
-        );
-        for e in &w.errors {
-            let _ = writeln!(s, "  {e}");
-        }
-        if !f.fragments_distribution.is_empty() {
-            let _ = writeln!(s, "{:>21}  {:>10}", "fragments per file", "files");
-            for b in &f.fragments_distribution {
-                let _ = writeln!(s, "{:>9} .. {:>9}  {:>10}", b.min, b.max, b.files);
-            }
-        }
-        if !f.most_fragmented.is_empty() {
-            let _ = writeln!(s, "Most fragmented files:");
-            for m in &f.most_fragmented {
-                let _ = writeln!(
-                    s,
-                    "{:>8} fragments {:>8} extents {:>10}  {}",
-                    m.fragments,
-                    m.extents,
-                    human_bytes(m.blocks * r.block_size),
-                    m.path
-                );
-            }
-        }
-    }
-    if let Some(p) = &r.probe {
-        let _ = writeln!(
-            s,
-            "\nProbe: a new {} file got {} extents, {} fragments, layout score {} ({:.2} s)",
-            human_bytes(p.bytes),
-            p.extents,
-            p.fragments,
-            opt_pct(p.layout_score),
-            p.seconds
-        );
-    }
-    s
-}
-
-/// Reports side by side: one column per report, one row per measure.
-pub fn compare(names: &[String], reports: &[FragReport]) -> String {
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut row = |label: &str, f: &dyn Fn(&FragReport) -> String| {
-        rows.push((label.to_string(), reports.iter().map(f).collect()));
-    };
-    row("file system", &|r| r.fs_type.clone());
-    row("block size", &|r| r.block_size.to_string());
-    let fsv = |r: &FragReport, g: &dyn Fn(&FreeSpace) -> String| {
-        r.free_space.as_ref().map_or("-".into(), g)
-    };
-    row("free blocks", &|r| fsv(r, &|f| f.free_blocks.to_string()));
-    row("free extents", &|r| fsv(r, &|f| f.free_extents.to_string()));
-    row("min free extent", &|r| {
-        fsv(r, &|f| human_bytes(f.min_blocks * f.block_size))
-    });
-    row("max free extent", &|r| {
-        fsv(r, &|f| human_bytes(f.max_blocks * f.block_size))
-    });
-    row("avg free extent", &|r| {
-        fsv(r, &|f| format!("{:.1} blocks", f.avg_blocks))
-    });
-    // Every bin any report has, as share of free blocks.
-    let mut bins: Vec<u64> = reports
-        .iter()
-        .filter_map(|r| r.free_space.as_ref())
-        .flat_map(|f| f.bins.iter().map(|b| b.min_blocks))
-        .collect();
-    bins.sort_unstable();
-    bins.dedup();
-    for b in bins {
-        let label = format!("free {}+ blocks", b);
-        row(&label, &|r| {
-            fsv(r, &|f| {
-                f.bins
-                    .iter()
-                    .find(|x| x.min_blocks == b)
-                    .map_or("0".into(), |x| format!("{} ({:.1}%)", x.count, x.percent))
-            })
-        });
-    }
-    let fv =
-        |r: &FragReport, g: &dyn Fn(&FileStats) -> String| r.files.as_ref().map_or("-".into(), g);
-    row("files", &|r| fv(r, &|f| f.files.to_string()));
-    row("fragments per file", &|r| {
-        fv(r, &|f| format!("{:.3}", f.fragments_per_file))
-    });
-    row("layout score", &|r| fv(r, &|f| opt_pct(f.layout_score)));
-    row("dynamic layout score", &|r| {
-        fv(r, &|f| opt_pct(f.dynamic_layout_score))
-    });
-    row("probe size", &|r| {
-        r.probe
-            .as_ref()
-            .map_or("-".into(), |p| human_bytes(p.bytes))
-    });
-    row("probe fragments", &|r| {
-        r.probe
-            .as_ref()
-            .map_or("-".into(), |p| p.fragments.to_string())
-    });
-    row("probe extents", &|r| {
-        r.probe
-            .as_ref()
-            .map_or("-".into(), |p| p.extents.to_string())
-    });
-    let lw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let cw: Vec<usize> = (0..reports.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r.1[i].len())
-                .chain([names[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    let _ = write!(s, "{:lw$}", "");
-    for (i, n) in names.iter().enumerate() {
-        let _ = write!(s, "  {:>w$}", n, w = cw[i]);
-    }
-    s.push('\n');
-    for (label, vals) in rows {
-        let _ = write!(s, "{label:lw$}");
-        for (i, v) in vals.iter().enumerate() {
-            let _ = write!(s, "  {:>w$}", v, w = cw[i]);
-        }
-        s.push('\n');
-    }
-    s
 }
 
 /// What `fsage frag` measures.
@@ -291,12 +100,77 @@ impl FragReport {
         }
         why.join("; ")
     }
+}
 
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-            + "\n"
+/// `fsage frag`: measures the file system at `mount` (see [`measure`]) and refuses, as bad
+/// input, a path that does not exist and a file system on which nothing can be measured
+/// (tmpfs has neither GETFSMAP nor FIEMAP). The warnings are for the user.
+pub fn frag(mount: &Path, opts: &FragOptions) -> Result<(FragReport, Vec<String>), Error> {
+    if !mount.exists() {
+        return Err(Error::Input(format!(
+            "{}: no such file or directory",
+            mount.display()
+        )));
     }
-    pub fn from_json(text: &str) -> Result<FragReport, String> {
-        serde_json::from_str(text).map_err(|e| e.to_string())
+    let mut warnings = Vec::new();
+    if mount.is_dir() && !fsage_sys::is_mount_point(mount) {
+        warnings.push(format!(
+            "{} is not a mount point: the free space reported is that of the whole file system \
+             holding it, the file measures only those below it",
+            mount.display()
+        ));
     }
+    let report = measure(mount, opts).map_err(Error::Failed)?;
+    if !report.measured_anything() {
+        return Err(Error::Input(format!(
+            "{}: nothing can be measured on this {} file system: {}",
+            mount.display(),
+            report.fs_type,
+            report.why_nothing()
+        )));
+    }
+    Ok((report, warnings))
+}
+
+/// Reports to show side by side, each named after its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FragComparison {
+    pub names: Vec<String>,
+    pub reports: Vec<FragReport>,
+}
+
+/// Reads one saved report, refusing a file that is not one or has another format version.
+pub fn load_report(path: &Path) -> Result<FragReport, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    let r: FragReport = serde_json::from_str(&text).map_err(|e| {
+        Error::Input(format!(
+            "{}: not an `fsage frag` JSON report: {e}",
+            path.display()
+        ))
+    })?;
+    if r.format != FRAG_FORMAT {
+        return Err(Error::Input(format!(
+            "{}: report format {} (this fsage reads {FRAG_FORMAT})",
+            path.display(),
+            r.format
+        )));
+    }
+    Ok(r)
+}
+
+/// `fsage frag compare`: the saved reports at `paths`, named by their file stems.
+pub fn load_reports(paths: &[PathBuf]) -> Result<FragComparison, Error> {
+    let mut c = FragComparison {
+        names: Vec::new(),
+        reports: Vec::new(),
+    };
+    for p in paths {
+        c.reports.push(load_report(p)?);
+        c.names.push(p.file_stem().map_or_else(
+            || p.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        ));
+    }
+    Ok(c)
 }

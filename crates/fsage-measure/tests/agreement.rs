@@ -117,7 +117,7 @@ fn ext4_histogram_matches_e2freefrag() {
             bins(&mine),
             want,
             "block size {bs}: ours vs unmounted e2freefrag\n{}\n{offline}",
-            fsage_measure::freesp::render(&mine)
+            serde_json::to_string_pretty(&mine).unwrap()
         );
         assert_eq!(mine.free_extents, total);
         // And mounted, where e2freefrag may use GETFSMAP itself.
@@ -173,7 +173,7 @@ fn xfs_histogram_matches_xfs_db_freesp() {
         total -= agfl;
         want.retain(|b| b.1 > 0);
     }
-    eprintln!("{}\n{text}", fsage_measure::freesp::render(&mine));
+    eprintln!("{}\n{text}", serde_json::to_string_pretty(&mine).unwrap());
     assert_eq!(bins(&mine), want, "ours vs xfs_db freesp -s\n{text}");
     assert_eq!(mine.free_extents, total);
 }

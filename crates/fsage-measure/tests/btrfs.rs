@@ -183,7 +183,7 @@ fn btrfs_histogram_matches_dump_tree() {
     let bs = fsage_measure::sys::statfs(fs.path()).unwrap().block_size;
     checkerboard(fs.path(), 600, bs, 13);
     let mine = free_space(fs.path()).expect("tree search on btrfs");
-    eprintln!("{}", fsage_measure::freesp::render(&mine));
+    eprintln!("{}", serde_json::to_string_pretty(&mine).unwrap());
     assert!(
         mine.route.starts_with("btrfs-tree-search"),
         "{}",

@@ -291,7 +291,7 @@ impl Planner {
             .iter()
             .zip(&size_enabled)
             .filter(|(_, &on)| on)
-            .map(|(&hi, _)| alloc(hi).min(room))
+            .map(|(&hi, _)| alloc(hi).min(room).min(alloc(churn_limit)))
             .max()
             .unwrap_or(bs);
         let band = (target / 100).max(2 * largest).max(16 * bs);
@@ -369,13 +369,20 @@ impl Planner {
         self.bin_of_depth[self.tree.depth(dir) as usize] as usize
     }
 
+    /// The largest size the run makes in bin `s`: its upper edge, clipped at 1% of the target
+    /// bytes (see [`Planner::clipped_bins`]).
+    #[inline]
+    fn size_top(&self, s: usize) -> u64 {
+        self.size_hi[s].min(self.churn_limit).max(self.size_lo[s])
+    }
+
     /// Decides the rapid phase: drawn sizes and depths until the target bytes are reached.
     fn plan_rapid(&mut self) {
         let mut allocated = self.allocated;
         let mut misses = 0;
         while allocated < self.target {
             let s = draw(&self.size_cum, &mut self.rng);
-            let size = self.rng.between(self.size_lo[s], self.size_hi[s]);
+            let size = self.rng.between(self.size_lo[s], self.size_top(s));
             let need = self.alloc(size);
             if allocated + need > self.ceiling {
                 // Too large for the room left; give up once draws keep missing.
@@ -399,7 +406,7 @@ impl Planner {
     /// Mean bytes a file of size bin `s` occupies: sizes uniform in the bin, rounded up to blocks.
     fn mean_alloc(&self, s: usize) -> f64 {
         let bs = self.cfg.block_size as u128;
-        let (lo, hi) = (self.size_lo[s] as u128, self.size_hi[s] as u128);
+        let (lo, hi) = (self.size_lo[s] as u128, self.size_top(s) as u128);
         // Sum of ceil(x / bs) for x in 0..=n, via sums of floor(y / bs).
         let floor_sum = |m: u128| -> u128 {
             let (q, r) = (m / bs, m % bs);
@@ -556,8 +563,11 @@ impl Planner {
                 d = i;
             }
         }
-        let hi = if self.alloc(self.size_hi[s]) <= room {
-            self.size_hi[s]
+        // Sizes above 1% of the target are not made (see `clipped_bins`): one such file would
+        // swing the fullness further than the band the run holds it in.
+        let top = self.size_top(s);
+        let hi = if self.alloc(top) <= room {
+            top
         } else {
             room / self.cfg.block_size * self.cfg.block_size
         };
@@ -646,10 +656,11 @@ impl Planner {
         }
     }
 
-    /// Logical bytes a run to T will write, by running a copy of the planner through the rapid
-    /// phase and a sample of the stable phase (at least 200,000 ticks or 2 K, at most 5 million)
-    /// and extrapolating the stable phase's bytes per tick to T. The sizes a stable create draws
-    /// depend on which bins the deletes empty, so a formula over the histogram misses by a factor.
+    /// Logical bytes a run to T will write, by running a copy of the planner: the whole run when T
+    /// is at most 5 million ticks (the prediction is then exact), else the rapid phase and 5
+    /// million stable ticks, extrapolated to T. The sizes a stable create draws depend on which
+    /// bins the deletes empty, and rare large files dominate the bytes, so neither a formula over
+    /// the histogram nor a short sample comes close (one missed by 22%).
     pub fn expected_bytes_written(&self) -> u64 {
         let mut sim = self.clone();
         while sim.tick < sim.rapid_len.min(sim.total) {
@@ -657,7 +668,7 @@ impl Planner {
         }
         let (t0, b0) = (sim.tick, sim.counters.bytes_written);
         let left = sim.total - sim.tick;
-        let sample = left.min((2 * sim.rapid_len).clamp(200_000, 5_000_000));
+        let sample = left.min(5_000_000);
         while sim.tick < t0 + sample && sim.next_op().is_some() {}
         let done = sim.tick - t0;
         if done == 0 {
@@ -939,6 +950,16 @@ impl Planner {
             + self.cells.capacity() * std::mem::size_of::<Vec<LiveFile>>();
         let rapid = self.rapid.capacity() * std::mem::size_of::<LiveFile>();
         (cells + rapid + self.tree.heap_bytes()) as u64
+    }
+
+    /// Size bins the run makes files in, but only up to 1% of the target bytes: their upper edge
+    /// lies above it, and files that large would each swing the fullness by more than 1%.
+    /// `(bin, the largest size made)`.
+    pub fn clipped_bins(&self) -> Vec<(usize, u64)> {
+        (0..self.size_frac.len())
+            .filter(|&s| self.size_enabled[s] && self.size_hi[s] > self.churn_limit)
+            .map(|s| (s, self.churn_limit))
+            .collect()
     }
 
     /// Size bins the run makes no files in at this capacity, and why.

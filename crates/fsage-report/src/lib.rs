@@ -3,6 +3,8 @@
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
 //! machine, behind one trait, so that a new format is one new type here and nothing else.
 
+mod extract_text;
+mod frag_text;
 mod git_series;
 mod run_text;
 mod status_text;
@@ -11,6 +13,7 @@ use serde::Serialize;
 
 pub use fsage_exec::report::{Bin, Conditions, Histogram, RunReport, StopReason, UnmetBin};
 pub use fsage_exec::RunStatus;
+pub use fsage_measure::{ExtractStats, FragComparison, FragReport, FreeSpace};
 pub use fsage_profile::human_bytes;
 
 /// One export format for results of type `T`.
@@ -66,6 +69,32 @@ impl Exporter<fsage_git::GitSeries> for Csv {
 
 pub use git_series::CSV_HEADER as GIT_CSV_HEADER;
 
+impl Exporter<FragReport> for Text {
+    fn export(&self, r: &FragReport) -> String {
+        frag_text::render(r)
+    }
+}
+
+impl Exporter<FragComparison> for Text {
+    fn export(&self, c: &FragComparison) -> String {
+        frag_text::compare(c)
+    }
+}
+
+/// The free-space histogram alone, e2freefrag style.
+impl Exporter<FreeSpace> for Text {
+    fn export(&self, f: &FreeSpace) -> String {
+        frag_text::free_space(f)
+    }
+}
+
+/// One line per fact, for standard error (the profile goes to standard output or a file).
+impl Exporter<ExtractStats> for Text {
+    fn export(&self, st: &ExtractStats) -> String {
+        extract_text::render(st)
+    }
+}
+
 /// Exports `item` with `exporter` (`export(&Json, &report)`).
 pub fn export<T: ?Sized, E: Exporter<T>>(exporter: &E, item: &T) -> String {
     exporter.export(item)
@@ -81,5 +110,55 @@ mod tests {
         assert_eq!(j.trim(), "\"max_ops\"");
         let back: StopReason = serde_json::from_str(&j).unwrap();
         assert_eq!(back, StopReason::MaxOps);
+    }
+
+    fn frag(fs: &str, extents: &[(u64, u64)]) -> FragReport {
+        let mut h = fsage_measure::hist::FreeHist::default();
+        for &(blocks, n) in extents {
+            for _ in 0..n {
+                h.add(blocks);
+            }
+        }
+        FragReport {
+            format: fsage_measure::FRAG_FORMAT,
+            mount: "/mnt/x".into(),
+            fs_type: fs.into(),
+            block_size: 4096,
+            free_space: Some(h.finish("getfsmap", 4096, 1000)),
+            free_space_error: None,
+            free_space_seconds: 0.5,
+            files: None,
+            probe: None,
+        }
+    }
+
+    #[test]
+    fn frag_text_and_comparison_show_every_bin() {
+        let fresh = frag("ext4", &[(512, 1)]);
+        let aged = frag("ext4", &[(1, 10), (3, 4)]);
+        let t = export(&Text, &aged);
+        assert!(t.starts_with("/mnt/x (ext4, block size 4096)"), "{t}");
+        assert!(t.contains("Free extents: 14;"), "{t}");
+        // 1 block: 10 extents, 10 blocks of 22.
+        assert!(t.contains("10           10   45.45%"), "{t}");
+        let c = FragComparison {
+            names: vec!["fresh".into(), "aged".into()],
+            reports: vec![fresh, aged],
+        };
+        let t = export(&Text, &c);
+        let row = |label: &str| {
+            t.lines()
+                .find(|l| l.starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} row in {t}"))
+                .split_whitespace()
+                .skip(label.split_whitespace().count())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(row("free extents"), "1 14");
+        assert_eq!(row("free 1+ blocks"), "0 10 (45.5%)");
+        assert_eq!(row("free 512+ blocks"), "1 (100.0%) 0");
+        let j: serde_json::Value = serde_json::from_str(&export(&Json, &c)).unwrap();
+        assert_eq!(j["reports"][1]["free_space"]["free_extents"], 14);
     }
 }

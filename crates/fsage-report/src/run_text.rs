@@ -123,6 +123,56 @@ impl Render for RunReport {
                 u.reason
             );
         }
+        for c in &self.clipped_size_bins {
+            let _ = writeln!(
+                o,
+                "clipped at this capacity: size bin {} (target {:.4}%) gets files up to {} only \
+                 (1% of the target bytes); larger ones would swing the fullness",
+                c.label,
+                100.0 * c.ideal,
+                human_bytes(c.max_bytes)
+            );
+        }
+        if let Some(f) = &self.fit {
+            let mut off = Vec::new();
+            if !f.age {
+                off.push(format!(
+                    "age histogram (RMSE {:.4}%)",
+                    100.0 * self.age.rmse
+                ));
+            }
+            if !f.size {
+                off.push(format!(
+                    "size histogram (a bin {:.2} points off)",
+                    100.0 * self.size.max_abs_error
+                ));
+            }
+            if !f.depth {
+                off.push(format!(
+                    "depth histogram (a bin {:.2} points off)",
+                    100.0 * self.depth.max_abs_error
+                ));
+            }
+            if !f.fullness {
+                off.push(format!(
+                    "fullness ({:+.1} points from the target)",
+                    100.0 * f.fullness_off
+                ));
+            }
+            if off.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "on target: age, size and depth histograms and fullness{}",
+                    if self.unmet_size_bins.is_empty() && self.clipped_size_bins.is_empty() {
+                        ""
+                    } else {
+                        " (but for the size bins above)"
+                    }
+                );
+            } else {
+                let _ = writeln!(o, "NOT on target: {}", off.join("; "));
+            }
+        }
         for (name, h) in [
             ("age", &self.age),
             ("size", &self.size),

@@ -2,6 +2,9 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half.
 
+pub mod mountinfo;
+
+pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
 use std::fs;
 use std::io::{self, Write};
@@ -88,11 +91,11 @@ pub fn may_write(dir: &Path) -> io::Result<()> {
 
 /// A failed atomic write, naming the file.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write: {source}", path.display())]
+#[error("{}: cannot write: {err}", path.display())]
 pub struct WriteError {
     pub path: PathBuf,
-    #[source]
-    pub source: io::Error,
+    /// The cause, shown in the message (not as a separate source, which would print it twice).
+    pub err: io::Error,
 }
 
 impl WriteError {
@@ -100,7 +103,7 @@ impl WriteError {
     /// full disk, an I/O error) is a failed operation.
     pub fn blame(&self) -> Blame {
         use io::ErrorKind::*;
-        match self.source.kind() {
+        match self.err.kind() {
             NotFound | PermissionDenied | NotADirectory | IsADirectory | ReadOnlyFilesystem => {
                 Blame::Input
             }
@@ -136,11 +139,11 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
         fs::rename(&tmp, path)?;
         fs::File::open(parent_dir(path))?.sync_all()
     };
-    write().map_err(|source| {
+    write().map_err(|err| {
         let _ = fs::remove_file(&tmp);
         WriteError {
             path: path.to_path_buf(),
-            source,
+            err,
         }
     })
 }
@@ -148,9 +151,9 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
 /// Checks that `path` can be written later, before a long run starts: its directory exists and
 /// is writable, and `path` is not a directory. Nothing is created.
 pub fn check_writable_file(path: &Path) -> Result<(), WriteError> {
-    let err = |source| WriteError {
+    let err = |err| WriteError {
         path: path.to_path_buf(),
-        source,
+        err,
     };
     if path.is_dir() {
         return Err(err(io::Error::new(
@@ -185,6 +188,13 @@ pub fn check_writable_file(path: &Path) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_time(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_time(1_795_457_449), "2026-11-23 18:10:49 UTC");
+    }
 
     #[test]
     fn stat_of_a_temp_dir() {
@@ -222,6 +232,27 @@ mod tests {
         check_writable_file(&d.path().join("ok.json")).unwrap();
         assert!(check_writable_file(d.path()).is_err());
     }
+}
+
+/// Seconds since the epoch as `2026-11-23 17:54:09 UTC` (proleptic Gregorian calendar).
+pub fn utc_time(unix: u64) -> String {
+    let (days, secs) = ((unix / 86400) as i64, unix % 86400);
+    // Days to a civil date (Howard Hinnant's algorithm, era of 400 years).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// Who has to act on an error: it decides the exit code (README: 1 an operation failed, 2 bad

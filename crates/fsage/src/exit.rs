@@ -43,6 +43,12 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if cause.is::<Interrupted>() {
             return Blame::Interrupted;
         }
+        if let Some(e) = cause.downcast_ref::<fsage_lab::age::AgeError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::TargetError>() {
+            return e.blame();
+        }
         if let Some(e) = cause.downcast_ref::<fsage_lab::Error>() {
             return e.blame();
         }
@@ -53,6 +59,9 @@ pub fn blame(e: &anyhow::Error) -> Blame {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_exec::OpLogError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_measure::Error>() {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {

@@ -1,10 +1,9 @@
 //! `fsage frag MOUNTPOINT` and `fsage frag compare A.json B.json...`.
 
-#[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
-use crate::util::write_atomic;
 use clap::{Args, Subcommand};
-use fsage_measure::{FragOptions, FragReport};
+use fsage_measure::FragOptions;
+use fsage_report::{export, Json, Text};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -53,7 +52,9 @@ pub struct FragArgs {
 
 pub fn run(cmd: FragCmd) -> CmdResult {
     if let Some(FragSub::Compare { reports }) = cmd.sub {
-        return compare(&reports);
+        let c = fsage_measure::load_reports(&reports)?;
+        print!("{}", export(&Text, &c));
+        return Ok(ExitCode::SUCCESS);
     }
     let a = cmd.args;
     let Some(mount) = a.mountpoint else {
@@ -70,18 +71,9 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     if a.threads == Some(0) {
         return Err(bad_input("--threads 0: need at least one thread"));
     }
-    if !mount.exists() {
-        return Err(bad_input(format!(
-            "{}: no such file or directory",
-            mount.display()
-        )));
-    }
-    if mount.is_dir() && !fsage_lab::sys::is_mount_point(&mount) {
-        eprintln!(
-            "fsage: warning: {} is not a mount point: the free space reported is that of the whole \
-             file system holding it, the file measures only those below it",
-            mount.display()
-        );
+    let json_out = a.json.as_deref().filter(|p| p.as_os_str() != "-");
+    if let Some(p) = json_out {
+        fsage_sys::check_writable_file(p)?;
     }
     let mut opts = FragOptions {
         files: !a.no_files,
@@ -93,54 +85,18 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     if let Some(t) = a.threads {
         opts.scan.threads = t;
     }
-    let report = fsage_measure::measure(&mount, &opts).map_err(anyhow::Error::msg)?;
-    if !report.measured_anything() {
-        return Err(bad_input(format!(
-            "{}: nothing can be measured on this {} file system: {}",
-            mount.display(),
-            report.fs_type,
-            report.why_nothing()
-        )));
+    let (report, warnings) = fsage_measure::frag(&mount, &opts)?;
+    for w in warnings {
+        eprintln!("fsage: warning: {w}");
     }
-    let json = report.to_json();
-    match a.json.as_deref() {
-        Some(p) if p.as_os_str() == "-" => print!("{json}"),
-        Some(p) => {
-            write_atomic(p, json.as_bytes())?;
-            print!("{}", fsage_measure::report::render(&report));
+    match (&a.json, json_out) {
+        (Some(_), None) => print!("{}", export(&Json, &report)),
+        (_, Some(p)) => {
+            fsage_sys::write_atomic(p, export(&Json, &report).as_bytes())?;
+            print!("{}", export(&Text, &report));
         }
-        None => print!("{}", fsage_measure::report::render(&report)),
+        (None, None) => print!("{}", export(&Text, &report)),
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn compare(paths: &[PathBuf]) -> CmdResult {
-    let mut reports = Vec::new();
-    let mut names = Vec::new();
-    for p in paths {
-        let text =
-            std::fs::read_to_string(p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
-        let r = FragReport::from_json(&text).map_err(|e| {
-            bad_input(format!(
-                "{}: not an `fsage frag --json` report: {e}",
-                p.display()
-            ))
-        })?;
-        if r.format != fsage_measure::FRAG_FORMAT {
-            return Err(bad_input(format!(
-                "{}: report format {} (this fsage reads {})",
-                p.display(),
-                r.format,
-                fsage_measure::FRAG_FORMAT
-            )));
-        }
-        names.push(p.file_stem().map_or_else(
-            || p.display().to_string(),
-            |s| s.to_string_lossy().into_owned(),
-        ));
-        reports.push(r);
-    }
-    print!("{}", fsage_measure::report::compare(&names, &reports));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -191,25 +147,10 @@ pub struct ExtractArgs {
 
 pub fn extract(a: ExtractArgs) -> CmdResult {
     use fsage_measure::{AgeFrom, ExtractOptions};
-    if let Some(o) = &a.output {
-        if o.exists() && !a.force {
-            return Err(bad_input(format!(
-                "{}: exists; --force to overwrite it",
-                o.display()
-            )));
-        }
-    }
     if a.threads == Some(0) {
         return Err(bad_input("--threads 0: need at least one thread"));
     }
     let mut opts = ExtractOptions {
-        name: a.name.clone().unwrap_or_else(|| {
-            a.path
-                .canonicalize()
-                .ok()
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "extracted".into())
-        }),
         capacity: match &a.capacity {
             Some(c) => Some(
                 fsage_profile::parse_size(c)
@@ -230,50 +171,18 @@ pub fn extract(a: ExtractArgs) -> CmdResult {
     if let Some(t) = a.threads {
         opts.threads = t;
     }
-    let (p, st) = fsage_measure::extract(&a.path, &opts).map_err(bad_input)?;
-    let text = fsage_profile::to_toml(&p);
-    match &a.output {
-        Some(o) => write_atomic(o, text.as_bytes())?,
-        None => print!("{text}"),
+    let x = fsage_measure::extract_profile(
+        &a.path,
+        a.name.as_deref(),
+        &opts,
+        a.output.as_deref(),
+        a.force,
+    )?;
+    if a.output.is_none() {
+        print!("{}", x.toml);
     }
-    let w = &st.walk;
-    eprintln!(
-        "fsage: {} files, {} directories in {:.2} s ({:.0} files/s); skipped {} symlinks, {} \
-         specials, {} extra hard links, {} other file systems, {} unreadable{}{}",
-        w.files,
-        w.dirs,
-        st.seconds,
-        w.files as f64 / st.seconds.max(1e-9),
-        w.symlinks,
-        w.specials,
-        w.hardlink_dups,
-        w.other_fs,
-        w.unreadable,
-        String::new(),
-        String::new()
-    );
-    eprintln!("fsage: ages from {}", st.age_source);
-    if st.before_1980 + st.future > 0 {
-        eprintln!(
-            "fsage: warning: left out of the age histogram: {} files with a timestamp before 1980 \
-             and {} with one in the future (placeholders, not ages)",
-            st.before_1980, st.future
-        );
-    }
-    if let Some(m) = &st.merged {
-        eprintln!(
-            "fsage: merged the {} youngest age bins ({:.2}% of the files) into the bin of ages up \
-             to {} s: T goes from {:.0} K to {:.0} K (--max-t-factor {})",
-            m.bins,
-            100.0 * m.share,
-            m.into_age,
-            m.factor_before,
-            m.factor_after,
-            a.max_t_factor
-        );
-    }
-    for e in &w.errors {
-        eprintln!("fsage: skipped: {e}");
+    for line in export(&Text, &x.stats).lines() {
+        eprintln!("fsage: {line}");
     }
     Ok(ExitCode::SUCCESS)
 }

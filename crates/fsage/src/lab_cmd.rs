@@ -382,7 +382,19 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     .map(|s| s.to_string_lossy().into_owned())
                     .ok_or_else(|| bad_input(format!("{}: give --name", a.image.display())))?,
             };
-            let report = match &a.report {
+            // An image made by `age --fs` has its report beside it: take it unless told otherwise.
+            let beside = {
+                let mut p = a.image.as_os_str().to_owned();
+                p.push(".report.json");
+                std::path::PathBuf::from(p)
+            };
+            let report_path = a.report.clone().or_else(|| {
+                beside.is_file().then(|| {
+                    eprintln!("fsage: taking the aging report {}", beside.display());
+                    beside.clone()
+                })
+            });
+            let report = match &report_path {
                 Some(p) => {
                     let t = std::fs::read_to_string(p)
                         .map_err(|e| bad_input(format!("--report {}: {e}", p.display())))?;
@@ -527,8 +539,10 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
             println!("data sha256:   {}", m.checksums.data_sha256);
             println!("source:        {}", m.source);
             println!(
-                "saved:         unix time {} by fsage {} on kernel {}",
-                m.created_unix, m.fsage_version, m.kernel
+                "saved:         {} by fsage {} on kernel {}",
+                fsage_sys::utc_time(m.created_unix),
+                m.fsage_version,
+                m.kernel
             );
             println!(
                 "profile:       {}",

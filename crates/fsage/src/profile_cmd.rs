@@ -4,7 +4,7 @@ use crate::cli::ProfileCmd;
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
 use crate::util::write_atomic;
-use fsage_exec::preflight::estimate_seconds;
+use fsage_exec::preflight::{estimate_seconds, fmt_duration};
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
@@ -135,19 +135,5 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             }
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-/// Bytes a full run writes: the rapid phase's plus half the stable ticks at the mean file size.
-/// "3.2 s", "14 min", "5.1 h", "12 days".
-pub fn fmt_duration(secs: f64) -> String {
-    if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else if secs < 3600.0 {
-        format!("{:.0} min", secs / 60.0)
-    } else if secs < 86400.0 * 2.0 {
-        format!("{:.1} h", secs / 3600.0)
-    } else {
-        format!("{:.0} days", secs / 86400.0)
     }
 }

@@ -5,7 +5,6 @@
 use crate::cli::{ReplayArgs, WriteModeArg};
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
-use crate::util::prepare_target;
 use fsage_exec::{oplog, Backend, Posix, WriteMode};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -15,7 +14,7 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         .map_err(|e| bad_input(format!("{}: {e}", args.op_log.display())))?;
     let log = oplog::read(&text, &args.op_log.display().to_string())?;
     drop(text);
-    prepare_target(&args.target, args.force)?;
+    fsage_exec::preflight::prepare_target(&args.target, args.force)?;
     let mode = match args.write_mode {
         WriteModeArg::Fallocate => WriteMode::Fallocate,
         WriteModeArg::Write => WriteMode::Write,

@@ -391,10 +391,10 @@ fn bad_flags_exit_2_naming_the_flag() {
             &["--block-size", "power of two"],
         ),
         (&["--capacity", "256MiB", "--max-ops", "0"], &["--max-ops"]),
-        // Fullness 1 leaves no room above the target: nearly every size bin is unmeetable.
+        // Fullness 1 leaves no room above the target: refused up front, with the reason.
         (
             &["--capacity", "256MiB", "--fullness", "1"],
-            &["cannot be met", "--fullness"],
+            &["no room", "--fullness"],
         ),
         (
             &["--capacity", "256MiB", "--max-time", "soon"],
@@ -563,8 +563,27 @@ fn inputs_are_refused_before_anything_runs() {
     );
     assert!(!e.contains("T = "), "the run must not start: {e}");
     // Capacities that would eat the machine: refused with the estimate, not OOM-killed.
-    for cap in ["8EiB", "10TiB"] {
-        let o = fsage(["age", "--dry-run", "-p", "agrawal", "--capacity", cap]);
+    // 10 TiB under a 3 GiB address-space limit aborted in an allocation before; now refused.
+    for (cap, limit) in [("8EiB", None), ("10TiB", Some(3u64 << 30))] {
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(["age", "--dry-run", "-p", "agrawal", "--capacity", cap]);
+        if let Some(limit) = limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit only, between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let r = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_AS, &r) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let o = cmd.output().unwrap();
         expect_code(&o, 2, &format!("--capacity {cap}"));
         assert!(stderr(&o).contains("of memory"), "{}", stderr(&o));
     }
@@ -635,7 +654,7 @@ fn a_run_longer_than_a_day_is_warned_about() {
     fs::write(
         &p,
         "name = \"slow\"\nfullness = 0.5\n[size]\nbins = [[4096, 1], [65536, 1]]\n\
-         [depth]\nbins = [[0, 1, 0]]\n[age]\nbins = [[1, 1], [100000000, 1]]\n",
+         [depth]\nbins = [[0, 1, 0]]\n[age]\nbins = [[1, 1], [1000000000, 1]]\n",
     )
     .unwrap();
     let o = fsage_ok([
@@ -650,7 +669,7 @@ fn a_run_longer_than_a_day_is_warned_about() {
     ]);
     let e = stderr(&o);
     assert!(
-        e.contains("would take about") && e.contains("--max-ops"),
+        e.contains("would take about") && e.contains("max-ops"),
         "{e}"
     );
     let show = stdout(&fsage_ok(["profile", "show", s(&p), "--capacity", "64MiB"]));

@@ -424,8 +424,22 @@ fn lab_safety_and_cleanup() {
     assert!(stderr(&o).contains("mounted"), "{}", stderr(&o));
     let o = fsage(["image", "save", &img, "--library", &lib]);
     expect_code(&o, 2, "save of a mounted image");
+    // Regression: `fs check` said "clean" on a mounted image.
+    let o = fsage(["fs", "check", &img]);
+    expect_code(&o, 2, "check of a mounted image");
+    assert!(stderr(&o).contains("unmounted"), "{}", stderr(&o));
     fsage_ok(["fs", "umount", &mnt]);
     lab.assert_clean();
+    // Regression: `image save /etc/passwd` stored a "file system unknown" image.
+    let not_fs = lab.p("notes.txt");
+    fs::write(&not_fs, "not a file system\n").unwrap();
+    let o = fsage(["image", "save", s(&not_fs), "--library", &lib]);
+    expect_code(&o, 2, "save of a file that holds no file system");
+    assert!(
+        stderr(&o).contains("no ext4, xfs or btrfs"),
+        "{}",
+        stderr(&o)
+    );
 
     // A failed mkfs leaves no file; a failed mount leaves no loop device.
     let small = lab.s("small.img");
@@ -547,6 +561,13 @@ fn main_job(fs_name: &str, size: &str) {
     let st = stdout(&fsage_ok(["status", &state]));
     assert!(st.contains("tick 25000 of"), "{st}");
     fsck(fs_name, &img);
+    // Regression: `image save` of an image made by `age --fs` recorded no profile although its
+    // report lies beside it.
+    let lib = lab.s("library");
+    fsage_ok(["image", "save", &img, "--library", &lib]);
+    let shown = stdout(&fsage_ok(["image", "show", "aged", "--library", &lib]));
+    assert!(shown.contains("profile:       agrawal"), "{shown}");
+    assert!(shown.contains(" UTC by fsage"), "{shown}");
     // The image exists now: a second run refuses to overwrite it.
     let o = fsage([
         "age", "-p", "agrawal", "--fs", fs_name, "--size", size, &img,

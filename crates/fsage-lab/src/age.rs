@@ -1,0 +1,903 @@
+//! `age`, the porcelain of profile-driven aging: everything `fsage age` does between parsing its
+//! flags and printing, as one library call, so that the experiment runner ages exactly as the
+//! command line does. It resolves the profile, the capacity and the target (or a saved run),
+//! checks memory, inodes and output paths before anything is made, makes and mounts an image when
+//! asked, runs with checkpoints, writes the report, and unmounts.
+
+use crate::{FsKind, Mounted};
+use fsage_exec::preflight::{self, PreflightError, RunLock, TargetError};
+use fsage_exec::{
+    reconcile, report, run, Backend, Checkpointing, DryRun, Observer, OpError, OpLog, OpLogError,
+    Outcome, Parallel, Posix, RunCtx, RunMeta, RunReport, State, StateError, StopConditions,
+    StopReason, WriteMode,
+};
+use fsage_plan::{Phase, PlanConfig, Planner};
+use fsage_profile::{human_bytes, Profile, ProfileError};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How loud a notice is: `Info` is progress talk a quiet run drops; `Warning` is always shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warning,
+}
+
+/// What the caller hears while a run is prepared and runs: notices and the run loop's progress.
+pub trait AgeObserver: Observer {
+    fn notice(&mut self, level: Level, text: &str);
+}
+
+/// A new image to make, format, mount at `IMAGE.mnt` and age.
+#[derive(Debug, Clone)]
+pub struct NewFs {
+    pub kind: FsKind,
+    pub size: u64,
+    pub mkfs_opts: Vec<String>,
+}
+
+/// Everything a run can be asked for. `profile` is needed unless `resume` names a saved run.
+#[derive(Debug, Clone, Default)]
+pub struct AgeRequest {
+    /// A built-in profile name or a profile file.
+    pub profile: Option<String>,
+    /// The directory to age; with `new_fs`, the image file to make.
+    pub target: Option<PathBuf>,
+    pub capacity: Option<u64>,
+    pub fullness: Option<f64>,
+    pub seed: Option<u64>,
+    pub dry_run: bool,
+    pub write_mode: Option<WriteMode>,
+    pub exact_sizes: bool,
+    pub block_size: Option<u64>,
+    pub threads: usize,
+    /// Stopping conditions given now; a resumed run merges them with its saved ones.
+    pub stop: StopConditions,
+    /// Drop a resumed run's saved stopping conditions.
+    pub clear_limits: bool,
+    pub json: Option<PathBuf>,
+    pub op_log: Option<PathBuf>,
+    pub state: Option<PathBuf>,
+    pub checkpoint_interval: Duration,
+    pub resume: Option<PathBuf>,
+    /// Age a target that is not empty, or reached through a link onto another file system.
+    pub force: bool,
+    pub new_fs: Option<NewFs>,
+}
+
+/// Why a run could not be prepared or finished. `blame()` says who has to act.
+#[derive(Debug, thiserror::Error)]
+pub enum AgeError {
+    /// Bad input found while resolving the request (a value out of range, a missing target).
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Preflight(#[from] PreflightError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    OpLog(#[from] OpLogError),
+    #[error(transparent)]
+    Lab(#[from] crate::Error),
+    #[error("report {0}")]
+    Report(#[from] fsage_sys::WriteError),
+    /// The target could not be opened or brought back to a saved state.
+    #[error("{}: {err}", path.display())]
+    Backend { path: PathBuf, err: OpError },
+    #[error("{}: {err}", path.display())]
+    Open { path: PathBuf, err: std::io::Error },
+}
+
+impl AgeError {
+    pub fn blame(&self) -> fsage_sys::Blame {
+        use fsage_sys::Blame;
+        match self {
+            AgeError::Input(_) | AgeError::Profile(_) | AgeError::Preflight(_) => Blame::Input,
+            AgeError::Open { .. } => Blame::Input,
+            AgeError::Target(e) => e.blame(),
+            AgeError::State(e) => e.blame(),
+            AgeError::OpLog(e) => e.blame(),
+            AgeError::Lab(e) => e.blame(),
+            AgeError::Report(e) => e.blame(),
+            AgeError::Backend { .. } => Blame::Operation,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, AgeError>;
+
+fn input(msg: impl Into<String>) -> AgeError {
+    AgeError::Input(msg.into())
+}
+
+/// What a run came to.
+#[derive(Debug)]
+pub struct AgeOutcome {
+    pub report: RunReport,
+    /// Where the report was written as JSON.
+    pub json: Option<PathBuf>,
+    /// The run's state file, if it keeps one, and the checkpoints this session wrote.
+    pub state: Option<PathBuf>,
+    pub checkpoints: u64,
+    /// The last checkpoint failed (the run cannot be resumed from it).
+    pub state_failed: bool,
+    /// The image and its file system, for a run made with [`NewFs`] (now unmounted).
+    pub image: Option<(PathBuf, String)>,
+    /// A resume of a run that had already finished: nothing ran, the report is the saved one.
+    pub finished_earlier: bool,
+    /// The run stopped on an error that is the target's, not the file system's (read-only, no
+    /// permission, a name already taken).
+    pub target_refused: bool,
+}
+
+/// A run ready to go: fresh or resumed.
+struct Prepared {
+    profile: Profile,
+    planner: Planner,
+    target: Option<PathBuf>,
+    mode: WriteMode,
+    op_log: Option<OpLog>,
+    op_log_path: Option<PathBuf>,
+    state: Option<PathBuf>,
+    elapsed_before: Duration,
+    resumed: bool,
+    image: Option<(PathBuf, String)>,
+    saved_stop: Option<StopConditions>,
+    mounted: Option<Mounted>,
+}
+
+fn mode_name(m: WriteMode) -> &'static str {
+    match m {
+        WriteMode::Fallocate => "fallocate",
+        WriteMode::Write => "write",
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Ages as `req` says: the whole of `fsage age`.
+pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
+    if req.threads == 0 || req.threads > 256 {
+        return Err(input(format!(
+            "threads {}: must be between 1 and 256",
+            req.threads
+        )));
+    }
+    // Every output path is checked before anything runs: a finished run's report must not be
+    // lost to a typo in a directory name.
+    let state_out = req.state.as_ref().filter(|_| req.resume.is_none());
+    for path in [req.json.as_ref(), req.op_log.as_ref(), state_out]
+        .into_iter()
+        .flatten()
+    {
+        fsage_sys::check_writable_file(path)?;
+    }
+    // Held until the run ends: a second session of the same run is refused.
+    let mut lock: Option<RunLock> = req.resume.as_deref().map(preflight::lock_run).transpose()?;
+    let mut req = req.clone();
+    let prepared = match (req.resume.clone(), req.new_fs.clone()) {
+        (Some(state), _) => match resume(&state, &req, obs)? {
+            Some(p) => p,
+            None => return finished_run(&state, &req),
+        },
+        (None, Some(fs)) => with_new_fs(&fs, &mut req, obs)?,
+        (None, None) => fresh(&req, obs)?,
+    };
+    if lock.is_none() {
+        if let Some(state) = &prepared.state {
+            lock = Some(preflight::lock_run(state)?);
+        }
+    }
+    let stop = match &prepared.saved_stop {
+        Some(_) if req.clear_limits => {
+            obs.notice(
+                Level::Info,
+                "the run's saved stopping conditions are dropped",
+            );
+            req.stop.clone()
+        }
+        Some(saved) => {
+            let (merged, notes) = merge_stop(saved, &req.stop);
+            for n in notes {
+                obs.notice(Level::Info, &n);
+            }
+            merged
+        }
+        None => req.stop.clone(),
+    };
+    let out = execute(prepared, &req, stop, obs);
+    drop(lock);
+    out
+}
+
+/// `resume` of a finished run: nothing to run, but the report asked for is written, from the state
+/// alone, so a report lost to a bad path the first time can be had again.
+fn finished_run(state: &Path, req: &AgeRequest) -> Result<AgeOutcome> {
+    let st = State::load(state)?;
+    let profile = fsage_profile::parse(&st.record.profile_toml, &state.display().to_string())?;
+    let meta = RunMeta::new(
+        &profile,
+        "(finished run, from its state)".into(),
+        st.record
+            .target
+            .as_ref()
+            .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string()),
+    );
+    let elapsed = Duration::from_secs_f64(st.record.elapsed_s.max(0.0));
+    let outcome = Outcome {
+        reason: st.record.stopped.unwrap_or(StopReason::Converged),
+        error: None,
+        elapsed: Duration::ZERO,
+        elapsed_total: elapsed,
+        session_ticks: 0,
+        chi2_p: fsage_plan::stats::chi2_p(&st.plan.age_counts_now(), st.plan.age_targets()),
+        op_log_error: None,
+        enospc_inodes: 0,
+        checkpoints: 0,
+        state_error: None,
+    };
+    let stop = StopConditions::from(st.record.stop);
+    let rep = report(&st.plan, &outcome, &meta, &stop);
+    if let Some(path) = &req.json {
+        fsage_sys::write_atomic(path, &json_bytes(&rep))?;
+    }
+    Ok(AgeOutcome {
+        report: rep,
+        json: req.json.clone(),
+        state: Some(absolute(state)),
+        checkpoints: 0,
+        state_failed: false,
+        image: st.record.image.clone().zip(st.record.fs.clone()),
+        finished_earlier: true,
+        target_refused: false,
+    })
+}
+
+fn json_bytes(rep: &RunReport) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(rep).expect("a run report always serialises");
+    v.push(b'\n');
+    v
+}
+
+/// A resumed run keeps every stopping condition it was started with; one given again replaces it.
+/// Returns the conditions in force and a line for each that was kept or replaced.
+pub fn merge_stop(saved: &StopConditions, given: &StopConditions) -> (StopConditions, Vec<String>) {
+    fn pick<T: PartialEq + Copy>(
+        what: &str,
+        saved: Option<T>,
+        given: Option<T>,
+        show: impl Fn(T) -> String,
+        notes: &mut Vec<String>,
+    ) -> Option<T> {
+        match (saved, given) {
+            (Some(s), None) => {
+                notes.push(format!("keeps {what} {} from the run's start", show(s)));
+                Some(s)
+            }
+            (Some(s), Some(g)) if s != g => {
+                notes.push(format!("{what} {} replaces the saved {}", show(g), show(s)));
+                Some(g)
+            }
+            (_, g) => g,
+        }
+    }
+    let mut notes = Vec::new();
+    let secs = |d: Duration| format!("{}s", d.as_secs_f64());
+    let merged = StopConditions {
+        max_time: pick("max-time", saved.max_time, given.max_time, secs, &mut notes),
+        max_overwrites: pick(
+            "max-overwrites",
+            saved.max_overwrites,
+            given.max_overwrites,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+        confidence: pick(
+            "confidence",
+            saved.confidence,
+            given.confidence,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+        max_ops: pick(
+            "max-ops",
+            saved.max_ops,
+            given.max_ops,
+            |v| v.to_string(),
+            &mut notes,
+        ),
+    };
+    (merged, notes)
+}
+
+/// Makes the image and its file system and mounts it at IMAGE.mnt; the run ages the mount point,
+/// keeps its state beside the image and writes its report to IMAGE.report.json unless told
+/// otherwise. The profile and the plan at this size are checked before anything is made.
+fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> Result<Prepared> {
+    let image = req.target.clone().ok_or_else(|| {
+        input("a new file system needs the image file to create, e.g. /dev/shm/aged.img")
+    })?;
+    let name = req
+        .profile
+        .as_deref()
+        .ok_or_else(|| input("a profile is needed"))?;
+    let profile = fsage_profile::resolve(name)?;
+    let fullness = req.fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    plan(
+        &profile,
+        PlanConfig {
+            capacity: fs.size,
+            fullness,
+            block_size: req.block_size.unwrap_or(4096),
+            seed: req.seed.unwrap_or(1),
+            exact_sizes: req.exact_sizes,
+        },
+    )
+    .map_err(|e| {
+        input(format!(
+            "{e} (image size {}); nothing was made",
+            human_bytes(fs.size)
+        ))
+    })?;
+    let image = absolute(&image);
+    crate::create_image(fs.kind, fs.size, &image, &fs.mkfs_opts)?;
+    let mnt = with_suffix(&image, ".mnt");
+    let undo = |mounted: Option<Mounted>| {
+        if let Some(m) = mounted {
+            let _ = m.finish();
+        }
+        let _ = std::fs::remove_dir(&mnt);
+        let _ = std::fs::remove_file(&image);
+        let _ = std::fs::remove_file(with_suffix(&image, ".fsage.json"));
+    };
+    if let Err(err) = std::fs::create_dir_all(&mnt) {
+        undo(None);
+        return Err(AgeError::Open { path: mnt, err });
+    }
+    let mounted = match Mounted::attach_and_mount(&image, &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            undo(None);
+            return Err(e.into());
+        }
+    };
+    obs.notice(
+        Level::Info,
+        &format!(
+            "made {} ({}, {}) and mounted it on {}",
+            image.display(),
+            fs.kind.name(),
+            human_bytes(fs.size),
+            mnt.display()
+        ),
+    );
+    req.target = Some(mnt.clone());
+    req.state
+        .get_or_insert_with(|| with_suffix(&image, ".fsage-state"));
+    req.json
+        .get_or_insert_with(|| with_suffix(&image, ".report.json"));
+    let mut p = match fresh(req, obs) {
+        Ok(p) => p,
+        Err(e) => {
+            // Nothing was aged: take back the image this run made.
+            undo(Some(mounted));
+            return Err(e);
+        }
+    };
+    p.image = Some((image, fs.kind.name().to_string()));
+    p.mounted = Some(mounted);
+    Ok(p)
+}
+
+/// A fullness of 1 leaves no room above the target for the stable phase to create into: every
+/// size bin would be unmeetable and the run refused later, so it is refused here, with the reason.
+pub fn check_fullness(fullness: f64) -> Result<()> {
+    if !(fullness > 0.0 && fullness < 1.0) {
+        return Err(input(format!(
+            "fullness {fullness}: must lie in (0, 1); at 1 there is no room above the target for \
+             the stable phase's creates (0.95 is a full file system in practice)"
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the planner after checking that it fits in memory, and refuses a capacity at which size
+/// bins holding more than 10% of the profile's files cannot be made.
+pub fn plan(profile: &Profile, cfg: PlanConfig) -> Result<Planner> {
+    let what = || {
+        format!(
+            "profile {} at capacity {} and fullness {}",
+            profile.name,
+            human_bytes(cfg.capacity),
+            cfg.fullness
+        )
+    };
+    preflight::check_memory(profile, &cfg, None).map_err(|e| {
+        input(format!(
+            "{}: {e}; lower the capacity or the fullness",
+            what()
+        ))
+    })?;
+    let planner = Planner::new(profile, cfg).map_err(|e| input(format!("{}: {e}", what())))?;
+    let unmet = planner.unmeetable_bins();
+    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
+    if unmet_share > 0.10 {
+        let meta = RunMeta::new(profile, String::new(), String::new());
+        let labels = unmet
+            .iter()
+            .map(|u| meta.size_labels[u.bin].clone())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(input(format!(
+            "{} cannot be met: size bins holding {:.1}% of its files are too large for the room \
+             left ({labels}). Lower the fullness or raise the capacity",
+            what(),
+            100.0 * unmet_share,
+        )));
+    }
+    Ok(planner)
+}
+
+fn fresh(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Prepared> {
+    let name = req
+        .profile
+        .as_deref()
+        .ok_or_else(|| input("a profile is needed (or a saved run to resume)"))?;
+    let profile = fsage_profile::resolve(name)?;
+    let fullness = req.fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    if !req.dry_run {
+        let target = req
+            .target
+            .as_deref()
+            .ok_or_else(|| input("a target directory is needed (or a dry run with a capacity)"))?;
+        preflight::prepare_target(target, req.force)?;
+        preflight::check_writable(target)?;
+    }
+    let fs = match &req.target {
+        Some(t) if t.exists() => Some(fsage_sys::fs_stat(t).map_err(|err| AgeError::Open {
+            path: t.clone(),
+            err,
+        })?),
+        _ => None,
+    };
+    let capacity = match (req.capacity, fs) {
+        (Some(c), _) => c,
+        (None, Some(st)) => st.size,
+        (None, None) => {
+            return Err(input(
+                "a capacity is needed: there is no target file system to take it from",
+            ))
+        }
+    };
+    let block_size = match (req.block_size, fs) {
+        (Some(b), _) => b,
+        (None, Some(st)) => st.block_size,
+        (None, None) => 4096,
+    };
+    if !block_size.is_power_of_two() || block_size < 512 {
+        return Err(input(format!(
+            "block size {block_size}: must be a power of two of at least 512 bytes"
+        )));
+    }
+    if let (Some(st), false) = (fs, req.dry_run) {
+        if capacity > st.size {
+            obs.notice(
+                Level::Warning,
+                &format!(
+                    "the capacity {} is larger than the file system ({}); the run will meet a full \
+                     file system and adapt",
+                    human_bytes(capacity),
+                    human_bytes(st.size)
+                ),
+            );
+        }
+    }
+    let cfg = PlanConfig {
+        capacity,
+        fullness,
+        block_size,
+        seed: req.seed.unwrap_or(1),
+        exact_sizes: req.exact_sizes,
+    };
+    let planner = plan(&profile, cfg)?;
+    let meta = RunMeta::new(&profile, String::new(), String::new());
+    let unmet = planner.unmeetable_bins();
+    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
+    let unmet_labels = unmet
+        .iter()
+        .map(|u| meta.size_labels[u.bin].clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let t = planner.total();
+    let secs = preflight::estimate_seconds(t, req.dry_run);
+    if secs > 86400.0 {
+        obs.notice(
+            Level::Warning,
+            &format!(
+                "T = {t} ticks (about {} written) would take about {} at the measured {} speed; \
+                 bound the run with a max-ops, max-time or max-overwrites limit, or give a \
+                 smaller capacity",
+                human_bytes(planner.expected_bytes_written()),
+                preflight::fmt_duration(secs),
+                if req.dry_run {
+                    "dry-run"
+                } else {
+                    "in-memory ext4"
+                }
+            ),
+        );
+    }
+    if unmet_share > 0.005 {
+        obs.notice(
+            Level::Warning,
+            &format!(
+                "at this capacity the run makes no files in size bins holding {:.2}% of the \
+                 profile's files ({unmet_labels}); the size histogram will miss them. A larger \
+                 capacity includes them",
+                100.0 * unmet_share
+            ),
+        );
+    }
+    if let (false, Some(target)) = (req.dry_run, req.target.as_deref()) {
+        let needed =
+            planner.tree().len() as u64 + planner.rapid_files().max(planner.steady_state());
+        preflight::check_inodes(target, planner.tree().len() as u64 - 1, needed)?;
+    }
+    obs.notice(
+        Level::Info,
+        &format!(
+            "profile {}, capacity {}, fullness {fullness}, seed {}; {} directories; rapid phase: \
+             {} files; T = {} ticks (convergence theorem)",
+            profile.name,
+            human_bytes(capacity),
+            cfg.seed,
+            planner.tree().len() - 1,
+            planner.rapid_files(),
+            planner.total()
+        ),
+    );
+    for &(d, _, made) in &planner.tree().adjusted {
+        obs.notice(
+            Level::Info,
+            &format!(
+                "note: the profile has no directories at depth {d} but has files deeper; made {made}"
+            ),
+        );
+    }
+    for u in &unmet {
+        obs.notice(
+            Level::Info,
+            &format!(
+                "note: size bin {} (target {:.4}% of files) cannot be met at this capacity: {}",
+                meta.size_labels[u.bin],
+                100.0 * u.target_fraction,
+                u.reason
+            ),
+        );
+    }
+    let target = req.target.as_deref().map(absolute);
+    let state = match (&req.state, &target, req.dry_run) {
+        (Some(s), _, _) => Some(absolute(s)),
+        (None, Some(t), false) => Some(with_suffix(t, ".fsage-state")),
+        _ => None,
+    };
+    let op_log = req
+        .op_log
+        .as_deref()
+        .map(|p| {
+            OpLog::create(p).map_err(|err| AgeError::Open {
+                path: p.to_path_buf(),
+                err,
+            })
+        })
+        .transpose()?;
+    Ok(Prepared {
+        profile,
+        planner,
+        target: if req.dry_run { None } else { target },
+        mode: req.write_mode.unwrap_or(WriteMode::Fallocate),
+        op_log,
+        op_log_path: req.op_log.as_deref().map(absolute),
+        state,
+        elapsed_before: Duration::ZERO,
+        resumed: false,
+        image: None,
+        mounted: None,
+        saved_stop: None,
+    })
+}
+
+/// Loads a saved run and refuses options that would change its decisions. `None`: the run has
+/// finished already.
+fn resume(path: &Path, req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Option<Prepared>> {
+    let st = State::load(path)?;
+    let cfg = *st.plan.config();
+    let mut refused = Vec::new();
+    let mut differs = |flag: &str, given: Option<String>, saved: String| {
+        if let Some(g) = given {
+            if g != saved {
+                refused.push(format!("{flag} {g} (the run has {saved})"));
+            }
+        }
+    };
+    differs(
+        "capacity",
+        req.capacity.map(|c| c.to_string()),
+        cfg.capacity.to_string(),
+    );
+    differs(
+        "fullness",
+        req.fullness.map(|f| f.to_string()),
+        cfg.fullness.to_string(),
+    );
+    differs(
+        "seed",
+        req.seed.map(|s| s.to_string()),
+        cfg.seed.to_string(),
+    );
+    differs(
+        "block size",
+        req.block_size.map(|b| b.to_string()),
+        cfg.block_size.to_string(),
+    );
+    if req.exact_sizes && !cfg.exact_sizes {
+        refused.push("exact sizes (the run draws sizes within bins)".into());
+    }
+    if req.dry_run != st.record.target.is_none() {
+        refused.push(if req.dry_run {
+            "a dry run (the run ages a target)".to_string()
+        } else {
+            "a real run (the saved run is a dry run)".to_string()
+        });
+    }
+    if let (Some(given), Some(saved)) = (&req.target, &st.record.target) {
+        if absolute(given) != *saved {
+            refused.push(format!(
+                "target {} (the run ages {})",
+                given.display(),
+                saved.display()
+            ));
+        }
+    }
+    if let Some(given) = &req.op_log {
+        if Some(absolute(given)) != st.record.op_log {
+            refused.push(format!(
+                "op log {} (the run's op log is {})",
+                given.display(),
+                st.record
+                    .op_log
+                    .as_ref()
+                    .map_or("none".into(), |p| p.display().to_string())
+            ));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(input(format!(
+            "{}: a resumed run keeps every option that changes its decisions; drop or correct: {}",
+            path.display(),
+            refused.join("; ")
+        )));
+    }
+    if st.plan.phase() == Phase::Done {
+        return Ok(None);
+    }
+    if let Some(limit) = req.stop.max_time {
+        if st.record.elapsed_s >= limit.as_secs_f64() {
+            obs.notice(
+                Level::Warning,
+                &format!(
+                    "the time limit {:.0}s counts every session, and the run has already taken \
+                     {:.1}s: it stops at once. Give a larger one to go on",
+                    limit.as_secs_f64(),
+                    st.record.elapsed_s
+                ),
+            );
+        }
+    }
+    let profile = fsage_profile::parse(
+        &st.record.profile_toml,
+        &format!("{} (profile)", path.display()),
+    )?;
+    let op_log = st
+        .record
+        .op_log
+        .as_deref()
+        .map(|p| {
+            OpLog::resume(p, st.record.op_log_len).map_err(|err| AgeError::Open {
+                path: p.to_path_buf(),
+                err,
+            })
+        })
+        .transpose()?;
+    // A run made on a new image ages the image's mount point: mount it there again.
+    let mounted = match (&st.record.image, &st.record.target) {
+        (Some(image), Some(mnt)) => {
+            if !crate::sys::loops_backed_by(image).is_empty() {
+                // A killed run leaves its image mounted: the image is this run's, so take it down.
+                crate::mount::umount(image).map_err(|e| {
+                    crate::Error::operation(format!(
+                        "{}: still mounted by an earlier run, and {e}",
+                        image.display()
+                    ))
+                })?;
+                obs.notice(
+                    Level::Warning,
+                    &format!(
+                        "note: {} was still mounted by an earlier, stopped run; unmounted it",
+                        image.display()
+                    ),
+                );
+            }
+            std::fs::create_dir_all(mnt).map_err(|err| AgeError::Open {
+                path: mnt.clone(),
+                err,
+            })?;
+            Some(Mounted::attach_and_mount(image, mnt)?)
+        }
+        _ => None,
+    };
+    let mode = match (req.write_mode, st.record.write_mode.as_str()) {
+        (Some(m), _) => m,
+        (None, "write") => WriteMode::Write,
+        _ => WriteMode::Fallocate,
+    };
+    obs.notice(
+        Level::Info,
+        &format!(
+            "resuming {} at tick {} of {} (profile {}, seed {})",
+            path.display(),
+            st.plan.tick(),
+            st.plan.total(),
+            st.record.profile_name,
+            cfg.seed
+        ),
+    );
+    Ok(Some(Prepared {
+        profile,
+        planner: st.plan,
+        target: st.record.target,
+        mode,
+        op_log,
+        op_log_path: st.record.op_log,
+        state: Some(absolute(path)),
+        elapsed_before: Duration::from_secs_f64(st.record.elapsed_s.max(0.0)),
+        resumed: true,
+        image: st.record.image.clone().zip(st.record.fs.clone()),
+        mounted,
+        saved_stop: Some(StopConditions::from(st.record.stop)),
+    }))
+}
+
+fn run_on<B: Backend>(
+    p: &mut Prepared,
+    backend: &mut B,
+    ctx: &RunCtx,
+    obs: &mut dyn AgeObserver,
+) -> Result<Outcome> {
+    if p.resumed {
+        if let Some(target) = &p.target {
+            let backend_err = |err| AgeError::Backend {
+                path: target.clone(),
+                err,
+            };
+            backend.make_dirs(p.planner.tree()).map_err(backend_err)?;
+            let r = reconcile(target, &p.planner, backend).map_err(backend_err)?;
+            obs.notice(
+                Level::Info,
+                &format!(
+                    "reconciled the target with the saved state: {} files removed, {} made again{}",
+                    r.removed,
+                    r.recreated,
+                    if r.foreign > 0 {
+                        format!(", {} entries fsage did not make left alone", r.foreign)
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+        }
+    }
+    Ok(run(&mut p.planner, backend, p.op_log.as_mut(), ctx, obs))
+}
+
+fn execute(
+    mut p: Prepared,
+    req: &AgeRequest,
+    stop: StopConditions,
+    obs: &mut dyn AgeObserver,
+) -> Result<AgeOutcome> {
+    let ctx = RunCtx {
+        stop: stop.clone(),
+        checkpoint: p.state.clone().map(|path| Checkpointing {
+            path,
+            interval: req.checkpoint_interval,
+            profile_name: p.profile.name.clone(),
+            profile_toml: fsage_profile::to_toml(&p.profile),
+            target: p.target.clone(),
+            write_mode: mode_name(p.mode).into(),
+            op_log: p.op_log_path.clone(),
+            image: p.image.as_ref().map(|(i, _)| i.clone()),
+            fs: p.image.as_ref().map(|(_, f)| f.clone()),
+        }),
+        elapsed_before: p.elapsed_before,
+    };
+    let (outcome, backend_name) = match p.target.clone() {
+        None => {
+            let mut b = DryRun;
+            let o = run_on(&mut p, &mut b, &ctx, obs)?;
+            (o, b.name())
+        }
+        Some(target) => {
+            let mut posix =
+                Posix::open(&target, p.mode, p.planner.config().seed).map_err(|err| {
+                    AgeError::Open {
+                        path: target.clone(),
+                        err,
+                    }
+                })?;
+            posix.reuse_existing_dirs(p.resumed);
+            if req.threads > 1 {
+                let mut b = Parallel::new(posix, req.threads);
+                let o = run_on(&mut p, &mut b, &ctx, obs)?;
+                let name = b.name();
+                (o, name)
+            } else {
+                let mut b = posix;
+                let o = run_on(&mut p, &mut b, &ctx, obs)?;
+                (o, b.name())
+            }
+        }
+    };
+    let target_name = p
+        .target
+        .as_ref()
+        .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
+    let meta = RunMeta::new(&p.profile, backend_name, target_name);
+    let rep = report(&p.planner, &outcome, &meta, &stop);
+    // An image made for the run keeps its report beside it, rewritten by every session.
+    let json = req.json.clone().or_else(|| {
+        p.image
+            .as_ref()
+            .map(|(image, _)| with_suffix(image, ".report.json"))
+    });
+    if let Some(path) = &json {
+        fsage_sys::write_atomic(path, &json_bytes(&rep))?;
+    }
+    if let Some(m) = p.mounted.take() {
+        let mnt = m.mount_point().to_path_buf();
+        m.finish().map_err(|e| {
+            crate::Error::operation(format!("the run ended, but unmounting failed: {e}"))
+        })?;
+        let _ = std::fs::remove_dir(&mnt);
+    }
+    // Read-only, no permission, or a name already taken: the target, not the file system.
+    let target_refused = outcome
+        .error
+        .as_ref()
+        .and_then(|e| e.err.raw_os_error())
+        .is_some_and(|n| matches!(n, libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST));
+    Ok(AgeOutcome {
+        report: rep,
+        json,
+        state: p.state,
+        checkpoints: outcome.checkpoints,
+        state_failed: outcome.state_error.is_some(),
+        image: p.image,
+        finished_earlier: false,
+        target_refused,
+    })
+}
