@@ -28,6 +28,10 @@
 //! [`rollback::restore`] rewrites those sectors from a raw snapshot and checks the image equals it.
 //! Without tracing, the log says `method: compare` and restore compares the whole image instead.
 //!
+//! Tracing ([`trace`]): [`trace::BlockTrace::start(rdev, filter)`](trace::BlockTrace::start) records
+//! one device's block requests (reads or writes) in a private tracefs instance, so several users
+//! at once do not collide; [`trace::read_layout`] scores a read stream as Conway et al. do.
+//!
 //! Every function returns [`Result`] with an [`Error`] that names the path, flag or device at fault.
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
 //! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
@@ -41,6 +45,7 @@ pub mod rollback;
 pub mod signals;
 pub mod sparse;
 pub mod sys;
+pub mod trace;
 
 pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
 pub use loopdev::{LoopDevice, LoopOptions};

@@ -1,8 +1,8 @@
 //! Rollback: run a benchmark on an image while recording the blocks it writes, then rewrite just
 //! those blocks from a raw snapshot of the image.
 //!
-//! Tracking uses the kernel's `block:block_rq_issue` tracepoint through tracefs, in a private
-//! trace instance (`instances/fsage-PID`), filtered on the loop device's number: every request
+//! Tracking uses the kernel's `block:block_rq_issue` tracepoint through [`crate::trace`], in a
+//! private trace instance, filtered on the loop device's number: every request
 //! that is not a read (writes, discards, write-zeroes) with its sector range. The instance is
 //! removed afterwards (and tracefs unmounted if fsage mounted it). When tracing is impossible, or
 //! events were lost, the log says `method: "compare"` and restore compares the image with the
@@ -12,18 +12,15 @@ use crate::loopdev::LoopDevice;
 use crate::mount::{MountOptions, Mounted};
 use crate::sparse::{self, BLOCK};
 use crate::sys::{self, TempPath};
+use crate::trace::{BlockTrace, RqFilter};
 use crate::{io_err, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const LOG_FORMAT: &str = "fsage-rollback/1";
-const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// How writes are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,175 +68,11 @@ pub fn default_snapshot(image: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// What the trace reader thread returns: (sector, sectors) of each write-like request.
-type ReaderResult = std::result::Result<Vec<(u64, u64)>, String>;
-
-/// A private tracefs instance recording block_rq_issue for one device.
-struct Tracer {
-    instance: PathBuf,
-    mounted_tracefs: bool,
-    stop: Arc<AtomicBool>,
-    reader: Option<std::thread::JoinHandle<ReaderResult>>,
-    requests: Arc<std::sync::atomic::AtomicU64>,
-}
-
-fn wr(p: &Path, v: &str) -> Result<()> {
-    fs::write(p, v).map_err(|e| io_err(p, &format!("write {v:?}"), e))
-}
-
 /// Parses one trace line; `Some((sector, nr_sectors))` for a write-like request.
 pub fn parse_trace_line(line: &str) -> Option<(u64, u64)> {
-    let rest = line.split_once("block_rq_issue: ")?.1;
-    let t: Vec<&str> = rest.split_whitespace().collect();
-    let rwbs = t.get(1)?;
-    if rwbs.contains('R') {
-        return None;
-    }
-    let plus = t.iter().position(|x| *x == "+")?;
-    let sector: u64 = t.get(plus.checked_sub(1)?)?.parse().ok()?;
-    let nr: u64 = t.get(plus + 1)?.parse().ok()?;
-    (nr > 0).then_some((sector, nr))
-}
-
-impl Tracer {
-    fn start(rdev: u64) -> Result<Tracer> {
-        let root = Path::new(TRACEFS);
-        let mut mounted_tracefs = false;
-        if !root.join("instances").is_dir() {
-            if !root.is_dir() {
-                crate::bail!("{TRACEFS}: missing (no tracefs in this kernel)");
-            }
-            crate::mount::mount_device(Path::new("none"), root, "tracefs", "")
-                .map_err(|e| Error::operation(format!("cannot mount tracefs: {e}")))?;
-            mounted_tracefs = true;
-        }
-        let mut t = Tracer {
-            instance: root.join(format!("instances/fsage-{}", std::process::id())),
-            mounted_tracefs,
-            stop: Arc::new(AtomicBool::new(false)),
-            reader: None,
-            requests: Arc::new(std::sync::atomic::AtomicU64::new(0)),
-        };
-        fs::create_dir(&t.instance)
-            .map_err(|e| io_err(&t.instance, "cannot make a trace instance", e))?;
-        let ev = t.instance.join("events/block/block_rq_issue");
-        if !ev.is_dir() {
-            crate::bail!("{}: no block_rq_issue tracepoint", ev.display());
-        }
-        // Generous buffers (per CPU), read continuously.
-        let _ = wr(&t.instance.join("buffer_size_kb"), "16384");
-        let (ma, mi) = sys::dev_parts(rdev);
-        let kdev = ((ma as u64) << 20) | mi as u64;
-        wr(&ev.join("filter"), &format!("dev == {kdev}"))?;
-        wr(&ev.join("enable"), "1")?;
-        wr(&t.instance.join("tracing_on"), "1")?;
-        let pipe = t.instance.join("trace_pipe");
-        let mut f = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&pipe)
-            .map_err(|e| io_err(&pipe, "", e))?;
-        let stop = t.stop.clone();
-        let requests = t.requests.clone();
-        let want_dev = format!("{ma},{mi} ");
-        t.reader = Some(std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            let mut partial = String::new();
-            let mut idle_after_stop = 0;
-            loop {
-                match f.read(&mut buf) {
-                    Ok(n) if n > 0 => {
-                        partial.push_str(&String::from_utf8_lossy(&buf[..n]));
-                        while let Some(i) = partial.find('\n') {
-                            let line: String = partial.drain(..=i).collect();
-                            let dev_ok = line
-                                .split_once("block_rq_issue: ")
-                                .is_some_and(|(_, r)| r.starts_with(&want_dev));
-                            if dev_ok {
-                                if let Some(r) = parse_trace_line(&line) {
-                                    requests.fetch_add(1, Ordering::Relaxed);
-                                    out.push(r);
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("{}: {e}", pipe.display())),
-                }
-                if stop.load(Ordering::SeqCst) {
-                    idle_after_stop += 1;
-                    if idle_after_stop >= 3 {
-                        return Ok(out);
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }));
-        Ok(t)
-    }
-
-    /// Stops recording; the sector ranges written, or why they cannot be trusted.
-    fn finish(mut self) -> Result<(Vec<(u64, u64)>, u64)> {
-        let ev = self.instance.join("events/block/block_rq_issue/enable");
-        wr(&ev, "0")?;
-        let _ = wr(&self.instance.join("tracing_on"), "0");
-        self.stop.store(true, Ordering::SeqCst);
-        let r = self
-            .reader
-            .take()
-            .map(|h| h.join())
-            .unwrap_or(Ok(Ok(Vec::new())))
-            .map_err(|_| Error::operation("the trace reader thread panicked"))?
-            .map_err(Error::operation)?;
-        let lost = self.overruns();
-        if lost > 0 {
-            crate::fail!("the trace buffer lost {lost} events");
-        }
-        let n = self.requests.load(Ordering::Relaxed);
-        Ok((r, n))
-    }
-
-    fn overruns(&self) -> u64 {
-        let mut lost = 0;
-        if let Ok(rd) = fs::read_dir(self.instance.join("per_cpu")) {
-            for e in rd.flatten() {
-                if let Ok(s) = fs::read_to_string(e.path().join("stats")) {
-                    for l in s.lines() {
-                        if let Some(v) = l.strip_prefix("overrun:") {
-                            lost += v.trim().parse::<u64>().unwrap_or(0);
-                        }
-                    }
-                }
-            }
-        }
-        lost
-    }
-}
-
-impl Drop for Tracer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = fs::write(
-            self.instance.join("events/block/block_rq_issue/enable"),
-            "0",
-        );
-        if let Some(h) = self.reader.take() {
-            let _ = h.join();
-        }
-        if let Err(e) = fs::remove_dir(&self.instance) {
-            eprintln!(
-                "fsage: cleanup: {}: cannot remove the trace instance: {e}",
-                self.instance.display()
-            );
-        }
-        if self.mounted_tracefs {
-            let _ = crate::mount::umount_point(Path::new(TRACEFS));
-        }
-    }
+    crate::trace::parse_rq_line(line)
+        .filter(|r| !r.read)
+        .map(|r| (r.sector, r.sectors))
 }
 
 /// Options of [`track`].
@@ -347,7 +180,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     } else if !sys::is_root() {
         fallback_reason = Some("not root: no tracefs".to_string());
     } else {
-        match Tracer::start(loopdev.rdev()) {
+        match BlockTrace::start(loopdev.rdev(), RqFilter::Writes) {
             Ok(t) => tracer = Some(t),
             Err(e) => fallback_reason = Some(format!("tracing unavailable: {e}")),
         }
@@ -393,9 +226,11 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     crate::signals::check("rollback track")?;
     let (method, ranges, requests) = match tracer {
         Some(t) => match t.finish() {
-            Ok((sectors, n)) => {
-                let r: Vec<(u64, u64)> = sectors
+            Ok(rqs) => {
+                let n = rqs.len() as u64;
+                let r: Vec<(u64, u64)> = rqs
                     .into_iter()
+                    .map(|rq| (rq.sector, rq.sectors))
                     .map(|(s, n)| {
                         let (a, b) = (s * 512, (s + n) * 512);
                         let a2 = a / BLOCK * BLOCK;

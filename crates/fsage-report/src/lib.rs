@@ -7,6 +7,7 @@ mod extract_text;
 mod frag_text;
 mod bench_text;
 mod dev_text;
+mod git_series;
 mod run_text;
 mod status_text;
 
@@ -57,6 +58,24 @@ impl Exporter<RunStatus> for Text {
         status_text::render(st)
     }
 }
+
+impl Exporter<fsage_git::GitSeries> for Text {
+    fn export(&self, s: &fsage_git::GitSeries) -> String {
+        git_series::render(s)
+    }
+}
+
+/// Comma-separated values, one row per measurement, with a header line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Csv;
+
+impl Exporter<fsage_git::GitSeries> for Csv {
+    fn export(&self, s: &fsage_git::GitSeries) -> String {
+        git_series::csv(s)
+    }
+}
+
+pub use git_series::CSV_HEADER as GIT_CSV_HEADER;
 
 impl Exporter<FragReport> for Text {
     fn export(&self, r: &FragReport) -> String {

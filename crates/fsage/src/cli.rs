@@ -52,6 +52,8 @@ pub enum Command {
     /// Block devices of chosen latency: create, list, set, stats, destroy, bench.
     #[command(subcommand)]
     Dev(crate::dev_cmd::DevCmd),
+    /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
+    GitAge(Box<crate::git_cmd::GitAgeArgs>),
 }
 
 #[derive(Subcommand, Debug)]

@@ -55,6 +55,9 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_slowdev::Error>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_git::Error>() {
+            return e.blame();
+        }
         if let Some(e) = cause.downcast_ref::<fsage_exec::StateError>() {
             return e.blame();
         }

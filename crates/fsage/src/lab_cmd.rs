@@ -401,9 +401,13 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     let v: serde_json::Value = serde_json::from_str(&t).map_err(|e| {
                         bad_input(format!("--report {}: not JSON: {e}", p.display()))
                     })?;
-                    if v.get("profile").is_none() || v.get("seed").is_none() {
+                    // A Git-aging series (`fsage git-age --json`) is a report too.
+                    let git_series = v["format"]
+                        .as_str()
+                        .is_some_and(|f| f.starts_with("fsage-git-series/"));
+                    if !git_series && (v.get("profile").is_none() || v.get("seed").is_none()) {
                         return Err(bad_input(format!(
-                            "--report {}: not an fsage age report (no profile or seed)",
+                            "--report {}: not an fsage age or git-age report (no profile or seed)",
                             p.display()
                         )));
                     }

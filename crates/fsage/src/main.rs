@@ -6,6 +6,7 @@ mod cli;
 mod dev_cmd;
 mod exit;
 mod frag_cmd;
+mod git_cmd;
 mod lab_cmd;
 mod profile_cmd;
 mod progress;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
         cli::Command::Dev(cmd) => dev_cmd::run(cmd),
+        cli::Command::GitAge(args) => git_cmd::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,71 @@
+//! Git-history aging after Conway et al. ("How to Fragment Your File System", FAST '17): replay a
+//! repository's first-parent history onto a file system, one `git pull` per commit, and every N
+//! commits time a cold-cache recursive grep of the aged file system against a clean copy of the
+//! same tree on a freshly made file system of the same kind and size.
+//!
+//! # API
+//! - [`git_age`] runs (or resumes) a replay with [`GitAgeOptions`], reporting to an
+//!   [`Observer`]; it returns the [`GitSeries`] (a plain serde type; `fsage-report` exports it).
+//! - [`git`]: the source repository (a directory or a bundle) and its commit list.
+//! - [`tree`]: `--mode tree`, each commit's changes as fsage-exec operations.
+//! - [`measure`]: one measurement of an instance (grep, own read, layout score, frag figures).
+
+pub mod git;
+pub mod measure;
+pub mod run;
+pub mod series;
+pub mod synthetic;
+pub mod tree;
+
+pub use run::{git_age, state_path, GitAgeOptions, Mode, Observer, Outcome, Target};
+pub use series::{FragFigures, GitRow, GitSeries, InstanceFigures, SERIES_FORMAT};
+
+use fsage_sys::Blame;
+
+/// An error of Git aging: what went wrong, where, and who has to act on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub message: String,
+    pub blame: Blame,
+}
+
+impl Error {
+    pub fn input(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: Blame::Input,
+        }
+    }
+    pub fn operation(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: Blame::Operation,
+        }
+    }
+    pub fn blame(&self) -> Blame {
+        self.blame
+    }
+}
+
+impl From<fsage_lab::Error> for Error {
+    fn from(e: fsage_lab::Error) -> Error {
+        Error {
+            message: e.message,
+            blame: e.blame,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
+    use std::io::ErrorKind::*;
+    let message = format!("{}: {what}: {e}", path.display());
+    match e.kind() {
+        NotFound | PermissionDenied | AlreadyExists | NotADirectory | IsADirectory => {
+            Error::input(message)
+        }
+        _ => Error::operation(message),
+    }
+}

@@ -1,0 +1,308 @@
+//! One measurement of one instance, on a file system just mounted: drop caches, the timed grep
+//! of the whole mount (its block reads traced for the layout score), drop caches, fsage's own
+//! recursive read, then the `fsage frag` figures (last: FIEMAP warms the caches).
+
+use crate::series::{FragFigures, InstanceFigures};
+use crate::{Error, Result};
+use fsage_lab::trace::{read_layout, BlockTrace, RqFilter};
+use fsage_lab::{FsKind, Mounted};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// GNU grep's version line; anything else is refused (the published scripts use GNU grep).
+pub fn grep_version() -> Result<String> {
+    let out = Command::new("grep")
+        .arg("--version")
+        .output()
+        .map_err(|e| Error::input(format!("cannot run grep (install GNU grep): {e}")))?;
+    let v = String::from_utf8_lossy(&out.stdout);
+    let first = v.lines().next().unwrap_or("").trim().to_string();
+    if !first.contains("GNU grep") {
+        return Err(Error::input(format!(
+            "grep is not GNU grep ({first:?}); install Debian's grep"
+        )));
+    }
+    Ok(first)
+}
+
+/// A string no file holds, different for every run.
+pub fn random_pattern() -> String {
+    let mut b = [0u8; 12];
+    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if ok.is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        b.copy_from_slice(&(t ^ std::process::id() as u128).to_le_bytes()[..12]);
+    }
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("fsage-{hex}")
+}
+
+/// `du -s` of `path`, in bytes.
+pub fn du_bytes(path: &Path) -> Result<u64> {
+    let out = Command::new("du")
+        .args(["-s", "-B1"])
+        .arg(path)
+        .output()
+        .map_err(|e| Error::operation(format!("cannot run du: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::operation(format!(
+            "du -s {} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Error::operation(format!("du -s {}: unreadable output", path.display())))
+}
+
+/// The timed `grep -r --binary-files=text PATTERN MOUNT`. Exit 1 (no match) is the expected
+/// result; a match (0) is fine too; 2 is an error.
+pub fn timed_grep(mount: &Path, pattern: &str) -> Result<f64> {
+    let t = Instant::now();
+    let st = Command::new("grep")
+        .args(["-r", "--binary-files=text", pattern])
+        .arg(mount)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| Error::operation(format!("cannot run grep: {e}")))?;
+    let secs = t.elapsed().as_secs_f64();
+    match st.status.code() {
+        Some(0) | Some(1) => Ok(secs),
+        _ => Err(Error::operation(format!(
+            "grep -r {} failed ({}): {}",
+            mount.display(),
+            st.status,
+            String::from_utf8_lossy(&st.stderr).trim()
+        ))),
+    }
+}
+
+/// Reads every regular file under `root` in readdir order, depth first (symlinks not followed);
+/// (bytes, files).
+pub fn read_tree(root: &Path) -> Result<(u64, u64)> {
+    let mut buf = vec![0u8; 1 << 18];
+    let (mut bytes, mut files) = (0u64, 0u64);
+    let mut stack: Vec<PathBuf> = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let rd = std::fs::read_dir(&dir).map_err(|e| crate::io_err(&dir, "readdir", e))?;
+        let mut subdirs = Vec::new();
+        for e in rd {
+            let e = e.map_err(|e| crate::io_err(&dir, "readdir", e))?;
+            let ft = e
+                .file_type()
+                .map_err(|er| crate::io_err(&e.path(), "stat", er))?;
+            if ft.is_dir() {
+                subdirs.push(e.path());
+            } else if ft.is_file() {
+                let p = e.path();
+                let mut f = std::fs::File::open(&p).map_err(|er| crate::io_err(&p, "open", er))?;
+                loop {
+                    let n = f
+                        .read(&mut buf)
+                        .map_err(|er| crate::io_err(&p, "read", er))?;
+                    if n == 0 {
+                        break;
+                    }
+                    bytes += n as u64;
+                }
+                files += 1;
+            }
+        }
+        // Depth first, in readdir order: the first subdirectory is visited next.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    Ok((bytes, files))
+}
+
+/// The frag figures of the file system mounted at `mount`.
+pub fn frag_figures(mount: &Path) -> FragFigures {
+    let opts = fsage_measure::FragOptions {
+        files: true,
+        scan: fsage_measure::ScanOptions {
+            top: 0,
+            ..Default::default()
+        },
+        probe: None,
+    };
+    match fsage_measure::measure(mount, &opts) {
+        Ok(r) => {
+            let fs = r.free_space.as_ref();
+            let f = r.files.as_ref();
+            FragFigures {
+                free_extents: fs.map(|x| x.free_extents),
+                free_blocks: fs.map(|x| x.free_blocks),
+                largest_free_blocks: fs.map(|x| x.max_blocks),
+                files: f.map(|x| x.files),
+                fragments_per_file: f.map(|x| x.fragments_per_file),
+                layout_score: f.and_then(|x| x.layout_score),
+                dynamic_layout_score: f.and_then(|x| x.dynamic_layout_score),
+                error: r.free_space_error.clone(),
+            }
+        }
+        Err(e) => FragFigures {
+            error: Some(e),
+            ..Default::default()
+        },
+    }
+}
+
+/// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
+/// trace, `du` the size the seconds per GiB are computed over.
+pub fn measure_instance(
+    mount: &Path,
+    rdev: Option<u64>,
+    du: u64,
+    pattern: &str,
+) -> Result<InstanceFigures> {
+    fsage_lab::drop_caches()?;
+    let trace = match rdev {
+        Some(d) => BlockTrace::start(d, RqFilter::Reads).map_err(|e| e.message),
+        None => Err("no block device to trace".to_string()),
+    };
+    let grep = timed_grep(mount, pattern);
+    // Blocks are the file system's (1 KiB on a small ext4, 4 KiB usually).
+    let block = fsage_sys::fs_stat(mount).map_or(4096, |s| s.block_size);
+    let (layout, trace_error) = match trace {
+        Ok(t) => match t.finish() {
+            Ok(rqs) => (Some(read_layout(&rqs, block)), None),
+            Err(e) => (None, Some(e.message)),
+        },
+        Err(e) => (None, Some(e)),
+    };
+    let grep_seconds = grep?;
+    fsage_lab::drop_caches()?;
+    let t = Instant::now();
+    let (read_bytes, read_files) = read_tree(mount)?;
+    let read_seconds = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let frag = frag_figures(mount);
+    let frag_seconds = t.elapsed().as_secs_f64();
+    let gib = du as f64 / GIB;
+    Ok(InstanceFigures {
+        grep_seconds,
+        grep_seconds_per_gib: if gib > 0.0 { grep_seconds / gib } else { 0.0 },
+        layout_score: layout.and_then(|l| l.score),
+        read_requests: layout.map(|l| l.requests),
+        read_blocks: layout.map(|l| l.blocks),
+        discontiguities: layout.map(|l| l.discontiguities),
+        trace_error,
+        read_seconds,
+        read_bytes,
+        read_files,
+        frag,
+        prepare_seconds: 0.0,
+        frag_seconds,
+    })
+}
+
+/// mkfs options of the clean instance: ext4 initialised fully at mkfs time, as the scripts do.
+pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
+    match kind {
+        FsKind::Ext4 => vec![
+            "-E".to_string(),
+            "lazy_itable_init=0,lazy_journal_init=0".to_string(),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Removes the clean instance's image and mount directory, even on error.
+struct CleanGuard {
+    image: PathBuf,
+    mnt: PathBuf,
+    mounted: Option<Mounted>,
+}
+
+impl Drop for CleanGuard {
+    fn drop(&mut self) {
+        if let Some(m) = self.mounted.take() {
+            if let Err(e) = m.finish() {
+                eprintln!("fsage: cleanup: {e}");
+            }
+        }
+        let _ = std::fs::remove_dir(&self.mnt);
+        let _ = std::fs::remove_file(&self.image);
+        let _ = std::fs::remove_file(fsage_lab::fs::sidecar_path(&self.image));
+    }
+}
+
+/// The mount directory of an image: `IMAGE.mnt`.
+pub fn mount_dir(image: &Path) -> PathBuf {
+    let mut s = image.as_os_str().to_owned();
+    s.push(".mnt");
+    PathBuf::from(s)
+}
+
+/// Removes what a killed run left of a clean instance at `image` (ours by name).
+pub fn remove_stale_clean(image: &Path) -> Result<()> {
+    if !fsage_lab::sys::loops_backed_by(image).is_empty() {
+        fsage_lab::mount::umount(image)?;
+    }
+    let _ = std::fs::remove_dir(mount_dir(image));
+    if image.exists() {
+        std::fs::remove_file(image).map_err(|e| crate::io_err(image, "remove", e))?;
+    }
+    let _ = std::fs::remove_file(fsage_lab::fs::sidecar_path(image));
+    Ok(())
+}
+
+/// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
+/// onto it with `cp -a`, unmounted, mounted again, measured, and removed.
+pub fn clean_instance(
+    kind: FsKind,
+    size: u64,
+    image: &Path,
+    aged_tree: &Path,
+    du: u64,
+    pattern: &str,
+) -> Result<InstanceFigures> {
+    let t = Instant::now();
+    remove_stale_clean(image)?;
+    let mnt = mount_dir(image);
+    fsage_lab::create_image(kind, size, image, &clean_mkfs_opts(kind))?;
+    let mut g = CleanGuard {
+        image: image.to_path_buf(),
+        mnt: mnt.clone(),
+        mounted: None,
+    };
+    std::fs::create_dir_all(&mnt).map_err(|e| crate::io_err(&mnt, "mkdir", e))?;
+    g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(aged_tree)
+        .arg(&mnt)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::operation(format!("cannot run cp: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::operation(format!(
+            "cp -a {} {} failed: {}",
+            aged_tree.display(),
+            mnt.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    if let Some(m) = g.mounted.take() {
+        m.finish()?;
+    }
+    let m = Mounted::attach_and_mount(image, &mnt)?;
+    let rdev = m.loop_rdev();
+    g.mounted = Some(m);
+    let prepare_seconds = t.elapsed().as_secs_f64();
+    let mut fig = measure_instance(&mnt, rdev, du, pattern)?;
+    fig.prepare_seconds = prepare_seconds;
+    drop(g);
+    Ok(fig)
+}

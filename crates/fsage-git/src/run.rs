@@ -1,0 +1,576 @@
+//! The run: replay commit after commit, measure at the first commit, every N and at the last,
+//! checkpoint after every measurement (and, in tree mode, after every commit), stop cleanly
+//! between commits on SIGINT or SIGTERM, and resume from the checkpoint.
+
+use crate::git::{self, Commit, Range};
+use crate::measure;
+use crate::series::{GitRow, GitSeries, SERIES_FORMAT};
+use crate::tree::{self, TreeReplay};
+use crate::{Error, Result};
+use fsage_lab::{FsKind, Mounted};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Where the aged instance lives.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A new image file (made, mounted at `IMAGE.mnt`, unmounted at the end), holding the aged
+    /// tree in a directory named after the repository.
+    Image {
+        path: PathBuf,
+        kind: FsKind,
+        size: u64,
+    },
+    /// A directory on a mounted file system (empty unless resuming): the aged tree itself. The
+    /// clean instance is an image of `clean_kind`, as large as that file system, at `clean_image`.
+    Dir {
+        path: PathBuf,
+        clean_kind: FsKind,
+        clean_image: PathBuf,
+    },
+}
+
+/// How commits are replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The published method: `git pull` of each commit into a repository on the aged fs.
+    Git,
+    /// Each commit's changes as fsage-exec operations on a plain working tree.
+    Tree,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Git => "git",
+            Mode::Tree => "tree",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GitAgeOptions {
+    pub repo: PathBuf,
+    pub target: Target,
+    pub mode: Mode,
+    /// Measure every this many commits (and at the first and the last).
+    pub every: u64,
+    pub range: Range,
+    /// Let git collect garbage automatically (off, `gc.auto 0`, by default).
+    pub gc: bool,
+    /// Go on from the checkpoint.
+    pub resume: bool,
+    /// Tree mode: write the op log here.
+    pub op_log: Option<PathBuf>,
+    /// Skip the measurements (replay only; for timing the replay itself).
+    pub no_measure: bool,
+}
+
+/// What the caller sees as the run goes.
+pub trait Observer {
+    /// After every commit: commits done, commits in all, replay seconds so far.
+    fn progress(&mut self, _done: u64, _total: u64, _replay_seconds: f64) {}
+    /// After every measurement.
+    fn measured(&mut self, _row: &GitRow) {}
+    /// Something the user should know (a resume, a skipped figure).
+    fn note(&mut self, _msg: &str) {}
+}
+
+/// No output.
+pub struct Silent;
+impl Observer for Silent {}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub series: GitSeries,
+    /// Stopped by a signal before the last commit.
+    pub interrupted: bool,
+    pub state: PathBuf,
+}
+
+const STATE_FORMAT: &str = "fsage-git-state/1";
+
+/// What must not change between a run and its resume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct RunKey {
+    repo: String,
+    mode: String,
+    fs: String,
+    size: u64,
+    every: u64,
+    gc: bool,
+    first: String,
+    last: String,
+    commits: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    format: String,
+    key: RunKey,
+    series: GitSeries,
+    /// Tree mode: op-log length and next tick at the checkpoint.
+    op_log_len: Option<u64>,
+    tick: u64,
+}
+
+/// The checkpoint of a run on `target` (an image or a directory): `TARGET.fsage-git.json`.
+pub fn state_path(target: &Path) -> PathBuf {
+    let t = target.to_string_lossy();
+    PathBuf::from(format!("{}.fsage-git.json", t.trim_end_matches('/')))
+}
+
+fn save_state(path: &Path, st: &State) -> Result<()> {
+    let json = serde_json::to_string_pretty(st).map_err(|e| Error::operation(e.to_string()))?;
+    fsage_sys::write_atomic(path, json.as_bytes())
+        .map_err(|e| Error::operation(format!("checkpoint: {e}")))
+}
+
+fn load_state(path: &Path) -> Result<State> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::io_err(
+            path,
+            "no checkpoint to resume from (was the run started?)",
+            e,
+        )
+    })?;
+    let st: State = serde_json::from_str(&text).map_err(|e| {
+        Error::input(format!(
+            "{}: not a Git-aging checkpoint: {e}",
+            path.display()
+        ))
+    })?;
+    if st.format != STATE_FORMAT {
+        return Err(Error::input(format!(
+            "{}: format {:?}, expected {STATE_FORMAT:?}",
+            path.display(),
+            st.format
+        )));
+    }
+    Ok(st)
+}
+
+fn is_measured(i: usize, n: usize, every: u64) -> bool {
+    i as u64 % every == 0 || i + 1 == n
+}
+
+fn stat_dev_block(path: &Path) -> Option<u64> {
+    let dev = fsage_sys::device_of(path).ok()?;
+    let (ma, mi) = fsage_lab::sys::dev_parts(dev);
+    Path::new(&format!("/sys/dev/block/{ma}:{mi}"))
+        .exists()
+        .then_some(dev)
+}
+
+/// The aged instance: its mount (when fsage made it) and where the tree lies.
+struct Aged {
+    image: Option<PathBuf>,
+    mnt: PathBuf,
+    mounted: Option<Mounted>,
+    tree: PathBuf,
+}
+
+impl Aged {
+    /// Unmounts and mounts again (an image), for a cold measurement; the device to trace.
+    fn remount(&mut self) -> Result<Option<u64>> {
+        match &self.image {
+            Some(img) => {
+                if let Some(m) = self.mounted.take() {
+                    m.finish()?;
+                }
+                let m = Mounted::attach_and_mount(img, &self.mnt)?;
+                let d = m.loop_rdev();
+                self.mounted = Some(m);
+                Ok(d)
+            }
+            None => {
+                // SAFETY: sync has no preconditions.
+                unsafe { libc::sync() };
+                Ok(stat_dev_block(&self.mnt))
+            }
+        }
+    }
+}
+
+/// Runs (or, with `resume`, continues) a Git-history aging run.
+pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
+    fsage_signals::install();
+    if opts.every == 0 {
+        return Err(Error::input(
+            "measure every N commits: N must be at least 1",
+        ));
+    }
+    let git_version = git::version()?;
+    let grep_version = measure::grep_version()?;
+    let (target_path, kind, scratch) = match &opts.target {
+        Target::Image { path, kind, .. } => (
+            path.clone(),
+            *kind,
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        ),
+        Target::Dir {
+            path, clean_kind, ..
+        } => (path.clone(), *clean_kind, std::env::temp_dir()),
+    };
+    let source = git::open_source(&opts.repo, &scratch)?;
+    let commits = git::commit_list(&source.path, &opts.range)?;
+    let n = commits.len();
+    let state_file = state_path(&target_path);
+
+    let size = match &opts.target {
+        Target::Image { size, .. } => *size,
+        Target::Dir { path, .. } => {
+            fsage_sys::fs_stat(path)
+                .map_err(|e| crate::io_err(path, "statfs", e))?
+                .size
+        }
+    };
+    let key = RunKey {
+        repo: source.origin.to_string_lossy().into_owned(),
+        mode: opts.mode.name().into(),
+        fs: kind.name().into(),
+        size,
+        every: opts.every,
+        gc: opts.gc,
+        first: commits[0].id.clone(),
+        last: commits[n - 1].id.clone(),
+        commits: n as u64,
+    };
+
+    // The aged instance, new or resumed.
+    let prior = if opts.resume {
+        let st = load_state(&state_file)?;
+        if st.key != key {
+            return Err(Error::input(format!(
+                "{}: the checkpoint was made with other settings ({:?}); resume with the same \
+                 repository, range, file system, size, mode, every and gc",
+                state_file.display(),
+                st.key
+            )));
+        }
+        Some(st)
+    } else {
+        if state_file.exists() {
+            return Err(Error::input(format!(
+                "{}: a run's checkpoint is there; resume it, or remove it to start again",
+                state_file.display()
+            )));
+        }
+        None
+    };
+    let mut aged = match &opts.target {
+        Target::Image { path, kind, size } => {
+            let mnt = measure::mount_dir(path);
+            if prior.is_none() {
+                fsage_lab::create_image(*kind, *size, path, &[])?;
+            } else if !fsage_lab::sys::loops_backed_by(path).is_empty() {
+                obs.note(&format!(
+                    "unmounting {} (left mounted by a stopped run)",
+                    path.display()
+                ));
+                fsage_lab::mount::umount(path)?;
+            }
+            std::fs::create_dir_all(&mnt).map_err(|e| crate::io_err(&mnt, "mkdir", e))?;
+            let m = Mounted::attach_and_mount(path, &mnt)?;
+            let tree = mnt.join(&source.name);
+            Aged {
+                image: Some(path.clone()),
+                mnt: m.mount_point().to_path_buf(),
+                mounted: Some(m),
+                tree,
+            }
+        }
+        Target::Dir { path, .. } => {
+            if !path.is_dir() {
+                return Err(Error::input(format!(
+                    "{}: not a directory (give an existing, empty directory)",
+                    path.display()
+                )));
+            }
+            if prior.is_none() {
+                let mut rd =
+                    std::fs::read_dir(path).map_err(|e| crate::io_err(path, "readdir", e))?;
+                if rd.next().is_some() {
+                    return Err(Error::input(format!(
+                        "{}: not empty; Git aging needs an empty directory",
+                        path.display()
+                    )));
+                }
+            }
+            let p = path
+                .canonicalize()
+                .map_err(|e| crate::io_err(path, "", e))?;
+            Aged {
+                image: None,
+                mnt: p.clone(),
+                mounted: None,
+                tree: p,
+            }
+        }
+    };
+    let clean_image = match &opts.target {
+        Target::Image { path, .. } => {
+            let mut s = path.as_os_str().to_owned();
+            s.push(".clean");
+            PathBuf::from(s)
+        }
+        Target::Dir { clean_image, .. } => clean_image.clone(),
+    };
+    measure::remove_stale_clean(&clean_image)?;
+
+    let mut series = match &prior {
+        Some(st) => st.series.clone(),
+        None => GitSeries {
+            format: SERIES_FORMAT.into(),
+            repo: key.repo.clone(),
+            mode: key.mode.clone(),
+            fs: key.fs.clone(),
+            size_bytes: size,
+            every: opts.every,
+            gc: opts.gc,
+            tree: aged.tree.to_string_lossy().into_owned(),
+            first_commit: key.first.clone(),
+            last_commit: key.last.clone(),
+            commits_total: n as u64,
+            pulls_done: 0,
+            finished: false,
+            remounted: matches!(opts.target, Target::Image { .. }),
+            replay_seconds: 0.0,
+            measure_seconds: 0.0,
+            commits_per_second: None,
+            git_version,
+            grep_version,
+            rows: Vec::new(),
+        },
+    };
+
+    // Where to go on from.
+    let mut done = 0usize;
+    let mut replay: Option<TreeReplay> = None;
+    match opts.mode {
+        Mode::Git => {
+            if prior.is_none() {
+                std::fs::create_dir_all(&aged.tree)
+                    .map_err(|e| crate::io_err(&aged.tree, "mkdir", e))?;
+                git::init_aged(&aged.tree, opts.gc)?;
+            } else {
+                if !aged.tree.join(".git").is_dir() {
+                    return Err(Error::input(format!(
+                        "{}: no repository there to resume",
+                        aged.tree.display()
+                    )));
+                }
+                let want = series.pulls_done as usize;
+                // Remove the index lock a killed pull left before asking git anything.
+                let lock = aged.tree.join(".git/index.lock");
+                if lock.exists() {
+                    std::fs::remove_file(&lock).map_err(|e| crate::io_err(&lock, "remove", e))?;
+                }
+                match git::head(&aged.tree)? {
+                    None if want == 0 => {}
+                    None => {
+                        return Err(Error::input(format!(
+                            "{}: the repository has no commit, but the checkpoint says {want} \
+                             were pulled",
+                            aged.tree.display()
+                        )))
+                    }
+                    Some(h) => {
+                        let k = commits.iter().position(|c| c.id == h).ok_or_else(|| {
+                            Error::input(format!(
+                                "{}: HEAD {h} is not one of the commits being replayed",
+                                aged.tree.display()
+                            ))
+                        })?;
+                        if k + 1 < want {
+                            return Err(Error::input(format!(
+                                "{}: HEAD is commit {} of the replay but the checkpoint says {want} \
+                                 were pulled",
+                                aged.tree.display(),
+                                k + 1
+                            )));
+                        }
+                        git::restore_worktree(&aged.tree)?;
+                        done = k + 1;
+                        if done > want {
+                            obs.note(&format!(
+                                "the repository is {} commits past the checkpoint; going on from \
+                                 there",
+                                done - want
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Mode::Tree => {
+            let (files, log, tick) = match &prior {
+                None => {
+                    std::fs::create_dir_all(&aged.tree)
+                        .map_err(|e| crate::io_err(&aged.tree, "mkdir", e))?;
+                    (
+                        tree::Files::new(),
+                        opts.op_log.as_deref().map(|p| (p, None)),
+                        0,
+                    )
+                }
+                Some(st) => {
+                    done = st.series.pulls_done as usize;
+                    let expect = if done == 0 {
+                        tree::Files::new()
+                    } else {
+                        tree::ls_tree(&source.path, &commits[done - 1].id)?
+                    };
+                    let on_disk = tree::disk_files(&aged.tree)?;
+                    if on_disk != expect {
+                        return Err(Error::operation(format!(
+                            "{}: the working tree does not match commit {} of the checkpoint \
+                             (stopped in the middle of a commit); start the run again",
+                            aged.tree.display(),
+                            done
+                        )));
+                    }
+                    let log = match (&opts.op_log, st.op_log_len) {
+                        (Some(p), Some(len)) => Some((p.as_path(), Some(len))),
+                        (Some(p), None) => Some((p.as_path(), None)),
+                        (None, _) => None,
+                    };
+                    (expect, log, st.tick)
+                }
+            };
+            replay = Some(TreeReplay::open(
+                &aged.tree,
+                &source.path,
+                files,
+                log,
+                tick,
+            )?);
+        }
+    }
+    series.pulls_done = done as u64;
+    if prior.is_some() {
+        obs.note(&format!(
+            "resuming at commit {} of {n} ({} measurements so far)",
+            done,
+            series.rows.len()
+        ));
+    }
+
+    let pattern = measure::random_pattern();
+    let checkpoint = |series: &GitSeries, replay: &mut Option<TreeReplay>| -> Result<()> {
+        let (op_log_len, tick) = match replay.as_mut() {
+            Some(r) => (r.op_log_len()?, r.tick()),
+            None => (None, 0),
+        };
+        save_state(
+            &state_file,
+            &State {
+                format: STATE_FORMAT.into(),
+                key: key.clone(),
+                series: series.clone(),
+                op_log_len,
+                tick,
+            },
+        )
+    };
+    let measure_at = |i: usize,
+                      aged: &mut Aged,
+                      series: &mut GitSeries,
+                      replay: &mut Option<TreeReplay>,
+                      obs: &mut dyn Observer|
+     -> Result<()> {
+        if opts.no_measure {
+            return Ok(());
+        }
+        let t = Instant::now();
+        if let Some(r) = replay.as_mut() {
+            r.suspend(); // its descriptors would keep the file system busy
+        }
+        let rdev = aged.remount()?;
+        let prepare_seconds = t.elapsed().as_secs_f64();
+        let du = measure::du_bytes(&aged.tree)?;
+        let mut a = measure::measure_instance(&aged.mnt, rdev, du, &pattern)?;
+        a.prepare_seconds = prepare_seconds;
+        let c = measure::clean_instance(kind, size, &clean_image, &aged.tree, du, &pattern)?;
+        let c0: &Commit = &commits[i];
+        let row = GitRow {
+            pulls: i as u64 + 1,
+            commit: c0.id.clone(),
+            commit_date: c0.date.clone(),
+            du_bytes: du,
+            ratio: (c.grep_seconds > 0.0).then(|| a.grep_seconds / c.grep_seconds),
+            aged: a,
+            clean: c,
+        };
+        obs.measured(&row);
+        series.rows.push(row);
+        series.measure_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    };
+    // A measurement the stopped run owed (killed between a measured commit and its checkpoint).
+    if done > 0
+        && is_measured(done - 1, n, opts.every)
+        && series.rows.last().map(|r| r.pulls) != Some(done as u64)
+        && !opts.no_measure
+    {
+        measure_at(done - 1, &mut aged, &mut series, &mut replay, obs)?;
+        checkpoint(&series, &mut replay)?;
+    }
+    if prior.is_none() {
+        checkpoint(&series, &mut replay)?;
+    }
+
+    let mut interrupted = false;
+    let replay_before = series.replay_seconds;
+    let mut replay_this = 0.0;
+    for i in done..n {
+        if fsage_signals::interrupted() {
+            interrupted = true;
+            break;
+        }
+        let t = Instant::now();
+        match (&mut replay, opts.mode) {
+            (Some(r), Mode::Tree) => r.commit(
+                i.checked_sub(1).map(|p| commits[p].id.as_str()),
+                &commits[i].id,
+            )?,
+            _ => {
+                git::pull(&aged.tree, &source.path, &commits[i].id)?;
+                let h = git::head(&aged.tree)?;
+                if h.as_deref() != Some(commits[i].id.as_str()) {
+                    return Err(Error::operation(format!(
+                        "after pulling {} the aged repository's HEAD is {:?}, not that commit",
+                        commits[i].id, h
+                    )));
+                }
+            }
+        }
+        replay_this += t.elapsed().as_secs_f64();
+        series.replay_seconds = replay_before + replay_this;
+        series.pulls_done = i as u64 + 1;
+        obs.progress(i as u64 + 1, n as u64, series.replay_seconds);
+        if is_measured(i, n, opts.every) && !opts.no_measure {
+            measure_at(i, &mut aged, &mut series, &mut replay, obs)?;
+            checkpoint(&series, &mut replay)?;
+        } else if opts.mode == Mode::Tree {
+            checkpoint(&series, &mut replay)?;
+        }
+    }
+    series.finished = series.pulls_done as usize == n;
+    series.commits_per_second =
+        (series.replay_seconds > 0.0).then(|| series.pulls_done as f64 / series.replay_seconds);
+    checkpoint(&series, &mut replay)?;
+    drop(replay);
+    if let Some(m) = aged.mounted.take() {
+        m.finish()?;
+        let _ = std::fs::remove_dir(&aged.mnt);
+    }
+    Ok(Outcome {
+        series,
+        interrupted,
+        state: state_file,
+    })
+}

@@ -1,0 +1,108 @@
+//! The result: a time series with the published scripts' columns (pulls performed, `du -s` size,
+//! aged grep time and layout score, clean grep time and layout score) plus the commit, seconds
+//! per GiB, their ratio and the fragmentation figures. Plain data; `fsage-report` exports it.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON layout below.
+pub const SERIES_FORMAT: &str = "fsage-git-series/1";
+
+/// `fsage frag` figures of one instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct FragFigures {
+    pub free_extents: Option<u64>,
+    pub free_blocks: Option<u64>,
+    /// Largest free extent, in blocks.
+    pub largest_free_blocks: Option<u64>,
+    pub files: Option<u64>,
+    pub fragments_per_file: Option<f64>,
+    /// Smith and Seltzer layout score over multi-block files (FIEMAP).
+    pub layout_score: Option<f64>,
+    /// Dynamic layout score in recursive readdir order (FIEMAP).
+    pub dynamic_layout_score: Option<f64>,
+    /// Why a figure is missing.
+    pub error: Option<String>,
+}
+
+/// One instance (aged or clean) at one measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct InstanceFigures {
+    /// Wall time of the cold-cache `grep -r --binary-files=text RANDOM MOUNT`.
+    pub grep_seconds: f64,
+    /// Seconds per GiB of the `du -s` size.
+    pub grep_seconds_per_gib: f64,
+    /// 1 − discontiguities ÷ blocks over the grep's block reads in issue order (None: no trace).
+    pub layout_score: Option<f64>,
+    pub read_requests: Option<u64>,
+    /// File-system blocks the grep read from the device.
+    pub read_blocks: Option<u64>,
+    pub discontiguities: Option<u64>,
+    /// Why there is no layout score.
+    pub trace_error: Option<String>,
+    /// fsage's own cold-cache recursive read in readdir order.
+    pub read_seconds: f64,
+    pub read_bytes: u64,
+    pub read_files: u64,
+    pub frag: FragFigures,
+    /// Time to get the instance ready: remount (aged), or mkfs, `cp -a` and remount (clean).
+    pub prepare_seconds: f64,
+    /// Time of the frag figures (FIEMAP of every file, free space).
+    pub frag_seconds: f64,
+}
+
+/// One measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitRow {
+    /// Pulls performed (commits replayed) so far.
+    pub pulls: u64,
+    pub commit: String,
+    /// Committer date of the commit (ISO 8601).
+    pub commit_date: String,
+    /// `du -s` of the aged tree, in bytes.
+    pub du_bytes: u64,
+    pub aged: InstanceFigures,
+    pub clean: InstanceFigures,
+    /// Aged over clean grep time.
+    pub ratio: Option<f64>,
+}
+
+/// A whole run (also its checkpoint's content).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitSeries {
+    pub format: String,
+    /// The repository as given.
+    pub repo: String,
+    /// `git` (the published method) or `tree`.
+    pub mode: String,
+    /// ext4, xfs or btrfs (the clean instance's kind).
+    pub fs: String,
+    pub size_bytes: u64,
+    pub every: u64,
+    pub gc: bool,
+    /// Where the aged tree lies (inside the mount).
+    pub tree: String,
+    pub first_commit: String,
+    pub last_commit: String,
+    pub commits_total: u64,
+    /// Commits replayed so far.
+    pub pulls_done: u64,
+    pub finished: bool,
+    /// Whether the aged instance was unmounted and mounted again before each measurement (not
+    /// for a TARGET_DIR fsage did not mount: caches are dropped only).
+    pub remounted: bool,
+    /// Time spent replaying (git or tree operations), over every session.
+    pub replay_seconds: f64,
+    /// Time spent measuring, over every session.
+    pub measure_seconds: f64,
+    pub commits_per_second: Option<f64>,
+    pub git_version: String,
+    pub grep_version: String,
+    pub rows: Vec<GitRow>,
+}
+
+impl GitSeries {
+    /// The last row's aged/clean ratio.
+    pub fn final_ratio(&self) -> Option<f64> {
+        self.rows.last().and_then(|r| r.ratio)
+    }
+}

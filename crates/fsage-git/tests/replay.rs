@@ -1,0 +1,325 @@
+//! Git aging on a synthetic repository the test makes itself: the aged tree equals `git archive`
+//! of the commit after every commit (plain directory) and at every measurement (an ext4 image);
+//! tree mode gives the same op log twice and the commit's paths and sizes.
+
+use fsage_git::git::{commit_list, Range};
+use fsage_git::{git_age, GitAgeOptions, GitRow, Mode, Observer, Target};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn skip(test: &str, reason: &str) {
+    if std::env::var_os("FSAGE_REQUIRE_MOUNT_TESTS").is_some_and(|v| v != "0") {
+        panic!("{test}: cannot run ({reason}) but FSAGE_REQUIRE_MOUNT_TESTS is set");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIP: {test}: {reason}");
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Link(PathBuf),
+}
+
+/// Every entry under `root` (`.git` left out) with its content.
+fn snapshot(root: &Path) -> BTreeMap<String, Entry> {
+    fn walk(root: &Path, rel: &str, out: &mut BTreeMap<String, Entry>) {
+        let d = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(rel)
+        };
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if rel.is_empty() && (name == ".git" || name == "lost+found") {
+                continue;
+            }
+            let p = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                out.insert(p.clone(), Entry::Dir);
+                walk(root, &p, out);
+            } else if ft.is_symlink() {
+                out.insert(p, Entry::Link(std::fs::read_link(e.path()).unwrap()));
+            } else {
+                out.insert(p, Entry::File(std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, "", &mut out);
+    out
+}
+
+/// `git archive COMMIT` unpacked.
+fn archive(repo: &Path, commit: &str) -> BTreeMap<String, Entry> {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "git -C '{}' archive --format=tar {commit} | tar -x -C '{}'",
+            repo.display(),
+            dir.path().display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success(), "git archive {commit} failed");
+    snapshot(dir.path())
+}
+
+fn have_git() -> bool {
+    Command::new("git").arg("--version").output().is_ok()
+}
+
+fn repo(dir: &Path) -> PathBuf {
+    let r = dir.join("synth");
+    fsage_git::synthetic::make_repo(&r, 20).unwrap();
+    r
+}
+
+fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
+    GitAgeOptions {
+        repo: repo.to_path_buf(),
+        target,
+        mode,
+        every: 5,
+        range: Range::default(),
+        gc: false,
+        resume: false,
+        op_log: None,
+        no_measure: true,
+    }
+}
+
+/// Compares the aged tree with the commit after every commit.
+struct EveryCommit {
+    repo: PathBuf,
+    tree: PathBuf,
+    commits: Vec<String>,
+    checked: usize,
+    tree_mode: bool,
+}
+
+impl Observer for EveryCommit {
+    fn progress(&mut self, done: u64, _total: u64, _s: f64) {
+        let id = &self.commits[done as usize - 1];
+        if self.tree_mode {
+            let want = fsage_git::tree::ls_tree(&self.repo, id).unwrap();
+            let got = fsage_git::tree::disk_files(&self.tree).unwrap();
+            assert_eq!(
+                got, want,
+                "tree mode: paths and sizes after commit {done} ({id})"
+            );
+        } else {
+            assert_eq!(
+                snapshot(&self.tree),
+                archive(&self.repo, id),
+                "git mode: the tree after commit {done} ({id})"
+            );
+        }
+        self.checked += 1;
+    }
+}
+
+#[test]
+fn git_mode_tree_equals_git_archive_after_every_commit() {
+    if !have_git() {
+        return skip("git_mode", "git is not installed");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let target = tmp.path().join("aged");
+    std::fs::create_dir(&target).unwrap();
+    let commits: Vec<String> = commit_list(&repo, &Range::default())
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(commits.len(), 20);
+    let mut obs = EveryCommit {
+        repo: repo.clone(),
+        tree: target.clone(),
+        commits: commits.clone(),
+        checked: 0,
+        tree_mode: false,
+    };
+    let t = Target::Dir {
+        path: target.clone(),
+        clean_kind: fsage_lab::FsKind::Ext4,
+        clean_image: tmp.path().join("clean.img"),
+    };
+    let out = git_age(&options(&repo, t, Mode::Git), &mut obs).unwrap();
+    assert_eq!(obs.checked, 20);
+    assert!(out.series.finished && out.series.pulls_done == 20);
+    assert_eq!(
+        fsage_git::git::head(&target).unwrap().as_deref(),
+        Some(commits[19].as_str())
+    );
+    let cfg = fsage_git::git::run(&target, &["config", "gc.auto"]).unwrap();
+    assert_eq!(cfg.trim(), "0", "automatic gc is off without --gc");
+    // A range: the commits from the 5th, at most 6.
+    let r = Range {
+        first: Some(commits[4].clone()),
+        commits: Some(6),
+        ..Default::default()
+    };
+    let l = commit_list(&repo, &r).unwrap();
+    assert_eq!(l.len(), 6);
+    assert_eq!(l[0].id, commits[4]);
+    assert_eq!(l[5].id, commits[9]);
+    let bad = Range {
+        first: Some("no-such-rev".into()),
+        ..Default::default()
+    };
+    assert!(commit_list(&repo, &bad)
+        .unwrap_err()
+        .message
+        .contains("no-such-rev"));
+}
+
+#[test]
+fn tree_mode_op_logs_are_the_same_and_trees_match_the_commits() {
+    if !have_git() {
+        return skip("tree_mode", "git is not installed");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let commits: Vec<String> = commit_list(&repo, &Range::default())
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let mut logs = Vec::new();
+    for run in 0..2 {
+        let target = tmp.path().join(format!("tree{run}"));
+        std::fs::create_dir(&target).unwrap();
+        let log = tmp.path().join(format!("ops{run}.txt"));
+        let mut o = options(
+            &repo,
+            Target::Dir {
+                path: target.clone(),
+                clean_kind: fsage_lab::FsKind::Ext4,
+                clean_image: tmp.path().join("clean.img"),
+            },
+            Mode::Tree,
+        );
+        o.op_log = Some(log.clone());
+        let mut obs = EveryCommit {
+            repo: repo.clone(),
+            tree: target.clone(),
+            commits: commits.clone(),
+            checked: 0,
+            tree_mode: true,
+        };
+        git_age(&o, &mut obs).unwrap();
+        assert_eq!(obs.checked, 20);
+        logs.push(std::fs::read_to_string(&log).unwrap());
+    }
+    assert_eq!(
+        logs[0], logs[1],
+        "the same repository and range give the same op log"
+    );
+    for verb in [" create ", " delete ", " rename ", " mkdir ", " rmdir "] {
+        assert!(
+            logs[0].contains(verb),
+            "the op log has no{verb}line:\n{}",
+            logs[0]
+        );
+    }
+}
+
+/// Unmounts and removes what the image test made, even when it fails.
+struct ImageGuard(PathBuf);
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        if !fsage_lab::sys::loops_backed_by(&self.0).is_empty() {
+            let _ = fsage_lab::mount::umount(&self.0);
+        }
+    }
+}
+
+struct AtMeasurement {
+    repo: PathBuf,
+    tree: PathBuf,
+    rows: Vec<GitRow>,
+}
+
+impl Observer for AtMeasurement {
+    fn measured(&mut self, row: &GitRow) {
+        assert_eq!(
+            snapshot(&self.tree),
+            archive(&self.repo, &row.commit),
+            "the aged tree at pull {}",
+            row.pulls
+        );
+        self.rows.push(row.clone());
+    }
+}
+
+#[test]
+fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
+    if !have_git() {
+        return skip("image_run", "git is not installed");
+    }
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/shm").is_dir() {
+        return skip(
+            "image_run",
+            "needs root (loop devices, mounts) and /dev/shm",
+        );
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = repo(tmp.path());
+    let image = tmp.path().join("aged.img");
+    let _g = ImageGuard(image.clone());
+    let t = Target::Image {
+        path: image.clone(),
+        kind: fsage_lab::FsKind::Ext4,
+        size: 64 << 20,
+    };
+    let mut o = options(&repo, t, Mode::Git);
+    o.no_measure = false;
+    let mut obs = AtMeasurement {
+        repo: repo.clone(),
+        tree: tmp.path().join("aged.img.mnt/synth"),
+        rows: Vec::new(),
+    };
+    let out = git_age(&o, &mut obs).unwrap();
+    let pulls: Vec<u64> = out.series.rows.iter().map(|r| r.pulls).collect();
+    assert_eq!(pulls, vec![1, 6, 11, 16, 20]);
+    assert_eq!(obs.rows.len(), 5);
+    for r in &out.series.rows {
+        assert!(r.du_bytes > 0);
+        for (name, i) in [("aged", &r.aged), ("clean", &r.clean)] {
+            assert!(i.grep_seconds > 0.0, "{name} grep time");
+            assert!(i.read_files > 0 && i.read_bytes > 0, "{name} own read");
+            let s = i
+                .layout_score
+                .unwrap_or_else(|| panic!("{name} layout score missing: {:?}", i.trace_error));
+            assert!((0.0..=1.0).contains(&s), "{name} layout score {s}");
+            assert!(i.read_blocks.unwrap() > 0);
+            assert!(
+                i.frag.free_extents.is_some(),
+                "{name} frag: {:?}",
+                i.frag.error
+            );
+        }
+        assert!(r.ratio.is_some());
+    }
+    assert!(out.series.remounted && out.series.finished);
+    // Nothing left: the image is unmounted, the clean instance gone; the checkpoint stays.
+    assert!(fsage_lab::sys::loops_backed_by(&image).is_empty());
+    assert!(!tmp.path().join("aged.img.clean").exists());
+    assert!(out.state.exists());
+    // A second run refuses to start over the checkpoint.
+    let mut o2 = o.clone();
+    o2.resume = false;
+    let e = git_age(&o2, &mut fsage_git::run::Silent).unwrap_err();
+    assert!(e.message.contains("checkpoint"), "{}", e.message);
+}

@@ -1,0 +1,236 @@
+//! Git-aging time series: a table for the terminal and CSV with the published scripts' columns
+//! first (pulls, du size, aged time, aged layout score, clean time, clean layout score).
+
+use fsage_git::{GitRow, GitSeries, InstanceFigures};
+use std::fmt::Write;
+
+fn opt3(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn optu(x: Option<u64>) -> String {
+    x.map_or("-".into(), |v| v.to_string())
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1}", b as f64 / (1u64 << 20) as f64)
+}
+
+/// The table a terminal shows.
+pub fn render(s: &GitSeries) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Git aging of {} ({} mode) on {} ({}), {} of {} commits{}",
+        s.repo,
+        s.mode,
+        s.fs,
+        crate::human_bytes(s.size_bytes),
+        s.pulls_done,
+        s.commits_total,
+        if s.finished { "" } else { " (not finished)" }
+    );
+    let _ = writeln!(
+        o,
+        "replay {:.1} s ({} commits/s), measurements {:.1} s; caches dropped before every grep{}",
+        s.replay_seconds,
+        opt3(s.commits_per_second),
+        s.measure_seconds,
+        if s.remounted {
+            ", aged instance remounted"
+        } else {
+            " (the aged directory's file system was not remounted)"
+        }
+    );
+    if s.rows.is_empty() {
+        o.push_str("no measurements\n");
+        return o;
+    }
+    let head = [
+        "pulls",
+        "date",
+        "du MiB",
+        "aged s",
+        "aged s/GiB",
+        "aged LS",
+        "clean s",
+        "clean s/GiB",
+        "clean LS",
+        "ratio",
+        "aged frag/f",
+        "clean frag/f",
+        "aged free ext",
+    ];
+    let rows: Vec<[String; 13]> = s
+        .rows
+        .iter()
+        .map(|r| {
+            [
+                r.pulls.to_string(),
+                r.commit_date
+                    .get(..10)
+                    .unwrap_or(&r.commit_date)
+                    .to_string(),
+                mib(r.du_bytes),
+                format!("{:.3}", r.aged.grep_seconds),
+                format!("{:.2}", r.aged.grep_seconds_per_gib),
+                opt3(r.aged.layout_score),
+                format!("{:.3}", r.clean.grep_seconds),
+                format!("{:.2}", r.clean.grep_seconds_per_gib),
+                opt3(r.clean.layout_score),
+                r.ratio.map_or("-".into(), |v| format!("{v:.2}")),
+                opt3(r.aged.frag.fragments_per_file),
+                opt3(r.clean.frag.fragments_per_file),
+                optu(r.aged.frag.free_extents),
+            ]
+        })
+        .collect();
+    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    for (i, h) in head.iter().enumerate() {
+        let _ = write!(o, "{}{:>w$}", if i > 0 { "  " } else { "" }, h, w = w[i]);
+    }
+    o.push('\n');
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            let _ = write!(o, "{}{:>w$}", if i > 0 { "  " } else { "" }, c, w = w[i]);
+        }
+        o.push('\n');
+    }
+    o.push_str(
+        "LS: layout score of the grep's block reads (1 - discontiguities/blocks); frag/f: \
+         fragments per file (FIEMAP)\n",
+    );
+    if let Some(e) = s.rows.last().and_then(|r| r.aged.trace_error.as_ref()) {
+        let _ = writeln!(o, "no layout score: {e}");
+    }
+    o
+}
+
+/// CSV columns, in order.
+pub const CSV_HEADER: &str = "pulls,du_bytes,aged_seconds,aged_layout_score,clean_seconds,\
+clean_layout_score,commit,commit_date,aged_seconds_per_gib,clean_seconds_per_gib,ratio,\
+aged_read_seconds,aged_read_bytes,aged_read_files,clean_read_seconds,clean_read_bytes,\
+clean_read_files,aged_read_blocks,aged_discontiguities,clean_read_blocks,clean_discontiguities,\
+aged_free_extents,clean_free_extents,aged_fragments_per_file,clean_fragments_per_file,\
+aged_fs_layout_score,clean_fs_layout_score,aged_dynamic_layout_score,clean_dynamic_layout_score";
+
+fn f(x: Option<f64>) -> String {
+    x.map_or(String::new(), |v| format!("{v}"))
+}
+fn u(x: Option<u64>) -> String {
+    x.map_or(String::new(), |v| v.to_string())
+}
+
+fn csv_row(r: &GitRow) -> String {
+    let (a, c): (&InstanceFigures, &InstanceFigures) = (&r.aged, &r.clean);
+    [
+        r.pulls.to_string(),
+        r.du_bytes.to_string(),
+        a.grep_seconds.to_string(),
+        f(a.layout_score),
+        c.grep_seconds.to_string(),
+        f(c.layout_score),
+        r.commit.clone(),
+        r.commit_date.clone(),
+        a.grep_seconds_per_gib.to_string(),
+        c.grep_seconds_per_gib.to_string(),
+        f(r.ratio),
+        a.read_seconds.to_string(),
+        a.read_bytes.to_string(),
+        a.read_files.to_string(),
+        c.read_seconds.to_string(),
+        c.read_bytes.to_string(),
+        c.read_files.to_string(),
+        u(a.read_blocks),
+        u(a.discontiguities),
+        u(c.read_blocks),
+        u(c.discontiguities),
+        u(a.frag.free_extents),
+        u(c.frag.free_extents),
+        f(a.frag.fragments_per_file),
+        f(c.frag.fragments_per_file),
+        f(a.frag.layout_score),
+        f(c.frag.layout_score),
+        f(a.frag.dynamic_layout_score),
+        f(c.frag.dynamic_layout_score),
+    ]
+    .join(",")
+}
+
+pub fn csv(s: &GitSeries) -> String {
+    let mut o = String::from(CSV_HEADER);
+    o.push('\n');
+    for r in &s.rows {
+        o.push_str(&csv_row(r));
+        o.push('\n');
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_git::{GitSeries, InstanceFigures, SERIES_FORMAT};
+
+    fn series() -> GitSeries {
+        let inst = |s: f64, ls: f64| InstanceFigures {
+            grep_seconds: s,
+            grep_seconds_per_gib: s * 100.0,
+            layout_score: Some(ls),
+            ..Default::default()
+        };
+        GitSeries {
+            format: SERIES_FORMAT.into(),
+            repo: "zlib.bundle".into(),
+            mode: "git".into(),
+            fs: "ext4".into(),
+            size_bytes: 1 << 30,
+            every: 50,
+            gc: false,
+            tree: "/mnt/zlib".into(),
+            first_commit: "a".into(),
+            last_commit: "b".into(),
+            commits_total: 2,
+            pulls_done: 2,
+            finished: true,
+            remounted: true,
+            replay_seconds: 1.0,
+            measure_seconds: 2.0,
+            commits_per_second: Some(2.0),
+            git_version: "git version 2.39.5".into(),
+            grep_version: "grep (GNU grep) 3.8".into(),
+            rows: vec![GitRow {
+                pulls: 1,
+                commit: "a".into(),
+                commit_date: "2011-09-09T22:36:31-07:00".into(),
+                du_bytes: 10 << 20,
+                aged: inst(0.2, 0.7),
+                clean: inst(0.1, 0.9),
+                ratio: Some(2.0),
+            }],
+        }
+    }
+
+    #[test]
+    fn csv_has_the_scripts_columns_first_and_one_line_per_row() {
+        let c = csv(&series());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+        assert!(lines[1].starts_with("1,10485760,0.2,0.7,0.1,0.9,a,2011-09-09T22:36:31-07:00,"));
+        // A missing figure is an empty field, not a made-up number.
+        assert!(lines[1].contains(",,"));
+    }
+
+    #[test]
+    fn table_shows_the_ratio_and_dates() {
+        let t = render(&series());
+        assert!(t.contains("2011-09-09") && t.contains("2.00"), "{t}");
+        assert!(t.contains("aged instance remounted"));
+    }
+}

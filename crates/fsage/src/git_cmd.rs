@@ -1,0 +1,229 @@
+//! `fsage git-age REPO (--fs KIND --size SIZE IMAGE | --clean-fs KIND TARGET_DIR)`: Git-history
+//! aging (fsage-git does the work; this parses, shows progress and writes the exports).
+
+use crate::cli::FsArg;
+use crate::exit::{bad_input, CmdResult, Interrupted};
+use clap::{Args, ValueEnum};
+use fsage_git::{GitAgeOptions, GitRow, Mode, Observer, Target};
+use fsage_report::{export, Csv, Json, Text};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// `git pull` of each commit into a repository on the aged file system (the published method).
+    Git,
+    /// Each commit's changes applied to a plain working tree through fsage's backends.
+    Tree,
+}
+
+#[derive(Args, Debug)]
+pub struct GitAgeArgs {
+    /// A local Git repository or bundle whose first-parent history is replayed.
+    pub repo: PathBuf,
+    /// With --fs: the image file to create; else an empty directory on a mounted file system.
+    pub target: PathBuf,
+    /// Make a file system of this kind on the new image TARGET.
+    #[arg(long, value_enum, requires = "size", conflicts_with = "clean_fs")]
+    pub fs: Option<FsArg>,
+    /// Size of the image (e.g. 4GiB); the clean instance is made the same size.
+    #[arg(long, requires = "fs")]
+    pub size: Option<String>,
+    /// For a TARGET_DIR: the clean instance's file system (made as large as TARGET_DIR's).
+    #[arg(long, value_enum)]
+    pub clean_fs: Option<FsArg>,
+    /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm).
+    #[arg(long, value_name = "IMAGE")]
+    pub clean_image: Option<PathBuf>,
+    /// Measure every N commits (and at the first and the last).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub every: u64,
+    /// Replay at most N commits.
+    #[arg(long, value_name = "N")]
+    pub commits: Option<u64>,
+    /// First commit to replay (on the first-parent line of the last).
+    #[arg(long, value_name = "REV")]
+    pub first: Option<String>,
+    /// Last commit to replay (default: the branch, else HEAD).
+    #[arg(long, value_name = "REV")]
+    pub last: Option<String>,
+    /// Branch whose history is replayed.
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Let git collect garbage automatically (off by default: gc.auto 0).
+    #[arg(long)]
+    pub gc: bool,
+    #[arg(long, value_enum, default_value = "git")]
+    pub mode: ModeArg,
+    /// Tree mode: write the op log to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub op_log: Option<PathBuf>,
+    /// Go on from the checkpoint (TARGET.fsage-git.json) of a stopped run.
+    #[arg(long)]
+    pub resume: bool,
+    /// Replay only, no measurements (to time the replay).
+    #[arg(long)]
+    pub no_measure: bool,
+    /// Write the series as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the series as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn kind(f: FsArg) -> fsage_lab::FsKind {
+    match f {
+        FsArg::Ext4 => fsage_lab::FsKind::Ext4,
+        FsArg::Xfs => fsage_lab::FsKind::Xfs,
+        FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
+    }
+}
+
+/// The progress line: commits done and left, commits per second, the last measurement.
+struct Progress {
+    tty: bool,
+    last_draw: Option<Instant>,
+    last_row: String,
+}
+
+impl Observer for Progress {
+    fn progress(&mut self, done: u64, total: u64, replay_seconds: f64) {
+        if !self.tty
+            || (done < total
+                && self
+                    .last_draw
+                    .is_some_and(|t| t.elapsed() < Duration::from_millis(250)))
+        {
+            return;
+        }
+        self.last_draw = Some(Instant::now());
+        let rate = if replay_seconds > 0.0 {
+            done as f64 / replay_seconds
+        } else {
+            0.0
+        };
+        eprint!(
+            "\r\x1b[Kcommits {done}/{total} ({} left), {rate:.1} commits/s{}",
+            total - done,
+            self.last_row
+        );
+        let _ = std::io::stderr().flush();
+    }
+    fn measured(&mut self, r: &GitRow) {
+        self.last_row = format!(
+            "; at {}: aged {:.2} s/GiB, clean {:.2} s/GiB, x{}",
+            r.pulls,
+            r.aged.grep_seconds_per_gib,
+            r.clean.grep_seconds_per_gib,
+            r.ratio.map_or("-".into(), |v| format!("{v:.2}"))
+        );
+    }
+    fn note(&mut self, msg: &str) {
+        if self.tty && self.last_draw.is_some() {
+            eprintln!();
+        }
+        eprintln!("fsage: {msg}");
+    }
+}
+
+pub fn run(a: GitAgeArgs) -> CmdResult {
+    let target = match (a.fs, a.clean_fs) {
+        (Some(fs), None) => {
+            let text = a.size.clone().expect("clap requires --size with --fs");
+            let size = fsage_profile::parse_size(&text)
+                .map_err(|e| bad_input(format!("--size {text:?}: {e}")))?;
+            Target::Image {
+                path: a.target.clone(),
+                kind: kind(fs),
+                size,
+            }
+        }
+        (None, Some(c)) => Target::Dir {
+            path: a.target.clone(),
+            clean_kind: kind(c),
+            clean_image: match a.clean_image.clone() {
+                Some(p) => p,
+                None => {
+                    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+                        PathBuf::from("/dev/shm")
+                    } else {
+                        std::env::temp_dir()
+                    };
+                    // Named after the target's inode, so a resumed run finds (and removes) what a
+                    // killed one left.
+                    let id = std::os::unix::fs::MetadataExt::ino(
+                        &std::fs::metadata(&a.target)
+                            .map_err(|e| bad_input(format!("{}: {e}", a.target.display())))?,
+                    );
+                    dir.join(format!("fsage-git-clean-{id}.img"))
+                }
+            },
+        },
+        _ => {
+            return Err(bad_input(
+                "give --fs KIND --size SIZE with an image path, or --clean-fs KIND with a \
+                 directory on a mounted file system",
+            ))
+        }
+    };
+    if a.op_log.is_some() && a.mode != ModeArg::Tree {
+        return Err(bad_input("--op-log needs --mode tree"));
+    }
+    for p in [&a.json, &a.csv].into_iter().flatten() {
+        fsage_sys::check_writable_file(p)?;
+    }
+    let opts = GitAgeOptions {
+        repo: a.repo.clone(),
+        target,
+        mode: match a.mode {
+            ModeArg::Git => Mode::Git,
+            ModeArg::Tree => Mode::Tree,
+        },
+        every: a.every,
+        range: fsage_git::git::Range {
+            first: a.first.clone(),
+            last: a.last.clone(),
+            branch: a.branch.clone(),
+            commits: a.commits,
+        },
+        gc: a.gc,
+        resume: a.resume,
+        op_log: a.op_log.clone(),
+        no_measure: a.no_measure,
+    };
+    // SAFETY: isatty on a standard descriptor.
+    let tty = unsafe { libc::isatty(2) } == 1 && !a.quiet;
+    let mut obs = Progress {
+        tty,
+        last_draw: None,
+        last_row: String::new(),
+    };
+    let out = fsage_git::git_age(&opts, &mut obs)?;
+    if tty {
+        eprintln!();
+    }
+    if let Some(p) = &a.json {
+        crate::util::write_atomic(p, export(&Json, &out.series).as_bytes())?;
+    }
+    if let Some(p) = &a.csv {
+        crate::util::write_atomic(p, export(&Csv, &out.series).as_bytes())?;
+    }
+    if !a.quiet {
+        print!("{}", export(&Text, &out.series));
+        println!("checkpoint: {}", out.state.display());
+    }
+    if out.interrupted {
+        eprintln!(
+            "fsage: stopped after commit {} of {}; go on with --resume",
+            out.series.pulls_done, out.series.commits_total
+        );
+        return Err(Interrupted.into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
