@@ -3,6 +3,7 @@
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
 //! machine, behind one trait, so that a new format is one new type here and nothing else.
 
+pub mod plan_text;
 mod run_text;
 mod status_text;
 
@@ -38,6 +39,12 @@ pub struct Text;
 impl Exporter<RunReport> for Text {
     fn export(&self, r: &RunReport) -> String {
         run_text::render(r)
+    }
+}
+
+impl Exporter<fsage_experiment::Plan> for Text {
+    fn export(&self, p: &fsage_experiment::Plan) -> String {
+        plan_text::render(p)
     }
 }
 

@@ -49,6 +49,9 @@ pub enum Command {
     Rollback(crate::lab_cmd::RollbackCmd),
     /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file.
     Frag(crate::frag_cmd::FragCmd),
+    /// Experiments: expand a file into its cells (plan).
+    #[command(subcommand)]
+    Experiment(crate::experiment_cmd::ExperimentCmd),
 }
 
 #[derive(Subcommand, Debug)]

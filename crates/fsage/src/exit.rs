@@ -52,6 +52,9 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_exec::OpLogError>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_experiment::Error>() {
+            return e.blame();
+        }
         if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {
             return e.blame();
         }

@@ -4,6 +4,7 @@ mod age;
 mod bench;
 mod cli;
 mod exit;
+mod experiment_cmd;
 mod frag_cmd;
 mod lab_cmd;
 mod profile_cmd;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
+        cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
     };
     match result {
         Ok(code) => code,
