@@ -1,17 +1,24 @@
 //! Every way fsage shows a result, in one place (like hyperfine's `export/`): the result types
 //! belong to the crates that produce them (the run report to `fsage-exec`, the fragmentation
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
-//! machine, behind one trait, so that a new format is one new type here and nothing else.
+//! machine, or a self-contained HTML page with plots (`html`), behind one trait, so that a new
+//! format is one new type here and nothing else. `inputs` reads every JSON fsage writes for the
+//! report.
 
+pub mod html;
+pub mod inputs;
 pub mod plan_text;
 mod run_text;
 mod status_text;
+mod summary_text;
 
 use serde::Serialize;
 
 pub use fsage_exec::report::{Bin, Conditions, Histogram, RunReport, StopReason, UnmetBin};
 pub use fsage_exec::RunStatus;
 pub use fsage_profile::human_bytes;
+pub use html::Html;
+pub use inputs::{load, ReportSet};
 
 /// One export format for results of type `T`.
 pub trait Exporter<T: ?Sized> {
@@ -45,6 +52,12 @@ impl Exporter<RunReport> for Text {
 impl Exporter<fsage_experiment::Plan> for Text {
     fn export(&self, p: &fsage_experiment::Plan) -> String {
         plan_text::render(p)
+    }
+}
+
+impl Exporter<inputs::ReportSet> for Text {
+    fn export(&self, set: &inputs::ReportSet) -> String {
+        summary_text::render(set)
     }
 }
 

@@ -52,6 +52,9 @@ pub enum Command {
     /// Experiments: expand a file into its cells (plan).
     #[command(subcommand)]
     Experiment(crate::experiment_cmd::ExperimentCmd),
+    /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from
+    /// aging runs, frag reports, cell results and analyses.
+    Report(crate::report_cmd::ReportArgs),
 }
 
 #[derive(Subcommand, Debug)]

@@ -10,6 +10,7 @@ mod lab_cmd;
 mod profile_cmd;
 mod progress;
 mod replay;
+mod report_cmd;
 mod util;
 
 use clap::Parser;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
         cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
+        cli::Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(code) => code,
