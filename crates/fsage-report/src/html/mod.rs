@@ -57,7 +57,7 @@ nav a { margin-right: 1em; }
 .fig svg { flex: none; border: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: .85em; }
 th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: right; white-space: nowrap; }
-th { background: #eef2f5; }
+th { background: #eef2f5; white-space: normal; max-width: 9em; vertical-align: bottom; }
 td.l, th.l { text-align: left; }
 .flag { color: #b00; font-weight: bold; }
 .verdict { font-size: 1.05em; font-weight: 600; margin: .4em 0; }
@@ -110,7 +110,7 @@ fn plot_or_note(r: Result<String, String>) -> String {
 }
 
 /// A table: header cells, then rows; a cell starting with `<` is raw HTML, else escaped. The first
-/// column is left-aligned.
+/// column and words are left-aligned, numbers right.
 fn table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut t = String::from("<div class=\"tablewrap\"><table><thead><tr>");
     for (i, h) in head.iter().enumerate() {
@@ -130,10 +130,19 @@ fn table(head: &[&str], rows: &[Vec<String>]) -> String {
             } else {
                 esc(c)
             };
+            // Numbers right, words left.
+            let numeric = c
+                .chars()
+                .next()
+                .is_some_and(|ch| ch.is_ascii_digit() || "+-–.".contains(ch));
             let _ = write!(
                 t,
                 "<td{}>{cell}</td>",
-                if i == 0 { " class=\"l\"" } else { "" }
+                if i == 0 || !numeric {
+                    " class=\"l\""
+                } else {
+                    ""
+                }
             );
         }
         t.push_str("</tr>\n");
@@ -160,7 +169,8 @@ fn ops(x: f64) -> String {
 
 fn mean_ci(m: &MeanCi) -> String {
     match m.ci95 {
-        Some(c) => format!("{} ± {}", ops(m.mean), ops(c)),
+        Some(c) if m.mean >= 100.0 => format!("{:.0} ± {c:.0}", m.mean),
+        Some(c) => format!("{:.2} ± {c:.2}", m.mean),
         None => ops(m.mean),
     }
 }
@@ -972,7 +982,8 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
             .iter()
             .flat_map(|s| s.points.iter().map(|q| q.latency_us))
             .fold(0.0, f64::max);
-        let mk = |x_hi: f64| {
+        // x in ms for the full range, in µs for the 0-1 ms panel.
+        let mk = |x_hi: f64, div: f64| {
             let mut lines = Vec::new();
             for (i, s) in sweeps.iter().enumerate() {
                 lines.push(Line {
@@ -981,13 +992,13 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                     points: s
                         .points
                         .iter()
-                        .map(|q| (q.latency_us / 1000.0, q.measured.mean))
+                        .map(|q| (q.latency_us / div, q.measured.mean))
                         .collect(),
                     intervals: s
                         .points
                         .iter()
                         .filter(|q| q.measured.ci95.is_some())
-                        .map(|q| (q.latency_us / 1000.0, q.measured.low(), q.measured.high()))
+                        .map(|q| (q.latency_us / div, q.measured.low(), q.measured.high()))
                         .collect(),
                     dashed: false,
                     dots: true,
@@ -995,7 +1006,7 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                         .points
                         .iter()
                         .filter(|q| q.calibration)
-                        .map(|q| (q.latency_us / 1000.0, q.measured.mean))
+                        .map(|q| (q.latency_us / div, q.measured.mean))
                         .collect(),
                 });
                 let model = if s.classified_with == "calibration" {
@@ -1011,7 +1022,7 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                         points: (0..=n)
                             .map(|k| {
                                 let l = x_hi * k as f64 / n as f64;
-                                (l / 1000.0, m.predict(l))
+                                (l / div, m.predict(l))
                             })
                             .collect(),
                         intervals: vec![],
@@ -1028,16 +1039,16 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
             x_desc: "device latency (ms)".into(),
             y_desc: "throughput (ops/s)".into(),
             x_range: (0.0, (xmax / 1000.0).max(0.001)),
-            lines: mk(xmax),
+            lines: mk(xmax, 1000.0),
             size: (700, 420),
         };
         let sub_hi = xmax.min(1000.0);
         let zoom = LineChart {
             title: format!("0 to {}", fmt_latency(sub_hi)),
-            x_desc: "device latency (ms)".into(),
+            x_desc: "device latency (µs)".into(),
             y_desc: "throughput (ops/s)".into(),
-            x_range: (0.0, (sub_hi / 1000.0).max(0.001)),
-            lines: mk(sub_hi),
+            x_range: (0.0, sub_hi.max(1.0)),
+            lines: mk(sub_hi, 1.0),
             size: (520, 420),
         };
         let class_rows: Vec<Vec<String>> = sweeps

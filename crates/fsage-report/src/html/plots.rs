@@ -65,7 +65,10 @@ fn fmt_tick(v: f64) -> String {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').into()
     } else {
-        format!("{v:.2e}")
+        // 0.5, 0.05, 0.005: enough decimals for the first significant digit and one more.
+        let d = (-a.log10()).ceil().max(1.0) as usize + 1;
+        let s = format!("{v:.d$}");
+        s.trim_end_matches('0').trim_end_matches('.').into()
     }
 }
 
@@ -75,7 +78,16 @@ pub fn bars(c: &BarChart) -> Result<String, String> {
     let usable = |v: f64| v.is_finite() && (!c.log_y || v > 0.0);
     let mut hi = f64::NEG_INFINITY;
     let mut lo = f64::INFINITY;
+    // Where the tallest bar is: the legend goes to the other side.
+    let (mut top_group, mut top) = (0, f64::NEG_INFINITY);
     for s in &c.series {
+        for (gi, b) in s.bars.iter().enumerate() {
+            if let Some(b) = b.as_ref().filter(|b| usable(b.value)) {
+                if tr(b.value) > top {
+                    (top_group, top) = (gi, tr(b.value));
+                }
+            }
+        }
         for b in s.bars.iter().flatten() {
             for v in [
                 Some(b.value),
@@ -98,7 +110,8 @@ pub fn bars(c: &BarChart) -> Result<String, String> {
         let (a, b) = (lo.floor(), hi.ceil());
         (a, if b <= a { a + 1.0 } else { b })
     } else {
-        (0.0, if hi <= 0.0 { 1.0 } else { hi * 1.12 })
+        // Room above the tallest bar for the legend.
+        (0.0, if hi <= 0.0 { 1.0 } else { hi * 1.3 })
     };
     let n = c.groups.len().max(1);
     let rotate = n > 8 || c.groups.iter().any(|g| g.len() > 14);
@@ -129,6 +142,8 @@ pub fn bars(c: &BarChart) -> Result<String, String> {
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.1))
             .x_labels(0)
             .y_labels(if log { (y1 - y0) as usize + 1 } else { 8 })
             .y_label_formatter(&|v| {
@@ -164,7 +179,11 @@ pub fn bars(c: &BarChart) -> Result<String, String> {
                         [(x0, y0), (x1, tr(b.value))],
                         BLACK.stroke_width(2),
                     ));
-                    flags.push((xm, tr(b.value)));
+                    let top = b
+                        .interval
+                        .map_or(b.value, |(_, h)| h.max(b.value))
+                        .max(b.value);
+                    flags.push((xm, tr(top)));
                 }
                 if let Some((l, h)) = b.interval.filter(|(l, h)| usable(*l) && usable(*h)) {
                     errs.push(ErrorBar::new_vertical(
@@ -212,9 +231,14 @@ pub fn bars(c: &BarChart) -> Result<String, String> {
                 .map_err(|e| e.to_string())?;
         }
         if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
+            let right_half = top_group * 2 + 1 > c.groups.len();
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
+                .position(if right_half {
+                    SeriesLabelPosition::UpperLeft
+                } else {
+                    SeriesLabelPosition::UpperRight
+                })
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.4))
                 .label_font((FONT, 11))
@@ -272,7 +296,7 @@ pub fn lines(c: &LineChart) -> Result<String, String> {
     if hi <= 0.0 {
         return Err("nothing to plot".into());
     }
-    let y1 = hi * 1.1;
+    let y1 = hi * 1.15;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, c.size).into_drawing_area();
