@@ -61,6 +61,12 @@ impl Exporter<inputs::ReportSet> for Text {
     }
 }
 
+impl Exporter<fsage_measure::AgainstFresh> for Text {
+    fn export(&self, a: &fsage_measure::AgainstFresh) -> String {
+        summary_text::against(a)
+    }
+}
+
 impl Exporter<RunStatus> for Text {
     fn export(&self, st: &RunStatus) -> String {
         status_text::render(st)

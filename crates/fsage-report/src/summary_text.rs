@@ -120,3 +120,52 @@ pub fn render(set: &ReportSet) -> String {
     }
     o
 }
+
+/// `fsage frag --against-fresh`: the figures side by side, then the one-line verdict.
+pub fn against(a: &fsage_measure::AgainstFresh) -> String {
+    let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nagainst a fresh {} of the same size (made, measured and removed):",
+        a.fs_type
+    );
+    let _ = writeln!(o, "  {:<40} {:>12} {:>12}", "", "this", "fresh");
+    let rows = [
+        (
+            "free extents per GiB of free space",
+            a.aged.free_extents_per_gib,
+            a.fresh.free_extents_per_gib,
+            1,
+        ),
+        (
+            "% of free space in extents < 1 MiB",
+            a.aged.free_under_1mib_percent,
+            a.fresh.free_under_1mib_percent,
+            1,
+        ),
+        (
+            "probe fragments per 100 MiB",
+            a.aged.probe_fragments_per_100mib,
+            a.fresh.probe_fragments_per_100mib,
+            1,
+        ),
+        (
+            "dynamic layout score",
+            a.aged.dynamic_layout_score.map(|v| 100.0 * v),
+            a.fresh.dynamic_layout_score.map(|v| 100.0 * v),
+            2,
+        ),
+    ];
+    for (name, x, y, d) in rows {
+        let _ = writeln!(o, "  {name:<40} {:>12} {:>12}", f(x, d), f(y, d));
+    }
+    if a.aged.probe_fragments_per_100mib.is_none() {
+        let _ = writeln!(
+            o,
+            "  (no probe: give --probe SIZE to compare a new file's fragments too)"
+        );
+    }
+    let _ = writeln!(o, "{}", a.summary);
+    o
+}

@@ -19,6 +19,7 @@ fn all_inputs() -> Vec<PathBuf> {
         fx("aged2-ext4.frag.json"),
         fx("cells/aged"),
         fx("cells/sweep"),
+        fx("against/aged-ext4.against.json"),
     ]
 }
 
@@ -28,6 +29,11 @@ fn every_kind_is_detected_and_analysed() {
     assert_eq!(set.runs.len(), 1);
     assert_eq!(set.frags.len(), 3);
     assert_eq!(set.frags[0].name, "fresh-ext4");
+    assert_eq!(set.against.len(), 1);
+    assert_eq!(
+        set.against[0].item.verdict,
+        fsage_measure::Verdict::HeavilyAged
+    );
     assert_eq!(set.cells.len(), 36 + 90);
     assert_eq!(set.analyses.len(), 1);
     let a = &set.analyses[0].item;
@@ -67,6 +73,7 @@ fn the_page_has_every_section_and_needs_no_network() {
     for kind in [
         "aging",
         "frag",
+        "against-fresh",
         "aged-vs-fresh",
         "latency",
         "sweep",

@@ -49,6 +49,11 @@ pub struct FragArgs {
     /// Flush each file before mapping it (FIEMAP_FLAG_SYNC) instead of one syncfs first.
     #[arg(long)]
     pub sync_each: bool,
+    /// Also make a fresh file system of the same kind and size in memory, measure it the same way
+    /// (with --probe too, when given), remove it, and say how far from fresh this one is.
+    /// --json then writes both reports and the comparison.
+    #[arg(long)]
+    pub against_fresh: bool,
 }
 
 pub fn run(cmd: FragCmd) -> CmdResult {
@@ -101,6 +106,33 @@ pub fn run(cmd: FragCmd) -> CmdResult {
             report.fs_type,
             report.why_nothing()
         )));
+    }
+    if a.against_fresh {
+        let twin = fsage_lab::FreshTwin::of(&mount)?;
+        eprintln!(
+            "fsage: measuring a fresh {} of {} beside it",
+            twin.kind.name(),
+            fsage_profile::human_bytes(twin.size)
+        );
+        let fresh = fsage_measure::measure(twin.mount_point(), &opts).map_err(anyhow::Error::msg);
+        twin.finish()?;
+        let name = mount.display().to_string();
+        let cmp = fsage_measure::against_fresh(&name, &report, &fresh?);
+        let text = fsage_report::export(&fsage_report::Text, &cmp);
+        match a.json.as_deref() {
+            Some(p) if p.as_os_str() == "-" => {
+                print!("{}", fsage_report::export(&fsage_report::Json, &cmp))
+            }
+            Some(p) => {
+                write_atomic(
+                    p,
+                    fsage_report::export(&fsage_report::Json, &cmp).as_bytes(),
+                )?;
+                print!("{}{text}", fsage_measure::report::render(&report));
+            }
+            None => print!("{}{text}", fsage_measure::report::render(&report)),
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let json = report.to_json();
     match a.json.as_deref() {

@@ -25,6 +25,7 @@ fn inputs() -> Vec<String> {
         fx("aged2-ext4.frag.json"),
         fx("cells/aged"),
         fx("cells/sweep"),
+        fx("against/aged-ext4.against.json"),
     ]
 }
 
@@ -131,7 +132,7 @@ fn chromium_renders_every_section_without_console_errors() {
             .to_string()
     };
     let total: usize = attr("data-sections").parse().unwrap();
-    assert_eq!(total, 7, "sections on the page");
+    assert_eq!(total, 8, "sections on the page");
     assert_eq!(attr("data-sections-ok"), total.to_string());
     assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
     // And a screenshot: a PNG with something on it.

@@ -639,12 +639,10 @@ fn against(p: &mut Page, items: &[Named<AgainstFresh>]) {
                 "–".into(),
             ],
         ];
-        let mut parts = frag_plots(&list);
-        parts.push(table(
-            &["figure", "image", "fresh twin", "image vs fresh"],
-            &rows,
-        ));
-        c.push_str(&fig(&parts));
+        let mut parts = frag_plots(&list).into_iter();
+        let t = table(&["figure", "image", "fresh twin", "image vs fresh"], &rows);
+        c.push_str(&fig(&[parts.next().unwrap_or_default(), t]));
+        c.push_str(&fig(&parts.collect::<Vec<_>>()));
     }
     p.section(
         "against-fresh",
