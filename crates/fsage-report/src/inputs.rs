@@ -146,6 +146,24 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
     };
     let name = name_of(p);
     let path = p.to_path_buf();
+    // `fsage report --json` writes a list of analyses.
+    if let Some(list) = v.as_array() {
+        if !list.is_empty() && list.iter().all(|x| detect(x) == Some(Kind::Analysis)) {
+            let n = list.len();
+            for (i, x) in list.iter().enumerate() {
+                set.analyses.push(Named {
+                    name: if n == 1 {
+                        name.clone()
+                    } else {
+                        format!("{name} #{}", i + 1)
+                    },
+                    path: path.clone(),
+                    item: serde_json::from_value(x.clone()).map_err(|e| bad("an analysis", e))?,
+                });
+            }
+            return Ok(());
+        }
+    }
     match detect(&v) {
         Some(Kind::Run) => set.runs.push(Named {
             name,

@@ -121,3 +121,25 @@ fn a_file_that_is_not_a_result_is_refused_by_name() {
         e.message
     );
 }
+
+#[test]
+fn analyses_written_by_report_json_are_read_back() {
+    let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
+    let list: Vec<&fsage_experiment::Analysis> = set.analyses.iter().map(|a| &a.item).collect();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("analysis.json");
+    std::fs::write(&p, export(&fsage_report::Json, &list)).unwrap();
+    let back = load(&[p], &AnalysisOptions::default()).unwrap();
+    assert_eq!(back.analyses.len(), 1);
+    // (serde_json reads floats back to within an ulp, so compare what the numbers decide.)
+    let (a, b) = (&back.analyses[0].item, &set.analyses[0].item);
+    assert_eq!(a.samples, b.samples);
+    assert_eq!(a.ranks, b.ranks);
+    assert_eq!(a.inversions, b.inversions);
+    let classes = |x: &fsage_experiment::Analysis| {
+        x.sweeps.iter().map(|s| s.class.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(classes(a), classes(b));
+    let html = export(&Html::default(), &back);
+    assert!(html.contains("data-kind=\"sweep\""));
+}
