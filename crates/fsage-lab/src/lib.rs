@@ -17,6 +17,10 @@
 //! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
 //!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only.
 //!
+//! A fresh twin ([`twin`]): [`FreshTwin::of(mount)`](FreshTwin::of) makes and mounts, under
+//! /dev/shm, a fresh file system of the same kind and size as the one mounted at `mount`, for a
+//! comparison; dropping it (or [`FreshTwin::finish`]) unmounts and removes it.
+//!
 //! Snapshots ([`image`]): [`image::Library`] (`open`, `save`, `list`, `load`, `verify`,
 //! `restore`), [`image::Manifest`] (the schema is documented on the type).
 //!
@@ -46,10 +50,12 @@ pub mod signals;
 pub mod sparse;
 pub mod sys;
 pub mod trace;
+pub mod twin;
 
 pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
 pub use loopdev::{LoopDevice, LoopOptions};
 pub use mount::{drop_caches, trim, Mounted};
+pub use twin::FreshTwin;
 
 /// An error of the lab, with a message that names what went wrong and where, and who has to act
 /// on it: bad input (a path that is no image, a mounted device refused) or a failed operation (a

@@ -1,15 +1,21 @@
 //! Every way fsage shows a result, in one place (like hyperfine's `export/`): the result types
 //! belong to the crates that produce them (the run report to `fsage-exec`, the fragmentation
 //! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
-//! machine, behind one trait, so that a new format is one new type here and nothing else.
+//! machine, or a self-contained HTML page with plots (`html`), behind one trait, so that a new
+//! format is one new type here and nothing else. `inputs` reads every JSON fsage writes for the
+//! report.
 
-mod extract_text;
-mod frag_text;
 mod bench_text;
 mod dev_text;
+mod extract_text;
+mod frag_text;
 mod git_series;
+pub mod html;
+pub mod inputs;
+pub mod plan_text;
 mod run_text;
 mod status_text;
+mod summary_text;
 
 use serde::Serialize;
 
@@ -17,6 +23,8 @@ pub use fsage_exec::report::{Bin, Conditions, Histogram, RunReport, StopReason, 
 pub use fsage_exec::RunStatus;
 pub use fsage_measure::{ExtractStats, FragComparison, FragReport, FreeSpace};
 pub use fsage_profile::human_bytes;
+pub use html::Html;
+pub use inputs::{load, ReportSet};
 
 /// One export format for results of type `T`.
 pub trait Exporter<T: ?Sized> {
@@ -50,6 +58,24 @@ impl Exporter<RunReport> for Text {
 impl Exporter<fsage_workload::BenchResult> for Text {
     fn export(&self, b: &fsage_workload::BenchResult) -> String {
         bench_text::render(b)
+    }
+}
+
+impl Exporter<fsage_experiment::Plan> for Text {
+    fn export(&self, p: &fsage_experiment::Plan) -> String {
+        plan_text::render(p)
+    }
+}
+
+impl Exporter<inputs::ReportSet> for Text {
+    fn export(&self, set: &inputs::ReportSet) -> String {
+        summary_text::render(set)
+    }
+}
+
+impl Exporter<fsage_measure::AgainstFresh> for Text {
+    fn export(&self, a: &fsage_measure::AgainstFresh) -> String {
+        summary_text::against(a)
     }
 }
 

@@ -54,6 +54,12 @@ pub enum Command {
     Dev(crate::dev_cmd::DevCmd),
     /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
     GitAge(Box<crate::git_cmd::GitAgeArgs>),
+    /// Experiments: expand a file into its cells (plan).
+    #[command(subcommand)]
+    Experiment(crate::experiment_cmd::ExperimentCmd),
+    /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from
+    /// aging runs, frag reports, cell results and analyses.
+    Report(crate::report_cmd::ReportArgs),
 }
 
 #[derive(Subcommand, Debug)]

@@ -70,6 +70,9 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_workload::Error>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_experiment::Error>() {
+            return e.blame();
+        }
         if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {
             return e.blame();
         }

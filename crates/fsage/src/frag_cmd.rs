@@ -48,6 +48,11 @@ pub struct FragArgs {
     /// Flush each file before mapping it (FIEMAP_FLAG_SYNC) instead of one syncfs first.
     #[arg(long)]
     pub sync_each: bool,
+    /// Also make a fresh file system of the same kind and size in memory, measure it the same way
+    /// (with --probe too, when given), remove it, and say how far from fresh this one is.
+    /// --json then writes both reports and the comparison.
+    #[arg(long)]
+    pub against_fresh: bool,
 }
 
 pub fn run(cmd: FragCmd) -> CmdResult {
@@ -88,6 +93,27 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     let (report, warnings) = fsage_measure::frag(&mount, &opts)?;
     for w in warnings {
         eprintln!("fsage: warning: {w}");
+    }
+    if a.against_fresh {
+        let twin = fsage_lab::FreshTwin::of(&mount)?;
+        eprintln!(
+            "fsage: measuring a fresh {} of {} beside it",
+            twin.kind.name(),
+            fsage_profile::human_bytes(twin.size)
+        );
+        let fresh = fsage_measure::measure(twin.mount_point(), &opts).map_err(anyhow::Error::msg);
+        twin.finish()?;
+        let name = mount.display().to_string();
+        let cmp = fsage_measure::against_fresh(&name, &report, &fresh?);
+        match (&a.json, json_out) {
+            (Some(_), None) => print!("{}", export(&Json, &cmp)),
+            (_, Some(p)) => {
+                fsage_sys::write_atomic(p, export(&Json, &cmp).as_bytes())?;
+                print!("{}{}", export(&Text, &report), export(&Text, &cmp));
+            }
+            (None, None) => print!("{}{}", export(&Text, &report), export(&Text, &cmp)),
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     match (&a.json, json_out) {
         (Some(_), None) => print!("{}", export(&Json, &report)),

@@ -5,12 +5,14 @@ mod bench;
 mod cli;
 mod dev_cmd;
 mod exit;
+mod experiment_cmd;
 mod frag_cmd;
 mod git_cmd;
 mod lab_cmd;
 mod profile_cmd;
 mod progress;
 mod replay;
+mod report_cmd;
 mod util;
 mod workload_cmd;
 
@@ -37,6 +39,8 @@ fn main() -> ExitCode {
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
         cli::Command::Dev(cmd) => dev_cmd::run(cmd),
         cli::Command::GitAge(args) => git_cmd::run(*args),
+        cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
+        cli::Command::Report(args) => report_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,448 @@
+//! The analyses of an experiment's samples, as pure functions on plain serde data: no I/O, no
+//! formatting. [`analyze`] runs them all; each part is also callable on its own.
+//!
+//! - Aged against fresh ([`aged_vs_fresh`], [`rank_orders`], [`flowop_latencies`]): mean ops/s
+//!   with 95% Student-t intervals, slowdown in percent, rank order of the file systems per state
+//!   with a flag where it differs from the fresh order, per-flowop p99 and max latency.
+//! - Latency sweeps ([`sweep`]): the slippery-slope model Throughput = C / (l_dev + l_sw) fitted
+//!   from two calibration latencies and by least squares, per point prediction and error, the
+//!   class (I, II, III, no fit) by the rule stated on [`SweepClass`], and the inversions between
+//!   file systems as the device gets faster.
+
+pub mod stats;
+pub mod sweep;
+
+pub use stats::{t975, MeanCi};
+pub use sweep::{
+    classify, fit_calibration, fit_least_squares, inversions, sweep_fits, Inversion, ModelFit,
+    SweepClass, SweepFit, SweepPoint,
+};
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Version of the analysis JSON layout.
+pub const ANALYSIS_FORMAT: u32 = 1;
+
+/// The state a file system was benchmarked in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum State {
+    /// Freshly formatted.
+    Fresh,
+    /// Aged by `fsage age` with a profile (the label tells apart the same profile with other
+    /// options, e.g. `meyer-0.9`).
+    Aged { profile: String, label: String },
+    /// An aged image restored from the library.
+    Image { name: String },
+}
+
+impl State {
+    pub fn is_fresh(&self) -> bool {
+        matches!(self, State::Fresh)
+    }
+    /// Short name for tables and legends: `fresh`, `aged:LABEL`, `image:NAME`.
+    pub fn label(&self) -> String {
+        match self {
+            State::Fresh => "fresh".into(),
+            State::Aged { label, .. } => format!("aged:{label}"),
+            State::Image { name } => format!("image:{name}"),
+        }
+    }
+}
+
+/// Tail latency of one flowop in one repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowopLatency {
+    pub flowop: String,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// One repetition of one workload on one file system in one state at one device latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// File system label (e.g. `ext4`, or `ext4-nojournal` for one with mkfs options).
+    pub fs: String,
+    pub state: State,
+    pub workload: String,
+    /// Added device latency in µs; `None` when no slow device was used (a plain image).
+    pub latency_us: Option<f64>,
+    pub rep: u32,
+    pub ops_per_s: f64,
+    #[serde(default)]
+    pub flowops: Vec<FlowopLatency>,
+}
+
+/// Settings of the analyses; the defaults are the slippery-slope study's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisOptions {
+    /// The two device latencies (µs) the model is calibrated on.
+    pub calibration_us: (f64, f64),
+    /// Relative distance from the model still counted as "on the model" (0.10 = ±10%).
+    pub tolerance: f64,
+    /// Latency (µs) separating the range where class I follows the model from the one where it
+    /// falls below (the study's 1 ms).
+    pub knee_us: f64,
+    /// Relative difference of means below which two file systems count as tied (no order, so no
+    /// inversion); intervals that overlap also count as tied.
+    pub inversion_margin: f64,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            calibration_us: (5000.0, 10000.0),
+            tolerance: 0.10,
+            knee_us: 1000.0,
+            inversion_margin: 0.02,
+        }
+    }
+}
+
+/// Mean ops/s of one group of repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupMean {
+    pub fs: String,
+    pub state: State,
+    pub workload: String,
+    pub latency_us: Option<f64>,
+    pub ops_per_s: MeanCi,
+}
+
+/// One aged state against the fresh state of the same file system, workload and latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgedVsFresh {
+    pub fs: String,
+    pub workload: String,
+    pub latency_us: Option<f64>,
+    pub state: State,
+    pub fresh: MeanCi,
+    pub aged: MeanCi,
+    /// (fresh - aged) / fresh in percent: positive when aging made it slower.
+    pub slowdown_percent: f64,
+    /// Whether the two 95% intervals are apart (the difference is more than noise).
+    pub significant: bool,
+}
+
+/// The order of the file systems (fastest first) in one state, against the fresh order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankOrder {
+    pub workload: String,
+    pub latency_us: Option<f64>,
+    pub state: State,
+    /// File systems, fastest first.
+    pub order: Vec<String>,
+    /// The fresh order of the same file systems (empty when there is no fresh state).
+    pub fresh_order: Vec<String>,
+    /// The order differs from the fresh one.
+    pub changed: bool,
+}
+
+/// One flowop's tail latency, aged against fresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowopCompare {
+    pub fs: String,
+    pub workload: String,
+    pub latency_us: Option<f64>,
+    pub state: State,
+    pub flowop: String,
+    /// Mean over repetitions of each repetition's p99, in µs.
+    pub fresh_p99_us: Option<f64>,
+    pub aged_p99_us: f64,
+    /// Largest latency over all repetitions, in µs.
+    pub fresh_max_us: Option<f64>,
+    pub aged_max_us: f64,
+    /// aged / fresh p99.
+    pub p99_ratio: Option<f64>,
+    pub max_ratio: Option<f64>,
+}
+
+/// Everything [`analyze`] finds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub format: u32,
+    pub options: AnalysisOptions,
+    pub samples: usize,
+    pub means: Vec<GroupMean>,
+    pub aged_vs_fresh: Vec<AgedVsFresh>,
+    pub ranks: Vec<RankOrder>,
+    pub flowops: Vec<FlowopCompare>,
+    pub sweeps: Vec<SweepFit>,
+    pub inversions: Vec<Inversion>,
+    /// Samples left out, and why (NaN or negative throughput).
+    pub notes: Vec<String>,
+}
+
+/// Key of a latency: µs as an integer number of nanoseconds, so that it sorts and compares.
+pub(crate) fn lat_key(l: Option<f64>) -> Option<i64> {
+    l.map(|v| (v * 1000.0).round() as i64)
+}
+
+type GroupKey = (String, Option<i64>, String, State);
+
+/// Runs every analysis on `samples`.
+pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
+    let mut notes = Vec::new();
+    let good: Vec<Sample> = samples
+        .iter()
+        .filter(|s| {
+            let ok = s.ops_per_s.is_finite() && s.ops_per_s >= 0.0;
+            if !ok {
+                notes.push(format!(
+                    "left out: {} {} {} rep {}: ops/s {}",
+                    s.fs,
+                    s.state.label(),
+                    s.workload,
+                    s.rep,
+                    s.ops_per_s
+                ));
+            }
+            ok
+        })
+        .cloned()
+        .collect();
+    let means = group_means(&good);
+    Analysis {
+        format: ANALYSIS_FORMAT,
+        options: opts.clone(),
+        samples: good.len(),
+        aged_vs_fresh: aged_vs_fresh(&means),
+        ranks: rank_orders(&means),
+        flowops: flowop_latencies(&good),
+        sweeps: sweep_fits(&means, opts),
+        inversions: inversions(&means, opts),
+        means,
+        notes,
+    }
+}
+
+/// Mean and interval of ops/s per (workload, latency, fs, state), in that order.
+pub fn group_means(samples: &[Sample]) -> Vec<GroupMean> {
+    let mut groups: BTreeMap<GroupKey, (Option<f64>, Vec<f64>)> = BTreeMap::new();
+    for s in samples {
+        groups
+            .entry((
+                s.workload.clone(),
+                lat_key(s.latency_us),
+                s.fs.clone(),
+                s.state.clone(),
+            ))
+            .or_insert((s.latency_us, Vec::new()))
+            .1
+            .push(s.ops_per_s);
+    }
+    groups
+        .into_iter()
+        .map(|((workload, _, fs, state), (latency_us, xs))| GroupMean {
+            fs,
+            state,
+            workload,
+            latency_us,
+            ops_per_s: MeanCi::of(&xs),
+        })
+        .collect()
+}
+
+fn fresh_of<'a>(means: &'a [GroupMean], g: &GroupMean) -> Option<&'a GroupMean> {
+    means.iter().find(|f| {
+        f.state.is_fresh()
+            && f.fs == g.fs
+            && f.workload == g.workload
+            && lat_key(f.latency_us) == lat_key(g.latency_us)
+    })
+}
+
+/// Every aged state against the fresh one of the same file system, workload and latency.
+pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
+    means
+        .iter()
+        .filter(|g| !g.state.is_fresh())
+        .filter_map(|g| {
+            let f = fresh_of(means, g)?;
+            let fresh = f.ops_per_s.clone();
+            let aged = g.ops_per_s.clone();
+            let slowdown_percent = if fresh.mean > 0.0 {
+                100.0 * (fresh.mean - aged.mean) / fresh.mean
+            } else {
+                f64::NAN
+            };
+            Some(AgedVsFresh {
+                fs: g.fs.clone(),
+                workload: g.workload.clone(),
+                latency_us: g.latency_us,
+                state: g.state.clone(),
+                significant: !fresh.overlaps(&aged),
+                fresh,
+                aged,
+                slowdown_percent,
+            })
+        })
+        .collect()
+}
+
+/// The rank order of the file systems per (workload, latency, state); an aged order is compared
+/// with the fresh order of the same file systems.
+pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
+    type Ranked = (Option<f64>, Vec<(String, f64)>);
+    let mut by: BTreeMap<(String, Option<i64>, State), Ranked> = BTreeMap::new();
+    for g in means {
+        by.entry((g.workload.clone(), lat_key(g.latency_us), g.state.clone()))
+            .or_insert((g.latency_us, Vec::new()))
+            .1
+            .push((g.fs.clone(), g.ops_per_s.mean));
+    }
+    let order_of = |v: &[(String, f64)]| {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v.into_iter().map(|(fs, _)| fs).collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    for ((workload, lk, state), (latency_us, v)) in &by {
+        if v.len() < 2 {
+            continue;
+        }
+        let order = order_of(v);
+        let fresh_order = match by.get(&(workload.clone(), *lk, State::Fresh)) {
+            Some((_, fv)) => {
+                let members: BTreeSet<&String> = v.iter().map(|(fs, _)| fs).collect();
+                order_of(fv)
+                    .into_iter()
+                    .filter(|fs| members.contains(fs))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let changed = !state.is_fresh() && fresh_order.len() == order.len() && fresh_order != order;
+        out.push(RankOrder {
+            workload: workload.clone(),
+            latency_us: *latency_us,
+            state: state.clone(),
+            order,
+            fresh_order,
+            changed,
+        });
+    }
+    out
+}
+
+/// Per-flowop p99 (mean over repetitions) and max (over all), every state against fresh.
+pub fn flowop_latencies(samples: &[Sample]) -> Vec<FlowopCompare> {
+    type Key = (String, Option<i64>, String, String, State);
+    let mut acc: BTreeMap<Key, (Option<f64>, Vec<f64>, f64)> = BTreeMap::new();
+    for s in samples {
+        for f in &s.flowops {
+            let e = acc
+                .entry((
+                    s.workload.clone(),
+                    lat_key(s.latency_us),
+                    s.fs.clone(),
+                    f.flowop.clone(),
+                    s.state.clone(),
+                ))
+                .or_insert((s.latency_us, Vec::new(), 0.0));
+            e.1.push(f.p99_us);
+            e.2 = e.2.max(f.max_us);
+        }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut out = Vec::new();
+    for ((workload, lk, fs, flowop, state), (latency_us, p99s, max)) in &acc {
+        if state.is_fresh() {
+            continue;
+        }
+        let fresh = acc.get(&(
+            workload.clone(),
+            *lk,
+            fs.clone(),
+            flowop.clone(),
+            State::Fresh,
+        ));
+        let aged_p99 = mean(p99s);
+        let fresh_p99 = fresh.map(|f| mean(&f.1));
+        let fresh_max = fresh.map(|f| f.2);
+        let ratio = |a: f64, f: Option<f64>| f.filter(|f| *f > 0.0).map(|f| a / f);
+        out.push(FlowopCompare {
+            fs: fs.clone(),
+            workload: workload.clone(),
+            latency_us: *latency_us,
+            state: state.clone(),
+            flowop: flowop.clone(),
+            fresh_p99_us: fresh_p99,
+            aged_p99_us: aged_p99,
+            fresh_max_us: fresh_max,
+            aged_max_us: *max,
+            p99_ratio: ratio(aged_p99, fresh_p99),
+            max_ratio: ratio(*max, fresh_max),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(fs: &str, state: State, rep: u32, ops: f64) -> Sample {
+        Sample {
+            fs: fs.into(),
+            state,
+            workload: "varmail".into(),
+            latency_us: None,
+            rep,
+            ops_per_s: ops,
+            flowops: vec![FlowopLatency {
+                flowop: "fsync".into(),
+                p99_us: ops / 10.0,
+                max_us: ops,
+            }],
+        }
+    }
+    fn aged() -> State {
+        State::Aged {
+            profile: "meyer".into(),
+            label: "meyer".into(),
+        }
+    }
+
+    #[test]
+    fn slowdown_rank_flip_and_flowops() {
+        let samples = vec![
+            s("ext4", State::Fresh, 0, 1000.0),
+            s("ext4", State::Fresh, 1, 1002.0),
+            s("ext4", aged(), 0, 500.0),
+            s("ext4", aged(), 1, 502.0),
+            s("xfs", State::Fresh, 0, 900.0),
+            s("xfs", State::Fresh, 1, 902.0),
+            s("xfs", aged(), 0, 880.0),
+            s("xfs", aged(), 1, 882.0),
+        ];
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let e = a.aged_vs_fresh.iter().find(|r| r.fs == "ext4").unwrap();
+        assert!((e.slowdown_percent - 100.0 * (1001.0 - 501.0) / 1001.0).abs() < 1e-9);
+        assert!(e.significant);
+        let x = a.aged_vs_fresh.iter().find(|r| r.fs == "xfs").unwrap();
+        assert!((x.slowdown_percent - 100.0 * 20.0 / 901.0).abs() < 1e-9);
+        let fresh = a.ranks.iter().find(|r| r.state.is_fresh()).unwrap();
+        assert_eq!(fresh.order, vec!["ext4", "xfs"]);
+        assert!(!fresh.changed);
+        let r = a.ranks.iter().find(|r| r.state == aged()).unwrap();
+        assert_eq!(r.order, vec!["xfs", "ext4"]);
+        assert_eq!(r.fresh_order, vec!["ext4", "xfs"]);
+        assert!(r.changed, "the aged order flips");
+        let f = a.flowops.iter().find(|f| f.fs == "ext4").unwrap();
+        assert!((f.aged_p99_us - 50.1).abs() < 1e-9);
+        assert_eq!(f.fresh_max_us, Some(1002.0));
+        assert_eq!(f.aged_max_us, 502.0);
+        assert!((f.p99_ratio.unwrap() - 50.1 / 100.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_samples_are_left_out_with_a_note() {
+        let mut x = s("ext4", State::Fresh, 0, f64::NAN);
+        x.flowops.clear();
+        let a = analyze(&[x, s("ext4", State::Fresh, 1, 5.0)], &Default::default());
+        assert_eq!(a.samples, 1);
+        assert_eq!(a.notes.len(), 1);
+    }
+}

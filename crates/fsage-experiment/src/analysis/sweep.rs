@@ -1,0 +1,679 @@
+//! Latency sweeps against the slippery-slope model (Santana et al., INFLOW '15):
+//! Throughput(l_dev) = C / (l_dev + l_sw), latencies in µs, throughput in ops/s (so C is in
+//! ops/s·µs and l_sw, the software's share of an operation's latency, in µs).
+
+use super::{lat_key, AnalysisOptions, GroupMean, MeanCi, State};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The model's two constants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelFit {
+    /// C, in ops/s·µs.
+    pub c: f64,
+    /// l_sw, in µs.
+    pub l_sw_us: f64,
+}
+
+impl ModelFit {
+    pub fn predict(&self, latency_us: f64) -> f64 {
+        self.c / (latency_us + self.l_sw_us)
+    }
+}
+
+/// Solves the model through two points (l1, t1), (l2, t2). `None` when no model with C > 0 and
+/// l_sw > 0 goes through them (equal throughputs, or a faster device that is not faster).
+pub fn fit_calibration(l1: f64, t1: f64, l2: f64, t2: f64) -> Option<ModelFit> {
+    // t1 (l1 + s) = t2 (l2 + s)  =>  s = (t2 l2 - t1 l1) / (t1 - t2).
+    let den = t1 - t2;
+    if den == 0.0 || !den.is_finite() {
+        return None;
+    }
+    let s = (t2 * l2 - t1 * l1) / den;
+    let c = t1 * (l1 + s);
+    (s > 0.0 && c > 0.0 && s.is_finite() && c.is_finite()).then_some(ModelFit { c, l_sw_us: s })
+}
+
+/// Least squares of the relative error over every point: minimises Σ (1 - model(l_i)/t_i)².
+/// For a given l_sw the best C has a closed form; l_sw is found by a log-spaced scan and a
+/// golden-section search. `None` with fewer than two points, or when the best l_sw runs off to
+/// infinity (a flat curve) or to zero.
+pub fn fit_least_squares(points: &[(f64, f64)]) -> Option<ModelFit> {
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|(l, t)| l.is_finite() && *l >= 0.0 && t.is_finite() && *t > 0.0)
+        .collect();
+    let distinct = {
+        let mut ls: Vec<i64> = pts.iter().map(|p| lat_key(Some(p.0)).unwrap()).collect();
+        ls.sort();
+        ls.dedup();
+        ls.len()
+    };
+    if distinct < 2 {
+        return None;
+    }
+    // For l_sw = s: with h_i = 1 / ((l_i + s) t_i), C = Σ h_i / Σ h_i², residual Σ (1 - C h_i)².
+    let best_c = |s: f64| {
+        let (a, b) = pts.iter().fold((0.0, 0.0), |(a, b), &(l, t)| {
+            let h = 1.0 / ((l + s) * t);
+            (a + h, b + h * h)
+        });
+        a / b
+    };
+    let cost = |x: f64| {
+        let s = x.exp();
+        let c = best_c(s);
+        pts.iter()
+            .map(|&(l, t)| (1.0 - c / ((l + s) * t)).powi(2))
+            .sum::<f64>()
+    };
+    let (lo, hi, n) = ((1e-3f64).ln(), (1e10f64).ln(), 600);
+    let step = (hi - lo) / n as f64;
+    let (mut bi, mut bc) = (0, f64::INFINITY);
+    for i in 0..=n {
+        let c = cost(lo + step * i as f64);
+        if c < bc {
+            (bi, bc) = (i, c);
+        }
+    }
+    if bi == 0 || bi == n {
+        return None;
+    }
+    let (mut a, mut b) = (lo + step * (bi - 1) as f64, lo + step * (bi + 1) as f64);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut x1, mut x2) = (b - g * (b - a), a + g * (b - a));
+    let (mut f1, mut f2) = (cost(x1), cost(x2));
+    for _ in 0..200 {
+        if f1 < f2 {
+            b = x2;
+            (x2, f2) = (x1, f1);
+            x1 = b - g * (b - a);
+            f1 = cost(x1);
+        } else {
+            a = x1;
+            (x1, f1) = (x2, f2);
+            x2 = a + g * (b - a);
+            f2 = cost(x2);
+        }
+        if (b - a).abs() < 1e-12 {
+            break;
+        }
+    }
+    let s = ((a + b) / 2.0).exp();
+    let c = best_c(s);
+    (c > 0.0 && c.is_finite()).then_some(ModelFit { c, l_sw_us: s })
+}
+
+/// One latency of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub latency_us: f64,
+    pub measured: MeanCi,
+    /// The calibrated model's prediction, and (measured - predicted) / predicted.
+    pub predicted: Option<f64>,
+    pub error: Option<f64>,
+    /// The least-squares model's prediction and relative error.
+    pub lsq_predicted: Option<f64>,
+    pub lsq_error: Option<f64>,
+    /// One of the two calibration latencies.
+    pub calibration: bool,
+}
+
+/// How a file system and workload scale against the model, by this rule. With e(l) the relative
+/// error of the measured mean against the model at latency l, τ the tolerance, k the knee (1 ms)
+/// and P the points below the lower calibration latency (those the model predicts rather than
+/// fits), checked in this order:
+/// 1. `NoFit`: no model with C > 0 and l_sw > 0 goes through the calibration points, or the
+///    fastest device measured gives lower throughput than the slowest (throughput falls as the
+///    device gets faster).
+/// 2. `III`: some point of P at l ≥ k is below the model by more than τ; it departs at the
+///    highest such latency.
+/// 3. `II`: no point of P is below the model by more than τ, and some point is above it by more
+///    than τ.
+/// 4. `I`: every point of P at l ≥ k is within τ, and some point under k is below by more than τ.
+/// 5. `Follows`: every point of P is within τ (the model holds at every latency measured).
+/// 6. `Unclassified`: anything else (above the model at some latencies, below under k), with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum SweepClass {
+    #[serde(rename = "I")]
+    I {
+        below_from_us: f64,
+    },
+    #[serde(rename = "II")]
+    II,
+    #[serde(rename = "III")]
+    III {
+        /// The highest latency at which the curve is below the model by more than τ.
+        departs_us: f64,
+        /// The next higher latency measured, still on the model (absent when none).
+        last_on_model_us: Option<f64>,
+    },
+    Follows,
+    NoFit {
+        reason: String,
+    },
+    Unclassified {
+        reason: String,
+    },
+}
+
+impl SweepClass {
+    /// "I", "II", "III", "follows", "no fit", "unclassified".
+    pub fn name(&self) -> &'static str {
+        match self {
+            SweepClass::I { .. } => "I",
+            SweepClass::II => "II",
+            SweepClass::III { .. } => "III",
+            SweepClass::Follows => "follows",
+            SweepClass::NoFit { .. } => "no fit",
+            SweepClass::Unclassified { .. } => "unclassified",
+        }
+    }
+    /// One line: the class and what it means here.
+    pub fn describe(&self) -> String {
+        let ms = |us: f64| fmt_latency(us);
+        match self {
+            SweepClass::I { below_from_us } => format!(
+                "I: follows the model down to the knee, below it from {} down",
+                ms(*below_from_us)
+            ),
+            SweepClass::II => "II: above the model (faster than expected)".into(),
+            SweepClass::III {
+                departs_us,
+                last_on_model_us,
+            } => match last_on_model_us {
+                Some(l) => format!(
+                    "III: below the model from {} down (on it at {})",
+                    ms(*departs_us),
+                    ms(*l)
+                ),
+                None => format!("III: below the model from {} down", ms(*departs_us)),
+            },
+            SweepClass::Follows => "follows the model at every latency measured".into(),
+            SweepClass::NoFit { reason } => format!("no fit: {reason}"),
+            SweepClass::Unclassified { reason } => format!("unclassified: {reason}"),
+        }
+    }
+}
+
+/// A latency for people: `0`, `100 µs`, `1.5 ms`.
+pub fn fmt_latency(us: f64) -> String {
+    if us == 0.0 {
+        "0".into()
+    } else if us >= 1000.0 {
+        format!("{} ms", trim(us / 1000.0))
+    } else {
+        format!("{} µs", trim(us))
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// One file system and workload in one state across device latencies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepFit {
+    pub fs: String,
+    pub workload: String,
+    pub state: State,
+    /// Fastest device (lowest latency) first.
+    pub points: Vec<SweepPoint>,
+    pub calibration: Option<ModelFit>,
+    pub least_squares: Option<ModelFit>,
+    /// Which model the class and the per-point errors use: "calibration" when both calibration
+    /// latencies were measured, else "least_squares".
+    pub classified_with: String,
+    pub class: SweepClass,
+}
+
+/// Fits and classifies every (workload, state, fs) measured at two or more device latencies.
+pub fn sweep_fits(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<SweepFit> {
+    let mut by: BTreeMap<(String, State, String), Vec<&GroupMean>> = BTreeMap::new();
+    for g in means.iter().filter(|g| g.latency_us.is_some()) {
+        by.entry((g.workload.clone(), g.state.clone(), g.fs.clone()))
+            .or_default()
+            .push(g);
+    }
+    by.into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|((workload, state, fs), mut v)| {
+            v.sort_by(|a, b| a.latency_us.unwrap().total_cmp(&b.latency_us.unwrap()));
+            let pts: Vec<(f64, MeanCi)> = v
+                .iter()
+                .map(|g| (g.latency_us.unwrap(), g.ops_per_s.clone()))
+                .collect();
+            let (points, calibration, least_squares, classified_with, class) = classify(&pts, opts);
+            SweepFit {
+                fs,
+                workload,
+                state,
+                points,
+                calibration,
+                least_squares,
+                classified_with,
+                class,
+            }
+        })
+        .collect()
+}
+
+type Classified = (
+    Vec<SweepPoint>,
+    Option<ModelFit>,
+    Option<ModelFit>,
+    String,
+    SweepClass,
+);
+
+/// Fits both models to `points` (latency µs, measured ops/s; any order) and classes the curve by
+/// the rule on [`SweepClass`].
+pub fn classify(points: &[(f64, MeanCi)], opts: &AnalysisOptions) -> Classified {
+    let mut pts = points.to_vec();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (c1, c2) = opts.calibration_us;
+    let at = |l: f64| {
+        pts.iter()
+            .find(|p| lat_key(Some(p.0)) == lat_key(Some(l)))
+            .map(|p| p.1.mean)
+    };
+    let have_cal = at(c1).is_some() && at(c2).is_some();
+    let calibration = match (at(c1), at(c2)) {
+        (Some(t1), Some(t2)) => fit_calibration(c1, t1, c2, t2),
+        _ => None,
+    };
+    let lsq_input: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1.mean)).collect();
+    let least_squares = fit_least_squares(&lsq_input);
+    let (model, classified_with) = if have_cal {
+        (calibration.clone(), "calibration")
+    } else {
+        (least_squares.clone(), "least_squares")
+    };
+    let low_cal = if have_cal { c1.min(c2) } else { f64::INFINITY };
+    let out: Vec<SweepPoint> = pts
+        .iter()
+        .map(|(l, m)| {
+            let predicted = model.as_ref().map(|f| f.predict(*l));
+            let lsq_predicted = least_squares.as_ref().map(|f| f.predict(*l));
+            let rel = |p: Option<f64>| p.filter(|p| *p > 0.0).map(|p| (m.mean - p) / p);
+            SweepPoint {
+                latency_us: *l,
+                measured: m.clone(),
+                error: rel(predicted),
+                predicted,
+                lsq_error: rel(lsq_predicted),
+                lsq_predicted,
+                calibration: have_cal
+                    && (lat_key(Some(*l)) == lat_key(Some(c1))
+                        || lat_key(Some(*l)) == lat_key(Some(c2))),
+            }
+        })
+        .collect();
+    let class = class_of(&out, model.is_some(), have_cal, low_cal, opts);
+    (
+        out,
+        calibration,
+        least_squares,
+        classified_with.to_string(),
+        class,
+    )
+}
+
+fn class_of(
+    pts: &[SweepPoint],
+    have_model: bool,
+    have_cal: bool,
+    low_cal: f64,
+    opts: &AnalysisOptions,
+) -> SweepClass {
+    let tol = opts.tolerance;
+    let k = opts.knee_us;
+    let (fastest, slowest) = (pts.first().unwrap(), pts.last().unwrap());
+    if fastest.measured.mean < slowest.measured.mean {
+        return SweepClass::NoFit {
+            reason: format!(
+                "throughput falls as the device gets faster ({:.0} ops/s at {}, {:.0} at {})",
+                fastest.measured.mean,
+                fmt_latency(fastest.latency_us),
+                slowest.measured.mean,
+                fmt_latency(slowest.latency_us)
+            ),
+        };
+    }
+    if !have_model {
+        return SweepClass::NoFit {
+            reason: if have_cal {
+                "no model with C > 0 and l_sw > 0 goes through the calibration points".into()
+            } else {
+                "no least-squares model with C > 0 and a finite l_sw > 0".into()
+            },
+        };
+    }
+    // The points the model predicts: below the lower calibration latency (all, without one).
+    let p: Vec<(f64, f64)> = pts
+        .iter()
+        .filter(|q| q.latency_us < low_cal)
+        .filter_map(|q| q.error.map(|e| (q.latency_us, e)))
+        .collect();
+    if p.is_empty() {
+        return SweepClass::Unclassified {
+            reason: format!(
+                "no latency below the calibration point {} to compare the model with",
+                fmt_latency(low_cal)
+            ),
+        };
+    }
+    // 2. III: below at or above the knee; departs at the highest such latency.
+    if let Some(&(d, _)) = p.iter().rev().find(|(l, e)| *l >= k && *e < -tol) {
+        let last_on_model_us = pts.iter().map(|q| q.latency_us).find(|l| *l > d);
+        return SweepClass::III {
+            departs_us: d,
+            last_on_model_us,
+        };
+    }
+    let below = p.iter().any(|(_, e)| *e < -tol);
+    let above = p.iter().any(|(_, e)| *e > tol);
+    if !below && above {
+        return SweepClass::II;
+    }
+    let upper_within = p
+        .iter()
+        .filter(|(l, _)| *l >= k)
+        .all(|(_, e)| e.abs() <= tol);
+    if upper_within {
+        if let Some(&(b, _)) = p.iter().rev().find(|(l, e)| *l < k && *e < -tol) {
+            return SweepClass::I { below_from_us: b };
+        }
+    }
+    if !below && !above {
+        return SweepClass::Follows;
+    }
+    SweepClass::Unclassified {
+        reason: format!(
+            "above the model by more than {:.0}% at some latencies at or above {} and below it \
+             under {}",
+            100.0 * tol,
+            fmt_latency(k),
+            fmt_latency(k)
+        ),
+    }
+}
+
+/// Two file systems whose order changes as the device gets faster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inversion {
+    pub workload: String,
+    pub state: State,
+    /// Faster on the slower device (at `from_us`).
+    pub faster_slow_device: String,
+    /// Faster on the faster device (at `to_us`).
+    pub faster_fast_device: String,
+    /// The two neighbouring latencies (µs) between which the order changes: the leader at
+    /// `from_us` is behind at `to_us` (from_us > to_us).
+    pub from_us: f64,
+    pub to_us: f64,
+}
+
+/// The order of a and b at one latency: 1 a faster, -1 b faster, 0 tied (means within the
+/// margin or 95% intervals overlapping).
+fn order(a: &MeanCi, b: &MeanCi, margin: f64) -> i8 {
+    let top = a.mean.max(b.mean);
+    if top <= 0.0 || (a.mean - b.mean).abs() / top <= margin || a.overlaps(b) {
+        return 0;
+    }
+    if a.mean > b.mean {
+        1
+    } else {
+        -1
+    }
+}
+
+/// Every pair of file systems (per workload and state) whose order changes between two
+/// neighbouring latencies at which both orders are clear, walking from the slowest device to the
+/// fastest.
+pub fn inversions(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<Inversion> {
+    type Curve = BTreeMap<i64, (f64, MeanCi)>;
+    let mut by: BTreeMap<(String, State), BTreeMap<String, Curve>> = BTreeMap::new();
+    for g in means {
+        let Some(l) = g.latency_us else { continue };
+        by.entry((g.workload.clone(), g.state.clone()))
+            .or_default()
+            .entry(g.fs.clone())
+            .or_default()
+            .insert(lat_key(Some(l)).unwrap(), (l, g.ops_per_s.clone()));
+    }
+    let mut out = Vec::new();
+    for ((workload, state), curves) in &by {
+        let names: Vec<&String> = curves.keys().collect();
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                let (ca, cb) = (&curves[*a], &curves[*b]);
+                // Slowest device first.
+                let mut prev: Option<(f64, i8)> = None;
+                for (key, (l, ma)) in ca.iter().rev() {
+                    let Some((_, mb)) = cb.get(key) else { continue };
+                    let o = order(ma, mb, opts.inversion_margin);
+                    if o == 0 {
+                        continue;
+                    }
+                    if let Some((pl, po)) = prev {
+                        if po != o {
+                            let (slow, fast) = if po > 0 { (a, b) } else { (b, a) };
+                            out.push(Inversion {
+                                workload: workload.clone(),
+                                state: state.clone(),
+                                faster_slow_device: (*slow).clone(),
+                                faster_fast_device: (*fast).clone(),
+                                from_us: pl,
+                                to_us: *l,
+                            });
+                        }
+                    }
+                    prev = Some((*l, o));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper's grid: 0 to 10 ms in 1 ms steps and 0 to 1 ms in 100 µs steps.
+    fn grid() -> Vec<f64> {
+        let mut v: Vec<f64> = (0..=10).map(|i| i as f64 * 1000.0).collect();
+        v.extend((1..10).map(|i| i as f64 * 100.0));
+        v.sort_by(f64::total_cmp);
+        v
+    }
+
+    fn pts(f: impl Fn(f64) -> f64) -> Vec<(f64, MeanCi)> {
+        grid()
+            .into_iter()
+            .map(|l| (l, MeanCi::of(&[f(l) * 0.99, f(l) * 1.01])))
+            .collect()
+    }
+
+    const C: f64 = 4.0e7; // ops/s·µs: 4000 ops/s at 10 ms with l_sw 0
+    const S: f64 = 350.0;
+
+    fn model(l: f64) -> f64 {
+        C / (l + S)
+    }
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        ((a - b) / b).abs() <= rel
+    }
+
+    #[test]
+    fn a_model_sweep_recovers_c_and_l_sw_and_follows() {
+        let (p, cal, lsq, with, class) = classify(&pts(model), &AnalysisOptions::default());
+        let cal = cal.unwrap();
+        let lsq = lsq.unwrap();
+        assert!(
+            close(cal.c, C, 0.01) && close(cal.l_sw_us, S, 0.01),
+            "{cal:?}"
+        );
+        assert!(
+            close(lsq.c, C, 0.01) && close(lsq.l_sw_us, S, 0.01),
+            "{lsq:?}"
+        );
+        assert_eq!(with, "calibration");
+        assert_eq!(class, SweepClass::Follows);
+        assert!(p.iter().all(|q| q.error.unwrap().abs() < 1e-9));
+        assert_eq!(p.iter().filter(|q| q.calibration).count(), 2);
+    }
+
+    #[test]
+    fn noisy_model_sweep_recovers_within_one_percent() {
+        // ±0.5% alternating noise on every point.
+        let mut i = 0;
+        let noisy: Vec<(f64, MeanCi)> = grid()
+            .into_iter()
+            .map(|l| {
+                i += 1;
+                let f = if i % 2 == 0 { 1.005 } else { 0.995 };
+                (l, MeanCi::of(&[model(l) * f]))
+            })
+            .collect();
+        let (_, _, lsq, _, _) = classify(&noisy, &AnalysisOptions::default());
+        let lsq = lsq.unwrap();
+        assert!(close(lsq.c, C, 0.01), "{lsq:?}");
+        assert!(close(lsq.l_sw_us, S, 0.05), "{lsq:?}");
+    }
+
+    #[test]
+    fn class_ii_above_the_model() {
+        // On the model from 5 ms up, then up to 50% above it at 0.
+        let f = |l: f64| {
+            model(l)
+                * if l < 5000.0 {
+                    1.0 + 0.5 * (5000.0 - l) / 5000.0
+                } else {
+                    1.0
+                }
+        };
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        let cal = cal.unwrap();
+        assert!(close(cal.c, C, 0.01) && close(cal.l_sw_us, S, 0.01));
+        assert_eq!(class, SweepClass::II);
+    }
+
+    #[test]
+    fn class_i_flat_under_one_ms() {
+        // On the model down to 1 ms, flat below: no gain from a faster device.
+        let f = |l: f64| model(l.max(1000.0));
+        let (_, _, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        // 900 µs: 1350/1250 = 8% below, within 10%; 800 µs: 1150/1350, 15% below.
+        assert_eq!(
+            class,
+            SweepClass::I {
+                below_from_us: 800.0
+            }
+        );
+    }
+
+    #[test]
+    fn class_iii_departs_where_constructed() {
+        // On the model from 3 ms up; below it from 2 ms: only 20% more than at 3 ms at 0.
+        let f = |l: f64| {
+            if l >= 3000.0 {
+                model(l)
+            } else {
+                model(3000.0) * (1.0 + 0.2 * (3000.0 - l) / 3000.0)
+            }
+        };
+        let (_, _, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert_eq!(
+            class,
+            SweepClass::III {
+                departs_us: 2000.0,
+                last_on_model_us: Some(3000.0)
+            }
+        );
+    }
+
+    #[test]
+    fn falling_throughput_has_no_fit() {
+        let f = |l: f64| 1000.0 + l / 100.0;
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert!(cal.is_none());
+        assert!(matches!(class, SweepClass::NoFit { .. }), "{class:?}");
+    }
+
+    #[test]
+    fn settable_calibration_latencies() {
+        let opts = AnalysisOptions {
+            calibration_us: (1000.0, 3000.0),
+            ..Default::default()
+        };
+        let (p, cal, _, _, _) = classify(&pts(model), &opts);
+        assert!(close(cal.unwrap().l_sw_us, S, 1e-6));
+        let cal_pts: Vec<f64> = p
+            .iter()
+            .filter(|q| q.calibration)
+            .map(|q| q.latency_us)
+            .collect();
+        assert_eq!(cal_pts, vec![1000.0, 3000.0]);
+    }
+
+    #[test]
+    fn without_calibration_points_least_squares_classes() {
+        let three: Vec<(f64, MeanCi)> = [0.0, 100.0, 1000.0]
+            .iter()
+            .map(|&l| (l, MeanCi::of(&[model(l)])))
+            .collect();
+        let (_, cal, lsq, with, class) = classify(&three, &AnalysisOptions::default());
+        assert!(cal.is_none());
+        assert!(close(lsq.unwrap().l_sw_us, S, 0.01));
+        assert_eq!(with, "least_squares");
+        assert_eq!(class, SweepClass::Follows);
+    }
+
+    fn gm(fs: &str, l: f64, ops: f64) -> GroupMean {
+        GroupMean {
+            fs: fs.into(),
+            state: State::Fresh,
+            workload: "fileserver".into(),
+            latency_us: Some(l),
+            ops_per_s: MeanCi::of(&[ops * 0.995, ops * 1.005]),
+        }
+    }
+
+    #[test]
+    fn a_synthetic_inversion_is_found_where_it_happens() {
+        // A is 20% faster than B down to 3 ms; B is 30% faster from 2 ms down.
+        let mut means = Vec::new();
+        for l in grid() {
+            let b = model(l);
+            let a = if l >= 3000.0 { 1.2 * b } else { b / 1.3 };
+            means.push(gm("a", l, a));
+            means.push(gm("b", l, b));
+            // c: always slowest, never inverts.
+            means.push(gm("c", l, 0.5 * b / 1.3));
+        }
+        let inv = inversions(&means, &AnalysisOptions::default());
+        assert_eq!(inv.len(), 1, "{inv:?}");
+        let i = &inv[0];
+        assert_eq!(i.faster_slow_device, "a");
+        assert_eq!(i.faster_fast_device, "b");
+        assert_eq!((i.from_us, i.to_us), (3000.0, 2000.0));
+    }
+
+    #[test]
+    fn ties_are_not_inversions() {
+        let mut means = Vec::new();
+        for (k, l) in grid().into_iter().enumerate() {
+            // 1% apart, alternating: within the 2% margin.
+            let f = if k % 2 == 0 { 1.01 } else { 0.99 };
+            means.push(gm("a", l, model(l) * f));
+            means.push(gm("b", l, model(l)));
+        }
+        assert!(inversions(&means, &AnalysisOptions::default()).is_empty());
+    }
+}

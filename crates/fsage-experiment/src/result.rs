@@ -1,0 +1,154 @@
+//! What a runner writes for each cell: one JSON file, `CELL_ID.json`, written atomically the
+//! moment the cell ends, so that a re-run skips the cells whose file exists.
+
+use crate::analysis::Sample;
+use crate::spec::Cell;
+use crate::Error;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Version of the cell result layout.
+pub const RESULT_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CellStatus {
+    Done,
+    /// The cell failed; the error says which step and why. The rest of the matrix goes on.
+    Failed {
+        error: String,
+    },
+}
+
+/// What is needed to reproduce a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub fsage_version: String,
+    /// `uname -r`.
+    pub kernel: String,
+    pub hostname: String,
+    pub cpus: u32,
+    pub memory_bytes: u64,
+    pub fs_kind: String,
+    pub mkfs_opts: Option<String>,
+    /// SHA-256 of the image the workload ran on (before the run), when one was made or restored.
+    pub image_sha256: Option<String>,
+    pub seed: u64,
+    /// The workload as run: `.f` text with every `set` applied.
+    pub workload_text: String,
+    /// The slow device's settings, as the device reports them (absent for a plain image).
+    pub device: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    pub format: u32,
+    pub cell: Cell,
+    #[serde(flatten)]
+    pub status: CellStatus,
+    /// Unix time (seconds) the cell started, and its wall time.
+    pub started_unix: u64,
+    pub seconds: f64,
+    pub environment: Option<Environment>,
+    /// One per repetition measured in this cell (one, as the matrix has a cell per repetition).
+    pub samples: Vec<Sample>,
+    /// The workload engine's full report, kept as is.
+    #[serde(default)]
+    pub workload_report: Option<serde_json::Value>,
+}
+
+impl CellResult {
+    pub fn is_done(&self) -> bool {
+        self.status == CellStatus::Done
+    }
+}
+
+/// The results read from a directory, and the files that were not cell results.
+#[derive(Debug, Clone, Default)]
+pub struct ResultSet {
+    pub results: Vec<(PathBuf, CellResult)>,
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Reads every `*.json` cell result in `dir` (not recursive), sorted by file name. Files that are
+/// not cell results are listed in `skipped` with the reason, not fatal.
+pub fn read_dir(dir: &Path) -> Result<ResultSet, Error> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| Error::input(format!("{}: cannot read the directory: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    let mut out = ResultSet::default();
+    for p in paths {
+        match read(&p) {
+            Ok(r) => out.results.push((p, r)),
+            Err(e) => out.skipped.push((p, e.message)),
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one cell result.
+pub fn read(path: &Path) -> Result<CellResult, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
+    let r: CellResult = serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: not a cell result: {e}", path.display())))?;
+    if r.format != RESULT_FORMAT {
+        return Err(Error::input(format!(
+            "{}: cell result format {} (this fsage reads {RESULT_FORMAT})",
+            path.display(),
+            r.format
+        )));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_result_round_trips_and_a_dir_is_read() {
+        let spec = crate::spec::parse(
+            "name = \"t\"\nduration = 1\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
+             [[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n",
+            "t.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        let cell = spec.plan().cells.remove(0);
+        let r = CellResult {
+            format: RESULT_FORMAT,
+            samples: vec![Sample {
+                fs: cell.fs.label.clone(),
+                state: cell.state.state(),
+                workload: cell.workload.label.clone(),
+                latency_us: cell.latency_us,
+                rep: 0,
+                ops_per_s: 1234.5,
+                flowops: vec![],
+            }],
+            cell,
+            status: CellStatus::Failed {
+                error: "mount: EIO".into(),
+            },
+            started_unix: 1,
+            seconds: 2.0,
+            environment: None,
+            workload_report: None,
+        };
+        let json = serde_json::to_string_pretty(&r).unwrap();
+        assert!(json.contains("\"status\": \"failed\""), "{json}");
+        let back: CellResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(format!("{}.json", r.cell.id)), &json).unwrap();
+        std::fs::write(d.path().join("notes.json"), "{}").unwrap();
+        let set = read_dir(d.path()).unwrap();
+        assert_eq!(set.results.len(), 1);
+        assert_eq!(set.skipped.len(), 1);
+    }
+}

@@ -1,0 +1,1083 @@
+//! The experiment file (TOML; `FORMAT/EXPERIMENT.md` in this crate documents it) and its matrix
+//! of cells.
+//!
+//! [`load`] reads and validates a file: every error names the file, the line and what is wrong.
+//! [`ExperimentSpec::plan`] expands it into [`Cell`]s in the order a runner goes through them (file
+//! system, state, workload, repetition, latency: a sweep runs on one device without remounting),
+//! each with an id that depends only on what the cell measures, so that a runner can skip the
+//! cells whose results exist after an edit of unrelated parts of the file.
+
+use crate::Error;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// Version of the cell layout (part of every cell id).
+pub const CELL_FORMAT: u32 = 1;
+
+/// Built-in workload personalities (the workload engine's, issue 13).
+pub const BUILTIN_WORKLOADS: [&str; 4] = ["fileserver", "varmail", "webserver", "webproxy"];
+
+/// File system kinds fsage can make.
+pub const FS_KINDS: [&str; 3] = ["ext4", "xfs", "btrfs"];
+
+/// A file system to benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FsSpec {
+    /// Name in tables and cell ids (default: the kind).
+    pub label: String,
+    pub kind: String,
+    /// Extra mkfs options, one string.
+    pub mkfs_opts: Option<String>,
+}
+
+/// The state a file system is benchmarked in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StateSpec {
+    Fresh,
+    /// Aged with `fsage age` once per file system, then restored before every cell.
+    Aged {
+        /// Built-in profile name, or the profile file's path (absolute, resolved from the
+        /// experiment file's directory).
+        profile: String,
+        label: String,
+        fullness: Option<f64>,
+        seed: Option<u64>,
+        max_ops: Option<u64>,
+        max_time_s: Option<f64>,
+    },
+    /// An aged image from the library, for the file systems of its kind only.
+    Image {
+        name: String,
+        /// Label of the file system entry it belongs to.
+        fs: String,
+    },
+}
+
+impl StateSpec {
+    /// The analysis' view of the state.
+    pub fn state(&self) -> crate::State {
+        match self {
+            StateSpec::Fresh => crate::State::Fresh,
+            StateSpec::Aged { profile, label, .. } => crate::State::Aged {
+                profile: profile.clone(),
+                label: label.clone(),
+            },
+            StateSpec::Image { name, .. } => crate::State::Image { name: name.clone() },
+        }
+    }
+    fn applies_to(&self, fs: &FsSpec) -> bool {
+        match self {
+            StateSpec::Image { fs: f, .. } => *f == fs.label,
+            _ => true,
+        }
+    }
+}
+
+/// Where a workload comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSource {
+    Builtin {
+        name: String,
+    },
+    /// A Filebench `.f` file; its text is kept so that the cell id changes when the file does.
+    File {
+        path: PathBuf,
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub label: String,
+    pub source: WorkloadSource,
+    /// Variables overridden (`set $name=value`).
+    pub set: BTreeMap<String, String>,
+}
+
+/// A parsed, validated experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSpec {
+    pub name: String,
+    pub description: String,
+    /// The file it was read from.
+    pub origin: String,
+    pub file_systems: Vec<FsSpec>,
+    pub states: Vec<StateSpec>,
+    /// Added device latencies in µs; `None` is a plain image without the slow device. Sorted,
+    /// `None` first, then fastest to slowest.
+    pub latencies: Vec<Option<f64>>,
+    pub workloads: Vec<WorkloadSpec>,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub repetitions: u32,
+    pub cache_ratio: Option<f64>,
+    pub seed: u64,
+    pub image_size: u64,
+}
+
+/// One run of one workload: the unit a runner executes and records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `FS-STATE-WORKLOAD-LATENCY-rREP-HASH`: readable, and stable while what the cell measures
+    /// stays the same (the hash covers everything below except the experiment's name).
+    pub id: String,
+    pub experiment: String,
+    pub fs: FsSpec,
+    pub state: StateSpec,
+    pub latency_us: Option<f64>,
+    pub workload: WorkloadSpec,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// The workload's seed: the experiment's seed plus the repetition, so that every state and
+    /// file system sees the same operations in a repetition.
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub cache_ratio: Option<f64>,
+    pub image_size: u64,
+}
+
+/// The matrix and what it will cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub experiment: String,
+    pub origin: String,
+    pub cells: Vec<Cell>,
+    /// Aging runs (one per file system and aged state), whose time is not in the estimate.
+    pub aging_runs: Vec<String>,
+    /// Workload time: warm-up plus duration over all cells, in seconds.
+    pub run_s: f64,
+    /// Allowance for making or restoring the image, dropping caches and making the fileset, per
+    /// cell, in seconds (see [`setup_allowance_s`]).
+    pub setup_s: f64,
+    pub estimate_s: f64,
+}
+
+/// Seconds allowed per cell for everything but the workload: 5 s, plus restoring the image at
+/// 1 GiB/s (an estimate from this machine's /dev/shm, not a measurement of the cell).
+pub fn setup_allowance_s(image_size: u64) -> f64 {
+    5.0 + image_size as f64 / (1u64 << 30) as f64
+}
+
+impl ExperimentSpec {
+    /// Expands the matrix, in run order: file system, state, workload, repetition, latency.
+    pub fn plan(&self) -> Plan {
+        let mut cells = Vec::new();
+        let mut aging_runs = Vec::new();
+        for fs in &self.file_systems {
+            for st in self.states.iter().filter(|s| s.applies_to(fs)) {
+                if let StateSpec::Aged { label, .. } = st {
+                    aging_runs.push(format!("{} aged:{label}", fs.label));
+                }
+                for w in &self.workloads {
+                    for rep in 0..self.repetitions {
+                        for &lat in &self.latencies {
+                            cells.push(self.cell(fs, st, w, rep, lat));
+                        }
+                    }
+                }
+            }
+        }
+        let per_cell = self.warmup_s + self.duration_s;
+        let run_s = per_cell * cells.len() as f64;
+        let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64;
+        Plan {
+            experiment: self.name.clone(),
+            origin: self.origin.clone(),
+            cells,
+            aging_runs,
+            run_s,
+            setup_s,
+            estimate_s: run_s + setup_s,
+        }
+    }
+
+    fn cell(
+        &self,
+        fs: &FsSpec,
+        st: &StateSpec,
+        w: &WorkloadSpec,
+        rep: u32,
+        lat: Option<f64>,
+    ) -> Cell {
+        let mut c = Cell {
+            id: String::new(),
+            experiment: self.name.clone(),
+            fs: fs.clone(),
+            state: st.clone(),
+            latency_us: lat,
+            workload: w.clone(),
+            rep,
+            seed: self.seed.wrapping_add(rep as u64),
+            duration_s: self.duration_s,
+            warmup_s: self.warmup_s,
+            cache_ratio: self.cache_ratio,
+            image_size: self.image_size,
+        };
+        c.id = cell_id(&c);
+        c
+    }
+}
+
+/// The id of a cell: readable parts, then 12 hex digits of a SHA-256 of the cell's definition
+/// (its JSON, without the id, the experiment's name and a workload file's path, whose text counts
+/// instead; with the format version).
+pub fn cell_id(c: &Cell) -> String {
+    let mut key = c.clone();
+    key.id = String::new();
+    key.experiment = String::new();
+    // A workload file counts by its text, not by where the experiment directory sits.
+    if let WorkloadSource::File { path, .. } = &mut key.workload.source {
+        *path = PathBuf::new();
+    }
+    // Serialising plain data cannot fail.
+    let json = serde_json::to_string(&key).expect("cells serialise");
+    let mut h = Sha256::new();
+    h.update(format!("fsage-cell-{CELL_FORMAT}\n").as_bytes());
+    h.update(json.as_bytes());
+    let hex: String = h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let state = match &c.state {
+        StateSpec::Fresh => "fresh".to_string(),
+        StateSpec::Aged { label, .. } => format!("aged.{label}"),
+        StateSpec::Image { name, .. } => format!("image.{name}"),
+    };
+    let lat = match c.latency_us {
+        None => "plain".to_string(),
+        Some(l) => format!("{}us", trim_num(l)),
+    };
+    let raw = format!(
+        "{}-{}-{}-{}-r{}",
+        c.fs.label, state, c.workload.label, lat, c.rep
+    );
+    let safe: String = raw
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || "-._".contains(ch) {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}-{hex}")
+}
+
+fn trim_num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    duration: Spanned<toml::Value>,
+    warmup: Option<Spanned<toml::Value>>,
+    repetitions: Option<Spanned<i64>>,
+    cache_ratio: Option<Spanned<f64>>,
+    seed: Option<Spanned<i64>>,
+    image_size: Spanned<toml::Value>,
+    #[serde(default)]
+    fs: Vec<Spanned<RawFs>>,
+    #[serde(default)]
+    state: Vec<Spanned<RawState>>,
+    devices: Option<Spanned<RawDevices>>,
+    #[serde(default)]
+    workload: Vec<Spanned<RawWorkload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFs {
+    kind: Spanned<String>,
+    label: Option<Spanned<String>>,
+    mkfs_opts: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    kind: Spanned<String>,
+    profile: Option<Spanned<String>>,
+    label: Option<Spanned<String>>,
+    fullness: Option<Spanned<f64>>,
+    seed: Option<Spanned<i64>>,
+    max_ops: Option<Spanned<i64>>,
+    max_time: Option<Spanned<toml::Value>>,
+    name: Option<Spanned<String>>,
+    fs: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevices {
+    #[serde(default)]
+    latencies: Vec<Spanned<toml::Value>>,
+    #[serde(default)]
+    ranges: Vec<Spanned<RawRange>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRange {
+    from: Spanned<toml::Value>,
+    to: Spanned<toml::Value>,
+    step: Spanned<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    name: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    label: Option<Spanned<String>>,
+    #[serde(default)]
+    set: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// Line and column (from 1) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
+    (line, col)
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+    text: &'a str,
+    dir: PathBuf,
+}
+
+impl Ctx<'_> {
+    fn at(&self, span: Range<usize>, msg: impl std::fmt::Display) -> Error {
+        let (l, c) = line_col(self.text, span.start);
+        Error::input(format!("{}:{l}:{c}: {msg}", self.origin))
+    }
+    fn whole(&self, msg: impl std::fmt::Display) -> Error {
+        Error::input(format!("{}: {msg}", self.origin))
+    }
+}
+
+/// Reads and validates an experiment file.
+pub fn load(path: &Path) -> Result<ExperimentSpec, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(format!(
+            "{}: cannot read the experiment: {e}",
+            path.display()
+        ))
+    })?;
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    parse(&text, &path.display().to_string(), &dir)
+}
+
+/// Parses an experiment; `origin` names it in errors, `dir` resolves relative paths (`.f` files,
+/// profile files).
+pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Error> {
+    let cx = Ctx {
+        origin,
+        text,
+        dir: dir.to_path_buf(),
+    };
+    let raw: Raw = toml::from_str(text).map_err(|e| {
+        let msg = e
+            .message()
+            .trim()
+            .replace("missing field", "missing key")
+            .replace("unknown field", "unknown key");
+        match e.span() {
+            Some(s) if !msg.starts_with("missing key") || s.start > 0 => cx.at(s, msg),
+            _ => cx.whole(msg),
+        }
+    })?;
+
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(cx.at(raw.name.span(), "`name` is empty"));
+    }
+    let duration_s = duration(&cx, &raw.duration, "duration")?;
+    let warmup_s = match &raw.warmup {
+        Some(w) => duration_or_zero(&cx, w, "warmup")?,
+        None => 0.0,
+    };
+    let repetitions = match &raw.repetitions {
+        Some(r) if *r.get_ref() < 1 || *r.get_ref() > 1000 => {
+            return Err(cx.at(
+                r.span(),
+                format!("`repetitions` = {}: must be 1 to 1000", r.get_ref()),
+            ))
+        }
+        Some(r) => *r.get_ref() as u32,
+        None => 1,
+    };
+    let cache_ratio = match &raw.cache_ratio {
+        Some(c) if !(c.get_ref().is_finite() && *c.get_ref() > 0.0) => {
+            return Err(cx.at(
+                c.span(),
+                format!(
+                    "`cache_ratio` = {}: must be above 0 (page cache allowed, as a multiple of \
+                     the fileset's bytes; 0.5 is the slippery-slope study's 1:2)",
+                    c.get_ref()
+                ),
+            ))
+        }
+        Some(c) => Some(*c.get_ref()),
+        None => None,
+    };
+    let seed = match &raw.seed {
+        Some(s) if *s.get_ref() < 0 => {
+            return Err(cx.at(s.span(), "`seed` must be 0 or more"));
+        }
+        Some(s) => *s.get_ref() as u64,
+        None => 1,
+    };
+    let image_size = size(&cx, &raw.image_size, "image_size")?;
+    if image_size < 64 << 20 {
+        return Err(cx.at(
+            raw.image_size.span(),
+            "`image_size` must be at least 64 MiB (xfs and btrfs need room for their metadata)",
+        ));
+    }
+
+    // File systems.
+    if raw.fs.is_empty() {
+        return Err(cx.whole("no file system: add at least one [[fs]] with `kind`"));
+    }
+    let mut file_systems = Vec::new();
+    let mut labels = BTreeSet::new();
+    for f in &raw.fs {
+        let r = f.get_ref();
+        let kind = r.kind.get_ref().trim().to_string();
+        if !FS_KINDS.contains(&kind.as_str()) {
+            return Err(cx.at(
+                r.kind.span(),
+                format!(
+                    "unknown file system kind {kind:?} (fsage makes {})",
+                    FS_KINDS.join(", ")
+                ),
+            ));
+        }
+        let (label, lspan) = match &r.label {
+            Some(l) => (label_ok(&cx, l, "label")?, l.span()),
+            None => (kind.clone(), f.span()),
+        };
+        if !labels.insert(label.clone()) {
+            return Err(cx.at(
+                lspan,
+                format!("file system label {label:?} used twice: give each [[fs]] its own `label`"),
+            ));
+        }
+        file_systems.push(FsSpec {
+            label,
+            kind,
+            mkfs_opts: r.mkfs_opts.clone().filter(|s| !s.trim().is_empty()),
+        });
+    }
+
+    // States.
+    if raw.state.is_empty() {
+        return Err(cx.whole(
+            "no state: add at least one [[state]] (kind = \"fresh\", \"aged\" or \"image\")",
+        ));
+    }
+    let mut states: Vec<StateSpec> = Vec::new();
+    let mut state_labels = BTreeSet::new();
+    for s in &raw.state {
+        let st = state(&cx, s, &labels)?;
+        let key = st.state().label();
+        if !state_labels.insert(key.clone()) {
+            return Err(cx.at(s.span(), format!("state {key:?} given twice")));
+        }
+        states.push(st);
+    }
+
+    // Devices.
+    let latencies = match &raw.devices {
+        None => vec![None],
+        Some(d) => devices(&cx, d)?,
+    };
+
+    // Workloads.
+    if raw.workload.is_empty() {
+        return Err(cx.whole(format!(
+            "no workload: add at least one [[workload]] with `name` (built in: {}) or `file`",
+            BUILTIN_WORKLOADS.join(", ")
+        )));
+    }
+    let mut workloads: Vec<WorkloadSpec> = Vec::new();
+    for w in &raw.workload {
+        let ws = workload(&cx, w)?;
+        if workloads.iter().any(|o| o.label == ws.label) {
+            return Err(cx.at(
+                w.span(),
+                format!(
+                    "workload label {:?} used twice: give it its own `label`",
+                    ws.label
+                ),
+            ));
+        }
+        workloads.push(ws);
+    }
+
+    Ok(ExperimentSpec {
+        name,
+        description: raw.description,
+        origin: origin.to_string(),
+        file_systems,
+        states,
+        latencies,
+        workloads,
+        duration_s,
+        warmup_s,
+        repetitions,
+        cache_ratio,
+        seed,
+        image_size,
+    })
+}
+
+fn label_ok(cx: &Ctx, l: &Spanned<String>, key: &str) -> Result<String, Error> {
+    let s = l.get_ref().trim();
+    if s.is_empty()
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    {
+        return Err(cx.at(
+            l.span(),
+            format!("`{key}` = {s:?}: use letters, digits, '-', '.' and '_' only"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+fn state(
+    cx: &Ctx,
+    s: &Spanned<RawState>,
+    fs_labels: &BTreeSet<String>,
+) -> Result<StateSpec, Error> {
+    let r = s.get_ref();
+    let kind = r.kind.get_ref().as_str();
+    let not_for = |key: &str, span: Range<usize>| {
+        cx.at(
+            span,
+            format!("`{key}` does not apply to a state of kind {kind:?}"),
+        )
+    };
+    // Keys that belong to other kinds are refused rather than ignored.
+    let aged_keys = [
+        ("profile", r.profile.as_ref().map(|v| v.span())),
+        ("fullness", r.fullness.as_ref().map(|v| v.span())),
+        ("seed", r.seed.as_ref().map(|v| v.span())),
+        ("max_ops", r.max_ops.as_ref().map(|v| v.span())),
+        ("max_time", r.max_time.as_ref().map(|v| v.span())),
+        ("label", r.label.as_ref().map(|v| v.span())),
+    ];
+    let image_keys = [
+        ("name", r.name.as_ref().map(|v| v.span())),
+        ("fs", r.fs.as_ref().map(|v| v.span())),
+    ];
+    match kind {
+        "fresh" => {
+            for (k, sp) in aged_keys.iter().chain(image_keys.iter()) {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            Ok(StateSpec::Fresh)
+        }
+        "aged" => {
+            for (k, sp) in &image_keys {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            let Some(p) = &r.profile else {
+                return Err(cx.at(
+                    s.span(),
+                    "an aged state needs `profile` (a built-in name or a profile file)",
+                ));
+            };
+            let pname = p.get_ref().trim();
+            let profile = if fsage_profile::builtin(pname).is_some() {
+                pname.to_string()
+            } else {
+                let path = cx.dir.join(pname);
+                fsage_profile::load(&path).map_err(|e| {
+                    cx.at(
+                        p.span(),
+                        format!(
+                            "profile {pname:?} is neither built in ({}) nor a readable profile \
+                             file: {e}",
+                            fsage_profile::builtin_names().join(", ")
+                        ),
+                    )
+                })?;
+                path.display().to_string()
+            };
+            let label = match &r.label {
+                Some(l) => label_ok(cx, l, "label")?,
+                None => Path::new(pname)
+                    .file_stem()
+                    .map_or(pname.to_string(), |s| s.to_string_lossy().into_owned()),
+            };
+            let fullness = match &r.fullness {
+                Some(f) if !(*f.get_ref() > 0.0 && *f.get_ref() < 1.0) => {
+                    return Err(cx.at(f.span(), "`fullness` must be above 0 and below 1"))
+                }
+                f => f.as_ref().map(|f| *f.get_ref()),
+            };
+            let seed = match &r.seed {
+                Some(v) if *v.get_ref() < 0 => {
+                    return Err(cx.at(v.span(), "`seed` must be 0 or more"))
+                }
+                v => v.as_ref().map(|v| *v.get_ref() as u64),
+            };
+            let max_ops = match &r.max_ops {
+                Some(v) if *v.get_ref() < 1 => {
+                    return Err(cx.at(v.span(), "`max_ops` must be 1 or more"))
+                }
+                v => v.as_ref().map(|v| *v.get_ref() as u64),
+            };
+            let max_time_s = match &r.max_time {
+                Some(v) => Some(duration(cx, v, "max_time")?),
+                None => None,
+            };
+            Ok(StateSpec::Aged {
+                profile,
+                label,
+                fullness,
+                seed,
+                max_ops,
+                max_time_s,
+            })
+        }
+        "image" => {
+            for (k, sp) in &aged_keys {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            let Some(n) = &r.name else {
+                return Err(cx.at(s.span(), "an image state needs `name` (a library image)"));
+            };
+            let Some(f) = &r.fs else {
+                return Err(cx.at(
+                    s.span(),
+                    "an image state needs `fs`: the label of the [[fs]] it is an image of",
+                ));
+            };
+            if !fs_labels.contains(f.get_ref()) {
+                return Err(cx.at(
+                    f.span(),
+                    format!(
+                        "`fs` = {:?}: no [[fs]] has this label (labels: {})",
+                        f.get_ref(),
+                        fs_labels.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            Ok(StateSpec::Image {
+                name: label_ok(cx, n, "name")?,
+                fs: f.get_ref().clone(),
+            })
+        }
+        other => Err(cx.at(
+            r.kind.span(),
+            format!("unknown state kind {other:?} (fresh, aged or image)"),
+        )),
+    }
+}
+
+fn devices(cx: &Ctx, d: &Spanned<RawDevices>) -> Result<Vec<Option<f64>>, Error> {
+    let r = d.get_ref();
+    let mut set: BTreeSet<Option<i64>> = BTreeSet::new();
+    for v in &r.latencies {
+        match v.get_ref() {
+            toml::Value::String(s) if s.trim() == "none" => {
+                set.insert(None);
+            }
+            _ => {
+                set.insert(Some(ns(latency(cx, v)?)));
+            }
+        }
+    }
+    for rg in &r.ranges {
+        let g = rg.get_ref();
+        let (from, to, step) = (
+            latency(cx, &g.from)?,
+            latency(cx, &g.to)?,
+            latency(cx, &g.step)?,
+        );
+        if step <= 0.0 {
+            return Err(cx.at(g.step.span(), "`step` must be above 0"));
+        }
+        if to < from {
+            return Err(cx.at(g.to.span(), "`to` is below `from`"));
+        }
+        let n = ((to - from) / step + 1e-9).floor() as u64 + 1;
+        if n > 1000 {
+            return Err(cx.at(
+                rg.span(),
+                format!("this range has {n} latencies; at most 1000"),
+            ));
+        }
+        for i in 0..n {
+            set.insert(Some(ns(from + step * i as f64)));
+        }
+    }
+    if set.is_empty() {
+        return Err(cx.at(
+            d.span(),
+            "[devices] lists no latency: give `latencies` (e.g. [\"none\", \"100us\"]) or \
+             `ranges`, or leave [devices] out for plain images",
+        ));
+    }
+    Ok(set
+        .into_iter()
+        .map(|k| k.map(|n| n as f64 / 1000.0))
+        .collect())
+}
+
+fn ns(us: f64) -> i64 {
+    (us * 1000.0).round() as i64
+}
+
+/// A device latency in µs: `"0"`, `"250ns"`, `"100us"` (or `µs`), `"1.5ms"`, `"1s"`, or an
+/// integer 0.
+fn latency(cx: &Ctx, v: &Spanned<toml::Value>) -> Result<f64, Error> {
+    let bad = |what: &str| {
+        cx.at(
+            v.span(),
+            format!(
+                "{what}: a latency is a string such as \"0\", \"100us\", \"1.5ms\" or \"none\""
+            ),
+        )
+    };
+    let t = match v.get_ref() {
+        toml::Value::String(s) => s.trim().to_string(),
+        toml::Value::Integer(0) => return Ok(0.0),
+        toml::Value::Integer(i) => return Err(bad(&format!("{i} has no unit"))),
+        other => return Err(bad(&format!("found {}", other.type_str()))),
+    };
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let x: f64 = num.parse().map_err(|_| bad(&format!("{t:?}")))?;
+    let mult = match unit.trim() {
+        "" if x == 0.0 => 1.0,
+        "ns" => 1e-3,
+        "us" | "µs" => 1.0,
+        "ms" => 1e3,
+        "s" => 1e6,
+        "" => return Err(bad(&format!("{t:?} has no unit"))),
+        u => return Err(bad(&format!("unknown unit {u:?} in {t:?}"))),
+    };
+    let us = x * mult;
+    if !us.is_finite() || us > 10e6 {
+        return Err(bad(&format!("{t:?} is above 10 s")));
+    }
+    Ok(us)
+}
+
+fn duration_or_zero(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    match v.get_ref() {
+        toml::Value::Integer(0) => Ok(0.0),
+        toml::Value::String(s) if s.trim() == "0" || s.trim() == "0s" => Ok(0.0),
+        _ => duration(cx, v, key),
+    }
+}
+
+/// A positive duration: `"90s"`, `"5m"`, `"1h"`, or a number of seconds.
+fn duration(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    let bad = || {
+        cx.at(
+            v.span(),
+            format!("`{key}`: expected a positive duration such as \"90s\", \"5m\", \"1h\" or a number of seconds"),
+        )
+    };
+    let secs = match v.get_ref() {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        toml::Value::String(s) => {
+            let t = s.trim();
+            let (num, mult) = match t.char_indices().last() {
+                Some((i, 's')) => (&t[..i], 1.0),
+                Some((i, 'm')) => (&t[..i], 60.0),
+                Some((i, 'h')) => (&t[..i], 3600.0),
+                _ => (t, 1.0),
+            };
+            num.trim().parse::<f64>().map_err(|_| bad())? * mult
+        }
+        _ => return Err(bad()),
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
+        return Err(bad());
+    }
+    Ok(secs)
+}
+
+fn size(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
+    match v.get_ref() {
+        toml::Value::String(s) => fsage_profile::parse_size(s)
+            .map_err(|e| cx.at(v.span(), format!("`{key}` = {s:?}: {e}"))),
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
+        other => Err(cx.at(
+            v.span(),
+            format!("`{key}`: expected a size such as \"4GiB\", found {other}"),
+        )),
+    }
+}
+
+fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
+    let r = w.get_ref();
+    let source = match (&r.name, &r.file) {
+        (Some(n), None) => {
+            let name = n.get_ref().trim();
+            if !BUILTIN_WORKLOADS.contains(&name) {
+                return Err(cx.at(
+                    n.span(),
+                    format!(
+                        "unknown built-in workload {name:?} (built in: {}; a .f file goes in \
+                         `file`)",
+                        BUILTIN_WORKLOADS.join(", ")
+                    ),
+                ));
+            }
+            WorkloadSource::Builtin { name: name.into() }
+        }
+        (None, Some(f)) => {
+            let path = cx.dir.join(f.get_ref());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| cx.at(f.span(), format!("workload file {}: {e}", path.display())))?;
+            WorkloadSource::File { path, text }
+        }
+        (Some(n), Some(_)) => {
+            return Err(cx.at(
+                n.span(),
+                "give a workload either `name` (built in) or `file` (a .f file), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(cx.at(
+                w.span(),
+                "a workload needs `name` (built in) or `file` (a .f file)",
+            ))
+        }
+    };
+    let mut set = BTreeMap::new();
+    for (k, v) in &r.set {
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(cx.at(
+                v.span(),
+                format!("variable name {k:?}: letters, digits and _ only"),
+            ));
+        }
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(cx.at(
+                    v.span(),
+                    format!(
+                        "`set.{k}`: expected a string or a number, found {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        set.insert(k.clone(), val);
+    }
+    let label = match &r.label {
+        Some(l) => label_ok(cx, l, "label")?,
+        None => match &source {
+            WorkloadSource::Builtin { name } => name.clone(),
+            WorkloadSource::File { path, .. } => path
+                .file_stem()
+                .map_or("workload".into(), |s| s.to_string_lossy().into_owned()),
+        },
+    };
+    Ok(WorkloadSpec { label, source, set })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "demo"
+duration = "30s"
+warmup = "5s"
+repetitions = 2
+cache_ratio = 0.5
+seed = 7
+image_size = "1GiB"
+
+[[fs]]
+kind = "ext4"
+
+[[fs]]
+kind = "xfs"
+mkfs_opts = "-m reflink=0"
+
+[[state]]
+kind = "fresh"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 100000
+
+[devices]
+latencies = ["none"]
+ranges = [{ from = "0", to = "1ms", step = "500us" }]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 100 }
+"#;
+
+    fn p(text: &str) -> Result<ExperimentSpec, Error> {
+        parse(text, "x.toml", Path::new("."))
+    }
+
+    #[test]
+    fn expands_the_matrix_with_stable_ids() {
+        let s = p(GOOD).unwrap();
+        assert_eq!(
+            s.latencies,
+            vec![None, Some(0.0), Some(500.0), Some(1000.0)]
+        );
+        let plan = s.plan();
+        // 2 fs x 2 states x 1 workload x 2 reps x 4 latencies.
+        assert_eq!(plan.cells.len(), 32);
+        assert_eq!(plan.aging_runs, vec!["ext4 aged:meyer", "xfs aged:meyer"]);
+        let ids: BTreeSet<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), 32, "ids are unique");
+        assert!(plan.cells[0].id.starts_with("ext4-fresh-varmail-plain-r0-"));
+        assert_eq!(plan.cells[1].latency_us, Some(0.0));
+        assert_eq!(plan.cells[4].rep, 1);
+        assert_eq!(plan.cells[4].seed, 8);
+        // 32 x 35 s, plus 32 x (5 + 1) s.
+        assert_eq!(plan.run_s, 32.0 * 35.0);
+        assert_eq!(plan.estimate_s, 32.0 * 41.0);
+        // Same cell, same id; another name of the experiment keeps the ids.
+        let again = p(&GOOD.replace("\"demo\"", "\"renamed\"")).unwrap().plan();
+        assert_eq!(again.cells[5].id, plan.cells[5].id);
+        // A longer duration changes every id.
+        let longer = p(&GOOD.replace("\"30s\"", "\"31s\"")).unwrap().plan();
+        assert_ne!(longer.cells[5].id, plan.cells[5].id);
+        // Adding a file system keeps the ids of the cells already there.
+        let more = p(&GOOD.replace(
+            "[[state]]\nkind = \"fresh\"",
+            "[[fs]]\nkind = \"btrfs\"\n\n[[state]]\nkind = \"fresh\"",
+        ))
+        .unwrap()
+        .plan();
+        assert_eq!(more.cells.len(), 48);
+        assert!(more.cells.iter().any(|c| c.id == plan.cells[20].id));
+    }
+
+    fn err(text: &str) -> String {
+        p(text).unwrap_err().message
+    }
+
+    #[test]
+    fn errors_name_the_line_and_what_is_wrong() {
+        let e = err(&GOOD.replace("kind = \"xfs\"", "kind = \"zfs\""));
+        assert!(e.starts_with("x.toml:14:"), "{e}");
+        assert!(e.contains("unknown file system kind \"zfs\""), "{e}");
+
+        let e = err(&GOOD.replace("step = \"500us\"", "step = \"500\""));
+        assert!(e.starts_with("x.toml:27:"), "{e}");
+        assert!(e.contains("has no unit"), "{e}");
+
+        let e = err(&GOOD.replace("name = \"varmail\"", "name = \"mailserver\""));
+        assert!(e.starts_with("x.toml:30:"), "{e}");
+        assert!(e.contains("unknown built-in workload"), "{e}");
+
+        let e = err(&GOOD.replace("profile = \"meyer\"", "profile = \"nosuch\""));
+        assert!(e.starts_with("x.toml:22:"), "{e}");
+        assert!(e.contains("neither built in"), "{e}");
+
+        let e = err(&GOOD.replace("repetitions = 2", "repetitions = 0"));
+        assert!(e.starts_with("x.toml:5:"), "{e}");
+
+        let e = err(&GOOD.replace("seed = 7", "seed = 7\ncolour = 1"));
+        assert!(e.contains("unknown key `colour`"), "{e}");
+        assert!(e.starts_with("x.toml:8:"), "{e}");
+
+        let e = err(&GOOD.replace("duration = \"30s\"\n", ""));
+        assert!(e.contains("missing key `duration`"), "{e}");
+
+        let e = err(&GOOD.replace("max_ops = 100000", "name = \"x\""));
+        assert!(
+            e.contains("`name` does not apply to a state of kind \"aged\""),
+            "{e}"
+        );
+
+        let e = err(&GOOD.replace("[[fs]]\nkind = \"xfs\"", "[[fs]]\nkind = \"ext4\""));
+        assert!(e.contains("label \"ext4\" used twice"), "{e}");
+
+        let e = err(&GOOD.replace("image_size = \"1GiB\"", "image_size = \"1MiB\""));
+        assert!(e.starts_with("x.toml:8:") && e.contains("64 MiB"), "{e}");
+    }
+
+    #[test]
+    fn image_states_apply_to_their_file_system_only() {
+        let text = GOOD.replace(
+            "[devices]",
+            "[[state]]\nkind = \"image\"\nname = \"ext4-meyer\"\nfs = \"ext4\"\n\n[devices]",
+        );
+        let plan = p(&text).unwrap().plan();
+        let images: Vec<&Cell> = plan
+            .cells
+            .iter()
+            .filter(|c| matches!(c.state, StateSpec::Image { .. }))
+            .collect();
+        assert_eq!(images.len(), 8);
+        assert!(images.iter().all(|c| c.fs.label == "ext4"));
+        let bad = GOOD.replace(
+            "[devices]",
+            "[[state]]\nkind = \"image\"\nname = \"a\"\nfs = \"btrfs\"\n\n[devices]",
+        );
+        assert!(p(&bad)
+            .unwrap_err()
+            .message
+            .contains("no [[fs]] has this label"));
+    }
+
+    #[test]
+    fn no_devices_means_plain_images() {
+        let text = GOOD
+            .replace("[devices]\nlatencies = [\"none\"]\n", "")
+            .replace(
+                "ranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]\n",
+                "",
+            );
+        assert_eq!(p(&text).unwrap().latencies, vec![None]);
+    }
+}

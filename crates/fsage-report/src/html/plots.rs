@@ -1,0 +1,387 @@
+//! The report's charts, drawn with plotters' SVG backend into strings: grouped bars (with
+//! intervals, optional log scale) and line charts (with intervals, dashed model lines and marked
+//! points). Errors come back as text for the page, never as a panic.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// A colour-blind-safe palette (Okabe and Ito), then greys.
+pub const COLORS: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(213, 94, 0),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(120, 120, 120),
+    RGBColor(240, 228, 66),
+];
+
+pub fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+const FONT: &str = "sans-serif";
+
+/// One bar: its value and, optionally, an interval drawn over it.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub value: f64,
+    pub interval: Option<(f64, f64)>,
+    /// Drawn with a hatched outline and a flag mark (e.g. a rank order that changed).
+    pub flag: bool,
+}
+
+/// One series of bars, a bar (or none) per group.
+#[derive(Debug, Clone)]
+pub struct BarSeries {
+    pub name: String,
+    pub bars: Vec<Option<Bar>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub groups: Vec<String>,
+    pub series: Vec<BarSeries>,
+    /// Log-10 y axis (values must be positive; others are left out).
+    pub log_y: bool,
+    pub size: (u32, u32),
+}
+
+fn fmt_tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').into()
+    } else {
+        // 0.5, 0.05, 0.005: enough decimals for the first significant digit and one more.
+        let d = (-a.log10()).ceil().max(1.0) as usize + 1;
+        let s = format!("{v:.d$}");
+        s.trim_end_matches('0').trim_end_matches('.').into()
+    }
+}
+
+/// Grouped bars; returns the `<svg>` element.
+pub fn bars(c: &BarChart) -> Result<String, String> {
+    let tr = |v: f64| if c.log_y { v.log10() } else { v };
+    let usable = |v: f64| v.is_finite() && (!c.log_y || v > 0.0);
+    let mut hi = f64::NEG_INFINITY;
+    let mut lo = f64::INFINITY;
+    // Where the tallest bar is: the legend goes to the other side.
+    let (mut top_group, mut top) = (0, f64::NEG_INFINITY);
+    for s in &c.series {
+        for (gi, b) in s.bars.iter().enumerate() {
+            if let Some(b) = b.as_ref().filter(|b| usable(b.value)) {
+                if tr(b.value) > top {
+                    (top_group, top) = (gi, tr(b.value));
+                }
+            }
+        }
+        for b in s.bars.iter().flatten() {
+            for v in [
+                Some(b.value),
+                b.interval.map(|i| i.1),
+                b.interval.map(|i| i.0),
+            ]
+            .into_iter()
+            .flatten()
+            .filter(|v| usable(*v))
+            {
+                hi = hi.max(tr(v));
+                lo = lo.min(tr(v));
+            }
+        }
+    }
+    if !hi.is_finite() {
+        return Err("nothing to plot".into());
+    }
+    let (y0, y1) = if c.log_y {
+        let (a, b) = (lo.floor(), hi.ceil());
+        (a, if b <= a { a + 1.0 } else { b })
+    } else {
+        // Room above the tallest bar for the legend.
+        (0.0, if hi <= 0.0 { 1.0 } else { hi * 1.3 })
+    };
+    let n = c.groups.len().max(1);
+    let rotate = n > 8 || c.groups.iter().any(|g| g.len() > 14);
+    let label_h = if rotate {
+        (c.groups
+            .iter()
+            .map(|g| g.chars().count())
+            .max()
+            .unwrap_or(4) as u32
+            * 6
+            + 20)
+            .min(130)
+    } else {
+        30
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, c.size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&c.title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(label_h + 22)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
+            .map_err(|e| e.to_string())?;
+        let log = c.log_y;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.1))
+            .x_labels(0)
+            .y_labels(if log { (y1 - y0) as usize + 1 } else { 8 })
+            .y_label_formatter(&|v| {
+                if log {
+                    fmt_tick(10f64.powf(*v))
+                } else {
+                    fmt_tick(*v)
+                }
+            })
+            .x_desc(c.x_desc.as_str())
+            .y_desc(c.y_desc.as_str())
+            .axis_desc_style((FONT, 13))
+            .label_style((FONT, 11))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let k = c.series.len().max(1) as f64;
+        let w = 0.8 / k;
+        for (si, s) in c.series.iter().enumerate() {
+            let col = color(si);
+            let mut rects = Vec::new();
+            let mut errs = Vec::new();
+            let mut flags = Vec::new();
+            for (gi, b) in s.bars.iter().enumerate() {
+                let Some(b) = b else { continue };
+                if !usable(b.value) {
+                    continue;
+                }
+                let x0 = gi as f64 - 0.4 + w * si as f64;
+                let (x1, xm) = (x0 + w * 0.92, x0 + w * 0.46);
+                rects.push(Rectangle::new([(x0, y0), (x1, tr(b.value))], col.filled()));
+                if b.flag {
+                    rects.push(Rectangle::new(
+                        [(x0, y0), (x1, tr(b.value))],
+                        BLACK.stroke_width(2),
+                    ));
+                    let top = b
+                        .interval
+                        .map_or(b.value, |(_, h)| h.max(b.value))
+                        .max(b.value);
+                    flags.push((xm, tr(top)));
+                }
+                if let Some((l, h)) = b.interval.filter(|(l, h)| usable(*l) && usable(*h)) {
+                    errs.push(ErrorBar::new_vertical(
+                        xm,
+                        tr(l),
+                        tr(b.value),
+                        tr(h),
+                        BLACK.stroke_width(1),
+                        6,
+                    ));
+                }
+            }
+            chart
+                .draw_series(rects)
+                .map_err(|e| e.to_string())?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+            chart.draw_series(errs).map_err(|e| e.to_string())?;
+            let fy = (y1 - y0) * 0.035;
+            chart
+                .draw_series(flags.into_iter().map(|(x, y)| {
+                    Text::new(
+                        "⚑",
+                        (x, y + fy),
+                        (FONT, 13)
+                            .into_font()
+                            .color(&BLACK)
+                            .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    )
+                }))
+                .map_err(|e| e.to_string())?;
+        }
+        // Group labels, under each group, rotated when there are many.
+        let area = chart.plotting_area();
+        for (gi, g) in c.groups.iter().enumerate() {
+            let (px, py) = area.map_coordinate(&(gi as f64, y0));
+            let style = if rotate {
+                TextStyle::from((FONT, 11).into_font())
+                    .transform(FontTransform::Rotate270)
+                    .pos(Pos::new(HPos::Right, VPos::Center))
+            } else {
+                TextStyle::from((FONT, 11).into_font()).pos(Pos::new(HPos::Center, VPos::Top))
+            };
+            root.draw(&Text::new(g.clone(), (px, py + 6), style))
+                .map_err(|e| e.to_string())?;
+        }
+        if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
+            let right_half = top_group * 2 + 1 > c.groups.len();
+            chart
+                .configure_series_labels()
+                .position(if right_half {
+                    SeriesLabelPosition::UpperLeft
+                } else {
+                    SeriesLabelPosition::UpperRight
+                })
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .label_font((FONT, 11))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// One line of a line chart.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: String,
+    pub color: usize,
+    /// (x, y), drawn in x order.
+    pub points: Vec<(f64, f64)>,
+    /// (x, low, high) intervals drawn as error bars.
+    pub intervals: Vec<(f64, f64, f64)>,
+    pub dashed: bool,
+    /// Draw a dot at each point.
+    pub dots: bool,
+    /// Points to mark with a large ring (e.g. calibration points).
+    pub rings: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    pub title: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub x_range: (f64, f64),
+    pub lines: Vec<Line>,
+    pub size: (u32, u32),
+}
+
+/// A line chart; returns the `<svg>` element.
+pub fn lines(c: &LineChart) -> Result<String, String> {
+    let (x0, x1) = c.x_range;
+    let in_x = |x: f64| x >= x0 - 1e-9 && x <= x1 + 1e-9;
+    let mut hi: f64 = 0.0;
+    for l in &c.lines {
+        for &(x, y) in &l.points {
+            if in_x(x) && y.is_finite() {
+                hi = hi.max(y);
+            }
+        }
+        for &(x, _, h) in &l.intervals {
+            if in_x(x) && h.is_finite() {
+                hi = hi.max(h);
+            }
+        }
+    }
+    if hi <= 0.0 {
+        return Err("nothing to plot".into());
+    }
+    let y1 = hi * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, c.size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&c.title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc(c.x_desc.as_str())
+            .y_desc(c.y_desc.as_str())
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .y_label_formatter(&|v| fmt_tick(*v))
+            .axis_desc_style((FONT, 13))
+            .label_style((FONT, 11))
+            .light_line_style(WHITE.mix(0.0))
+            .bold_line_style(BLACK.mix(0.08))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for l in &c.lines {
+            let col = color(l.color);
+            let pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .copied()
+                .filter(|(x, y)| in_x(*x) && y.is_finite())
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let style = col.stroke_width(2);
+            let anno = if l.dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
+                    .map_err(|e| e.to_string())?
+            } else {
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), style))
+                    .map_err(|e| e.to_string())?
+            };
+            let dashed = l.dashed;
+            anno.label(l.name.as_str()).legend(move |(x, y)| {
+                if dashed {
+                    PathElement::new(vec![(x, y), (x + 6, y)], col.stroke_width(2))
+                } else {
+                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2))
+                }
+            });
+            if l.dots {
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+            chart
+                .draw_series(
+                    l.intervals
+                        .iter()
+                        .filter(|(x, lo, h)| in_x(*x) && lo.is_finite() && h.is_finite())
+                        .map(|&(x, lo, h)| {
+                            ErrorBar::new_vertical(x, lo, (lo + h) / 2.0, h, col.stroke_width(1), 6)
+                        }),
+                )
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(
+                    l.rings
+                        .iter()
+                        .filter(|(x, _)| in_x(*x))
+                        .map(|&p| Circle::new(p, 8, BLACK.stroke_width(2))),
+                )
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font((FONT, 11))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}

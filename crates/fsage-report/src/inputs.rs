@@ -1,0 +1,202 @@
+//! What `fsage report` reads: every JSON fsage writes, recognised by its keys, from files or
+//! directories, and the analyses computed from the cell results among them.
+
+use fsage_exec::report::RunReport;
+use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
+use fsage_measure::{AgainstFresh, FragReport};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// One input and the name it goes by in the report (its file name without `.json` and without a
+/// `.run`, `.frag`, `.report` or `.against` suffix).
+#[derive(Debug, Clone, Serialize)]
+pub struct Named<T> {
+    pub name: String,
+    pub path: PathBuf,
+    pub item: T,
+}
+
+/// Kinds of input, by what the JSON holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    Frag,
+    Cell,
+    Analysis,
+    Against,
+}
+
+/// Everything the report shows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReportSet {
+    pub runs: Vec<Named<RunReport>>,
+    pub frags: Vec<Named<FragReport>>,
+    pub against: Vec<Named<AgainstFresh>>,
+    pub cells: Vec<Named<CellResult>>,
+    /// Computed from the cell results (first), then any analysis JSON given.
+    pub analyses: Vec<Named<Analysis>>,
+    /// Files in a directory that were not fsage results, with why.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+impl ReportSet {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+            && self.frags.is_empty()
+            && self.against.is_empty()
+            && self.cells.is_empty()
+            && self.analyses.is_empty()
+    }
+}
+
+/// Which kind a JSON value is, from keys only that kind has.
+pub fn detect(v: &serde_json::Value) -> Option<Kind> {
+    let has = |k: &str| v.get(k).is_some();
+    if has("cell") && has("status") && has("samples") {
+        Some(Kind::Cell)
+    } else if has("aged_vs_fresh") && has("sweeps") {
+        Some(Kind::Analysis)
+    } else if has("aged_report") && has("fresh_report") && has("verdict") {
+        Some(Kind::Against)
+    } else if has("stop_reason") && has("profile") && has("age") && has("size") {
+        Some(Kind::Run)
+    } else if has("fs_type") && has("free_space") && has("block_size") {
+        Some(Kind::Frag)
+    } else {
+        None
+    }
+}
+
+fn name_of(p: &Path) -> String {
+    let mut n = p.file_name().map_or_else(
+        || p.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    for suffix in [".json", ".run", ".frag", ".report", ".against", ".img"] {
+        if let Some(s) = n.strip_suffix(suffix) {
+            n = s.to_string();
+        }
+    }
+    n
+}
+
+/// Reads `paths` (files, or directories whose `*.json` files are read, not recursively) and
+/// analyses the cell results with `opts`. A named file that is not an fsage result is an error;
+/// in a directory it is skipped and listed.
+pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Error> {
+    let mut set = ReportSet::default();
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| Error::input(format!("{}: {e}", p.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(Error::input(format!(
+                    "{}: no .json file in this directory",
+                    p.display()
+                )));
+            }
+            for f in files {
+                if let Err(e) = add(&mut set, &f) {
+                    set.skipped.push((f, e.message));
+                }
+            }
+        } else {
+            add(&mut set, p)?;
+        }
+    }
+    let samples: Vec<_> = set
+        .cells
+        .iter()
+        .filter(|c| c.item.is_done())
+        .flat_map(|c| c.item.samples.iter().cloned())
+        .collect();
+    if !samples.is_empty() {
+        set.analyses.insert(
+            0,
+            Named {
+                name: format!("{} cell results", set.cells.len()),
+                path: PathBuf::new(),
+                item: analyze(&samples, opts),
+            },
+        );
+    }
+    if set.is_empty() {
+        return Err(Error::input(
+            "nothing to report: no fsage result among the inputs (aging run reports from `fsage \
+             age --json`, `fsage frag --json` reports, cell results or analyses)",
+        ));
+    }
+    Ok(set)
+}
+
+fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
+    let text =
+        std::fs::read_to_string(p).map_err(|e| Error::input(format!("{}: {e}", p.display())))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: not JSON: {e}", p.display())))?;
+    let bad = |what: &str, e: serde_json::Error| {
+        Error::input(format!(
+            "{}: looks like {what} but does not parse: {e}",
+            p.display()
+        ))
+    };
+    let name = name_of(p);
+    let path = p.to_path_buf();
+    // `fsage report --json` writes a list of analyses.
+    if let Some(list) = v.as_array() {
+        if !list.is_empty() && list.iter().all(|x| detect(x) == Some(Kind::Analysis)) {
+            let n = list.len();
+            for (i, x) in list.iter().enumerate() {
+                set.analyses.push(Named {
+                    name: if n == 1 {
+                        name.clone()
+                    } else {
+                        format!("{name} #{}", i + 1)
+                    },
+                    path: path.clone(),
+                    item: serde_json::from_value(x.clone()).map_err(|e| bad("an analysis", e))?,
+                });
+            }
+            return Ok(());
+        }
+    }
+    match detect(&v) {
+        Some(Kind::Run) => set.runs.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("an aging run report", e))?,
+        }),
+        Some(Kind::Frag) => set.frags.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("a frag report", e))?,
+        }),
+        Some(Kind::Against) => set.against.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("an against-fresh report", e))?,
+        }),
+        Some(Kind::Cell) => set.cells.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("a cell result", e))?,
+        }),
+        Some(Kind::Analysis) => set.analyses.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("an analysis", e))?,
+        }),
+        None => {
+            return Err(Error::input(format!(
+                "{}: not a result fsage knows (an aging run report, a frag report, a cell \
+                 result or an analysis)",
+                p.display()
+            )))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! The human form of `fsage experiment plan`.
+
+use crate::human_bytes;
+use fsage_experiment::analysis::sweep::fmt_latency;
+use fsage_experiment::spec::{Plan, StateSpec, WorkloadSource};
+use std::fmt::Write as _;
+
+/// "1h 02m", "3m 05s", "42s".
+pub fn human_duration(s: f64) -> String {
+    let s = s.round() as u64;
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m {sec:02}s"),
+        (h, m, _) => format!("{h}h {m:02}m"),
+    }
+}
+
+pub fn render(p: &Plan) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "experiment {} ({}): {} cells",
+        p.experiment,
+        p.origin,
+        p.cells.len()
+    );
+    let _ = writeln!(
+        o,
+        "{:<48} {:<8} {:<16} {:<12} {:>9} {:>4}  run",
+        "cell", "fs", "state", "workload", "latency", "rep"
+    );
+    for c in &p.cells {
+        let state = match &c.state {
+            StateSpec::Fresh => "fresh".to_string(),
+            StateSpec::Aged { label, .. } => format!("aged:{label}"),
+            StateSpec::Image { name, .. } => format!("image:{name}"),
+        };
+        let wl = match &c.workload.source {
+            WorkloadSource::Builtin { .. } => c.workload.label.clone(),
+            WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
+        };
+        let lat = c.latency_us.map_or("plain".into(), fmt_latency);
+        let _ = writeln!(
+            o,
+            "{:<48} {:<8} {:<16} {:<12} {:>9} {:>4}  {}+{}",
+            c.id,
+            c.fs.label,
+            state,
+            wl,
+            lat,
+            c.rep,
+            human_duration(c.warmup_s),
+            human_duration(c.duration_s)
+        );
+    }
+    if let Some(c) = p.cells.first() {
+        let _ = writeln!(
+            o,
+            "image size {}, cache ratio {}, seed {} (+ repetition)",
+            human_bytes(c.image_size),
+            c.cache_ratio
+                .map_or("none (no page-cache limit)".into(), |r| r.to_string()),
+            c.seed
+        );
+    }
+    let _ = writeln!(
+        o,
+        "estimate: {} ({} of workload, warm-up included, + {} setup allowance: 5 s per cell plus \
+         the image restored at 1 GiB/s)",
+        human_duration(p.estimate_s),
+        human_duration(p.run_s),
+        human_duration(p.setup_s)
+    );
+    if !p.aging_runs.is_empty() {
+        let _ = writeln!(
+            o,
+            "not in the estimate: {} aging run(s), once each ({}); `fsage age --dry-run` \
+             predicts their operations",
+            p.aging_runs.len(),
+            p.aging_runs.join(", ")
+        );
+    }
+    o
+}

@@ -1,0 +1,171 @@
+//! The terminal summary `fsage report` prints.
+
+use crate::inputs::ReportSet;
+use fsage_experiment::analysis::sweep::fmt_latency;
+use fsage_measure::AgingFigures;
+use std::fmt::Write as _;
+
+fn lat(l: Option<f64>) -> String {
+    l.map_or("plain".into(), fmt_latency)
+}
+
+pub fn render(set: &ReportSet) -> String {
+    let mut o = String::new();
+    for r in &set.runs {
+        let x = &r.item;
+        let _ = writeln!(
+            o,
+            "aging run {}: profile {}, {} of {} ticks, stopped: {}; RMSE age {:.3}%, size {:.3}%, \
+             depth {:.3}%",
+            r.name,
+            x.profile,
+            x.ticks,
+            x.t_estimate,
+            x.stop_reason.describe(),
+            100.0 * x.age.rmse,
+            100.0 * x.size.rmse,
+            100.0 * x.depth.rmse
+        );
+    }
+    for f in &set.frags {
+        let g = AgingFigures::of(&f.item);
+        let _ = writeln!(
+            o,
+            "frag {} ({}): {} free extents/GiB, {} of free space in extents < 1 MiB, probe {} \
+             fragments/100 MiB, dynamic layout score {}",
+            f.name,
+            f.item.fs_type,
+            g.free_extents_per_gib
+                .map_or("-".into(), |v| format!("{v:.1}")),
+            g.free_under_1mib_percent
+                .map_or("-".into(), |v| format!("{v:.1}%")),
+            g.probe_fragments_per_100mib
+                .map_or("-".into(), |v| format!("{v:.1}")),
+            g.dynamic_layout_score
+                .map_or("-".into(), |v| format!("{:.2}%", 100.0 * v)),
+        );
+    }
+    for a in &set.against {
+        let _ = writeln!(o, "against fresh: {}", a.item.summary);
+    }
+    if !set.cells.is_empty() {
+        let done = set.cells.iter().filter(|c| c.item.is_done()).count();
+        let _ = writeln!(
+            o,
+            "cells: {} ({done} done, {} failed)",
+            set.cells.len(),
+            set.cells.len() - done
+        );
+    }
+    for a in &set.analyses {
+        let x = &a.item;
+        let _ = writeln!(o, "analysis of {} ({} samples):", a.name, x.samples);
+        for r in &x.aged_vs_fresh {
+            let _ = writeln!(
+                o,
+                "  {:<10} {:<12} {:<8} {:<16} {:>9.0} -> {:>9.0} ops/s  slowdown {:+6.1}%{}",
+                r.fs,
+                r.workload,
+                lat(r.latency_us),
+                r.state.label(),
+                r.fresh.mean,
+                r.aged.mean,
+                r.slowdown_percent,
+                if r.significant {
+                    ""
+                } else {
+                    "  (within noise)"
+                }
+            );
+        }
+        for r in x.ranks.iter().filter(|r| r.changed) {
+            let _ = writeln!(
+                o,
+                "  rank order changed: {} {} {}: {} (fresh: {})",
+                r.workload,
+                lat(r.latency_us),
+                r.state.label(),
+                r.order.join(" > "),
+                r.fresh_order.join(" > ")
+            );
+        }
+        for s in &x.sweeps {
+            let _ = writeln!(
+                o,
+                "  sweep {:<10} {:<12} {:<16} {}",
+                s.fs,
+                s.workload,
+                s.state.label(),
+                s.class.describe()
+            );
+        }
+        for i in &x.inversions {
+            let _ = writeln!(
+                o,
+                "  inversion {} {}: {} faster at {}, {} faster at {}",
+                i.workload,
+                i.state.label(),
+                i.faster_slow_device,
+                fmt_latency(i.from_us),
+                i.faster_fast_device,
+                fmt_latency(i.to_us)
+            );
+        }
+        for n in &x.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+    }
+    for (p, why) in &set.skipped {
+        let _ = writeln!(o, "skipped {}: {why}", p.display());
+    }
+    o
+}
+
+/// `fsage frag --against-fresh`: the figures side by side, then the one-line verdict.
+pub fn against(a: &fsage_measure::AgainstFresh) -> String {
+    let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\nagainst a fresh {} of the same size (made, measured and removed):",
+        a.fs_type
+    );
+    let _ = writeln!(o, "  {:<40} {:>12} {:>12}", "", "this", "fresh");
+    let rows = [
+        (
+            "free extents per GiB of free space",
+            a.aged.free_extents_per_gib,
+            a.fresh.free_extents_per_gib,
+            1,
+        ),
+        (
+            "% of free space in extents < 1 MiB",
+            a.aged.free_under_1mib_percent,
+            a.fresh.free_under_1mib_percent,
+            1,
+        ),
+        (
+            "probe fragments per 100 MiB",
+            a.aged.probe_fragments_per_100mib,
+            a.fresh.probe_fragments_per_100mib,
+            1,
+        ),
+        (
+            "dynamic layout score",
+            a.aged.dynamic_layout_score.map(|v| 100.0 * v),
+            a.fresh.dynamic_layout_score.map(|v| 100.0 * v),
+            2,
+        ),
+    ];
+    for (name, x, y, d) in rows {
+        let _ = writeln!(o, "  {name:<40} {:>12} {:>12}", f(x, d), f(y, d));
+    }
+    if a.aged.probe_fragments_per_100mib.is_none() {
+        let _ = writeln!(
+            o,
+            "  (no probe: give --probe SIZE to compare a new file's fragments too)"
+        );
+    }
+    let _ = writeln!(o, "{}", a.summary);
+    o
+}

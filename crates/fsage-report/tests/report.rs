@@ -1,0 +1,145 @@
+//! The report on real aging and frag reports and on synthetic cell results.
+
+use fsage_experiment::analysis::SweepClass;
+use fsage_experiment::AnalysisOptions;
+use fsage_report::{export, load, Html, Text};
+use std::path::PathBuf;
+
+fn fx(p: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(p)
+}
+
+fn all_inputs() -> Vec<PathBuf> {
+    vec![
+        fx("aged-ext4.run.json"),
+        fx("fresh-ext4.frag.json"),
+        fx("aged-ext4.frag.json"),
+        fx("aged2-ext4.frag.json"),
+        fx("cells/aged"),
+        fx("cells/sweep"),
+        fx("against/aged-ext4.against.json"),
+    ]
+}
+
+#[test]
+fn every_kind_is_detected_and_analysed() {
+    let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
+    assert_eq!(set.runs.len(), 1);
+    assert_eq!(set.frags.len(), 3);
+    assert_eq!(set.frags[0].name, "fresh-ext4");
+    assert_eq!(set.against.len(), 1);
+    assert_eq!(
+        set.against[0].item.verdict,
+        fsage_measure::Verdict::HeavilyAged
+    );
+    assert_eq!(set.cells.len(), 36 + 90);
+    assert_eq!(set.analyses.len(), 1);
+    let a = &set.analyses[0].item;
+    // One btrfs cell failed: left out.
+    assert_eq!(a.samples, 125);
+    // Synthetic: aging costs ext4 a third under varmail, so ext4 and xfs swap places.
+    let flip = a.ranks.iter().find(|r| r.changed).expect("a rank change");
+    assert_eq!(flip.workload, "varmail");
+    assert_eq!(flip.order[..2], ["xfs".to_string(), "ext4".to_string()]);
+    let class = |fs: &str| {
+        a.sweeps
+            .iter()
+            .find(|s| s.fs == fs)
+            .map(|s| s.class.clone())
+            .unwrap()
+    };
+    assert!(matches!(class("ext4"), SweepClass::I { .. }));
+    assert_eq!(class("xfs"), SweepClass::II);
+    assert!(matches!(
+        class("btrfs"),
+        SweepClass::III {
+            departs_us: 2000.0,
+            ..
+        }
+    ));
+    assert!(a.inversions.iter().any(|i| i.faster_slow_device == "btrfs"
+        && i.faster_fast_device == "ext4"
+        && (i.from_us, i.to_us) == (3000.0, 2000.0)));
+    let summary = export(&Text, &set);
+    assert!(summary.contains("rank order changed: varmail"), "{summary}");
+}
+
+#[test]
+fn the_page_has_every_section_and_needs_no_network() {
+    let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &set);
+    for kind in [
+        "aging",
+        "frag",
+        "against-fresh",
+        "aged-vs-fresh",
+        "latency",
+        "sweep",
+        "inversions",
+        "cells",
+    ] {
+        assert!(
+            html.contains(&format!("data-kind=\"{kind}\"")),
+            "section {kind} missing"
+        );
+    }
+    assert!(html.matches("<svg").count() >= 10);
+    // Self-contained: nothing fetched.
+    for bad in ["http://", "https://", "src=\"", "<link"] {
+        let hits: Vec<&str> = html
+            .match_indices(bad)
+            .map(|(i, _)| &html[i.saturating_sub(40)..(i + 60).min(html.len())])
+            .filter(|ctx| !ctx.contains("http://www.w3.org/"))
+            .collect();
+        assert!(hits.is_empty(), "{bad}: {hits:?}");
+    }
+    // Axes say their units.
+    assert!(html.contains("throughput (ops/s)"));
+    assert!(html.contains("device latency (ms)"));
+    // Only the sections asked for.
+    let only = export(
+        &Html {
+            sections: vec!["sweep".into()],
+        },
+        &set,
+    );
+    assert!(only.contains("data-kind=\"sweep\""));
+    assert!(!only.contains("data-kind=\"aging\""));
+}
+
+#[test]
+fn a_file_that_is_not_a_result_is_refused_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("other.json");
+    std::fs::write(&p, "{\"hello\": 1}").unwrap();
+    let e = load(&[p], &AnalysisOptions::default()).unwrap_err();
+    assert!(
+        e.message.contains("other.json: not a result fsage knows"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn analyses_written_by_report_json_are_read_back() {
+    let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
+    let list: Vec<&fsage_experiment::Analysis> = set.analyses.iter().map(|a| &a.item).collect();
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("analysis.json");
+    std::fs::write(&p, export(&fsage_report::Json, &list)).unwrap();
+    let back = load(&[p], &AnalysisOptions::default()).unwrap();
+    assert_eq!(back.analyses.len(), 1);
+    // (serde_json reads floats back to within an ulp, so compare what the numbers decide.)
+    let (a, b) = (&back.analyses[0].item, &set.analyses[0].item);
+    assert_eq!(a.samples, b.samples);
+    assert_eq!(a.ranks, b.ranks);
+    assert_eq!(a.inversions, b.inversions);
+    let classes = |x: &fsage_experiment::Analysis| {
+        x.sweeps.iter().map(|s| s.class.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(classes(a), classes(b));
+    let html = export(&Html::default(), &back);
+    assert!(html.contains("data-kind=\"sweep\""));
+}

@@ -1,0 +1,126 @@
+//! `fsage report INPUT... -o report.html`.
+
+use crate::exit::{bad_input, CmdResult};
+use crate::util::write_atomic;
+use clap::Args;
+use fsage_experiment::AnalysisOptions;
+use fsage_report::{export, Html, Json, Text};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results to report on: `fsage age --json` and `fsage frag --json` reports, cell results,
+    /// analyses, or directories of them (their *.json files).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Write the HTML report (one self-contained file) here.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the analyses as JSON here ("-" for standard output, instead of the summary).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Only these sections (repeat the flag): aging, frag, against-fresh, aged-vs-fresh,
+    /// latency, sweep, inversions, cells.
+    #[arg(long, value_name = "KIND")]
+    pub section: Vec<String>,
+    /// The two device latencies the model is calibrated on.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "5ms,10ms",
+        value_name = "L1,L2"
+    )]
+    pub calibration: Vec<String>,
+    /// Relative distance from the model still counted as on it (0.1 = ±10%).
+    #[arg(long, default_value_t = 0.10)]
+    pub tolerance: f64,
+    /// Overwrite FILE of -o or --json.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn latency_us(flag: &str, s: &str) -> anyhow::Result<f64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let x: f64 = num
+        .parse()
+        .map_err(|_| bad_input(format!("{flag} {s:?}: expected a latency such as 5ms")))?;
+    let m = match unit {
+        "us" | "µs" => 1.0,
+        "ms" => 1000.0,
+        "s" => 1e6,
+        _ => {
+            return Err(bad_input(format!(
+                "{flag} {s:?}: give a unit (us, ms or s)"
+            )))
+        }
+    };
+    Ok(x * m)
+}
+
+pub fn run(a: ReportArgs) -> CmdResult {
+    for s in &a.section {
+        if !fsage_report::html::SECTIONS.contains(&s.as_str()) {
+            return Err(bad_input(format!(
+                "--section {s:?}: one of {}",
+                fsage_report::html::SECTIONS.join(", ")
+            )));
+        }
+    }
+    if a.calibration.len() != 2 {
+        return Err(bad_input(
+            "--calibration: give two latencies, e.g. 5ms,10ms",
+        ));
+    }
+    let (c1, c2) = (
+        latency_us("--calibration", &a.calibration[0])?,
+        latency_us("--calibration", &a.calibration[1])?,
+    );
+    if c1 == c2 {
+        return Err(bad_input("--calibration: the two latencies must differ"));
+    }
+    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+        return Err(bad_input("--tolerance: must be above 0 and below 1"));
+    }
+    for p in [&a.output, &a.json].into_iter().flatten() {
+        if p.as_os_str() != "-" && p.exists() && !a.force {
+            return Err(bad_input(format!(
+                "{}: exists; --force to overwrite it",
+                p.display()
+            )));
+        }
+    }
+    if a.output.is_none() && a.json.is_none() {
+        eprintln!("fsage: no -o FILE: printing the summary only");
+    }
+    let opts = AnalysisOptions {
+        calibration_us: (c1.min(c2), c1.max(c2)),
+        tolerance: a.tolerance,
+        ..Default::default()
+    };
+    let set = fsage_report::load(&a.inputs, &opts)?;
+    if let Some(o) = &a.output {
+        let html = export(
+            &Html {
+                sections: a.section.clone(),
+            },
+            &set,
+        );
+        write_atomic(o, html.as_bytes())?;
+        eprintln!("fsage: wrote {}", o.display());
+    }
+    let analyses: Vec<&fsage_experiment::Analysis> = set.analyses.iter().map(|a| &a.item).collect();
+    match a.json.as_deref() {
+        Some(p) if p.as_os_str() == "-" => print!("{}", export(&Json, &analyses)),
+        Some(p) => {
+            write_atomic(p, export(&Json, &analyses).as_bytes())?;
+            print!("{}", export(&Text, &set));
+        }
+        None => print!("{}", export(&Text, &set)),
+    }
+    Ok(ExitCode::SUCCESS)
+}

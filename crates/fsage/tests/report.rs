@@ -1,0 +1,156 @@
+//! `fsage report` end to end: the fixtures (real `fsage age --json` and `fsage frag --json`
+//! output, synthetic cell results) rendered, then opened in headless Chromium, which must draw
+//! every section and log nothing to the console.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fx(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fsage-report/tests/fixtures")
+        .join(p)
+        .display()
+        .to_string()
+}
+
+fn inputs() -> Vec<String> {
+    vec![
+        fx("aged-ext4.run.json"),
+        fx("fresh-ext4.frag.json"),
+        fx("aged-ext4.frag.json"),
+        fx("aged2-ext4.frag.json"),
+        fx("cells/aged"),
+        fx("cells/sweep"),
+        fx("against/aged-ext4.against.json"),
+    ]
+}
+
+#[test]
+fn report_writes_html_json_and_a_summary() {
+    let d = tmp();
+    let html = d.path().join("r.html");
+    let json = d.path().join("a.json");
+    let mut args = vec!["report".to_string()];
+    args.extend(inputs());
+    args.extend([
+        "-o".into(),
+        s(&html).into(),
+        "--json".into(),
+        s(&json).into(),
+    ]);
+    let o = fsage_ok(&args);
+    let out = stdout(&o);
+    assert!(out.contains("rank order changed: varmail"), "{out}");
+    assert!(out.contains("III: below the model from 2 ms down"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    let j = read_json(&json);
+    assert_eq!(j[0]["samples"], 125);
+    // Never overwrite without --force.
+    let o = fsage(&args);
+    expect_code(&o, 2, "existing -o");
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    // Bad input names the flag.
+    let o = fsage(["report", &fx("cells/aged"), "--calibration", "5,10ms"]);
+    expect_code(&o, 2, "calibration without a unit");
+    let o = fsage(["report", &fx("cells/aged"), "--section", "nosuch"]);
+    expect_code(&o, 2, "unknown section");
+}
+
+/// Runs chromium with a deadline; (stdout, stderr). Killed by its pid past the deadline.
+fn chromium(bin: &Path, profile: &Path, args: &[&str]) -> (String, String) {
+    let out = profile.with_extension("out");
+    let err = profile.with_extension("err");
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("start chromium");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (
+        std::fs::read_to_string(&out).unwrap_or_default(),
+        std::fs::read_to_string(&err).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn chromium_renders_every_section_without_console_errors() {
+    const T: &str = "chromium_renders_every_section_without_console_errors";
+    let Some(bin) = find_cmd("chromium") else {
+        return skip(T, "chromium not installed (scripts/setup installs it)");
+    };
+    let d = tmp();
+    let html = d.path().join("report.html");
+    let mut args = vec!["report".to_string()];
+    args.extend(inputs());
+    args.extend(["-o".into(), s(&html).into()]);
+    fsage_ok(&args);
+    let url = format!("file://{}", html.display());
+    let (dom, log) = chromium(
+        &bin,
+        &d.path().join("profile-dom"),
+        &["--enable-logging=stderr", "--v=0", "--dump-dom", &url],
+    );
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    // The page's own check ran (no script error stopped it) and found every section drawn.
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or_else(|| panic!("no <body> in the DOM:\n{dom:.2000}"));
+    let attr = |k: &str| {
+        body.split(&format!("{k}=\""))
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .unwrap_or_else(|| panic!("no {k} on <body{body}>: the check script did not run"))
+            .to_string()
+    };
+    let total: usize = attr("data-sections").parse().unwrap();
+    assert_eq!(total, 8, "sections on the page");
+    assert_eq!(attr("data-sections-ok"), total.to_string());
+    assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
+    // And a screenshot: a PNG with something on it.
+    let png = d.path().join("shot.png");
+    chromium(
+        &bin,
+        &d.path().join("profile-shot"),
+        &[
+            "--window-size=1400,3000",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ],
+    );
+    let bytes = std::fs::read(&png).expect("a screenshot");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(
+        bytes.len() > 50_000,
+        "a nearly blank screenshot: {} bytes",
+        bytes.len()
+    );
+}
