@@ -553,7 +553,16 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         series.pulls_done = i as u64 + 1;
         obs.progress(i as u64 + 1, n as u64, series.replay_seconds);
         if is_measured(i, n, opts.every) && !opts.no_measure {
-            measure_at(i, &mut aged, &mut series, &mut replay, obs)?;
+            match measure_at(i, &mut aged, &mut series, &mut replay, obs) {
+                Ok(()) => {}
+                // Ctrl-C in the middle of a measurement (mkfs, say, stops on it): the
+                // measurement is dropped and a resume takes it first.
+                Err(_) if fsage_signals::interrupted() => {
+                    interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
             checkpoint(&series, &mut replay)?;
         } else if opts.mode == Mode::Tree {
             checkpoint(&series, &mut replay)?;

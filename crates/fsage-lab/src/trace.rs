@@ -92,6 +92,27 @@ fn unregister() {
     }
 }
 
+/// Removes the trace instances of fsage processes that are gone (a `kill -9` leaves its own):
+/// `instances/fsage-PID` or `fsage-PID-N` whose PID no longer runs.
+fn remove_stale_instances() {
+    let Ok(rd) = fs::read_dir(Path::new(TRACEFS).join("instances")) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("fsage-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
 impl BlockTrace {
     /// Starts recording the requests of the block device `rdev` (a device number, as
     /// [`crate::LoopDevice::rdev`] gives) that pass `filter`. Needs root.
@@ -100,6 +121,7 @@ impl BlockTrace {
             crate::bail!("block tracing needs root (tracefs)");
         }
         register()?;
+        remove_stale_instances();
         let seq = INSTANCE_SEQ.fetch_add(1, Ordering::SeqCst);
         let mut t = BlockTrace {
             instance: Path::new(TRACEFS)
