@@ -16,18 +16,20 @@ pub struct OpError {
 impl OpError {
     /// The file system is full (or out of inodes, or over quota): the run can adapt.
     pub fn is_no_space(&self) -> bool {
+        use rustix::io::Errno;
         matches!(
-            self.err.raw_os_error(),
-            Some(libc::ENOSPC) | Some(libc::EDQUOT)
+            Errno::from_io_error(&self.err),
+            Some(Errno::NOSPC | Errno::DQUOT)
         )
     }
 
     /// Read-only, no permission, or a name already taken: the target is at fault, not the file
     /// system (the user can fix it).
     pub fn is_target_problem(&self) -> bool {
+        use rustix::io::Errno;
         matches!(
-            self.err.raw_os_error(),
-            Some(libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST)
+            Errno::from_io_error(&self.err),
+            Some(Errno::ROFS | Errno::ACCESS | Errno::PERM | Errno::EXIST)
         )
     }
 }

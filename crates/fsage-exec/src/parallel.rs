@@ -116,7 +116,7 @@ fn worker(rx: Receiver<Vec<Step>>, posix: &Posix, shared: &Shared) {
             if let Err(e) = posix.apply_shared(step) {
                 let created = step.planned().map(|op| op.file.created);
                 let gone = matches!(step.op, Operation::Delete { .. })
-                    && e.err.raw_os_error() == Some(libc::ENOENT)
+                    && rustix::io::Errno::from_io_error(&e.err) == Some(rustix::io::Errno::NOENT)
                     && created.is_some_and(|c| refused.remove(&c));
                 if !gone {
                     if let (true, true, Some(c)) = (step.is_create(), e.is_no_space(), created) {

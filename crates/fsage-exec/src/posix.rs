@@ -8,9 +8,10 @@
 use crate::backend::{Backend, FreeSpace, OpError};
 use crate::op::{check_relative, FileRef, Operation, Step};
 use fsage_plan::{DirId, DirTree, Rng};
-use std::ffi::CString;
+use rustix::fs::{AtFlags, FallocateFlags, Mode, OFlags, ResolveFlags};
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 /// How a created file gets its blocks.
@@ -49,8 +50,8 @@ impl Name {
         let _ = write!(w, "f{created}");
         Name { buf }
     }
-    fn ptr(&self) -> *const libc::c_char {
-        self.buf.as_ptr().cast()
+    fn as_cstr(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.buf).expect("the buffer ends in NUL bytes")
     }
 }
 
@@ -58,53 +59,38 @@ fn cstr(s: &str) -> CString {
     CString::new(s).expect("fsage makes names without NUL bytes")
 }
 
-fn last_err() -> io::Error {
-    io::Error::last_os_error()
-}
+const FILE_MODE: u32 = 0o644;
+const DIR_MODE: u32 = 0o755;
 
 /// Raises the soft open-file limit to the hard one and says how many descriptors we may keep.
 fn descriptor_budget() -> usize {
-    // SAFETY: getrlimit/setrlimit with a valid pointer.
-    unsafe {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        let raised = rustix::process::Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
         };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 512;
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            lim.current = lim.maximum;
         }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = lim.rlim_max;
-            }
-        }
-        (lim.rlim_cur as usize)
-            .saturating_sub(256)
-            .clamp(64, 1 << 20)
     }
+    // None: no limit.
+    let cur = lim.current.unwrap_or(u64::MAX);
+    usize::try_from(cur)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(256)
+        .clamp(64, 1 << 20)
 }
 
 impl Posix {
     /// Opens `target` (which must be a directory) for aging.
     pub fn open(target: &Path, mode: WriteMode, seed: u64) -> io::Result<Posix> {
-        let c = CString::new(target.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))?;
-        // SAFETY: valid C string; the result is checked.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(last_err());
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let root = unsafe { OwnedFd::from_raw_fd(fd) };
+        let root = rustix::fs::open(
+            target,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         // Real data for `write` mode and for every Write step, whatever the mode: 1 MiB of
         // pseudo-random (incompressible) bytes, reused.
         let mut rng = Rng::new(seed ^ 0x5eed_da7a);
@@ -127,38 +113,25 @@ impl Posix {
         self.reuse_dirs = yes;
     }
 
-    fn dir_fd(&self, dir: DirId) -> Option<RawFd> {
+    fn dir_fd(&self, dir: DirId) -> Option<BorrowedFd<'_>> {
         if dir == 0 {
-            return Some(self.root.as_raw_fd());
+            return Some(self.root.as_fd());
         }
         self.dirs
             .get(dir as usize)
             .and_then(|d| d.as_ref())
-            .map(|d| d.as_raw_fd())
+            .map(|d| d.as_fd())
     }
 
     /// Opens a directory below the root by path, refusing symlinks and escapes.
     fn open_beneath(&self, path: &str) -> io::Result<OwnedFd> {
-        let c = cstr(path);
-        // SAFETY: open_how is plain data; all-zero is a valid value.
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = (libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC) as u64;
-        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
-        // SAFETY: valid pointers; the result is checked.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.root.as_raw_fd(),
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd < 0 {
-            return Err(last_err());
-        }
-        // SAFETY: fresh descriptor.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+        Ok(rustix::fs::openat2(
+            &self.root,
+            path,
+            OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )?)
     }
 
     /// Runs `f` with a descriptor of `dir`, opening it for the call when it is not kept open.
@@ -166,96 +139,65 @@ impl Posix {
         &self,
         dir: DirId,
         tree: &DirTree,
-        f: impl FnOnce(RawFd) -> io::Result<T>,
+        f: impl FnOnce(BorrowedFd<'_>) -> io::Result<T>,
     ) -> io::Result<T> {
         match self.dir_fd(dir) {
             Some(fd) => f(fd),
             None => {
                 let owned = self.open_beneath(tree.path(dir))?;
-                f(owned.as_raw_fd())
+                f(owned.as_fd())
             }
         }
     }
 
-    fn fill(&self, fd: RawFd, size: u64) -> io::Result<()> {
+    fn fill(&self, fd: BorrowedFd<'_>, size: u64) -> io::Result<()> {
         if size == 0 {
             return Ok(());
         }
         match self.mode {
             WriteMode::Write => self.write_at(fd, 0, size),
             WriteMode::Fallocate => {
-                // SAFETY: fd is open for writing.
-                let r = unsafe { libc::fallocate(fd, 0, 0, size as libc::off_t) };
-                if r != 0 {
-                    return Err(last_err());
-                }
-                Ok(())
+                Ok(rustix::fs::fallocate(fd, FallocateFlags::empty(), 0, size)?)
             }
         }
     }
 
     /// Writes `len` bytes of the data buffer at `offset`.
-    fn write_at(&self, fd: RawFd, offset: u64, len: u64) -> io::Result<()> {
+    fn write_at(&self, fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
         let mut done = 0u64;
         while done < len {
             let n = (len - done).min(self.data.len() as u64) as usize;
-            // SAFETY: the buffer holds at least n bytes.
-            let w = unsafe {
-                libc::pwrite(
-                    fd,
-                    self.data.as_ptr().cast(),
-                    n,
-                    (offset + done) as libc::off_t,
-                )
-            };
-            if w < 0 {
-                let e = last_err();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
+            match rustix::io::pwrite(fd, &self.data[..n], offset + done) {
+                Ok(w) => done += w as u64,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
             }
-            done += w as u64;
         }
         Ok(())
     }
 
     fn create(&self, dir: DirId, created: u64, size: u64) -> io::Result<()> {
         let name = Name::new(created);
-        let name = name.ptr();
-        self.with_dir(dir, &self.tree, |dfd| self.create_in(dfd, name, size))
+        self.with_dir(dir, &self.tree, |dfd| {
+            self.create_in(dfd, name.as_cstr(), size)
+        })
     }
 
     /// Makes `name` in the directory `dfd` with `size` bytes; never leaves a half-made file.
-    fn create_in(&self, dfd: RawFd, name: *const libc::c_char, size: u64) -> io::Result<()> {
-        {
-            // SAFETY: name is NUL-terminated; the result is checked.
-            let fd = unsafe {
-                libc::openat(
-                    dfd,
-                    name,
-                    libc::O_WRONLY
-                        | libc::O_CREAT
-                        | libc::O_EXCL
-                        | libc::O_NOFOLLOW
-                        | libc::O_CLOEXEC,
-                    0o644,
-                )
-            };
-            if fd < 0 {
-                return Err(last_err());
-            }
-            // SAFETY: fresh descriptor.
-            let file = unsafe { OwnedFd::from_raw_fd(fd) };
-            if let Err(e) = self.fill(file.as_raw_fd(), size) {
-                drop(file);
-                // Never leave a half-made file behind: the plan does not have it.
-                // SAFETY: as above.
-                unsafe { libc::unlinkat(dfd, name, 0) };
-                return Err(e);
-            }
-            Ok(())
+    fn create_in(&self, dfd: BorrowedFd<'_>, name: &CStr, size: u64) -> io::Result<()> {
+        let file = rustix::fs::openat(
+            dfd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(FILE_MODE),
+        )?;
+        if let Err(e) = self.fill(file.as_fd(), size) {
+            drop(file);
+            // Never leave a half-made file behind: the plan does not have it.
+            let _ = rustix::fs::unlinkat(dfd, name, AtFlags::empty());
+            return Err(e);
         }
+        Ok(())
     }
 
     /// The directory holding `path` (opened beneath the root, no symlinks) and the last name.
@@ -272,67 +214,55 @@ impl Posix {
     fn at_path<T>(
         &self,
         path: &str,
-        f: impl FnOnce(RawFd, &CString) -> io::Result<T>,
+        f: impl FnOnce(BorrowedFd<'_>, &CStr) -> io::Result<T>,
     ) -> io::Result<T> {
         let (dir, name) = self.parent_of(path)?;
-        let dfd = dir
-            .as_ref()
-            .map_or(self.root.as_raw_fd(), |d| d.as_raw_fd());
+        let dfd = dir.as_ref().map_or(self.root.as_fd(), |d| d.as_fd());
         f(dfd, &name)
     }
 
-    fn open_existing(dfd: RawFd, name: &CString) -> io::Result<OwnedFd> {
-        // SAFETY: valid C string; checked.
-        let fd = unsafe {
-            libc::openat(
-                dfd,
-                name.as_ptr(),
-                libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(last_err());
-        }
-        // SAFETY: fresh descriptor.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    fn open_existing(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::openat(
+            dfd,
+            name,
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?)
     }
 
     /// The named-path operations (Git replay, workloads, op-log replay of foreign paths).
     fn carry_out(&self, op: &Operation) -> io::Result<()> {
-        let check = |r: libc::c_int| if r != 0 { Err(last_err()) } else { Ok(()) };
+        use rustix::fs::{mkdirat, renameat, unlinkat};
         match op {
             Operation::Create {
                 file: FileRef::Path(p),
                 size,
-            } => self.at_path(p, |d, n| self.create_in(d, n.as_ptr(), *size)),
-            // SAFETY (all below): valid descriptors and NUL-terminated names; results checked.
+            } => self.at_path(p, |d, n| self.create_in(d, n, *size)),
             Operation::Delete {
                 file: FileRef::Path(p),
                 ..
-            } => self.at_path(p, |d, n| check(unsafe { libc::unlinkat(d, n.as_ptr(), 0) })),
+            } => self.at_path(p, |d, n| Ok(unlinkat(d, n, AtFlags::empty())?)),
             Operation::Mkdir { path } => self.at_path(path, |d, n| {
-                check(unsafe { libc::mkdirat(d, n.as_ptr(), 0o755) })
+                Ok(mkdirat(d, n, Mode::from_raw_mode(DIR_MODE))?)
             }),
-            Operation::Rmdir { path } => self.at_path(path, |d, n| {
-                check(unsafe { libc::unlinkat(d, n.as_ptr(), libc::AT_REMOVEDIR) })
-            }),
+            Operation::Rmdir { path } => {
+                self.at_path(path, |d, n| Ok(unlinkat(d, n, AtFlags::REMOVEDIR)?))
+            }
             Operation::Write { path, offset, len } => self.at_path(path, |d, n| {
                 let f = Self::open_existing(d, n)?;
-                self.write_at(f.as_raw_fd(), *offset, *len)
+                self.write_at(f.as_fd(), *offset, *len)
             }),
             Operation::Truncate { path, size } => self.at_path(path, |d, n| {
                 let f = Self::open_existing(d, n)?;
-                check(unsafe { libc::ftruncate(f.as_raw_fd(), *size as libc::off_t) })
+                Ok(rustix::fs::ftruncate(&f, *size)?)
             }),
             Operation::Rename { from, to } => {
                 let (fd_from, n_from) = self.parent_of(from)?;
                 let (fd_to, n_to) = self.parent_of(to)?;
-                let raw = |d: &Option<OwnedFd>| {
-                    d.as_ref().map_or(self.root.as_raw_fd(), |d| d.as_raw_fd())
-                };
-                check(unsafe {
-                    libc::renameat(raw(&fd_from), n_from.as_ptr(), raw(&fd_to), n_to.as_ptr())
-                })
+                let root = self.root.as_fd();
+                let from_dir = fd_from.as_ref().map_or(root, |d| d.as_fd());
+                let to_dir = fd_to.as_ref().map_or(root, |d| d.as_fd());
+                Ok(renameat(from_dir, &*n_from, to_dir, &*n_to)?)
             }
             Operation::Create {
                 file: FileRef::Planned { dir, created },
@@ -347,27 +277,18 @@ impl Posix {
 
     fn delete(&self, dir: DirId, created: u64) -> io::Result<()> {
         let name = Name::new(created);
-        let name = name.ptr();
         self.with_dir(dir, &self.tree, |dfd| {
-            // SAFETY: name is NUL-terminated.
-            if unsafe { libc::unlinkat(dfd, name, 0) } != 0 {
-                return Err(last_err());
-            }
-            Ok(())
+            Ok(rustix::fs::unlinkat(dfd, name.as_cstr(), AtFlags::empty())?)
         })
     }
 }
 
 impl Backend for Posix {
     fn free_space(&self) -> Option<FreeSpace> {
-        // SAFETY: valid descriptor and out-pointer.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstatvfs(self.root.as_raw_fd(), &mut st) } != 0 {
-            return None;
-        }
+        let st = fsage_sys::fs_stat_fd(&self.root).ok()?;
         Some(FreeSpace {
-            bytes: st.f_bavail as u64 * st.f_frsize as u64,
-            inodes: (st.f_files > 0).then_some(st.f_favail as u64),
+            bytes: st.available,
+            inodes: st.free_inodes,
         })
     }
 
@@ -390,30 +311,22 @@ impl Backend for Posix {
             let parent = tree.parent(id);
             let made = self
                 .with_dir(parent, tree, |pfd| {
-                    // SAFETY: valid C string.
-                    if unsafe { libc::mkdirat(pfd, name.as_ptr(), 0o755) } != 0 {
-                        let e = last_err();
+                    if let Err(e) = rustix::fs::mkdirat(pfd, &*name, Mode::from_raw_mode(DIR_MODE))
+                    {
                         // A resumed run finds its directories; O_NOFOLLOW below refuses a symlink.
-                        if !(self.reuse_dirs && e.raw_os_error() == Some(libc::EEXIST)) {
-                            return Err(e);
+                        if !(self.reuse_dirs && e == rustix::io::Errno::EXIST) {
+                            return Err(e.into());
                         }
                     }
                     if self.dirs.len() >= self.budget {
                         return Ok(None);
                     }
-                    // SAFETY: valid C string; checked.
-                    let fd = unsafe {
-                        libc::openat(
-                            pfd,
-                            name.as_ptr(),
-                            libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                        )
-                    };
-                    if fd < 0 {
-                        return Err(last_err());
-                    }
-                    // SAFETY: fresh descriptor.
-                    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+                    Ok(Some(rustix::fs::openat(
+                        pfd,
+                        &*name,
+                        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )?))
                 })
                 .map_err(|err| OpError {
                     op: "mkdir",

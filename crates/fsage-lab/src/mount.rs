@@ -4,15 +4,11 @@ use crate::fs::{probe_fs, FsKind};
 use crate::loopdev::{is_autoclear, wait_detached, LoopDevice};
 use crate::sys::{self, is_block_device};
 use crate::{io_err, Error, Result};
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-fn cstr(p: &Path) -> Result<CString> {
-    CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| Error::input(format!("{}: path has a NUL byte", p.display())))
-}
 
 /// How to mount.
 #[derive(Debug, Clone, Default)]
@@ -23,20 +19,20 @@ pub struct MountOptions {
     pub options: String,
 }
 
-fn split_flags(options: &str) -> (libc::c_ulong, String) {
-    let mut flags: libc::c_ulong = 0;
+fn split_flags(options: &str) -> (MountFlags, String) {
+    let mut flags = MountFlags::empty();
     let mut data = Vec::new();
     for o in options.split(',').map(str::trim).filter(|o| !o.is_empty()) {
         match o {
-            "ro" => flags |= libc::MS_RDONLY,
+            "ro" => flags |= MountFlags::RDONLY,
             "rw" => {}
-            "noatime" => flags |= libc::MS_NOATIME,
-            "nodiratime" => flags |= libc::MS_NODIRATIME,
-            "relatime" => flags |= libc::MS_RELATIME,
-            "sync" => flags |= libc::MS_SYNCHRONOUS,
-            "nosuid" => flags |= libc::MS_NOSUID,
-            "nodev" => flags |= libc::MS_NODEV,
-            "noexec" => flags |= libc::MS_NOEXEC,
+            "noatime" => flags |= MountFlags::NOATIME,
+            "nodiratime" => flags |= MountFlags::NODIRATIME,
+            "relatime" => flags |= MountFlags::RELATIME,
+            "sync" => flags |= MountFlags::SYNCHRONOUS,
+            "nosuid" => flags |= MountFlags::NOSUID,
+            "nodev" => flags |= MountFlags::NODEV,
+            "noexec" => flags |= MountFlags::NOEXEC,
             other => data.push(other),
         }
     }
@@ -46,24 +42,8 @@ fn split_flags(options: &str) -> (libc::c_ulong, String) {
 /// mount(2) `dev` on `mount_point`.
 pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str) -> Result<()> {
     let (flags, data) = split_flags(options);
-    let (d, m, t) = (
-        cstr(dev)?,
-        cstr(mount_point)?,
-        CString::new(fstype).map_err(|_| Error::input("bad file system type"))?,
-    );
     let data_c = CString::new(data).map_err(|_| Error::input("bad mount options"))?;
-    // SAFETY: valid C strings.
-    let r = unsafe {
-        libc::mount(
-            d.as_ptr(),
-            m.as_ptr(),
-            t.as_ptr(),
-            flags,
-            data_c.as_ptr() as *const libc::c_void,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = rustix::mount::mount(dev, mount_point, fstype, flags, data_c.as_c_str()) {
         let message = format!(
             "mount -t {fstype} {} {}{}: {e}",
             dev.display(),
@@ -77,17 +57,15 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
         // A wrong type or option, a missing or busy mount point is the caller's to fix; a file
         // system the kernel finds corrupt (EUCLEAN), an I/O error or no memory is a failed
         // operation.
-        return Err(match e.raw_os_error() {
-            Some(
-                libc::EINVAL
-                | libc::ENODEV
-                | libc::ENOENT
-                | libc::ENOTDIR
-                | libc::EBUSY
-                | libc::EACCES
-                | libc::EPERM
-                | libc::EROFS,
-            ) => Error::input(message),
+        return Err(match e {
+            Errno::INVAL
+            | Errno::NODEV
+            | Errno::NOENT
+            | Errno::NOTDIR
+            | Errno::BUSY
+            | Errno::ACCESS
+            | Errno::PERM
+            | Errno::ROFS => Error::input(message),
             _ => Error::operation(message),
         });
     }
@@ -96,38 +74,26 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
 
 /// umount(2), retrying a few times while the file system is busy.
 pub fn umount_point(mount_point: &Path) -> Result<()> {
-    let m = cstr(mount_point)?;
     let mut last = None;
     for i in 0..10 {
-        // SAFETY: valid C string.
-        if unsafe { libc::umount2(m.as_ptr(), 0) } == 0 {
-            return Ok(());
+        match rustix::mount::unmount(mount_point, UnmountFlags::empty()) {
+            Ok(()) => return Ok(()),
+            Err(Errno::BUSY) => {}
+            Err(e) => return Err(io_err(mount_point, "umount", e.into())),
         }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EBUSY) {
-            return Err(io_err(mount_point, "umount", e));
-        }
-        last = Some(e);
+        last = Some(std::io::Error::from(Errno::BUSY));
         std::thread::sleep(Duration::from_millis(50 * (i + 1)));
     }
     Err(io_err(
         mount_point,
         "umount (still busy: a process has a file open or its working directory there)",
-        last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EBUSY)),
+        last.unwrap_or_else(|| Errno::BUSY.into()),
     ))
 }
 
 fn lazy_umount(mount_point: &Path) -> Result<()> {
-    let m = cstr(mount_point)?;
-    // SAFETY: valid C string.
-    if unsafe { libc::umount2(m.as_ptr(), libc::MNT_DETACH) } != 0 {
-        return Err(io_err(
-            mount_point,
-            "lazy umount",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
+    rustix::mount::unmount(mount_point, UnmountFlags::DETACH)
+        .map_err(|e| io_err(mount_point, "lazy umount", e.into()))
 }
 
 /// A file system fsage mounted (on a loop device it attached, for an image file). Dropping it
@@ -178,7 +144,7 @@ impl Mounted {
                 ))
             })?,
         };
-        let read_only = split_flags(&opts.options).0 & libc::MS_RDONLY != 0;
+        let read_only = split_flags(&opts.options).0.contains(MountFlags::RDONLY);
         let (device, loopdev) = if is_block_device(image) {
             let busy = sys::mounts_of_device(image)?;
             if let Some(m) = busy.first() {
@@ -366,8 +332,7 @@ fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> 
 
 /// Writes back dirty data (`sync`) and drops the page cache, dentries and inodes.
 pub fn drop_caches() -> Result<()> {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
     let p = Path::new("/proc/sys/vm/drop_caches");
     std::fs::write(p, b"3\n").map_err(|e| io_err(p, "drop caches (needs root)", e))
 }
@@ -375,27 +340,18 @@ pub fn drop_caches() -> Result<()> {
 /// FITRIM on a mounted file system: tells the device (for an image on a loop device: punches
 /// holes in the image) which blocks are free. Returns the bytes trimmed as the file system counts.
 pub fn trim(mount_point: &Path) -> Result<u64> {
-    #[repr(C)]
-    struct FstrimRange {
-        start: u64,
-        len: u64,
-        minlen: u64,
-    }
-    const FITRIM: libc::c_ulong = 0xC018_5879;
+    use fsage_sys::ioctl::{opcode, IoctlOpcode, Updater};
+    use linux_raw_sys::general::fstrim_range;
+    // _IOWR('X', 121, struct fstrim_range)
+    const FITRIM: IoctlOpcode = opcode::read_write::<fstrim_range>(b'X', 121);
     let f = std::fs::File::open(mount_point).map_err(|e| io_err(mount_point, "", e))?;
-    let mut r = FstrimRange {
+    let mut r = fstrim_range {
         start: 0,
         len: u64::MAX,
         minlen: 0,
     };
-    use std::os::fd::AsRawFd;
-    // SAFETY: valid descriptor and struct.
-    if unsafe { libc::ioctl(f.as_raw_fd(), FITRIM as _, &mut r) } != 0 {
-        return Err(io_err(
-            mount_point,
-            "FITRIM",
-            std::io::Error::last_os_error(),
-        ));
-    }
+    // SAFETY: FITRIM reads and writes exactly one struct fstrim_range.
+    unsafe { rustix::ioctl::ioctl(&f, Updater::<FITRIM, fstrim_range>::new(&mut r)) }
+        .map_err(|e| io_err(mount_point, "FITRIM", e.into()))?;
     Ok(r.len)
 }

@@ -7,7 +7,6 @@ use crate::sys::{self, is_block_device, TempPath};
 use crate::{io_err, Error, Result};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
@@ -23,29 +22,23 @@ pub fn data_extents(f: &File, path: &Path) -> Result<Vec<(u64, u64)>> {
     if is_block_device(path) {
         return Ok(if size > 0 { vec![(0, size)] } else { vec![] });
     }
-    let fd = f.as_raw_fd();
+    use rustix::fs::{seek, SeekFrom};
+    use rustix::io::Errno;
     let mut out = Vec::new();
-    let mut pos: i64 = 0;
-    while (pos as u64) < size {
-        // SAFETY: lseek on a valid descriptor.
-        let data = unsafe { libc::lseek(fd, pos, libc::SEEK_DATA) };
-        if data < 0 {
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::ENXIO) => break,
-                // File systems without SEEK_DATA: everything is data.
-                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => return Ok(vec![(0, size)]),
-                _ => return Err(io_err(path, "SEEK_DATA", e)),
-            }
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        if hole < 0 {
-            return Err(io_err(path, "SEEK_HOLE", std::io::Error::last_os_error()));
-        }
-        let end = (hole as u64).min(size);
-        if end > data as u64 {
-            out.push((data as u64, end - data as u64));
+    let mut pos: u64 = 0;
+    while pos < size {
+        let data = match seek(f, SeekFrom::Data(pos)) {
+            Ok(d) => d,
+            Err(Errno::NXIO) => break,
+            // File systems without SEEK_DATA: everything is data.
+            Err(Errno::INVAL | Errno::OPNOTSUPP) => return Ok(vec![(0, size)]),
+            Err(e) => return Err(io_err(path, "SEEK_DATA", e.into())),
+        };
+        let hole =
+            seek(f, SeekFrom::Hole(data)).map_err(|e| io_err(path, "SEEK_HOLE", e.into()))?;
+        let end = hole.min(size);
+        if end > data {
+            out.push((data, end - data));
         }
         pos = hole;
     }
@@ -129,26 +122,23 @@ pub fn zero_range(f: &File, path: &Path, off: u64, len: u64) -> Result<()> {
         return Ok(());
     }
     if is_block_device(path) {
-        const BLKZEROOUT: libc::c_ulong = 0x127F;
+        use fsage_sys::ioctl::{IoctlOpcode, Setter};
+        // BLKZEROOUT = _IO(0x12, 127), though it reads a range of two u64: rustix's opcode
+        // helpers would encode a size, so the kernel's number is taken as it is.
+        const BLKZEROOUT: IoctlOpcode = linux_raw_sys::ioctl::BLKZEROOUT as IoctlOpcode;
         let range: [u64; 2] = [off, len];
-        // SAFETY: valid descriptor and a two-u64 range.
+        // SAFETY: BLKZEROOUT reads exactly a `uint64_t[2]` (start, length) through the pointer.
         if off % 512 == 0
             && len % 512 == 0
-            && unsafe { libc::ioctl(f.as_raw_fd(), BLKZEROOUT as _, range.as_ptr()) } == 0
+            && unsafe { rustix::ioctl::ioctl(f, Setter::<BLKZEROOUT, [u64; 2]>::new(range)) }
+                .is_ok()
         {
             return Ok(());
         }
     } else {
-        // SAFETY: valid descriptor.
-        let r = unsafe {
-            libc::fallocate(
-                f.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off as i64,
-                len as i64,
-            )
-        };
-        if r == 0 {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        if fallocate(f, flags, off, len).is_ok() {
             return Ok(());
         }
     }

@@ -7,14 +7,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Finds a command on PATH or in the usual sbin directories.
-pub fn find_cmd(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+pub use fsage_sys::find_cmd;
 
 /// Runs `name args...`; `Err` naming the command, its status and its output when it fails.
 pub fn run_tool(name: &str, args: &[&str]) -> Result<String> {
@@ -117,21 +110,13 @@ pub fn size_of(path: &Path) -> Result<u64> {
 
 /// Size in bytes of an open block device or regular file.
 pub fn file_size(f: &fs::File, path: &Path) -> Result<u64> {
-    use std::os::fd::AsRawFd;
     let m = f.metadata().map_err(|e| io_err(path, "", e))?;
     if m.file_type().is_block_device() {
-        let mut size: u64 = 0;
-        // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-        const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-        // SAFETY: valid descriptor and out-pointer of the size the ioctl writes.
-        if unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size) } != 0 {
-            return Err(io_err(
-                path,
-                "BLKGETSIZE64",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(size)
+        use fsage_sys::ioctl::{Getter, IoctlOpcode};
+        const BLKGETSIZE64: IoctlOpcode = linux_raw_sys::ioctl::BLKGETSIZE64 as IoctlOpcode;
+        // SAFETY: BLKGETSIZE64 writes one u64 (a size_t on 64-bit) through the pointer.
+        unsafe { rustix::ioctl::ioctl(f, Getter::<BLKGETSIZE64, u64>::new()) }
+            .map_err(|e| io_err(path, "BLKGETSIZE64", e.into()))
     } else {
         Ok(m.len())
     }
@@ -145,8 +130,7 @@ pub fn kernel_release() -> String {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`.
@@ -214,13 +198,7 @@ impl Drop for TempPath {
 
 /// Free bytes (as root counts them) on the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| Error::input(format!("{}: path has a NUL byte", dir.display())))?;
-    // SAFETY: valid C string and out-pointer.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io_err(dir, "statvfs", std::io::Error::last_os_error()));
-    }
-    Ok(st.f_bfree as u64 * st.f_frsize as u64)
+    Ok(fsage_sys::fs_stat(dir)
+        .map_err(|e| io_err(dir, "statvfs", e))?
+        .free)
 }

@@ -15,21 +15,20 @@
 
 use crate::hist::{FreeHist, FreeSpace};
 use crate::sys::FsInfo;
+use fsage_sys::ioctl::{call_in_place, opcode, Direction, IoctlOpcode};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 /// The `route` of a btrfs histogram: what it covers.
 pub const ROUTE: &str = "btrfs-tree-search (data block groups only; unallocated space excluded)";
 
-const IOCTL_MAGIC: u64 = 0x94;
+const IOCTL_MAGIC: u8 = 0x94;
 
-const fn ioc(dir: u64, nr: u64, size: u64) -> u64 {
-    (dir << 30) | (size << 16) | (IOCTL_MAGIC << 8) | nr
+const fn ioc(dir: Direction, nr: u8, size: usize) -> IoctlOpcode {
+    opcode::from_components(dir, IOCTL_MAGIC, nr, size)
 }
-const IOC_READ: u64 = 2;
-const IOC_READ_WRITE: u64 = 3;
 
 /// `struct btrfs_ioctl_search_key`: 7 u64, 4 u32, 4 u64.
 const SEARCH_KEY_SIZE: usize = 104;
@@ -42,9 +41,9 @@ const FS_INFO_SIZE: usize = 1024;
 /// `struct btrfs_ioctl_feature_flags`: compat, compat_ro, incompat.
 const FEATURE_FLAGS_SIZE: usize = 24;
 
-const IOC_TREE_SEARCH_V2: u64 = ioc(IOC_READ_WRITE, 17, SEARCH_ARGS_V2_SIZE as u64);
-const IOC_FS_INFO: u64 = ioc(IOC_READ, 31, FS_INFO_SIZE as u64);
-const IOC_GET_FEATURES: u64 = ioc(IOC_READ, 57, FEATURE_FLAGS_SIZE as u64);
+const IOC_TREE_SEARCH_V2: IoctlOpcode = ioc(Direction::ReadWrite, 17, SEARCH_ARGS_V2_SIZE);
+const IOC_FS_INFO: IoctlOpcode = ioc(Direction::Read, 31, FS_INFO_SIZE);
+const IOC_GET_FEATURES: IoctlOpcode = ioc(Direction::Read, 57, FEATURE_FLAGS_SIZE);
 
 /// Tree ids.
 const EXTENT_TREE: u64 = 2;
@@ -135,19 +134,18 @@ fn next_key(k: Key) -> Option<Key> {
     }
 }
 
-fn ioctl_buf(fd: RawFd, req: u64, buf: &mut [u8]) -> io::Result<()> {
-    // SAFETY: every request used here reads or writes at most the size encoded in it, and the
-    // callers pass buffers at least that large.
-    if unsafe { libc::ioctl(fd, req as _, buf.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+fn ioctl_buf(fd: BorrowedFd<'_>, req: IoctlOpcode, buf: &mut [u8]) -> io::Result<()> {
+    // SAFETY: every request used here reads or writes at most the size encoded in it (and
+    // TREE_SEARCH_V2 at most the `buf_size` its header gives), and the callers pass buffers at
+    // least that large. The ioctl structures are read and written byte by byte (`ne_u64`,
+    // `put_u64`), so the byte buffer needs no alignment.
+    unsafe { call_in_place(fd, req, buf) }
 }
 
 /// Calls `each(key, item data)` for every item of tree `tree` with `min <= key <= max`, in key
 /// order, with BTRFS_IOC_TREE_SEARCH_V2.
 pub fn tree_search(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     tree: u64,
     min: Key,
     max: Key,
@@ -175,7 +173,7 @@ pub fn tree_search(
         put_u64(&mut buf, SEARCH_KEY_SIZE, buf_size as u64);
         if let Err(e) = ioctl_buf(fd, IOC_TREE_SEARCH_V2, &mut buf) {
             // One item did not fit: the kernel says how much it needs.
-            if e.raw_os_error() == Some(libc::EOVERFLOW) {
+            if rustix::io::Errno::from_io_error(&e) == Some(rustix::io::Errno::OVERFLOW) {
                 let need = usize::try_from(ne_u64(&buf, SEARCH_KEY_SIZE)).unwrap_or(usize::MAX);
                 if need > buf_size && need <= MAX_BUF {
                     buf_size = need;
@@ -215,7 +213,7 @@ pub fn tree_search(
 }
 
 /// (sector size, node size) from BTRFS_IOC_FS_INFO.
-pub fn fs_info(fd: RawFd) -> io::Result<(u64, u64)> {
+pub fn fs_info(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
     let mut buf = vec![0u8; FS_INFO_SIZE];
     ioctl_buf(fd, IOC_FS_INFO, &mut buf)?;
     // max_id, num_devices (u64), fsid[16], nodesize, sectorsize (u32).
@@ -223,14 +221,14 @@ pub fn fs_info(fd: RawFd) -> io::Result<(u64, u64)> {
 }
 
 /// Whether the block group items live in the block group tree (BTRFS_IOC_GET_FEATURES).
-fn has_block_group_tree(fd: RawFd) -> io::Result<bool> {
+fn has_block_group_tree(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let mut buf = vec![0u8; FEATURE_FLAGS_SIZE];
     ioctl_buf(fd, IOC_GET_FEATURES, &mut buf)?;
     Ok(ne_u64(&buf, 8) & FEATURE_COMPAT_RO_BLOCK_GROUP_TREE != 0)
 }
 
 /// Every block group, in logical order.
-pub fn block_groups(fd: RawFd) -> io::Result<Vec<BlockGroup>> {
+pub fn block_groups(fd: BorrowedFd<'_>) -> io::Result<Vec<BlockGroup>> {
     let tree = if has_block_group_tree(fd)? {
         BLOCK_GROUP_TREE
     } else {
@@ -260,7 +258,7 @@ pub fn block_groups(fd: RawFd) -> io::Result<Vec<BlockGroup>> {
 
 /// The allocated extents (start, length) with a start in `[start, end)`, in order.
 pub fn allocated_extents(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     start: u64,
     end: u64,
     nodesize: u64,
@@ -286,7 +284,7 @@ pub fn allocated_extents(
 /// Logical ranges (start, length) that hold superblock copies, from the chunk tree: for each
 /// chunk of a non-striped profile (single, DUP, RAID1*), the copies inside each stripe's device
 /// range. Chunks of striped profiles (RAID0/10/5/6) are not mapped: a copy there is counted free.
-fn super_ranges(fd: RawFd) -> io::Result<Vec<(u64, u64)>> {
+fn super_ranges(fd: BorrowedFd<'_>) -> io::Result<Vec<(u64, u64)>> {
     let mut out = Vec::new();
     tree_search(
         fd,
@@ -353,11 +351,12 @@ pub fn gaps(bg: &BlockGroup, used: &[(u64, u64)]) -> Vec<(u64, u64)> {
 }
 
 fn describe(e: &io::Error, what: &str) -> String {
-    match e.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => {
+    use rustix::io::Errno;
+    match Errno::from_io_error(e) {
+        Some(Errno::PERM | Errno::ACCESS) => {
             format!("{what} needs root (CAP_SYS_ADMIN): {e}")
         }
-        Some(libc::ENOTTY) | Some(libc::EINVAL) => {
+        Some(Errno::NOTTY | Errno::INVAL) => {
             format!("{what}: not supported here (not btrfs, or a kernel without it): {e}")
         }
         _ => format!("{what}: {e}"),
@@ -370,7 +369,7 @@ pub fn free_space(mount: &Path, info: &FsInfo) -> Result<FreeSpace, String> {
     let err =
         |e: io::Error, what: &str| format!("{}: btrfs {}", mount.display(), describe(&e, what));
     let f = File::open(mount).map_err(|e| format!("{}: {e}", mount.display()))?;
-    let fd = f.as_raw_fd();
+    let fd = f.as_fd();
     let (sectorsize, nodesize) = fs_info(fd).map_err(|e| err(e, "BTRFS_IOC_FS_INFO"))?;
     if sectorsize == 0 || nodesize == 0 {
         return Err(format!(

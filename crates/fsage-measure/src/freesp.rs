@@ -4,7 +4,6 @@
 pub use crate::hist::{bin_of, FreeBin, FreeHist, FreeSpace};
 use crate::sys;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// The free-space histogram of the file system mounted at (or holding) `mount`, by the best
@@ -29,7 +28,7 @@ pub fn free_space_getfsmap(mount: &Path, info: &sys::FsInfo) -> Result<FreeSpace
     // Free records per device: (device, physical start, length), merged when adjacent.
     let mut free: Vec<(u32, u64, u64)> = Vec::new();
     let mut devices: Vec<u32> = Vec::new();
-    let res = sys::getfsmap(f.as_raw_fd(), |r| {
+    let res = sys::getfsmap(&f, |r| {
         if !devices.contains(&r.device) {
             devices.push(r.device);
         }
@@ -45,12 +44,13 @@ pub fn free_space_getfsmap(mount: &Path, info: &sys::FsInfo) -> Result<FreeSpace
         free.push((r.device, r.physical, r.length));
     });
     if let Err(e) = res {
-        let why = match e.raw_os_error() {
-            Some(libc::ENOTTY) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => format!(
+        use rustix::io::Errno;
+        let why = match Errno::from_io_error(&e) {
+            Some(Errno::NOTTY | Errno::OPNOTSUPP | Errno::INVAL) => format!(
                 "the {} file system does not support FS_IOC_GETFSMAP ({e})",
                 sys::fs_type_name(info.magic)
             ),
-            Some(libc::EPERM) | Some(libc::EACCES) => {
+            Some(Errno::PERM | Errno::ACCESS) => {
                 format!("FS_IOC_GETFSMAP needs root (CAP_SYS_ADMIN): {e}")
             }
             _ => format!("FS_IOC_GETFSMAP: {e}"),

@@ -172,8 +172,7 @@ pub fn scan_files(root: &Path, opts: &ScanOptions) -> Result<FileStats, String> 
     {
         let d = File::open(root).map_err(|e| format!("{}: {e}", root.display()))?;
         if !opts.sync_each {
-            sys::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d))
-                .map_err(|e| format!("{}: syncfs: {e}", root.display()))?;
+            sys::syncfs(&d).map_err(|e| format!("{}: syncfs: {e}", root.display()))?;
         }
     }
     let top = Mutex::new(Top {
@@ -211,15 +210,16 @@ pub fn scan_files(root: &Path, opts: &ScanOptions) -> Result<FileStats, String> 
 }
 
 fn open_noatime(p: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOATIME)
-        .open(p)
-    {
+    use rustix::fs::{open, Mode, OFlags};
+    match open(
+        p,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOATIME,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(File::from(fd)),
         // O_NOATIME is refused on files we do not own (without CAP_FOWNER).
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => File::open(p),
-        r => r,
+        Err(rustix::io::Errno::PERM) => File::open(p),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -50,8 +50,7 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
     // space only when the journal commits.
     {
         let d = std::fs::File::open(mount).map_err(|e| format!("{}: {e}", mount.display()))?;
-        crate::sys::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d))
-            .map_err(|e| format!("{}: syncfs: {e}", mount.display()))?;
+        crate::sys::syncfs(&d).map_err(|e| format!("{}: syncfs: {e}", mount.display()))?;
     }
     let t0 = std::time::Instant::now();
     let (free_space, free_space_error) = match freesp::free_space(mount) {

@@ -1,72 +1,29 @@
-//! The raw system calls: FS_IOC_GETFSMAP, FS_IOC_FIEMAP, statfs, syncfs. Layouts follow
-//! `linux/fsmap.h` and `linux/fiemap.h`; every call returns `io::Error` rather than panicking.
+//! The system calls of measuring: FS_IOC_GETFSMAP and FS_IOC_FIEMAP (through rustix's ioctl
+//! interface, `fsage_sys::ioctl`), statfs (the one wrapper in `fsage-sys`), syncfs.
+//!
+//! `struct fsmap`/`fsmap_head` (`linux/fsmap.h`) and `struct fiemap`/`fiemap_extent`
+//! (`linux/fiemap.h`) are written out here because neither rustix nor linux-raw-sys (rustix's
+//! own kernel bindings, which do have the ioctl numbers) provides them; their sizes are checked
+//! against the kernel's opcodes in the tests below.
 
-use std::ffi::CString;
+use fsage_sys::ioctl::{call_in_place, opcode, IoctlOpcode};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsFd;
 use std::path::Path;
 
-pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
-pub const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
-pub const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
-pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub use fsage_sys::{
+    fs_type_name, FsStat as FsInfo, BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC,
+    XFS_SUPER_MAGIC,
+};
 
-/// Name of a file system type from its statfs magic.
-pub fn fs_type_name(magic: u64) -> String {
-    match magic {
-        EXT4_SUPER_MAGIC => "ext4".into(),
-        XFS_SUPER_MAGIC => "xfs".into(),
-        BTRFS_SUPER_MAGIC => "btrfs".into(),
-        TMPFS_MAGIC => "tmpfs".into(),
-        m => format!("0x{m:x}"),
-    }
-}
-
-pub fn cpath(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path has a NUL byte"))
-}
-
-/// What statfs says about the file system holding a path.
-#[derive(Debug, Clone, Copy)]
-pub struct FsInfo {
-    pub magic: u64,
-    /// Fundamental block size (f_frsize, or f_bsize when that is 0).
-    pub block_size: u64,
-    pub blocks: u64,
-    pub blocks_free: u64,
-    pub blocks_avail: u64,
-}
-
+/// What statfs and statvfs say about the file system holding `path`.
 pub fn statfs(path: &Path) -> io::Result<FsInfo> {
-    let c = cpath(path)?;
-    // SAFETY: valid C string and out-pointer; all-zero is a valid statfs.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let frsize = if st.f_frsize > 0 {
-        st.f_frsize as u64
-    } else {
-        st.f_bsize as u64
-    };
-    Ok(FsInfo {
-        magic: st.f_type as u64,
-        block_size: frsize,
-        blocks: st.f_blocks as u64,
-        blocks_free: st.f_bfree as u64,
-        blocks_avail: st.f_bavail as u64,
-    })
+    fsage_sys::fs_stat(path)
 }
 
 /// Flushes the whole file system holding `fd`, so that delayed allocations have blocks.
-pub fn syncfs(fd: RawFd) -> io::Result<()> {
-    // SAFETY: plain system call on a descriptor we hold.
-    if unsafe { libc::syncfs(fd) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+pub fn syncfs(fd: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::syncfs(fd)?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,15 +60,15 @@ pub const FMR_OF_LAST: u32 = 0x20;
 pub const FMR_OWN_FREE: u64 = 1;
 
 /// _IOWR('X', 59, struct fsmap_head)
-const FS_IOC_GETFSMAP: u64 = (3 << 30) | ((size_of::<FsmapHead>() as u64) << 16) | (0x58 << 8) | 59;
+const FS_IOC_GETFSMAP: IoctlOpcode = opcode::read_write::<FsmapHead>(b'X', 59);
 /// _IOWR('f', 11, struct fiemap)
-const FS_IOC_FIEMAP: u64 = (3 << 30) | ((size_of::<FiemapHead>() as u64) << 16) | (0x66 << 8) | 11;
+const FS_IOC_FIEMAP: IoctlOpcode = opcode::read_write::<FiemapHead>(b'f', 11);
 
 const FSMAP_BATCH: usize = 1024;
 
 /// Calls `each` with every record of the file system's space map, in order. `Err` with the
 /// errno when the ioctl fails (EOPNOTSUPP or ENOTTY where the file system lacks GETFSMAP).
-pub fn getfsmap(fd: RawFd, mut each: impl FnMut(&FsmapRec)) -> io::Result<()> {
+pub fn getfsmap(fd: impl AsFd, mut each: impl FnMut(&FsmapRec)) -> io::Result<()> {
     // One buffer: the head, then FSMAP_BATCH records, as u64 words for alignment.
     let head_words = size_of::<FsmapHead>() / 8;
     let rec_words = size_of::<FsmapRec>() / 8;
@@ -133,9 +90,7 @@ pub fn getfsmap(fd: RawFd, mut each: impl FnMut(&FsmapRec)) -> io::Result<()> {
         // SAFETY: buf holds at least a FsmapHead; both are plain old data.
         unsafe { std::ptr::write(buf.as_mut_ptr() as *mut FsmapHead, head) };
         // SAFETY: the buffer has room for `count` records after the head, as the ioctl expects.
-        if unsafe { libc::ioctl(fd, FS_IOC_GETFSMAP as _, buf.as_mut_ptr()) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        unsafe { call_in_place(fd.as_fd(), FS_IOC_GETFSMAP, &mut buf)? };
         // SAFETY: the kernel filled the head.
         let out: FsmapHead = unsafe { std::ptr::read(buf.as_ptr() as *const FsmapHead) };
         let n = out.entries as usize;
@@ -211,7 +166,7 @@ impl Fiemap {
     /// to flush the file first (FIEMAP_FLAG_SYNC).
     pub fn extents(
         &mut self,
-        fd: &impl AsRawFd,
+        fd: impl AsFd,
         sync: bool,
         mut each: impl FnMut(&FiemapExtent),
     ) -> io::Result<()> {
@@ -227,11 +182,7 @@ impl Fiemap {
             // SAFETY: the buffer starts with room for a FiemapHead (u64-aligned).
             unsafe { std::ptr::write(self.buf.as_mut_ptr() as *mut FiemapHead, head) };
             // SAFETY: the buffer has room for extent_count extents after the head.
-            if unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_FIEMAP as _, self.buf.as_mut_ptr()) }
-                != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
+            unsafe { call_in_place(fd.as_fd(), FS_IOC_FIEMAP, &mut self.buf)? };
             // SAFETY: the kernel filled the head.
             let out: FiemapHead = unsafe { std::ptr::read(self.buf.as_ptr() as *const FiemapHead) };
             let n = (out.mapped_extents as usize).min(FIEMAP_BATCH);
@@ -254,5 +205,20 @@ impl Fiemap {
             }
             start = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcodes_match_the_kernel_headers() {
+        // linux-raw-sys's values of FS_IOC_GETFSMAP and FS_IOC_FIEMAP (x86_64 and the other
+        // architectures with the generic ioctl encoding).
+        assert_eq!(FS_IOC_GETFSMAP, 3233830971);
+        assert_eq!(FS_IOC_FIEMAP, 3223348747);
+        assert_eq!(size_of::<FsmapRec>(), 64);
+        assert_eq!(size_of::<FiemapExtent>(), 56);
     }
 }

@@ -92,7 +92,7 @@ fn ext4_histogram_matches_e2freefrag() {
         (512u64 << 20, &["-q", "-F", "-b", "4096"][..]),
         (96 << 20, &["-q", "-F", "-b", "1024"][..]),
     ] {
-        let mut fs = match Fs::new("ext4", bytes, args) {
+        let mut fs = match ImageFs::make("ext4", bytes, args) {
             Ok(f) => f,
             Err(r) => return skip(t, &r),
         };
@@ -101,9 +101,9 @@ fn ext4_histogram_matches_e2freefrag() {
         // Unmounted, e2freefrag reads the block bitmaps. Unmounting also drops ext4's in-memory
         // preallocations, which a mounted file system counts as used: mount again to compare.
         fs.mount.unmount().expect("unmount ext4");
-        let out = run_cmd("e2freefrag", &[fs.dev.dev()]).expect("e2freefrag, unmounted");
+        let out = run_cmd("e2freefrag", &[fs.loopdev.dev()]).expect("e2freefrag, unmounted");
         let offline = String::from_utf8_lossy(&out.stdout).into_owned();
-        fs.mount = Mount::new(fs.dev.dev(), "ext4").expect("mount ext4 again");
+        fs.mount = MountGuard::mount(fs.loopdev.dev(), &["-t", "ext4"]).expect("mount ext4 again");
         let mine = free_space(fs.path()).expect("GETFSMAP on ext4");
         assert_eq!(mine.route, "getfsmap");
         assert_eq!(mine.block_size, bs);
@@ -121,7 +121,7 @@ fn ext4_histogram_matches_e2freefrag() {
         );
         assert_eq!(mine.free_extents, total);
         // And mounted, where e2freefrag may use GETFSMAP itself.
-        let out = run_cmd("e2freefrag", &[fs.dev.dev()]).expect("e2freefrag, mounted");
+        let out = run_cmd("e2freefrag", &[fs.loopdev.dev()]).expect("e2freefrag, mounted");
         let online = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             parse_e2freefrag(&online, bs),
@@ -138,7 +138,7 @@ fn xfs_histogram_matches_xfs_db_freesp() {
         return skip(t, &r);
     }
     // Four allocation groups: free extents never span one.
-    let mut fs = match Fs::new("xfs", 512 << 20, &["-q", "-f", "-d", "agcount=4"]) {
+    let mut fs = match ImageFs::make("xfs", 512 << 20, &["-q", "-f", "-d", "agcount=4"]) {
         Ok(f) => f,
         Err(r) => return skip(t, &r),
     };
@@ -148,7 +148,7 @@ fn xfs_histogram_matches_xfs_db_freesp() {
     // measurement right after the deletes can race it. Unmounting finishes that work; measure on
     // the remounted file system, which then holds still until xfs_db reads it.
     fs.mount.unmount().expect("unmount xfs");
-    fs.mount = Mount::new(fs.dev.dev(), "xfs").expect("mount xfs again");
+    fs.mount = MountGuard::mount(fs.loopdev.dev(), &["-t", "xfs"]).expect("mount xfs again");
     let mine = free_space(fs.path()).expect("GETFSMAP on xfs");
     assert!(
         mine.free_extents > 100,
@@ -156,13 +156,13 @@ fn xfs_histogram_matches_xfs_db_freesp() {
         mine.free_extents
     );
     fs.mount.unmount().expect("unmount xfs");
-    let out = run_cmd("xfs_db", &["-r", "-c", "freesp -s", fs.dev.dev()]).expect("xfs_db");
+    let out = run_cmd("xfs_db", &["-r", "-c", "freesp -s", fs.loopdev.dev()]).expect("xfs_db");
     let text = String::from_utf8_lossy(&out.stdout);
     let (mut want, mut total) = parse_freesp(&text);
     // freesp also counts every block on an AG free list (AGFL) as a one-block free extent. Those
     // blocks are reserved for the free-space btrees, GETFSMAP reports them as owned by the AG,
     // and fsage does not count them as free: take them out of freesp's first bin.
-    let agfl = agfl_blocks(fs.dev.dev());
+    let agfl = agfl_blocks(fs.loopdev.dev());
     if agfl > 0 {
         let first = want
             .first_mut()

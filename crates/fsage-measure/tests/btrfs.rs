@@ -172,7 +172,7 @@ fn btrfs_histogram_matches_dump_tree() {
     if let Err(r) = need_root_and(&["mkfs.btrfs", "btrfs"]) {
         return skip(t, &r);
     }
-    let mut fs = match Fs::new(
+    let mut fs = match ImageFs::make(
         "btrfs",
         512 << 20,
         &["-q", "-f", "-d", "single", "-m", "single"],
@@ -202,7 +202,7 @@ fn btrfs_histogram_matches_dump_tree() {
     );
     // What is on disk after the last commit is what the mounted trees held: nothing ran since.
     fs.mount.unmount().expect("unmount btrfs");
-    let (want, total, free_bytes) = expected_free(fs.dev.dev(), bs);
+    let (want, total, free_bytes) = expected_free(fs.loopdev.dev(), bs);
     assert_eq!(bins(&mine), want, "ours vs dump-tree");
     assert_eq!(mine.free_extents, total);
     assert_eq!(

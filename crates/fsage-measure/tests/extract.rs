@@ -99,9 +99,14 @@ fn extraction_is_exact_and_the_plan_round_trips() {
         .find(|p| p.is_file())
         .unwrap();
     fs::hard_link(&first_file, root.join("hard")).unwrap();
-    let fifo = std::ffi::CString::new(root.join("fifo").to_str().unwrap()).unwrap();
-    // SAFETY: valid C string.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        root.join("fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
 
     let opts = ExtractOptions {
         name: "rt".into(),

@@ -2,6 +2,7 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half.
 
+pub mod ioctl;
 pub mod mountinfo;
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
@@ -55,14 +56,25 @@ impl FsStat {
 
 /// statfs and statvfs of the file system holding `path`.
 pub fn fs_stat(path: &Path) -> io::Result<FsStat> {
-    let sf = statfs(path)?;
-    let sv = statvfs(path)?;
+    Ok(fs_stat_of(&statfs(path)?, &statvfs(path)?))
+}
+
+/// statfs and statvfs of the file system holding the open file or directory `fd`.
+pub fn fs_stat_fd(fd: impl std::os::fd::AsFd) -> io::Result<FsStat> {
+    let fd = fd.as_fd();
+    Ok(fs_stat_of(
+        &rustix::fs::fstatfs(fd)?,
+        &rustix::fs::fstatvfs(fd)?,
+    ))
+}
+
+fn fs_stat_of(sf: &rustix::fs::StatFs, sv: &rustix::fs::StatVfs) -> FsStat {
     let block_size = if sv.f_frsize > 0 {
         sv.f_frsize
     } else {
         sv.f_bsize
     };
-    Ok(FsStat {
+    FsStat {
         // f_type is signed on some targets; the magic is its bit pattern.
         magic: sf.f_type as u32 as u64,
         block_size,
@@ -74,7 +86,7 @@ pub fn fs_stat(path: &Path) -> io::Result<FsStat> {
         blocks_avail: sv.f_bavail,
         free_inodes: (sv.f_files > 0).then_some(sv.f_favail),
         read_only: sv.f_flag.contains(StatVfsMountFlags::RDONLY),
-    })
+    }
 }
 
 /// The device number of the file system holding `path` (`st_dev`), following symlinks: two paths
@@ -87,6 +99,15 @@ pub fn device_of(path: &Path) -> io::Result<u64> {
 pub fn may_write(dir: &Path) -> io::Result<()> {
     use rustix::fs::{access, Access};
     Ok(access(dir, Access::WRITE_OK | Access::EXEC_OK)?)
+}
+
+/// Finds a command on PATH or in the usual sbin directories.
+pub fn find_cmd(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 /// A failed atomic write, naming the file.

@@ -17,8 +17,7 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
-        // SAFETY: isatty on a standard descriptor.
-        let tty = unsafe { libc::isatty(2) } == 1;
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         Bar {
             enabled: tty && !quiet,
             last: None,

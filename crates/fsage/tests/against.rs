@@ -35,7 +35,7 @@ fn against(mount: &Path, out: &Path) -> serde_json::Value {
 #[test]
 fn a_fragmented_ext4_is_far_from_its_fresh_twin_and_a_fresh_one_is_not() {
     const T: &str = "a_fragmented_ext4_is_far_from_its_fresh_twin_and_a_fresh_one_is_not";
-    let fresh = match Ext4::new(128 << 20) {
+    let fresh = match Ext4::ext4(128 << 20) {
         Ok(f) => f,
         Err(e) => return skip(T, &e),
     };
@@ -46,7 +46,7 @@ fn a_fragmented_ext4_is_far_from_its_fresh_twin_and_a_fresh_one_is_not() {
     assert_eq!(j["fs_type"], "ext4");
 
     // Fragment the free space: 3000 files of 12 KiB, every other one deleted.
-    let aged = Ext4::new(128 << 20).unwrap_or_else(|e| panic!("{e}"));
+    let aged = Ext4::ext4(128 << 20).unwrap_or_else(|e| panic!("{e}"));
     let dir = aged.path().join("f");
     std::fs::create_dir(&dir).unwrap();
     let data = vec![7u8; 12 << 10];

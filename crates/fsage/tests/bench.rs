@@ -87,7 +87,7 @@ fn every_builtin_runs_on_tmpfs() {
 
 #[test]
 fn every_builtin_runs_on_ext4() {
-    let fs = match Ext4::new(512 << 20) {
+    let fs = match Ext4::ext4(512 << 20) {
         Ok(f) => f,
         Err(reason) => return skip("every_builtin_runs_on_ext4", &reason),
     };
@@ -115,7 +115,7 @@ fn a_cache_limited_run_holds_its_limit() {
     if let Err(reason) = memory_cgroup_available() {
         return skip("a_cache_limited_run_holds_its_limit", &reason);
     }
-    let fs = match Ext4::new(512 << 20) {
+    let fs = match Ext4::ext4(512 << 20) {
         Ok(f) => f,
         Err(reason) => return skip("a_cache_limited_run_holds_its_limit", &reason),
     };

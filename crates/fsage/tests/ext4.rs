@@ -12,7 +12,7 @@ use std::time::Instant;
 const IMAGE_BYTES: u64 = 512 << 20;
 
 fn ext4_or_skip(test: &str) -> Option<Ext4> {
-    let made = need_root_and(&["e2fsck"]).and_then(|()| Ext4::new(IMAGE_BYTES));
+    let made = need_root_and(&["e2fsck"]).and_then(|()| Ext4::ext4(IMAGE_BYTES));
     match made {
         Ok(e) => Some(e),
         Err(reason) => {
@@ -24,11 +24,7 @@ fn ext4_or_skip(test: &str) -> Option<Ext4> {
 
 /// f_blocks * f_frsize of the file system holding `path`.
 fn fs_bytes(path: &Path) -> u64 {
-    let c = std::ffi::CString::new(s(path)).unwrap();
-    // SAFETY: valid C string and out-pointer; all-zero is a valid statvfs.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
-    st.f_blocks as u64 * st.f_frsize as u64
+    fsage_sys::fs_stat(path).unwrap().size
 }
 
 /// Unmounts and runs `e2fsck -fn` on the loop device: it must report a clean file system.

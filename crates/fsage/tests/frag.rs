@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 use std::fs;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 const IMAGE_BYTES: u64 = 512 << 20;
@@ -84,9 +83,8 @@ fn clean_copy(src: &Path, dst: &Path) {
             let len = e.metadata().unwrap().len();
             let file = fs::File::create(&to).unwrap();
             if len > 0 {
-                // SAFETY: a descriptor we own; plain system call.
-                let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
-                assert_eq!(r, 0, "fallocate {}", to.display());
+                rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len)
+                    .unwrap_or_else(|e| panic!("fallocate {}: {e}", to.display()));
             }
         }
     }

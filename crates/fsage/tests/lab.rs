@@ -21,11 +21,10 @@ struct Lab {
 }
 
 fn mounts_below(dir: &Path) -> Vec<PathBuf> {
-    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut v: Vec<PathBuf> = info
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(PathBuf::from)
+    let mut v: Vec<PathBuf> = fsage_sys::mounts()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.mount_point)
         .filter(|m| m.starts_with(dir))
         .collect();
     v.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
