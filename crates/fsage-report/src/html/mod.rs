@@ -8,7 +8,7 @@ use crate::inputs::{Named, ReportSet};
 use crate::Exporter;
 use fsage_exec::report::{Histogram, RunReport};
 use fsage_experiment::analysis::sweep::fmt_latency;
-use fsage_experiment::analysis::{Analysis, MeanCi, State, SweepClass};
+use fsage_experiment::analysis::{Analysis, FlowopCompare, MeanCi, State, SweepClass};
 use fsage_measure::{AgainstFresh, AgingFigures, FragReport};
 use fsage_profile::human_bytes;
 use plots::{Bar, BarChart, BarSeries, Line, LineChart};
@@ -843,71 +843,45 @@ fn latency(p: &mut Page, a: &Analysis, suffix: &str) {
             v
         };
         let states: Vec<State> = state_order(&rows.iter().map(|r| r.state.clone()).collect());
-        let mut series = vec![BarSeries {
-            name: "fresh p99".into(),
-            bars: flowops
-                .iter()
-                .map(|fo| {
-                    rows.iter()
-                        .find(|r| &r.flowop == fo)
-                        .and_then(|r| r.fresh_p99_us)
-                        .map(|v| Bar {
-                            value: v,
-                            interval: None,
-                            flag: false,
-                        })
-                })
-                .collect(),
-        }];
-        for st in &states {
+        // Per statistic: the fresh bars, then one series per aged state.
+        type Pick = fn(&FlowopCompare) -> Option<f64>;
+        let stats: [(&str, Pick, Pick); 2] = [
+            ("p99", |r| r.fresh_p99_us, |r| Some(r.aged_p99_us)),
+            ("max", |r| r.fresh_max_us, |r| Some(r.aged_max_us)),
+        ];
+        let bar = |value: f64| Bar {
+            value,
+            interval: None,
+            flag: false,
+        };
+        let mut series = Vec::new();
+        for (stat, fresh, aged) in stats {
             series.push(BarSeries {
-                name: format!("{} p99", st.label()),
+                name: format!("fresh {stat}"),
                 bars: flowops
                     .iter()
                     .map(|fo| {
                         rows.iter()
-                            .find(|r| &r.flowop == fo && &r.state == st)
-                            .map(|r| Bar {
-                                value: r.aged_p99_us,
-                                interval: None,
-                                flag: false,
-                            })
+                            .find(|r| &r.flowop == fo)
+                            .and_then(|r| fresh(r))
+                            .map(bar)
                     })
                     .collect(),
             });
-        }
-        series.push(BarSeries {
-            name: "fresh max".into(),
-            bars: flowops
-                .iter()
-                .map(|fo| {
-                    rows.iter()
-                        .find(|r| &r.flowop == fo)
-                        .and_then(|r| r.fresh_max_us)
-                        .map(|v| Bar {
-                            value: v,
-                            interval: None,
-                            flag: false,
+            for st in &states {
+                series.push(BarSeries {
+                    name: format!("{} {stat}", st.label()),
+                    bars: flowops
+                        .iter()
+                        .map(|fo| {
+                            rows.iter()
+                                .find(|r| &r.flowop == fo && &r.state == st)
+                                .and_then(|r| aged(r))
+                                .map(bar)
                         })
-                })
-                .collect(),
-        });
-        for st in &states {
-            series.push(BarSeries {
-                name: format!("{} max", st.label()),
-                bars: flowops
-                    .iter()
-                    .map(|fo| {
-                        rows.iter()
-                            .find(|r| &r.flowop == fo && &r.state == st)
-                            .map(|r| Bar {
-                                value: r.aged_max_us,
-                                interval: None,
-                                flag: false,
-                            })
-                    })
-                    .collect(),
-            });
+                        .collect(),
+                });
+            }
         }
         let chart = BarChart {
             title: format!("{fs}, {wl}, {}: tail latency per flowop", lat(l)),
