@@ -432,15 +432,8 @@ pub fn plan(profile: &Profile, cfg: PlanConfig) -> Result<Planner> {
         ))
     })?;
     let planner = Planner::new(profile, cfg).map_err(|e| input(format!("{}: {e}", what())))?;
-    let unmet = planner.unmeetable_bins();
-    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
+    let (unmet_share, labels) = unmet_summary(profile, &planner);
     if unmet_share > 0.10 {
-        let meta = RunMeta::new(profile, String::new(), String::new());
-        let labels = unmet
-            .iter()
-            .map(|u| meta.size_labels[u.bin].clone())
-            .collect::<Vec<_>>()
-            .join(", ");
         return Err(input(format!(
             "{} cannot be met: size bins holding {:.1}% of its files are too large for the room \
              left ({labels}). Lower the fullness or raise the capacity",
@@ -449,6 +442,19 @@ pub fn plan(profile: &Profile, cfg: PlanConfig) -> Result<Planner> {
         )));
     }
     Ok(planner)
+}
+
+/// The share of the profile's files in size bins the plan cannot make, and those bins' labels.
+fn unmet_summary(profile: &Profile, planner: &Planner) -> (f64, String) {
+    let meta = RunMeta::new(profile, String::new(), String::new());
+    let unmet = planner.unmeetable_bins();
+    let share = unmet.iter().map(|u| u.target_fraction).sum();
+    let labels = unmet
+        .iter()
+        .map(|u| meta.size_labels[u.bin].clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    (share, labels)
 }
 
 fn fresh(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Prepared> {
@@ -516,12 +522,7 @@ fn fresh(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Prepared> {
     let planner = plan(&profile, cfg)?;
     let meta = RunMeta::new(&profile, String::new(), String::new());
     let unmet = planner.unmeetable_bins();
-    let unmet_share: f64 = unmet.iter().map(|u| u.target_fraction).sum();
-    let unmet_labels = unmet
-        .iter()
-        .map(|u| meta.size_labels[u.bin].clone())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let (unmet_share, unmet_labels) = unmet_summary(&profile, &planner);
     let t = planner.total();
     let secs = preflight::estimate_seconds(t, req.dry_run);
     if secs > 86400.0 {
