@@ -8,10 +8,16 @@
 //! - [`analysis`]: pure functions on [`analysis::Sample`]s: aged against fresh, latency sweeps
 //!   against the slippery-slope model, classes and inversions.
 //!
-//! The runner that executes cells is not in this crate yet.
+//! - [`runner`]: goes through a plan's cells, skipping the finished ones, writing each result the
+//!   moment it ends, and reads an output directory back ([`runner::status`]); the cells' work is
+//!   behind [`runner::Executor`].
+//! - [`lab`]: the executor of this machine: base images (fresh, aged, from the library), a sparse
+//!   copy per cell, the slow device, the workload engine.
 
 pub mod analysis;
+pub mod lab;
 pub mod result;
+pub mod runner;
 pub mod spec;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, Sample, State};
@@ -42,4 +48,45 @@ impl Error {
     pub fn blame(&self) -> fsage_sys::Blame {
         self.blame
     }
+}
+
+/// `fsage experiment run`: loads `file`, checks that this machine can run it (file system tools,
+/// library images), takes the output directory's lock and runs every cell not done yet on this
+/// machine ([`lab::LabExecutor`]), base images in `images` (default `out/images`).
+pub fn run_file(
+    file: &std::path::Path,
+    out: &std::path::Path,
+    images: Option<&std::path::Path>,
+    opts: &runner::RunOptions,
+    obs: &mut dyn runner::RunObserver,
+) -> Result<runner::RunSummary, Error> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Error::input(format!(
+            "{}: cannot read the experiment: {e}",
+            file.display()
+        ))
+    })?;
+    let dir = file
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let spec = spec::parse(&text, &file.display().to_string(), &dir)?;
+    let plan = spec.plan();
+    lab::preflight(&spec)?;
+    if !out.exists() {
+        std::fs::create_dir_all(out).map_err(|e| {
+            Error::input(format!("{}: cannot make the directory: {e}", out.display()))
+        })?;
+    }
+    let _lock = fsage_exec::preflight::lock_run(&out.join("plan.json")).map_err(|e| {
+        let msg = format!("{}: {e}", out.display());
+        match e.blame() {
+            fsage_sys::Blame::Input => Error::input(msg),
+            _ => Error::operation(msg),
+        }
+    })?;
+    runner::prepare_out(out, &plan, &text)?;
+    let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
+    let mut ex = lab::LabExecutor::new(out, &images)?;
+    runner::run(&plan, &text, out, opts, &mut ex, obs)
 }

@@ -87,11 +87,26 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
     let mut set = ReportSet::default();
     for p in paths {
         if p.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| Error::input(format!("{}: {e}", p.display())))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json"))
-                .collect();
+            // An experiment's output directory: its cells, and the aging and layout reports of
+            // the images its states were made from.
+            let dirs: Vec<PathBuf> = if p.join(fsage_experiment::runner::MARKER).is_file() {
+                ["cells", "aging", "frag"]
+                    .iter()
+                    .map(|d| p.join(d))
+                    .filter(|d| d.is_dir())
+                    .collect()
+            } else {
+                vec![p.clone()]
+            };
+            let mut files: Vec<PathBuf> = Vec::new();
+            for d in &dirs {
+                files.extend(
+                    std::fs::read_dir(d)
+                        .map_err(|e| Error::input(format!("{}: {e}", d.display())))?
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "json")),
+                );
+            }
             files.sort();
             if files.is_empty() {
                 return Err(Error::input(format!(

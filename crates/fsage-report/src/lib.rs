@@ -67,6 +67,12 @@ impl Exporter<fsage_experiment::Plan> for Text {
     }
 }
 
+impl Exporter<fsage_experiment::runner::Status> for Text {
+    fn export(&self, s: &fsage_experiment::runner::Status) -> String {
+        plan_text::status(s)
+    }
+}
+
 impl Exporter<inputs::ReportSet> for Text {
     fn export(&self, set: &inputs::ReportSet) -> String {
         summary_text::render(set)

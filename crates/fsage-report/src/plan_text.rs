@@ -82,3 +82,54 @@ pub fn render(p: &Plan) -> String {
     }
     o
 }
+
+/// The human form of `fsage experiment status`.
+pub fn status(s: &fsage_experiment::runner::Status) -> String {
+    use fsage_experiment::runner::CellState;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "experiment {} in {}: {} cells, {} done, {} failed, {} left",
+        s.experiment,
+        s.out.display(),
+        s.total,
+        s.done,
+        s.failed,
+        s.left
+    );
+    for c in &s.cells {
+        let what = match &c.state {
+            CellState::Done { seconds, ops_per_s } => format!(
+                "done    {:>8}  {}",
+                human_duration(*seconds),
+                ops_per_s.map_or("-".into(), |x| format!("{x:.0} ops/s"))
+            ),
+            CellState::Failed { error } => format!("FAILED  {error}"),
+            CellState::Left => "left".to_string(),
+        };
+        let _ = writeln!(o, "  {:<56} {what}", c.id);
+    }
+    if !s.not_in_plan.is_empty() {
+        let _ = writeln!(
+            o,
+            "{} results are of cells the experiment file no longer has (kept, not reported \
+             as part of this plan)",
+            s.not_in_plan.len()
+        );
+    }
+    if s.left > 0 {
+        let _ = writeln!(
+            o,
+            "time left: about {} (from {})",
+            human_duration(s.estimate_left_s),
+            s.estimate_from
+        );
+    }
+    if s.failed > 0 {
+        let _ = writeln!(
+            o,
+            "failed cells are kept; `fsage experiment run FILE --out DIR --retry-failed` runs them again"
+        );
+    }
+    o
+}

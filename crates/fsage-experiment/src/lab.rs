@@ -1,0 +1,498 @@
+//! The executor that runs cells on this machine: images on loop devices, the slow device, the
+//! workload engine.
+//!
+//! For every file system and state it makes one base image, once: formatted (fresh), formatted
+//! and aged with the same library call as `fsage age --fs` (aged), or restored from the image
+//! library (image). The base image is never mounted read-write again: each cell starts from a
+//! sparse copy of it, so that every cell sees the same layout whatever the cells before it wrote
+//! (this is the "restore before every run instead of re-aging"). A cell then attaches the copy,
+//! through a slow device of the cell's latency when it has one, mounts it, runs the workload
+//! (caches dropped, the page cache limited when the experiment says so), unmounts and removes
+//! the copy.
+//!
+//! A base image is complete when its `KEY.base.json` exists; one without it (a run killed while
+//! aging) is made again. A run killed in a cell leaves a mount or a slow device behind: the next
+//! run removes those that are under its own image directory, and nothing else.
+
+use crate::result::Environment;
+use crate::runner::{CellRun, Event, Executor, RunObserver};
+use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
+use crate::analysis::FlowopLatency;
+use crate::Sample;
+use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
+use fsage_lab::sparse::{copy_image, CopyOptions};
+use fsage_lab::{FsKind, Mounted};
+use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Registry, SlowDevice};
+use fsage_workload::{RunConfig, Stop, Workload};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What is known of a finished base image (`KEY.base.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BaseImage {
+    pub key: String,
+    pub image: PathBuf,
+    pub fs: FsSpec,
+    pub state: StateSpec,
+    pub size: u64,
+    /// SHA-256 of the whole image (holes as zeros).
+    pub sha256: String,
+    /// Seconds it took to make (aging included).
+    pub seconds: f64,
+}
+
+/// Runs cells on this machine. `out` is the experiment's output directory (aging and layout
+/// reports of the base images go to `out/aging` and `out/frag`); `images` holds the base images
+/// and each cell's working copy.
+pub struct LabExecutor {
+    out: PathBuf,
+    images: PathBuf,
+    bases: BTreeMap<String, BaseImage>,
+    library: fsage_lab::image::Library,
+    registry: Registry,
+}
+
+impl LabExecutor {
+    /// Prepares `images` (made if missing) and cleans up what a killed run left in it.
+    pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
+        std::fs::create_dir_all(images).map_err(|e| {
+            crate::Error::input(format!("{}: cannot make the directory: {e}", images.display()))
+        })?;
+        let images = images
+            .canonicalize()
+            .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
+        let ex = LabExecutor {
+            out: out.to_path_buf(),
+            images,
+            bases: BTreeMap::new(),
+            library: fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir()),
+            registry: Registry::new(Registry::default_root()),
+        };
+        ex.clean_leftovers()?;
+        Ok(ex)
+    }
+
+    /// Unmounts what is mounted under the image directory and destroys the slow devices whose
+    /// backing file is there: the remains of a run that was killed. Touches nothing else.
+    fn clean_leftovers(&self) -> Result<(), crate::Error> {
+        let mounts = fsage_sys::mounts()
+            .map_err(|e| crate::Error::operation(format!("reading the mount table: {e}")))?;
+        for m in mounts.iter().rev() {
+            if m.mount_point.starts_with(&self.images) {
+                fsage_lab::mount::umount_point(&m.mount_point).map_err(|e| {
+                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
+                })?;
+            }
+        }
+        for (_, rec) in self.registry.list() {
+            if rec.backing_file.starts_with(&self.images) {
+                let dev = SlowDevice::open(&self.registry, &rec.name).map_err(|e| {
+                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
+                })?;
+                dev.destroy(true).map_err(|e| {
+                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The base image of a cell's file system and state, made when missing.
+    fn base(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<BaseImage, String> {
+        let key = base_key(cell);
+        if let Some(b) = self.bases.get(&key) {
+            return Ok(b.clone());
+        }
+        let meta = self.images.join(format!("{key}.base.json"));
+        let image = self.images.join(format!("{key}.img"));
+        if let Ok(text) = std::fs::read_to_string(&meta) {
+            if let Ok(b) = serde_json::from_str::<BaseImage>(&text) {
+                if b.image == image && image.exists() {
+                    self.bases.insert(key, b.clone());
+                    return Ok(b);
+                }
+            }
+        }
+        // Half-made: start again.
+        for p in [
+            image.clone(),
+            suffixed(&image, ".fsage.json"),
+            meta.clone(),
+        ] {
+            let _ = std::fs::remove_file(p);
+        }
+        let _ = std::fs::remove_dir(suffixed(&image, ".mnt"));
+        let t0 = std::time::Instant::now();
+        let kind = FsKind::parse(&cell.fs.kind).map_err(|e| e.to_string())?;
+        let mkfs_opts: Vec<String> = cell
+            .fs
+            .mkfs_opts
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        match &cell.state {
+            StateSpec::Fresh => {
+                obs.event(&Event::Note(&format!(
+                    "making the fresh {} image {}",
+                    cell.fs.label,
+                    image.display()
+                )));
+                fsage_lab::create_image(kind, cell.image_size, &image, &mkfs_opts)
+                    .map_err(|e| format!("mkfs: {e}"))?;
+            }
+            StateSpec::Aged {
+                profile,
+                label,
+                fullness,
+                seed,
+                max_ops,
+                max_time_s,
+            } => {
+                obs.event(&Event::Note(&format!(
+                    "aging {} with {label} (once; every cell of this state starts from a copy)",
+                    cell.fs.label
+                )));
+                std::fs::create_dir_all(self.out.join("aging"))
+                    .map_err(|e| format!("{}: {e}", self.out.display()))?;
+                let req = AgeRequest {
+                    profile: Some(profile.clone()),
+                    target: Some(image.clone()),
+                    fullness: *fullness,
+                    seed: *seed,
+                    threads: 1,
+                    stop: fsage_exec::StopConditions {
+                        max_ops: *max_ops,
+                        max_time: max_time_s.map(Duration::from_secs_f64),
+                        ..Default::default()
+                    },
+                    json: Some(self.out.join("aging").join(format!("{key}.json"))),
+                    checkpoint_interval: Duration::from_secs(3600),
+                    new_fs: Some(NewFs {
+                        kind,
+                        size: cell.image_size,
+                        mkfs_opts,
+                    }),
+                    ..Default::default()
+                };
+                let mut ao = AgeNotes { obs };
+                let out = fsage_lab::age::age(&req, &mut ao).map_err(|e| format!("aging: {e}"))?;
+                match out.report.stop_reason {
+                    fsage_exec::StopReason::Interrupted => return Err("aging: interrupted".into()),
+                    fsage_exec::StopReason::IoError => {
+                        return Err(format!(
+                            "aging: stopped on an I/O error: {}",
+                            out.report
+                                .error
+                                .as_ref()
+                                .map_or("(no detail)", |e| e.as_str())
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            StateSpec::Image { name, .. } => {
+                obs.event(&Event::Note(&format!(
+                    "restoring library image {name} for {}",
+                    cell.fs.label
+                )));
+                let m = self
+                    .library
+                    .load(name)
+                    .map_err(|e| format!("library image {name}: {e}"))?;
+                if m.fs.as_deref() != Some(kind.name()) {
+                    return Err(format!(
+                        "library image {name} holds {}, not {}",
+                        m.fs.as_deref().unwrap_or("no known file system"),
+                        kind.name()
+                    ));
+                }
+                self.library
+                    .restore(name, &image, false)
+                    .map_err(|e| format!("restoring {name}: {e}"))?;
+            }
+        }
+        self.measure_layout(&key, &image);
+        let sha256 = fsage_lab::sparse::sha256_image(&image).map_err(|e| e.to_string())?;
+        let size = std::fs::metadata(&image)
+            .map_err(|e| format!("{}: {e}", image.display()))?
+            .len();
+        let b = BaseImage {
+            key: key.clone(),
+            image,
+            fs: cell.fs.clone(),
+            state: cell.state.clone(),
+            size,
+            sha256,
+            seconds: t0.elapsed().as_secs_f64(),
+        };
+        let mut text = serde_json::to_vec_pretty(&b).expect("plain data serialises");
+        text.push(b'\n');
+        fsage_sys::write_atomic(&meta, &text).map_err(|e| e.to_string())?;
+        self.bases.insert(key, b.clone());
+        Ok(b)
+    }
+
+    /// The free-space and file layout of a base image, for the report (read-only mount; a
+    /// failure is not the cell's, so it is only left out).
+    fn measure_layout(&self, key: &str, image: &Path) {
+        let mnt = suffixed(image, ".mnt");
+        if std::fs::create_dir_all(&mnt).is_err() {
+            return;
+        }
+        let opts = fsage_lab::mount::MountOptions {
+            options: "ro".into(),
+            ..Default::default()
+        };
+        if let Ok(m) = Mounted::attach_and_mount_with(image, &mnt, &opts) {
+            let fo = fsage_measure::FragOptions {
+                files: true,
+                ..Default::default()
+            };
+            if let Ok((rep, _)) = fsage_measure::frag(m.mount_point(), &fo) {
+                let dir = self.out.join("frag");
+                if std::fs::create_dir_all(&dir).is_ok() {
+                    let mut v = serde_json::to_vec_pretty(&rep).expect("plain data serialises");
+                    v.push(b'\n');
+                    let _ = fsage_sys::write_atomic(&dir.join(format!("{key}.json")), &v);
+                }
+            }
+            let _ = m.finish();
+        }
+        let _ = std::fs::remove_dir(&mnt);
+    }
+
+    fn cell_inner(
+        &mut self,
+        cell: &Cell,
+        base: &BaseImage,
+        work: &Path,
+        mnt: &Path,
+        obs: &mut dyn RunObserver,
+    ) -> Result<CellRun, String> {
+        let w = workload(cell)?;
+        copy_image(
+            &base.image,
+            work,
+            CopyOptions {
+                force: false,
+                zero_holes: false,
+                verify: false,
+            },
+        )
+            .map_err(|e| format!("restoring the base image: {e}"))?;
+        std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+        let mut device: Option<DeviceGuard> = None;
+        let block: PathBuf = match cell.latency_us {
+            Some(us) => {
+                let mut spec = DeviceSpec::new(
+                    Backing::Image(work.to_path_buf()),
+                    (us * 1000.0).round() as u64,
+                );
+                spec.registry = self.registry.root().to_path_buf();
+                let d = SlowDevice::create(&spec)
+                    .map_err(|e| format!("slow device: {e}"))?
+                    .into_guard();
+                let p = d.path().to_path_buf();
+                device = Some(d);
+                p
+            }
+            None => work.to_path_buf(),
+        };
+        let mounted = Mounted::attach_and_mount(&block, mnt).map_err(|e| format!("mount: {e}"))?;
+        let cfg = RunConfig {
+            stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
+            warmup: Duration::from_secs_f64(cell.warmup_s),
+            seed: cell.seed,
+            cache_ratio: cell.cache_ratio,
+            drop_caches: true,
+            reps: 1,
+            ..Default::default()
+        };
+        let target = mnt.join("bench");
+        let mut wo = WorkloadNotes { obs };
+        let ran = fsage_workload::run(&w, &cfg, &target, &mut wo);
+        let dev_json = device.as_ref().and_then(|d| {
+            let mut v = serde_json::to_value(d.device().record()).ok()?;
+            if let (Some(o), Ok(st)) = (v.as_object_mut(), d.device().stats()) {
+                o.insert("stats".into(), serde_json::to_value(st).ok()?);
+            }
+            Some(v)
+        });
+        let fin = mounted.finish().map_err(|e| format!("unmount: {e}"));
+        let destroyed = match device {
+            Some(d) => d.destroy().map_err(|e| format!("slow device: {e}")),
+            None => Ok(()),
+        };
+        let r = ran.map_err(|e| format!("workload: {e}"))?;
+        fin?;
+        destroyed?;
+        let Some(rep) = r.reps.first() else {
+            return Err("workload: no repetition was measured".into());
+        };
+        let sample = Sample {
+            fs: cell.fs.label.clone(),
+            state: cell.state.state(),
+            workload: cell.workload.label.clone(),
+            latency_us: cell.latency_us,
+            rep: cell.rep,
+            ops_per_s: rep.overall.ops_per_sec,
+            flowops: rep
+                .flowops
+                .iter()
+                .filter_map(|f| {
+                    Some(FlowopLatency {
+                        flowop: f.name.clone(),
+                        p99_us: f.stats.p99_us?,
+                        max_us: f.stats.max_us?,
+                    })
+                })
+                .collect(),
+        };
+        if rep.overall.ops == 0 && !r.interrupted {
+            return Err("workload: no operation completed in the measured time".into());
+        }
+        Ok(CellRun {
+            samples: vec![sample],
+            environment: Some(environment(cell, base, &r.workload_text, dev_json)),
+            workload_report: serde_json::to_value(&r).ok(),
+            interrupted: r.interrupted,
+        })
+    }
+}
+
+impl Executor for LabExecutor {
+    fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, String> {
+        let base = self.base(cell, obs)?;
+        let work = self.images.join("cell.img");
+        let mnt = self.images.join("cell.mnt");
+        let _ = std::fs::remove_file(&work);
+        let r = self.cell_inner(cell, &base, &work, &mnt, obs);
+        let _ = std::fs::remove_file(&work);
+        let _ = std::fs::remove_dir(&mnt);
+        r
+    }
+}
+
+/// The base image's name: the file system and state labels, and a hash of what makes the image
+/// (so that an edited experiment does not reuse an image made for other settings).
+fn base_key(cell: &Cell) -> String {
+    let def = serde_json::to_string(&(&cell.fs, &cell.state, cell.image_size))
+        .expect("plain data serialises");
+    let h = Sha256::digest(def.as_bytes());
+    let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let state = match &cell.state {
+        StateSpec::Fresh => "fresh".to_string(),
+        StateSpec::Aged { label, .. } => format!("aged.{label}"),
+        StateSpec::Image { name, .. } => format!("image.{name}"),
+    };
+    format!("{}-{state}-{hex}", cell.fs.label)
+}
+
+fn suffixed(p: &Path, s: &str) -> PathBuf {
+    let mut o = p.as_os_str().to_owned();
+    o.push(s);
+    PathBuf::from(o)
+}
+
+fn workload(cell: &Cell) -> Result<Workload, String> {
+    let w = match &cell.workload.source {
+        WorkloadSource::Builtin { name } => Workload::builtin(name),
+        WorkloadSource::File { path, text } => Workload::parse(text, &path.display().to_string()),
+    }
+    .map_err(|e| format!("workload: {e}"))?;
+    let vars: Vec<(&String, &String)> = cell.workload.set.iter().collect();
+    w.with_vars(&vars).map_err(|e| format!("workload: {e}"))
+}
+
+fn environment(
+    cell: &Cell,
+    base: &BaseImage,
+    workload_text: &str,
+    device: Option<serde_json::Value>,
+) -> Environment {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let memory_bytes = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024);
+    Environment {
+        fsage_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        memory_bytes,
+        fs_kind: cell.fs.kind.clone(),
+        mkfs_opts: cell.fs.mkfs_opts.clone(),
+        image_sha256: Some(base.sha256.clone()),
+        seed: cell.seed,
+        workload_text: workload_text.to_string(),
+        device,
+    }
+}
+
+/// Aging notices as runner notes (warnings only: aging's progress talk would flood a log).
+struct AgeNotes<'a> {
+    obs: &'a mut dyn RunObserver,
+}
+
+impl fsage_exec::Observer for AgeNotes<'_> {}
+
+impl AgeObserver for AgeNotes<'_> {
+    fn notice(&mut self, level: Level, text: &str) {
+        if level == Level::Warning {
+            self.obs.event(&Event::Note(text));
+        }
+    }
+}
+
+struct WorkloadNotes<'a> {
+    obs: &'a mut dyn RunObserver,
+}
+
+impl fsage_workload::Observer for WorkloadNotes<'_> {
+    fn note(&mut self, msg: &str) {
+        self.obs.event(&Event::Note(msg));
+    }
+}
+
+/// What must hold before the first cell: root, the file systems' tools, the library images the
+/// states name, and the slow device's needs when a latency is asked for.
+pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(crate::Error::input(
+            "an experiment mounts images and attaches loop devices: run it as root",
+        ));
+    }
+    for f in &spec.file_systems {
+        let kind = FsKind::parse(&f.kind).map_err(|e| crate::Error::input(e.to_string()))?;
+        kind.check_tools().map_err(|e| crate::Error::input(e.to_string()))?;
+    }
+    let lib = fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir());
+    for s in &spec.states {
+        if let StateSpec::Image { name, .. } = s {
+            lib.load(name).map_err(|e| {
+                crate::Error::input(format!(
+                    "{}: state image {name:?}: {e} (`fsage image list` shows the library)",
+                    spec.origin
+                ))
+            })?;
+        }
+    }
+    if spec.latencies.iter().any(Option::is_some) && !Path::new("/dev/fuse").exists() {
+        return Err(crate::Error::input(format!(
+            "{}: device latencies need the slow device, which needs /dev/fuse (not found)",
+            spec.origin
+        )));
+    }
+    Ok(())
+}
