@@ -14,10 +14,10 @@
 //! aging) is made again. A run killed in a cell leaves a mount or a slow device behind: the next
 //! run removes those that are under its own image directory, and nothing else.
 
+use crate::analysis::FlowopLatency;
 use crate::result::Environment;
 use crate::runner::{CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
-use crate::analysis::FlowopLatency;
 use crate::Sample;
 use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_lab::sparse::{copy_image, CopyOptions};
@@ -59,7 +59,10 @@ impl LabExecutor {
     /// Prepares `images` (made if missing) and cleans up what a killed run left in it.
     pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
         std::fs::create_dir_all(images).map_err(|e| {
-            crate::Error::input(format!("{}: cannot make the directory: {e}", images.display()))
+            crate::Error::input(format!(
+                "{}: cannot make the directory: {e}",
+                images.display()
+            ))
         })?;
         let images = images
             .canonicalize()
@@ -117,11 +120,7 @@ impl LabExecutor {
             }
         }
         // Half-made: start again.
-        for p in [
-            image.clone(),
-            suffixed(&image, ".fsage.json"),
-            meta.clone(),
-        ] {
+        for p in [image.clone(), suffixed(&image, ".fsage.json"), meta.clone()] {
             let _ = std::fs::remove_file(p);
         }
         let _ = std::fs::remove_dir(suffixed(&image, ".mnt"));
@@ -284,7 +283,7 @@ impl LabExecutor {
                 verify: false,
             },
         )
-            .map_err(|e| format!("restoring the base image: {e}"))?;
+        .map_err(|e| format!("restoring the base image: {e}"))?;
         std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
         let mut device: Option<DeviceGuard> = None;
         let block: PathBuf = match cell.latency_us {
@@ -475,7 +474,8 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
     }
     for f in &spec.file_systems {
         let kind = FsKind::parse(&f.kind).map_err(|e| crate::Error::input(e.to_string()))?;
-        kind.check_tools().map_err(|e| crate::Error::input(e.to_string()))?;
+        kind.check_tools()
+            .map_err(|e| crate::Error::input(e.to_string()))?;
     }
     let lib = fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir());
     for s in &spec.states {

@@ -147,9 +147,8 @@ pub fn prepare_out(out: &Path, plan: &Plan, spec_text: &str) -> Result<(), Error
             }
         }
     }
-    std::fs::create_dir_all(out.join(CELLS_DIR)).map_err(|e| {
-        Error::input(format!("{}: cannot make the directory: {e}", out.display()))
-    })?;
+    std::fs::create_dir_all(out.join(CELLS_DIR))
+        .map_err(|e| Error::input(format!("{}: cannot make the directory: {e}", out.display())))?;
     let m = Marker {
         made_by: format!("fsage {}", env!("CARGO_PKG_VERSION")),
         experiment: plan.experiment.clone(),
@@ -286,8 +285,13 @@ pub fn run(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum CellState {
-    Done { seconds: f64, ops_per_s: Option<f64> },
-    Failed { error: String },
+    Done {
+        seconds: f64,
+        ops_per_s: Option<f64>,
+    },
+    Failed {
+        error: String,
+    },
     Left,
 }
 
@@ -396,7 +400,8 @@ mod tests {
     use super::*;
     use crate::spec;
 
-    const SPEC: &str = "name = \"mock\"\nduration = \"1s\"\nrepetitions = 2\nimage_size = \"1GiB\"\n\
+    const SPEC: &str =
+        "name = \"mock\"\nduration = \"1s\"\nrepetitions = 2\nimage_size = \"1GiB\"\n\
         [[fs]]\nkind = \"ext4\"\n[[fs]]\nkind = \"xfs\"\n\
         [[state]]\nkind = \"fresh\"\n\
         [devices]\nlatencies = [\"0\", \"1ms\"]\n\
@@ -461,12 +466,28 @@ mod tests {
         // Uninterrupted, for the reference.
         let out_ref = d.path().join("ref");
         let mut m = mock(vec![], None);
-        let s = run(&plan, SPEC, &out_ref, &RunOptions::default(), &mut m, &mut Quiet).unwrap();
+        let s = run(
+            &plan,
+            SPEC,
+            &out_ref,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap();
         assert_eq!((s.ran, s.failed, s.interrupted), (8, 0, false));
 
         // Stopped during the fourth cell: three are recorded, the fourth is not.
         let mut m = mock(vec![], Some(3));
-        let s = run(&plan, SPEC, &out, &RunOptions::default(), &mut m, &mut Quiet).unwrap();
+        let s = run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap();
         assert!(s.interrupted);
         assert_eq!(s.ran, 3);
         assert_eq!(results(&out).len(), 3);
@@ -475,7 +496,15 @@ mod tests {
 
         // The second run does only the five left, in plan order.
         let mut m = mock(vec![], None);
-        let s = run(&plan, SPEC, &out, &RunOptions::default(), &mut m, &mut Quiet).unwrap();
+        let s = run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap();
         assert_eq!((s.done_before, s.ran), (3, 5));
         let want: Vec<String> = plan.cells[3..].iter().map(|c| c.id.clone()).collect();
         assert_eq!(m.ran, want);
@@ -497,7 +526,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("out");
         let mut m = mock(vec![bad.clone()], None);
-        let s = run(&plan, SPEC, &out, &RunOptions::default(), &mut m, &mut Quiet).unwrap();
+        let s = run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap();
         assert_eq!((s.ran, s.failed), (8, 1));
         let r = &results(&out)[&bad];
         assert_eq!(
@@ -511,7 +548,15 @@ mod tests {
 
         // Kept by default...
         let mut m = mock(vec![], None);
-        let s = run(&plan, SPEC, &out, &RunOptions::default(), &mut m, &mut Quiet).unwrap();
+        let s = run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap();
         assert_eq!((s.ran, s.failed_kept), (0, 1));
         // ...run again when asked.
         let opts = RunOptions { retry_failed: true };
@@ -529,23 +574,50 @@ mod tests {
         let full = d.path().join("full");
         std::fs::create_dir(&full).unwrap();
         std::fs::write(full.join("thesis.tex"), "x").unwrap();
-        let e = run(&plan, SPEC, &full, &RunOptions::default(), &mut mock(vec![], None), &mut Quiet)
-            .unwrap_err();
+        let e = run(
+            &plan,
+            SPEC,
+            &full,
+            &RunOptions::default(),
+            &mut mock(vec![], None),
+            &mut Quiet,
+        )
+        .unwrap_err();
         assert!(e.message.contains("not empty"), "{e}");
-        assert_eq!(std::fs::read_to_string(full.join("thesis.tex")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(full.join("thesis.tex")).unwrap(),
+            "x"
+        );
 
         let out = d.path().join("out");
-        run(&plan, SPEC, &out, &RunOptions::default(), &mut mock(vec![], Some(0)), &mut Quiet)
-            .unwrap();
+        run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut mock(vec![], Some(0)),
+            &mut Quiet,
+        )
+        .unwrap();
         let other = SPEC.replace("\"mock\"", "\"other\"");
         let plan2 = spec::parse(&other, "o.toml", Path::new("."))
             .unwrap()
             .plan();
-        let e = run(&plan2, &other, &out, &RunOptions::default(), &mut mock(vec![], None), &mut Quiet)
-            .unwrap_err();
+        let e = run(
+            &plan2,
+            &other,
+            &out,
+            &RunOptions::default(),
+            &mut mock(vec![], None),
+            &mut Quiet,
+        )
+        .unwrap_err();
         assert!(e.message.contains("experiment \"mock\""), "{e}");
         let e = status(d.path()).unwrap_err();
-        assert!(e.message.contains("not an experiment's output directory"), "{e}");
+        assert!(
+            e.message.contains("not an experiment's output directory"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -560,8 +632,15 @@ mod tests {
         };
         assert_eq!(st.left, 8);
         assert!((st.estimate_left_s - plan.estimate_s).abs() < 1e-9);
-        run(&plan, SPEC, &out, &RunOptions::default(), &mut mock(vec![], Some(2)), &mut Quiet)
-            .unwrap();
+        run(
+            &plan,
+            SPEC,
+            &out,
+            &RunOptions::default(),
+            &mut mock(vec![], Some(2)),
+            &mut Quiet,
+        )
+        .unwrap();
         // Make the two finished cells take 10 s and 30 s.
         for (i, (_, mut r)) in results(&out).into_iter().enumerate() {
             r.seconds = [10.0, 30.0][i];

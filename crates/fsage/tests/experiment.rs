@@ -55,3 +55,226 @@ fn a_bad_experiment_is_refused_with_its_line() {
     assert!(err.contains("bad.toml:34:"), "{err}");
     assert!(err.contains("unknown unit"), "{err}");
 }
+
+/// The end-to-end run the issue asks for: ext4 and xfs, fresh and aged (meyer, small image),
+/// varmail and fileserver scaled down, 2 repetitions, 3 latencies on the slow device (48 cells).
+const E2E: &str = r#"
+name = "e2e"
+duration = "1s"
+repetitions = 2
+seed = 7
+image_size = "512MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[fs]]
+kind = "xfs"
+
+[[state]]
+kind = "fresh"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 20000
+
+[devices]
+latencies = ["0", "100us", "1ms"]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 200, nthreads = 4 }
+
+[[workload]]
+name = "fileserver"
+set = { nfiles = 200, nthreads = 4 }
+"#;
+
+/// A scratch directory in /dev/shm with its own slow-device registry; dropping it unmounts what
+/// is mounted under it and destroys the devices of that registry (what a killed run leaves).
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        Lab {
+            dir: tempfile::Builder::new()
+                .prefix("fsage-exp-e2e-")
+                .tempdir_in("/dev/shm")
+                .unwrap(),
+        }
+    }
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(bin());
+        c.args(args)
+            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
+            .env("FSAGE_LOCK_DIR", self.path("locks"));
+        c
+    }
+    fn mounts_under(&self) -> Vec<PathBuf> {
+        fsage_sys::mounts()
+            .unwrap()
+            .into_iter()
+            .map(|m| m.mount_point)
+            .filter(|m| m.starts_with(self.dir.path()))
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for m in self.mounts_under().into_iter().rev() {
+            let _ = fsage_lab::mount::umount_point(&m);
+        }
+        let _ = self.cmd(&["dev", "destroy", "--all", "--force"]).output();
+    }
+}
+
+fn cell_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        std::fs::read(e.path()).unwrap(),
+                    )
+                })
+                .filter(|(n, _)| n.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_again() {
+    let test = "an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_again";
+    if let Err(e) = need_root_and(&["mkfs.ext4", "mkfs.xfs"]) {
+        skip(test, &e);
+        return;
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return;
+    }
+    let lab = Lab::new();
+    let file = lab.path("e2e.toml");
+    std::fs::write(&file, E2E).unwrap();
+    let out = lab.path("out");
+    let cells = out.join("cells");
+    let args = [
+        "experiment",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+
+    // First run, killed with SIGKILL (no cleanup of its own) once 12 cells are recorded.
+    let mut child = lab
+        .cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        if cell_files(&cells).len() >= 12 {
+            break;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("the run ended before it was killed: {st}");
+        }
+        assert!(
+            t0.elapsed().as_secs() < 600,
+            "12 cells took over 10 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = cell_files(&cells);
+    let n = before.len();
+    assert!((12..48).contains(&n), "{n} cells recorded at the kill");
+
+    // Status sees what is done and what is left.
+    let o = lab
+        .cmd(&["experiment", "status", "--json", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "experiment status");
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["total"], 48);
+    assert_eq!(st["done"].as_u64().unwrap() as usize, n);
+    assert_eq!(st["left"].as_u64().unwrap() as usize, 48 - n);
+    assert!(st["estimate_left_s"].as_f64().unwrap() > 0.0);
+
+    // The second run cleans up what the killed one left, runs only what is left, and leaves the
+    // results of the first untouched.
+    let o = lab.cmd(&args).output().unwrap();
+    expect_code(&o, 0, "experiment run, second time");
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!(
+            "48 cells: {n} done already, 0 failed earlier (kept), {} to run",
+            48 - n
+        )),
+        "{text}"
+    );
+    let after = cell_files(&cells);
+    assert_eq!(after.len(), 48);
+    for (name, bytes) in &before {
+        assert_eq!(&after[name], bytes, "{name} was changed by the second run");
+    }
+    for (name, bytes) in &after {
+        let r: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(r["status"], "done", "{name}: {r}");
+        assert!(
+            r["samples"][0]["ops_per_s"].as_f64().unwrap() > 0.0,
+            "{name}"
+        );
+        let env = &r["environment"];
+        assert_eq!(env["image_sha256"].as_str().unwrap().len(), 64, "{name}");
+        assert!(env["workload_text"]
+            .as_str()
+            .unwrap()
+            .contains("define fileset"));
+        assert_eq!(
+            env["device"].is_null(),
+            r["cell"]["latency_us"].is_null(),
+            "{name}: a cell on the slow device records it, a plain one does not"
+        );
+    }
+    // A third run has nothing to do.
+    let o = lab.cmd(&args).output().unwrap();
+    expect_code(&o, 0, "experiment run, third time");
+    assert!(stdout(&o).contains("48 done already"), "{}", stdout(&o));
+    // Nothing left mounted or running.
+    assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
+    let o = lab.cmd(&["dev", "list", "--json"]).output().unwrap();
+    let devs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(devs.as_array().map_or(0, |a| a.len()), 0, "{devs}");
+
+    // The report draws it: aged against fresh, the sweep, the images' layouts.
+    let html = out.join("report.html");
+    let o = lab
+        .cmd(&[
+            "report",
+            out.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "report");
+    let page = std::fs::read_to_string(&html).unwrap();
+    for want in ["aged:meyer", "varmail", "fileserver", "ext4-aged.meyer"] {
+        assert!(page.contains(want), "the report lacks {want}");
+    }
+}
