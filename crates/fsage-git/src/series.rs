@@ -45,8 +45,11 @@ pub struct InstanceFigures {
     pub read_files: u64,
     pub frag: FragFigures,
     /// Time to get the instance ready: remount (aged), or mkfs, `cp -a` and remount (clean).
+    /// (0 in series written before it was recorded.)
+    #[serde(default)]
     pub prepare_seconds: f64,
     /// Time of the frag figures (FIEMAP of every file, free space).
+    #[serde(default)]
     pub frag_seconds: f64,
 }
 

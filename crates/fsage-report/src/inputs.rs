@@ -24,6 +24,8 @@ pub enum Kind {
     Cell,
     Analysis,
     Against,
+    /// A Git-aging series (`fsage git-age --json`).
+    Git,
 }
 
 /// Everything the report shows.
@@ -33,6 +35,7 @@ pub struct ReportSet {
     pub frags: Vec<Named<FragReport>>,
     pub against: Vec<Named<AgainstFresh>>,
     pub cells: Vec<Named<CellResult>>,
+    pub git: Vec<Named<fsage_git::GitSeries>>,
     /// Computed from the cell results (first), then any analysis JSON given.
     pub analyses: Vec<Named<Analysis>>,
     /// Files in a directory that were not fsage results, with why.
@@ -46,13 +49,16 @@ impl ReportSet {
             && self.against.is_empty()
             && self.cells.is_empty()
             && self.analyses.is_empty()
+            && self.git.is_empty()
     }
 }
 
 /// Which kind a JSON value is, from keys only that kind has.
 pub fn detect(v: &serde_json::Value) -> Option<Kind> {
     let has = |k: &str| v.get(k).is_some();
-    if has("cell") && has("status") && has("samples") {
+    if v.get("format").and_then(|f| f.as_str()) == Some(fsage_git::series::SERIES_FORMAT) {
+        Some(Kind::Git)
+    } else if has("cell") && has("status") && has("samples") {
         Some(Kind::Cell)
     } else if has("aged_vs_fresh") && has("sweeps") {
         Some(Kind::Analysis)
@@ -205,10 +211,15 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
             path,
             item: serde_json::from_value(v).map_err(|e| bad("an analysis", e))?,
         }),
+        Some(Kind::Git) => set.git.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("a Git-aging series", e))?,
+        }),
         None => {
             return Err(Error::input(format!(
                 "{}: not a result fsage knows (an aging run report, a frag report, a cell \
-                 result or an analysis)",
+                 result, an analysis or a Git-aging series)",
                 p.display()
             )))
         }

@@ -27,6 +27,22 @@ pub fn render(set: &ReportSet) -> String {
             100.0 * x.depth.rmse
         );
     }
+    for g in &set.git {
+        let x = &g.item;
+        let _ = writeln!(
+            o,
+            "git-age {} ({}, {} mode): {} of {} commits{}, {} measurements; last aged/clean grep \
+             time {}",
+            g.name,
+            x.fs,
+            x.mode,
+            x.pulls_done,
+            x.commits_total,
+            if x.finished { "" } else { " (not finished)" },
+            x.rows.len(),
+            x.final_ratio().map_or("-".into(), |r| format!("{r:.2}"))
+        );
+    }
     for f in &set.frags {
         let g = AgingFigures::of(&f.item);
         let _ = writeln!(

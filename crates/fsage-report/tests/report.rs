@@ -20,6 +20,7 @@ fn all_inputs() -> Vec<PathBuf> {
         fx("cells/aged"),
         fx("cells/sweep"),
         fx("against/aged-ext4.against.json"),
+        fx("git/zlib-ext4.json"),
     ]
 }
 
@@ -35,6 +36,10 @@ fn every_kind_is_detected_and_analysed() {
         fsage_measure::Verdict::HeavilyAged
     );
     assert_eq!(set.cells.len(), 36 + 90);
+    // A real Git-aging series (zlib, 684 commits, ext4).
+    assert_eq!(set.git.len(), 1);
+    assert_eq!(set.git[0].item.pulls_done, 684);
+    assert_eq!(set.git[0].item.rows.len(), 15);
     assert_eq!(set.analyses.len(), 1);
     let a = &set.analyses[0].item;
     // One btrfs cell failed: left out.
@@ -72,6 +77,7 @@ fn the_page_has_every_section_and_needs_no_network() {
     let html = export(&Html::default(), &set);
     for kind in [
         "aging",
+        "git",
         "frag",
         "against-fresh",
         "aged-vs-fresh",
@@ -98,6 +104,7 @@ fn the_page_has_every_section_and_needs_no_network() {
     // Axes say their units.
     assert!(html.contains("throughput (ops/s)"));
     assert!(html.contains("device latency (ms)"));
+    assert!(html.contains("grep time (s/GiB)"));
     // Only the sections asked for.
     let only = export(
         &Html {

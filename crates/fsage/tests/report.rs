@@ -26,6 +26,7 @@ fn inputs() -> Vec<String> {
         fx("cells/aged"),
         fx("cells/sweep"),
         fx("against/aged-ext4.against.json"),
+        fx("git/zlib-ext4.json"),
     ]
 }
 
@@ -132,7 +133,7 @@ fn chromium_renders_every_section_without_console_errors() {
             .to_string()
     };
     let total: usize = attr("data-sections").parse().unwrap();
-    assert_eq!(total, 8, "sections on the page");
+    assert_eq!(total, 9, "sections on the page");
     assert_eq!(attr("data-sections-ok"), total.to_string());
     assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
     // And a screenshot: a PNG with something on it.

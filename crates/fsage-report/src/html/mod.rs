@@ -16,8 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 /// Section kinds, in page order (`--section` takes these names).
-pub const SECTIONS: [&str; 8] = [
+pub const SECTIONS: [&str; 9] = [
     "aging",
+    "git",
     "frag",
     "against-fresh",
     "aged-vs-fresh",
@@ -201,6 +202,9 @@ pub fn render(set: &ReportSet, only: &[String]) -> String {
     if want("aging") && !set.runs.is_empty() {
         aging(&mut p, &set.runs);
     }
+    if want("git") && !set.git.is_empty() {
+        git(&mut p, &set.git);
+    }
     if want("frag") && !set.frags.is_empty() {
         frag(&mut p, &set.frags);
     }
@@ -234,6 +238,13 @@ pub fn render(set: &ReportSet, only: &[String]) -> String {
         inputs.push(vec![
             r.name.clone(),
             "aging run".into(),
+            r.path.display().to_string(),
+        ]);
+    }
+    for r in &set.git {
+        inputs.push(vec![
+            r.name.clone(),
+            "Git-aging series".into(),
             r.path.display().to_string(),
         ]);
     }
@@ -1234,6 +1245,158 @@ fn cells(p: &mut Page, set: &ReportSet) {
         "Cells",
         "Cell results as written by the experiment runner, one JSON file per cell. Failed cells \
          are left out of every analysis above.",
+        &c,
+    );
+}
+
+/// Git-history aging (Conway et al.): grep seconds per GiB of the aged and the clean instance
+/// against pulls, their ratio, and the layout scores of the greps' reads.
+fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
+    let mut c = String::new();
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.item.rows.iter().map(|r| r.pulls as f64))
+        .fold(1.0, f64::max);
+    let mut per_gib = Vec::new();
+    let mut ratio = Vec::new();
+    let mut layout = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let g = &s.item;
+        let name = format!("{} {}", s.name, g.fs);
+        let pts = |f: &dyn Fn(&fsage_git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
+            g.rows
+                .iter()
+                .filter_map(|r| f(r).map(|y| (r.pulls as f64, y)))
+                .collect()
+        };
+        let line = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
+            name,
+            color: i,
+            points,
+            intervals: vec![],
+            dashed,
+            dots: true,
+            rings: vec![],
+        };
+        per_gib.push(line(
+            format!("{name} aged"),
+            pts(&|r| Some(r.aged.grep_seconds_per_gib)),
+            false,
+        ));
+        per_gib.push(line(
+            format!("{name} clean"),
+            pts(&|r| Some(r.clean.grep_seconds_per_gib)),
+            true,
+        ));
+        ratio.push(line(name.clone(), pts(&|r| r.ratio), false));
+        let la = pts(&|r| r.aged.layout_score);
+        if !la.is_empty() {
+            layout.push(line(format!("{name} aged"), la, false));
+            layout.push(line(
+                format!("{name} clean"),
+                pts(&|r| r.clean.layout_score),
+                true,
+            ));
+        }
+    }
+    let chart = |title: &str, y: &str, lines: Vec<Line>| {
+        plot_or_note(plots::lines(&LineChart {
+            title: title.into(),
+            x_desc: "pulls (commits replayed)".into(),
+            y_desc: y.into(),
+            x_range: (0.0, xmax),
+            lines,
+            size: (620, 380),
+        }))
+    };
+    let mut parts = vec![
+        chart(
+            "Cold-cache grep, seconds per GiB (aged solid, clean dashed)",
+            "grep time (s/GiB)",
+            per_gib,
+        ),
+        chart("Aged over clean grep time", "aged / clean", ratio),
+    ];
+    if !layout.is_empty() {
+        parts.push(chart(
+            "Layout score of the grep's reads (aged solid, clean dashed)",
+            "1 - discontiguities / blocks",
+            layout,
+        ));
+    }
+    c.push_str(&fig(&parts));
+    for s in series {
+        let g = &s.item;
+        let _ = writeln!(
+            c,
+            "<h3>{} ({}, {}, {} mode)</h3><p class=\"note\">{} of {} commits replayed{}, \
+             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.</p>",
+            esc(&s.name),
+            esc(&g.fs),
+            human_bytes(g.size_bytes),
+            esc(&g.mode),
+            g.pulls_done,
+            g.commits_total,
+            if g.finished { "" } else { " (not finished)" },
+            g.every,
+            g.replay_seconds,
+            g.commits_per_second
+                .map_or(String::new(), |r| format!(" ({r:.2} commits/s)")),
+            g.measure_seconds,
+            esc(&g.git_version),
+            esc(&g.grep_version)
+        );
+        let rows: Vec<Vec<String>> = g
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.pulls.to_string(),
+                    r.commit.chars().take(10).collect(),
+                    r.commit_date.chars().take(10).collect(),
+                    human_bytes(r.du_bytes),
+                    format!("{:.3}", r.aged.grep_seconds),
+                    format!("{:.3}", r.aged.grep_seconds_per_gib),
+                    format!("{:.3}", r.clean.grep_seconds),
+                    format!("{:.3}", r.clean.grep_seconds_per_gib),
+                    opt(r.ratio, |x| format!("{x:.2}")),
+                    opt(r.aged.layout_score, |x| format!("{x:.3}")),
+                    opt(r.clean.layout_score, |x| format!("{x:.3}")),
+                    opt(r.aged.frag.fragments_per_file, |x| format!("{x:.3}")),
+                    opt(r.clean.frag.fragments_per_file, |x| format!("{x:.3}")),
+                ]
+            })
+            .collect();
+        c.push_str(&table(
+            &[
+                "pulls",
+                "commit",
+                "date",
+                "du -s",
+                "aged grep s",
+                "aged s/GiB",
+                "clean grep s",
+                "clean s/GiB",
+                "aged/clean",
+                "aged layout",
+                "clean layout",
+                "aged frags/file",
+                "clean frags/file",
+            ],
+            &rows,
+        ));
+    }
+    p.section(
+        "git",
+        "Git-history aging",
+        "<code>fsage git-age</code> replays a repository's first-parent history one <code>git \
+         pull</code> per commit (Conway et al., FAST '17). Every N pulls the aged file system is \
+         unmounted, mounted again and its caches dropped, then <code>grep -r</code> reads the \
+         whole tree (.git included) for a string that is not there; the same tree copied with \
+         <code>cp -a</code> onto a freshly made file system of the same kind and size (the clean \
+         instance) is read the same way. Time is divided by the <code>du -s</code> size. The \
+         layout score is 1 − discontiguities ÷ blocks over the grep's block reads in issue \
+         order (tracefs <code>block:block_rq_issue</code>).",
         &c,
     );
 }
