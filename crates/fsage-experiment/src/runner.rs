@@ -253,6 +253,11 @@ pub fn run(
                 break;
             }
             Ok(r) => (CellStatus::Done, r),
+            // A step cut short by Ctrl-C is not the cell's failure: it runs again next time.
+            Err(_) if fsage_signals::interrupted() => {
+                summary.interrupted = true;
+                break;
+            }
             Err(error) => {
                 summary.failed += 1;
                 (CellStatus::Failed { error }, CellRun::default())
