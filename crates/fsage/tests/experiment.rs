@@ -278,3 +278,128 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
         assert!(page.contains(want), "the report lacks {want}");
     }
 }
+
+/// A library image as a state, and a cell that fails: it is recorded with its error, the others
+/// run, the exit code says so, and a re-run keeps the failure without running anything.
+#[test]
+fn a_library_image_state_runs_and_a_failing_cell_is_recorded_while_the_rest_go_on() {
+    let test = "a_library_image_state_runs_and_a_failing_cell_is_recorded_while_the_rest_go_on";
+    if let Err(e) = need_root_and(&["mkfs.ext4"]) {
+        skip(test, &e);
+        return;
+    }
+    let lab = Lab::new();
+    let run = |args: &[&str]| {
+        lab.cmd(args)
+            .env("FSAGE_LIBRARY", lab.path("library"))
+            .output()
+            .unwrap()
+    };
+    // An aged image in the library.
+    let img = lab.path("aged.img");
+    let o = run(&[
+        "age",
+        "-p",
+        "meyer",
+        "--fs",
+        "ext4",
+        "--size",
+        "256MiB",
+        "--max-ops",
+        "5000",
+        "-q",
+        img.to_str().unwrap(),
+    ]);
+    expect_code(&o, 0, "age");
+    let o = run(&["image", "save", img.to_str().unwrap(), "--name", "lib-ext4"]);
+    expect_code(&o, 0, "image save");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.path("library/lib-ext4/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let want_sha = manifest["checksums"]["image_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A workload whose fileset cannot fit: its cells fail.
+    std::fs::write(
+        lab.path("huge.f"),
+        "set $dir=/tmp\n\
+         define fileset name=huge,path=$dir,size=64m,entries=100000,dirwidth=20,prealloc=100\n\
+         define process name=p,instances=1\n{\n  thread name=t,memsize=1m,instances=1\n  {\n    \
+         flowop statfile name=stat,filesetname=huge\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lab.path("lib.toml"),
+        r#"
+name = "lib"
+duration = "1s"
+image_size = "256MiB"
+[[fs]]
+kind = "ext4"
+[[state]]
+kind = "fresh"
+[[state]]
+kind = "image"
+name = "lib-ext4"
+fs = "ext4"
+[[workload]]
+name = "varmail"
+set = { nfiles = 50, nthreads = 2 }
+[[workload]]
+file = "huge.f"
+"#,
+    )
+    .unwrap();
+    let out = lab.path("out");
+    let spec = lab.path("lib.toml");
+    let args = [
+        "experiment",
+        "run",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&args);
+    expect_code(&o, 1, "experiment run with failing cells");
+    let text = stdout(&o);
+    assert!(text.contains("2 of 4 cells done"), "{text}");
+    assert!(text.contains("2 failed"), "{text}");
+
+    let o = run(&["experiment", "status", "--json", out.to_str().unwrap()]);
+    expect_code(&o, 0, "status");
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (st["done"].as_u64(), st["failed"].as_u64()),
+        (Some(2), Some(2))
+    );
+    for c in st["cells"].as_array().unwrap() {
+        let id = c["id"].as_str().unwrap();
+        if id.contains("-huge-") {
+            assert_eq!(c["status"], "failed", "{c}");
+            assert!(c["error"].as_str().unwrap().contains("does not fit"), "{c}");
+        } else {
+            assert_eq!(c["status"], "done", "{c}");
+        }
+    }
+    // The library state's cell ran on the image as saved: its checksum is the manifest's.
+    let cells = cell_files(&out.join("cells"));
+    let lib_cell = cells
+        .iter()
+        .find(|(n, _)| n.starts_with("ext4-image.lib-ext4-varmail"))
+        .expect("the library image's varmail cell");
+    let r: serde_json::Value = serde_json::from_slice(lib_cell.1).unwrap();
+    assert_eq!(r["environment"]["image_sha256"], want_sha.as_str());
+
+    // Again: the failures are kept, nothing runs.
+    let o = run(&args);
+    expect_code(&o, 1, "second run");
+    assert!(
+        stdout(&o).contains("4 cells: 2 done already, 2 failed earlier (kept), 0 to run"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(lab.mounts_under().is_empty());
+}
