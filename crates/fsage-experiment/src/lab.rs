@@ -51,13 +51,34 @@ pub struct LabExecutor {
     out: PathBuf,
     images: PathBuf,
     bases: BTreeMap<String, BaseImage>,
+    /// Base images that could not be made in this run, with why: their other cells fail at once
+    /// instead of making them again.
+    failed_bases: BTreeMap<String, String>,
     library: fsage_lab::image::Library,
     registry: Registry,
+    _lock: fsage_exec::preflight::RunLock,
 }
 
+/// The marker of an image directory the runner made; it cleans up and writes only in such a
+/// directory (or a new or empty one, which it marks).
+pub const IMAGES_MARKER: &str = ".fsage-experiment-images";
+
 impl LabExecutor {
-    /// Prepares `images` (made if missing) and cleans up what a killed run left in it.
+    /// Prepares `images` (made if missing; refused if it holds anything but an earlier run's
+    /// images), takes its lock, and cleans up what a killed run left in it.
     pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
+        let marker = images.join(IMAGES_MARKER);
+        if images.is_dir() && !marker.exists() {
+            let mut rd = std::fs::read_dir(images)
+                .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
+            if rd.next().is_some() {
+                return Err(crate::Error::input(format!(
+                    "{}: the image directory is not empty and was not made by an experiment run \
+                     (no {IMAGES_MARKER}); give a new or empty directory, e.g. /dev/shm/NAME",
+                    images.display()
+                )));
+            }
+        }
         std::fs::create_dir_all(images).map_err(|e| {
             crate::Error::input(format!(
                 "{}: cannot make the directory: {e}",
@@ -67,12 +88,27 @@ impl LabExecutor {
         let images = images
             .canonicalize()
             .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
+        let marker = images.join(IMAGES_MARKER);
+        // Two runs sharing an image directory would overwrite each other's working copy.
+        let lock = fsage_exec::preflight::lock_run(&marker).map_err(|e| {
+            crate::Error::input(format!(
+                "{}: {e} (another experiment run uses this image directory)",
+                images.display()
+            ))
+        })?;
+        fsage_sys::write_atomic(
+            &marker,
+            b"base images and working copies of fsage experiment runs\n",
+        )
+        .map_err(|e| crate::Error::operation(e.to_string()))?;
         let ex = LabExecutor {
             out: out.to_path_buf(),
             images,
             bases: BTreeMap::new(),
+            failed_bases: BTreeMap::new(),
             library: fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir()),
             registry: Registry::new(Registry::default_root()),
+            _lock: lock,
         };
         ex.clean_leftovers()?;
         Ok(ex)
@@ -103,9 +139,31 @@ impl LabExecutor {
         Ok(())
     }
 
-    /// The base image of a cell's file system and state, made when missing.
+    /// The base image of a cell's file system and state, made when missing; a base that failed
+    /// in this run fails its other cells at once.
     fn base(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<BaseImage, String> {
-        let key = base_key(cell);
+        let key = self.base_key(cell)?;
+        if let Some(e) = self.failed_bases.get(&key) {
+            return Err(format!(
+                "base image {key} (failed earlier in this run): {e}"
+            ));
+        }
+        let r = self.make_base(&key, cell, obs);
+        if let Err(e) = &r {
+            if !fsage_signals::interrupted() {
+                self.failed_bases.insert(key, e.clone());
+            }
+        }
+        r
+    }
+
+    fn make_base(
+        &mut self,
+        key: &str,
+        cell: &Cell,
+        obs: &mut dyn RunObserver,
+    ) -> Result<BaseImage, String> {
+        let key = key.to_string();
         if let Some(b) = self.bases.get(&key) {
             return Ok(b.clone());
         }
@@ -215,8 +273,9 @@ impl LabExecutor {
                     .map_err(|e| format!("restoring {name}: {e}"))?;
             }
         }
-        self.measure_layout(&key, &image);
-        let sha256 = fsage_lab::sparse::sha256_image(&image).map_err(|e| e.to_string())?;
+        self.measure_layout(&key, &image, obs);
+        let sha256 = fsage_lab::sparse::sha256_image(&image)
+            .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
             .map_err(|e| format!("{}: {e}", image.display()))?
             .len();
@@ -232,35 +291,75 @@ impl LabExecutor {
         let mut text = serde_json::to_vec_pretty(&b).expect("plain data serialises");
         text.push(b'\n');
         fsage_sys::write_atomic(&meta, &text).map_err(|e| e.to_string())?;
+        // The output directory keeps a copy: the image directory may be in /dev/shm, gone after
+        // a reboot, and a base made again may differ from the one earlier cells ran on.
+        let rec = self.out.join("bases").join(format!("{key}.json"));
+        if let Some(old) = std::fs::read_to_string(&rec)
+            .ok()
+            .and_then(|t| serde_json::from_str::<BaseImage>(&t).ok())
+        {
+            if old.sha256 != b.sha256 {
+                obs.event(&Event::Note(&format!(
+                    "warning: base image {key} was made again and differs from the one the \
+                     cells before ran on (SHA-256 {} now, {} then); each cell records the \
+                     checksum of its image",
+                    &b.sha256[..12],
+                    &old.sha256[..old.sha256.len().min(12)]
+                )));
+            }
+        }
+        let _ = std::fs::create_dir_all(self.out.join("bases"));
+        fsage_sys::write_atomic(&rec, &text)
+            .map_err(|e| format!("recording the base image: {e}"))?;
         self.bases.insert(key, b.clone());
         Ok(b)
     }
 
     /// The free-space and file layout of a base image, for the report (read-only mount; a
     /// failure is not the cell's, so it is only left out).
-    fn measure_layout(&self, key: &str, image: &Path) {
+    fn measure_layout(&self, key: &str, image: &Path, obs: &mut dyn RunObserver) {
         let mnt = suffixed(image, ".mnt");
-        if std::fs::create_dir_all(&mnt).is_err() {
+        if let Err(e) = std::fs::create_dir_all(&mnt) {
+            obs.event(&Event::Note(&format!(
+                "no layout measurement of {key}: {}: {e}",
+                mnt.display()
+            )));
             return;
         }
         let opts = fsage_lab::mount::MountOptions {
             options: "ro".into(),
             ..Default::default()
         };
-        if let Ok(m) = Mounted::attach_and_mount_with(image, &mnt, &opts) {
-            let fo = fsage_measure::FragOptions {
-                files: true,
-                ..Default::default()
-            };
-            if let Ok((rep, _)) = fsage_measure::frag(m.mount_point(), &fo) {
-                let dir = self.out.join("frag");
-                if std::fs::create_dir_all(&dir).is_ok() {
-                    let mut v = serde_json::to_vec_pretty(&rep).expect("plain data serialises");
-                    v.push(b'\n');
-                    let _ = fsage_sys::write_atomic(&dir.join(format!("{key}.json")), &v);
+        match Mounted::attach_and_mount_with(image, &mnt, &opts) {
+            Ok(m) => {
+                let fo = fsage_measure::FragOptions {
+                    files: true,
+                    ..Default::default()
+                };
+                match fsage_measure::frag(m.mount_point(), &fo) {
+                    Ok((rep, _)) => {
+                        let dir = self.out.join("frag");
+                        let mut v = serde_json::to_vec_pretty(&rep).expect("plain data serialises");
+                        v.push(b'\n');
+                        let w = std::fs::create_dir_all(&dir)
+                            .map_err(|e| e.to_string())
+                            .and_then(|_| {
+                                fsage_sys::write_atomic(&dir.join(format!("{key}.json")), &v)
+                                    .map_err(|e| e.to_string())
+                            });
+                        if let Err(e) = w {
+                            obs.event(&Event::Note(&format!("layout of {key} not written: {e}")));
+                        }
+                    }
+                    Err(e) => obs.event(&Event::Note(&format!(
+                        "no layout measurement of {key}: {e}"
+                    ))),
                 }
+                let _ = m.finish();
             }
-            let _ = m.finish();
+            Err(e) => obs.event(&Event::Note(&format!(
+                "no layout measurement of {key}: mount: {e}"
+            ))),
         }
         let _ = std::fs::remove_dir(&mnt);
     }
@@ -324,6 +423,12 @@ impl LabExecutor {
         });
         let fin = mounted.finish().map_err(|e| format!("unmount: {e}"));
         let destroyed = match device {
+            // Stopping the daemon under a file system that is still mounted would fail its I/O:
+            // the device stays for the next run's clean-up.
+            Some(d) if fin.is_err() => {
+                std::mem::forget(d);
+                Ok(())
+            }
             Some(d) => d.destroy().map_err(|e| format!("slow device: {e}")),
             None => Ok(()),
         };
@@ -360,36 +465,60 @@ impl LabExecutor {
             environment: Some(environment(cell, base, &r.workload_text, dev_json)),
             workload_report: serde_json::to_value(&r).ok(),
             interrupted: r.interrupted,
+            base_seconds: None,
         })
+    }
+}
+
+impl LabExecutor {
+    /// The base image's name: the file system and state labels, and a hash of what makes the
+    /// image (the file system, the state with the profile's text or the library image's
+    /// checksum, the size), so that an edited experiment or profile, or a library image saved
+    /// again, does not reuse an image made from something else.
+    fn base_key(&self, cell: &Cell) -> Result<String, String> {
+        let source = match &cell.state {
+            StateSpec::Fresh => String::new(),
+            StateSpec::Aged { profile, .. } => match fsage_profile::builtin(profile) {
+                Some(_) => format!("builtin:{profile}"),
+                None => std::fs::read_to_string(profile)
+                    .map_err(|e| format!("profile {profile}: {e}"))?,
+            },
+            StateSpec::Image { name, .. } => {
+                self.library
+                    .load(name)
+                    .map_err(|e| format!("library image {name}: {e}"))?
+                    .checksums
+                    .image_sha256
+            }
+        };
+        let def = serde_json::to_string(&(&cell.fs, &cell.state, cell.image_size, source))
+            .expect("plain data serialises");
+        let h = Sha256::digest(def.as_bytes());
+        let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
+        let state = match &cell.state {
+            StateSpec::Fresh => "fresh".to_string(),
+            StateSpec::Aged { label, .. } => format!("aged.{label}"),
+            StateSpec::Image { name, .. } => format!("image.{name}"),
+        };
+        Ok(format!("{}-{state}-{hex}", cell.fs.label))
     }
 }
 
 impl Executor for LabExecutor {
     fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, String> {
+        let had = self.bases.len();
         let base = self.base(cell, obs)?;
+        let base_seconds = (self.bases.len() > had).then_some(base.seconds);
         let work = self.images.join("cell.img");
         let mnt = self.images.join("cell.mnt");
         let _ = std::fs::remove_file(&work);
-        let r = self.cell_inner(cell, &base, &work, &mnt, obs);
+        let r = self
+            .cell_inner(cell, &base, &work, &mnt, obs)
+            .map(|r| CellRun { base_seconds, ..r });
         let _ = std::fs::remove_file(&work);
         let _ = std::fs::remove_dir(&mnt);
         r
     }
-}
-
-/// The base image's name: the file system and state labels, and a hash of what makes the image
-/// (so that an edited experiment does not reuse an image made for other settings).
-fn base_key(cell: &Cell) -> String {
-    let def = serde_json::to_string(&(&cell.fs, &cell.state, cell.image_size))
-        .expect("plain data serialises");
-    let h = Sha256::digest(def.as_bytes());
-    let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
-    let state = match &cell.state {
-        StateSpec::Fresh => "fresh".to_string(),
-        StateSpec::Aged { label, .. } => format!("aged.{label}"),
-        StateSpec::Image { name, .. } => format!("image.{name}"),
-    };
-    format!("{}-{state}-{hex}", cell.fs.label)
 }
 
 fn suffixed(p: &Path, s: &str) -> PathBuf {

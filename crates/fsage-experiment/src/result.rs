@@ -49,6 +49,10 @@ pub struct CellResult {
     /// Unix time (seconds) the cell started, and its wall time.
     pub started_unix: u64,
     pub seconds: f64,
+    /// Of `seconds`, the time spent making the state's base image (aging), for the one cell of
+    /// each state that made it.
+    #[serde(default)]
+    pub base_seconds: Option<f64>,
     pub environment: Option<Environment>,
     /// One per repetition measured in this cell (one, as the matrix has a cell per repetition).
     pub samples: Vec<Sample>,
@@ -137,6 +141,7 @@ mod tests {
             },
             started_unix: 1,
             seconds: 2.0,
+            base_seconds: None,
             environment: None,
             workload_report: None,
         };

@@ -35,6 +35,8 @@ pub struct CellRun {
     pub workload_report: Option<serde_json::Value>,
     /// Ctrl-C (or SIGTERM) cut the workload short: the cell is not recorded.
     pub interrupted: bool,
+    /// Seconds this cell spent making its state's base image (aging), when it made it.
+    pub base_seconds: Option<f64>,
 }
 
 /// Runs cells. Errors are strings that name the step that failed ("mount: ..."): they go into the
@@ -176,15 +178,25 @@ pub fn cell_path(out: &Path, cell: &Cell) -> PathBuf {
 
 /// The results recorded in `out`, by cell id (unreadable files are left out).
 fn recorded(out: &Path) -> Result<BTreeMap<String, CellResult>, Error> {
+    Ok(recorded_and_unreadable(out)?.0)
+}
+
+/// The results recorded in `out`, and the files in `cells/` that are not readable results.
+fn recorded_and_unreadable(
+    out: &Path,
+) -> Result<(BTreeMap<String, CellResult>, Vec<(PathBuf, String)>), Error> {
     let dir = out.join(CELLS_DIR);
     if !dir.exists() {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     }
-    Ok(result::read_dir(&dir)?
-        .results
-        .into_iter()
-        .map(|(_, r)| (r.cell.id.clone(), r))
-        .collect())
+    let set = result::read_dir(&dir)?;
+    Ok((
+        set.results
+            .into_iter()
+            .map(|(_, r)| (r.cell.id.clone(), r))
+            .collect(),
+        set.skipped,
+    ))
 }
 
 /// Runs every cell of `plan` that has no result in `out` yet (and the failed ones with
@@ -200,7 +212,20 @@ pub fn run(
 ) -> Result<RunSummary, Error> {
     let t0 = Instant::now();
     prepare_out(out, plan, spec_text)?;
-    let before = recorded(out)?;
+    let (before, unreadable) = recorded_and_unreadable(out)?;
+    for (p, why) in &unreadable {
+        // Kept aside, not overwritten: the cell runs again and its new result goes beside it.
+        let aside = p.with_extension("json.unreadable");
+        let moved = std::fs::rename(p, &aside).is_ok();
+        obs.event(&Event::Note(&format!(
+            "warning: {why}{}",
+            if moved {
+                format!("; moved to {}", aside.display())
+            } else {
+                String::new()
+            }
+        )));
+    }
     let mut done_before = 0;
     let mut failed_kept = 0;
     let mut todo: Vec<&Cell> = Vec::new();
@@ -246,7 +271,12 @@ pub fn run(
         let tc = Instant::now();
         let ran = exec.run_cell(cell, obs);
         let seconds = tc.elapsed().as_secs_f64();
-        spent += seconds;
+        spent += seconds
+            - ran
+                .as_ref()
+                .ok()
+                .and_then(|r| r.base_seconds)
+                .unwrap_or(0.0);
         let (status, run) = match ran {
             Ok(r) if r.interrupted => {
                 summary.interrupted = true;
@@ -269,6 +299,7 @@ pub fn run(
             status,
             started_unix,
             seconds,
+            base_seconds: run.base_seconds,
             environment: run.environment,
             samples: run.samples,
             workload_report: run.workload_report,
@@ -316,7 +347,8 @@ pub struct Status {
     pub done: usize,
     pub failed: usize,
     pub left: usize,
-    /// Mean wall time of the finished cells (setup, aging of a state's first cell and workload).
+    /// Mean wall time of the finished cells (setup and workload; the time a cell spent making its
+    /// state's base image is left out).
     pub mean_cell_s: Option<f64>,
     /// `left` × the mean of the finished cells, or the plan's estimate when none is finished.
     pub estimate_left_s: f64,
@@ -350,7 +382,7 @@ pub fn status(out: &Path) -> Result<Status, Error> {
             Some(r) => match r.status {
                 CellStatus::Done => {
                     done += 1;
-                    secs.push(r.seconds);
+                    secs.push(r.seconds - r.base_seconds.unwrap_or(0.0));
                     let ops = (!r.samples.is_empty()).then(|| {
                         r.samples.iter().map(|s| s.ops_per_s).sum::<f64>() / r.samples.len() as f64
                     });
@@ -378,7 +410,11 @@ pub fn status(out: &Path) -> Result<Status, Error> {
     let (estimate_left_s, estimate_from) = match mean_cell_s {
         Some(m) => (
             m * left as f64,
-            format!("the mean of the {} finished cells", secs.len()),
+            format!(
+                "the mean of the {} finished cells, without the time spent making base images; \
+                 base images still to make (aging) are not included",
+                secs.len()
+            ),
         ),
         None => (
             plan.estimate_s * left as f64 / plan.cells.len().max(1) as f64,

@@ -120,10 +120,26 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
                     p.display()
                 )));
             }
+            let cells_before = set.cells.len();
             for f in files {
                 if let Err(e) = add(&mut set, &f) {
                     set.skipped.push((f, e.message));
                 }
+            }
+            // Results of cells an edited experiment no longer has are not part of it.
+            if let Some(ids) = plan_ids(p) {
+                let mut kept = set.cells.split_off(cells_before);
+                kept.retain(|c| {
+                    let keep = ids.contains(&c.item.cell.id);
+                    if !keep {
+                        set.skipped.push((
+                            c.path.clone(),
+                            "a cell the experiment's current plan does not have".into(),
+                        ));
+                    }
+                    keep
+                });
+                set.cells.extend(kept);
             }
         } else {
             add(&mut set, p)?;
@@ -225,4 +241,14 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The cell ids of an experiment output directory's `plan.json`, when it has one.
+fn plan_ids(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
+    if !dir.join(fsage_experiment::runner::MARKER).is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join("plan.json")).ok()?;
+    let plan: fsage_experiment::Plan = serde_json::from_str(&text).ok()?;
+    Some(plan.cells.into_iter().map(|c| c.id).collect())
 }

@@ -42,6 +42,7 @@ pub enum ExperimentCmd {
     /// What an experiment's output directory holds: cells done, failed and left, and the time
     /// the rest should take.
     Status {
+        /// The output directory given to `experiment run --out`.
         out: PathBuf,
         /// Print the status as JSON.
         #[arg(long)]

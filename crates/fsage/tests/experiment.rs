@@ -57,7 +57,8 @@ fn a_bad_experiment_is_refused_with_its_line() {
 }
 
 /// The end-to-end run the issue asks for: ext4 and xfs, fresh and aged (meyer, small image),
-/// varmail and fileserver scaled down, 2 repetitions, 3 latencies on the slow device (48 cells).
+/// varmail and fileserver scaled down, 2 repetitions, 3 latencies on the slow device and a plain
+/// image (64 cells).
 const E2E: &str = r#"
 name = "e2e"
 duration = "1s"
@@ -80,7 +81,7 @@ profile = "meyer"
 max_ops = 20000
 
 [devices]
-latencies = ["0", "100us", "1ms"]
+latencies = ["none", "0", "100us", "1ms"]
 
 [[workload]]
 name = "varmail"
@@ -201,7 +202,7 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
     child.wait().unwrap();
     let before = cell_files(&cells);
     let n = before.len();
-    assert!((12..48).contains(&n), "{n} cells recorded at the kill");
+    assert!((12..64).contains(&n), "{n} cells recorded at the kill");
 
     // Status sees what is done and what is left.
     let o = lab
@@ -210,25 +211,26 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
         .unwrap();
     expect_code(&o, 0, "experiment status");
     let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(st["total"], 48);
+    assert_eq!(st["total"], 64);
     assert_eq!(st["done"].as_u64().unwrap() as usize, n);
-    assert_eq!(st["left"].as_u64().unwrap() as usize, 48 - n);
+    assert_eq!(st["left"].as_u64().unwrap() as usize, 64 - n);
     assert!(st["estimate_left_s"].as_f64().unwrap() > 0.0);
 
     // The second run cleans up what the killed one left, runs only what is left, and leaves the
     // results of the first untouched.
+    let aging_before = cell_files(&out.join("aging"));
     let o = lab.cmd(&args).output().unwrap();
     expect_code(&o, 0, "experiment run, second time");
     let text = stdout(&o);
     assert!(
         text.contains(&format!(
-            "48 cells: {n} done already, 0 failed earlier (kept), {} to run",
-            48 - n
+            "64 cells: {n} done already, 0 failed earlier (kept), {} to run",
+            64 - n
         )),
         "{text}"
     );
     let after = cell_files(&cells);
-    assert_eq!(after.len(), 48);
+    assert_eq!(after.len(), 64);
     for (name, bytes) in &before {
         assert_eq!(&after[name], bytes, "{name} was changed by the second run");
     }
@@ -251,10 +253,32 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
             "{name}: a cell on the slow device records it, a plain one does not"
         );
     }
+    // Aged once per file system: one aging report each, not redone by the second run (unless
+    // the kill fell inside that aging), and every cell of a file system and state ran on the
+    // same image.
+    let aging = cell_files(&out.join("aging"));
+    assert_eq!(aging.len(), 2, "{:?}", aging.keys());
+    for (k, v) in &aging_before {
+        assert_eq!(&aging[k], v, "{k}: aged again");
+    }
+    let mut sha: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for bytes in after.values() {
+        let r: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let key = format!(
+            "{}-{}",
+            r["cell"]["fs"]["label"], r["cell"]["state"]["kind"]
+        );
+        sha.entry(key)
+            .or_default()
+            .insert(r["environment"]["image_sha256"].as_str().unwrap().into());
+    }
+    assert_eq!(sha.len(), 4);
+    assert!(sha.values().all(|s| s.len() == 1), "{sha:?}");
     // A third run has nothing to do.
     let o = lab.cmd(&args).output().unwrap();
     expect_code(&o, 0, "experiment run, third time");
-    assert!(stdout(&o).contains("48 done already"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("64 done already"), "{}", stdout(&o));
     // Nothing left mounted or running.
     assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
     let o = lab.cmd(&["dev", "list", "--json"]).output().unwrap();
