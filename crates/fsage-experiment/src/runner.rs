@@ -181,10 +181,11 @@ fn recorded(out: &Path) -> Result<BTreeMap<String, CellResult>, Error> {
     Ok(recorded_and_unreadable(out)?.0)
 }
 
+/// Results by cell id, and the files that are not readable results (with why).
+type Recorded = (BTreeMap<String, CellResult>, Vec<(PathBuf, String)>);
+
 /// The results recorded in `out`, and the files in `cells/` that are not readable results.
-fn recorded_and_unreadable(
-    out: &Path,
-) -> Result<(BTreeMap<String, CellResult>, Vec<(PathBuf, String)>), Error> {
+fn recorded_and_unreadable(out: &Path) -> Result<Recorded, Error> {
     let dir = out.join(CELLS_DIR);
     if !dir.exists() {
         return Ok((BTreeMap::new(), Vec::new()));
