@@ -172,6 +172,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         },
         started_unix: 1_700_000_000,
         seconds: cell.warmup_s + cell.duration_s + 6.0,
+        base_seconds: None,
         environment: Some(env),
         samples: if failed { vec![] } else { vec![sample] },
         workload_report: None,
