@@ -67,18 +67,7 @@ impl LabExecutor {
     /// Prepares `images` (made if missing; refused if it holds anything but an earlier run's
     /// images), takes its lock, and cleans up what a killed run left in it.
     pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
-        let marker = images.join(IMAGES_MARKER);
-        if images.is_dir() && !marker.exists() {
-            let mut rd = std::fs::read_dir(images)
-                .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
-            if rd.next().is_some() {
-                return Err(crate::Error::input(format!(
-                    "{}: the image directory is not empty and was not made by an experiment run \
-                     (no {IMAGES_MARKER}); give a new or empty directory, e.g. /dev/shm/NAME",
-                    images.display()
-                )));
-            }
-        }
+        check_images_dir(images)?;
         std::fs::create_dir_all(images).map_err(|e| {
             crate::Error::input(format!(
                 "{}: cannot make the directory: {e}",
@@ -468,6 +457,28 @@ impl LabExecutor {
             base_seconds: None,
         })
     }
+}
+
+/// Refuses an image directory that holds anything but an earlier run's images (or is a file).
+pub fn check_images_dir(images: &Path) -> Result<(), crate::Error> {
+    if images.exists() && !images.is_dir() {
+        return Err(crate::Error::input(format!(
+            "{}: the image directory exists and is not a directory",
+            images.display()
+        )));
+    }
+    if images.is_dir() && !images.join(IMAGES_MARKER).exists() {
+        let mut rd = std::fs::read_dir(images)
+            .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
+        if rd.next().is_some() {
+            return Err(crate::Error::input(format!(
+                "{}: the image directory is not empty and was not made by an experiment run \
+                 (no {IMAGES_MARKER}); give a new or empty directory, e.g. /dev/shm/NAME",
+                images.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl LabExecutor {

@@ -73,6 +73,9 @@ pub fn run_file(
     let spec = spec::parse(&text, &file.display().to_string(), &dir)?;
     let plan = spec.plan();
     lab::preflight(&spec)?;
+    let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
+    // Before anything is written: a refused image directory leaves no output directory behind.
+    lab::check_images_dir(&images)?;
     if !out.exists() {
         std::fs::create_dir_all(out).map_err(|e| {
             Error::input(format!("{}: cannot make the directory: {e}", out.display()))
@@ -86,7 +89,6 @@ pub fn run_file(
         }
     })?;
     runner::prepare_out(out, &plan, &text)?;
-    let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     let mut ex = lab::LabExecutor::new(out, &images)?;
     runner::run(&plan, &text, out, opts, &mut ex, obs)
 }
