@@ -388,7 +388,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let info = info(&args);
     tmp.persist(target)?;
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
-    sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
+    fsage_sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
 }
 

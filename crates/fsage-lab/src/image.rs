@@ -320,7 +320,7 @@ impl Library {
         };
         let json =
             serde_json::to_string_pretty(&manifest).map_err(|e| Error::input(e.to_string()))?;
-        sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
+        fsage_sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
         if dest.exists() {
             // --force: move the old one aside, put the new one in place, then delete the old.
             let old = TempPath::new(self.dir.join(format!(

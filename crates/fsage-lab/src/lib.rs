@@ -93,6 +93,15 @@ impl From<String> for Error {
     }
 }
 
+impl From<fsage_sys::WriteError> for Error {
+    fn from(e: fsage_sys::WriteError) -> Error {
+        Error {
+            blame: e.blame(),
+            message: e.to_string(),
+        }
+    }
+}
+
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// `Err(Error(format!(...)))`.

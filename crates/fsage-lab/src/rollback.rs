@@ -261,7 +261,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
         seconds: t0.elapsed().as_secs_f64(),
     };
     let json = serde_json::to_string_pretty(&log).map_err(|e| Error::input(e.to_string()))?;
-    sys::write_atomic(&log_path, json.as_bytes())?;
+    fsage_sys::write_atomic(&log_path, json.as_bytes())?;
     Ok(log)
 }
 
