@@ -19,27 +19,4 @@ pub use result::{CellResult, CellStatus, Environment};
 pub use spec::{Cell, ExperimentSpec, Plan};
 
 /// An error of this crate: a bad experiment file (with its file and line) or an unreadable result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: fsage_sys::Blame,
-}
-
-impl Error {
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Input,
-        }
-    }
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> fsage_sys::Blame {
-        self.blame
-    }
-}
+pub use fsage_sys::Error;

@@ -57,50 +57,9 @@ pub use loopdev::{LoopDevice, LoopOptions};
 pub use mount::{drop_caches, trim, Mounted};
 pub use twin::FreshTwin;
 
-/// An error of the lab, with a message that names what went wrong and where, and who has to act
-/// on it: bad input (a path that is no image, a mounted device refused) or a failed operation (a
-/// mount, a tool, a checksum, an I/O error).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: fsage_sys::Blame,
-}
-
-impl Error {
-    /// The caller's input is at fault (exit code 2 at the command line).
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Input,
-        }
-    }
-    /// An operation failed (exit code 1).
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> fsage_sys::Blame {
-        self.blame
-    }
-}
-
-impl From<String> for Error {
-    fn from(s: String) -> Error {
-        Error::input(s)
-    }
-}
-
-impl From<fsage_sys::WriteError> for Error {
-    fn from(e: fsage_sys::WriteError) -> Error {
-        Error {
-            blame: e.blame(),
-            message: e.to_string(),
-        }
-    }
-}
+/// An error of the lab: the message names what went wrong and where, and who has to act on it.
+/// The type is shared with the other libraries ([`fsage_sys::Error`]).
+pub use fsage_sys::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -49,13 +49,8 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::TargetError>() {
             return e.blame();
         }
-        if let Some(e) = cause.downcast_ref::<fsage_lab::Error>() {
-            return e.blame();
-        }
-        if let Some(e) = cause.downcast_ref::<fsage_slowdev::Error>() {
-            return e.blame();
-        }
-        if let Some(e) = cause.downcast_ref::<fsage_git::Error>() {
+        // The lab, the slow device, Git aging and experiments share this one type.
+        if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_exec::StateError>() {
@@ -68,9 +63,6 @@ pub fn blame(e: &anyhow::Error) -> Blame {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_workload::Error>() {
-            return e.blame();
-        }
-        if let Some(e) = cause.downcast_ref::<fsage_experiment::Error>() {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {
