@@ -8,7 +8,7 @@
 //! - [`FsKind`]: `ext4`, `xfs`, `btrfs` (`FsKind::parse("xfs")`, `kind.name()`).
 //! - [`create_image(kind, size, path, mkfs_opts)`](create_image): makes a sparse image file of
 //!   `size` bytes (through a temporary file and a rename) and formats it; refuses a path that exists.
-//!   [`create_fs`] is the general form (block devices, `--force`, the safety checks).
+//!   [`create_fs`] is the general form (block devices, forcing, the safety checks).
 //! - [`Mounted::attach_and_mount(image, mountpoint)`](Mounted::attach_and_mount): attaches the image
 //!   to a fresh loop device (auto-clearing: the device goes away when its last user does, even if
 //!   fsage is killed) and mounts it. A guard: dropping it unmounts and detaches;
@@ -59,7 +59,7 @@ pub use twin::FreshTwin;
 
 /// An error of the lab: the message names what went wrong and where, and who has to act on it.
 /// The type is shared with the other libraries ([`fsage_sys::Error`]).
-pub use fsage_sys::Error;
+pub use fsage_sys::{Error, Remedy};
 
 pub type Result<T> = std::result::Result<T, Error>;
 

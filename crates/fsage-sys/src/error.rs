@@ -12,6 +12,35 @@ use crate::{Blame, WriteError};
 pub struct Error {
     pub message: String,
     pub blame: Blame,
+    /// What the caller can change to get past a refusal, if one thing does it.
+    pub remedy: Option<Remedy>,
+}
+
+/// The setting that gets past a refused input, named in the domain's words. Libraries never name
+/// command-line flags; the command line maps each remedy to its flag for a hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remedy {
+    /// The refusal protects something that exists (a file, a file system, a snapshot): forcing
+    /// the operation overrides it.
+    Force,
+    /// A size must be given or changed (an image file has none of its own).
+    Size,
+    /// Another name must be chosen (or the existing one forced out).
+    Name,
+    /// The zstd compression level is out of range.
+    Level,
+    /// The capacity the tree is measured against must be given or changed.
+    Capacity,
+    /// The size of the probe file must be changed.
+    Probe,
+    /// The base of the size bins must be changed.
+    SizeBase,
+    /// The base of the age bins must be changed.
+    AgeBase,
+    /// Another raw snapshot must be given.
+    Snapshot,
+    /// Roll back by comparing the whole image with its snapshot instead of the recorded blocks.
+    Compare,
 }
 
 impl Error {
@@ -20,6 +49,7 @@ impl Error {
         Error {
             message: message.into(),
             blame: Blame::Input,
+            remedy: None,
         }
     }
     /// An operation failed (exit code 1).
@@ -27,6 +57,14 @@ impl Error {
         Error {
             message: message.into(),
             blame: Blame::Operation,
+            remedy: None,
+        }
+    }
+    /// The same error, saying which setting gets past it.
+    pub fn with_remedy(self, remedy: Remedy) -> Error {
+        Error {
+            remedy: Some(remedy),
+            ..self
         }
     }
     pub fn blame(&self) -> Blame {
@@ -47,6 +85,7 @@ impl From<WriteError> for Error {
         Error {
             blame: e.blame(),
             message: e.to_string(),
+            remedy: None,
         }
     }
 }

@@ -6,7 +6,7 @@ pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
 
-pub use error::Error;
+pub use error::{Error, Remedy};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
