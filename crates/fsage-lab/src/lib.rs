@@ -17,6 +17,9 @@
 //! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
 //!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only.
 //!
+//! How far from fresh ([`against`]): [`against::measure_against_fresh`] measures a mounted file
+//! system and its fresh twin and compares them (`fsage frag --against-fresh`).
+//!
 //! A fresh twin ([`twin`]): [`FreshTwin::of(mount)`](FreshTwin::of) makes and mounts, under
 //! /dev/shm, a fresh file system of the same kind and size as the one mounted at `mount`, for a
 //! comparison; dropping it (or [`FreshTwin::finish`]) unmounts and removes it.
@@ -40,6 +43,7 @@
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
 //! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
 
+pub mod against;
 pub mod age;
 pub mod fs;
 pub mod image;
