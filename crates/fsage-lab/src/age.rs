@@ -891,7 +891,11 @@ fn execute(
         .error
         .as_ref()
         .and_then(|e| e.err.raw_os_error())
-        .is_some_and(|n| matches!(n, libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST));
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|n| {
+            use rustix::io::Errno;
+            matches!(n, Errno::ROFS | Errno::ACCESS | Errno::PERM | Errno::EXIST)
+        });
     Ok(AgeOutcome {
         report: rep,
         json,
