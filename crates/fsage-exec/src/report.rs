@@ -24,13 +24,16 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// Why the run ended, in words (no command-line flags: the text exporters add those).
     pub fn describe(self) -> &'static str {
         match self {
             StopReason::Converged => "all T ticks of the convergence theorem done",
-            StopReason::MaxTime => "--max-time reached",
-            StopReason::MaxOverwrites => "--max-overwrites reached",
-            StopReason::Confidence => "--confidence reached by the age histogram's chi-squared fit",
-            StopReason::MaxOps => "--max-ops reached",
+            StopReason::MaxTime => "the time limit reached",
+            StopReason::MaxOverwrites => "the overwrite limit reached",
+            StopReason::Confidence => {
+                "the confidence asked for reached by the age histogram's chi-squared fit"
+            }
+            StopReason::MaxOps => "the operation limit reached",
             StopReason::NothingFits => "no file fits any more and nothing is left to delete",
             StopReason::Interrupted => "interrupted by a signal",
             StopReason::IoError => "an I/O error stopped the run",

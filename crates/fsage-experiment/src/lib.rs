@@ -25,30 +25,7 @@ pub use result::{CellResult, CellStatus, Environment};
 pub use spec::{Cell, ExperimentSpec, Plan};
 
 /// An error of this crate: a bad experiment file (with its file and line) or an unreadable result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: fsage_sys::Blame,
-}
-
-impl Error {
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Input,
-        }
-    }
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> fsage_sys::Blame {
-        self.blame
-    }
-}
+pub use fsage_sys::Error;
 
 /// `fsage experiment run`: loads `file`, checks that this machine can run it (file system tools,
 /// library images), takes the output directory's lock and runs every cell not done yet on this

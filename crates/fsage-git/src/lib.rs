@@ -20,42 +20,9 @@ pub mod tree;
 pub use run::{git_age, state_path, GitAgeOptions, Mode, Observer, Outcome, Target};
 pub use series::{FragFigures, GitRow, GitSeries, InstanceFigures, SERIES_FORMAT};
 
-use fsage_sys::Blame;
-
-/// An error of Git aging: what went wrong, where, and who has to act on it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: Blame,
-}
-
-impl Error {
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: Blame::Input,
-        }
-    }
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> Blame {
-        self.blame
-    }
-}
-
-impl From<fsage_lab::Error> for Error {
-    fn from(e: fsage_lab::Error) -> Error {
-        Error {
-            message: e.message,
-            blame: e.blame,
-        }
-    }
-}
+/// An error of Git aging: what went wrong, where, and who has to act on it (the type every
+/// lab-side crate shares, so a lab error passes through unchanged).
+pub use fsage_sys::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
 

@@ -193,7 +193,7 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
             None => return finished_run(&state, &req),
         },
         (None, Some(fs)) => with_new_fs(&fs, &mut req, obs)?,
-        (None, None) => fresh(&req, obs)?,
+        (None, None) => fresh(&req, resolve_profile(&req)?, obs)?,
     };
     if lock.is_none() {
         if let Some(state) = &prepared.state {
@@ -329,11 +329,8 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
     let image = req.target.clone().ok_or_else(|| {
         input("a new file system needs the image file to create, e.g. /dev/shm/aged.img")
     })?;
-    let name = req
-        .profile
-        .as_deref()
-        .ok_or_else(|| input("a profile is needed"))?;
-    let profile = fsage_profile::resolve(name)?;
+    // Resolved once: the check below and the run use the same profile.
+    let profile = resolve_profile(req)?;
     let fullness = req.fullness.unwrap_or(profile.fullness.get());
     check_fullness(fullness)?;
     plan(
@@ -389,7 +386,7 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
         .get_or_insert_with(|| with_suffix(&image, ".fsage-state"));
     req.json
         .get_or_insert_with(|| with_suffix(&image, ".report.json"));
-    let mut p = match fresh(req, obs) {
+    let mut p = match fresh(req, profile, obs) {
         Ok(p) => p,
         Err(e) => {
             // Nothing was aged: take back the image this run made.
@@ -457,12 +454,16 @@ fn unmet_summary(profile: &Profile, planner: &Planner) -> (f64, String) {
     (share, labels)
 }
 
-fn fresh(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Prepared> {
+/// The profile a new run ages with (a built-in name or a file).
+fn resolve_profile(req: &AgeRequest) -> Result<Profile> {
     let name = req
         .profile
         .as_deref()
         .ok_or_else(|| input("a profile is needed (or a saved run to resume)"))?;
-    let profile = fsage_profile::resolve(name)?;
+    Ok(fsage_profile::resolve(name)?)
+}
+
+fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Result<Prepared> {
     let fullness = req.fullness.unwrap_or(profile.fullness.get());
     check_fullness(fullness)?;
     if !req.dry_run {
@@ -890,7 +891,11 @@ fn execute(
         .error
         .as_ref()
         .and_then(|e| e.err.raw_os_error())
-        .is_some_and(|n| matches!(n, libc::EROFS | libc::EACCES | libc::EPERM | libc::EEXIST));
+        .map(rustix::io::Errno::from_raw_os_error)
+        .is_some_and(|n| {
+            use rustix::io::Errno;
+            matches!(n, Errno::ROFS | Errno::ACCESS | Errno::PERM | Errno::EXIST)
+        });
     Ok(AgeOutcome {
         report: rep,
         json,

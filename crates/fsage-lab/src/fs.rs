@@ -1,7 +1,7 @@
 //! File system kinds, formatting (with the safety checks), probing and checking.
 
 use crate::sys::{self, find_cmd, is_block_device, run_tool, TempPath};
-use crate::{io_err, Error, Result};
+use crate::{io_err, Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
@@ -142,7 +142,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
         );
     }
     // Only a regular file or a block device is ever a target: a character device (/dev/null), a
-    // fifo or a socket would be replaced by the temporary-file-and-rename write, even with --force.
+    // fifo or a socket would be replaced by the temporary-file-and-rename write, even forced.
     let is_regular = fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_file());
     if !is_regular && !is_block_device(target) {
         crate::bail!(
@@ -153,8 +153,8 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
     if is_block_device(target) {
         if let Some(m) = sys::mounts_of_device(target)?.first() {
             crate::bail!(
-                "{}: mounted on {}; fsage never formats or overwrites a mounted device, even with \
-                 --force: unmount it first",
+                "{}: mounted on {}; fsage never formats or overwrites a mounted device, even when \
+                 forced: unmount it first",
                 target.display(),
                 m.mount_point.display()
             );
@@ -168,7 +168,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
         if let Ok(rd) = fs::read_dir(sysdir.join("holders")) {
             if let Some(h) = rd.flatten().next() {
                 crate::bail!(
-                    "{}: in use by {} (device mapper, md...); refusing even with --force",
+                    "{}: in use by {} (device mapper, md...); refusing even when forced",
                     target.display(),
                     h.file_name().to_string_lossy()
                 );
@@ -205,7 +205,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
         let loops = sys::loops_backed_by(target);
         if !loops.is_empty() {
             crate::bail!(
-                "{}: attached to {}; fsage never overwrites an image in use, even with --force: \
+                "{}: attached to {}; fsage never overwrites an image in use, even when forced: \
                  `fsage fs umount {}` first",
                 target.display(),
                 loops
@@ -221,18 +221,20 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
     }
     if !force {
         if let Some(t) = probe_fs(target)? {
-            crate::bail!(
-                "{}: holds a file system or signature ({t}); refusing to overwrite it without \
-                 --force",
+            return Err(Error::input(format!(
+                "{}: holds a file system or signature ({t}); refusing to overwrite it unless \
+                 forced",
                 target.display()
-            );
+            ))
+            .with_remedy(Remedy::Force));
         }
         if meta.is_file() && meta.len() > 0 {
-            crate::bail!(
-                "{}: exists ({} bytes); refusing to overwrite it without --force",
+            return Err(Error::input(format!(
+                "{}: exists ({} bytes); refusing to overwrite it unless forced",
                 target.display(),
                 meta.len()
-            );
+            ))
+            .with_remedy(Remedy::Force));
         }
     }
     Ok(())
@@ -323,27 +325,32 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             );
         }
         match opts.size {
-            Some(s) if s > dev_size => crate::bail!(
-                "--size {s}: larger than {} ({dev_size} bytes)",
-                target.display()
-            ),
+            Some(s) if s > dev_size => {
+                return Err(Error::input(format!(
+                    "a size of {s} bytes is larger than {} ({dev_size} bytes)",
+                    target.display()
+                ))
+                .with_remedy(Remedy::Size))
+            }
             Some(s) => s,
             None => dev_size,
         }
     } else {
         opts.size.ok_or_else(|| {
             Error::input(format!(
-                "{}: an image file needs --size (e.g. --size 4GiB)",
+                "{}: an image file needs a size (it has none of its own)",
                 target.display()
             ))
+            .with_remedy(Remedy::Size)
         })?
     };
     if size < opts.kind.min_size() {
-        crate::bail!(
-            "--size {size}: {} needs at least {} MiB",
+        return Err(Error::input(format!(
+            "a size of {size} bytes: {} needs at least {} MiB",
             opts.kind,
             opts.kind.min_size() >> 20
-        );
+        ))
+        .with_remedy(Remedy::Size));
     }
     let mut args = mkfs_args(opts.kind, &opts.mkfs_opts, Some(size), device);
     let info = |args: &[String]| CreateInfo {
@@ -388,7 +395,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let info = info(&args);
     tmp.persist(target)?;
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
-    sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
+    fsage_sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
 }
 

@@ -14,7 +14,7 @@
 
 use crate::sparse::{self, hash_zeros, hex, zero_range};
 use crate::sys::{self, is_block_device, TempPath};
-use crate::{io_err, Error, Result};
+use crate::{io_err, Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -195,27 +195,32 @@ impl Library {
             opts.zstd_level
         };
         if !(1..=19).contains(&level) {
-            crate::bail!("--level {level}: zstd levels run from 1 to 19");
+            return Err(
+                Error::input(format!("zstd level {level}: levels run from 1 to 19"))
+                    .with_remedy(Remedy::Level),
+            );
         }
         if image.is_file() {
             let loops = sys::loops_backed_by(image);
             if !loops.is_empty() && !opts.force {
-                crate::bail!(
+                return Err(Error::input(format!(
                     "{}: attached to {} (mounted?): a snapshot of a live file system is not \
-                     consistent; `fsage fs umount {}` first (or --force)",
+                     consistent; `fsage fs umount {}` first (or force it)",
                     image.display(),
                     loops[0].display(),
                     image.display()
-                );
+                ))
+                .with_remedy(Remedy::Force));
             }
         } else if is_block_device(image) {
             if let Some(m) = sys::mounts_of_device(image)?.first() {
                 if !opts.force {
-                    crate::bail!(
-                        "{}: mounted on {}; unmount it first (or --force)",
+                    return Err(Error::input(format!(
+                        "{}: mounted on {}; unmount it first (or force it)",
                         image.display(),
                         m.mount_point.display()
-                    );
+                    ))
+                    .with_remedy(Remedy::Force));
                 }
             }
         } else {
@@ -231,11 +236,13 @@ impl Library {
             .map_err(|e| io_err(&self.dir, "cannot create the library", e))?;
         let dest = self.entry_dir(&opts.name);
         if dest.exists() && !opts.force {
-            crate::bail!(
-                "{}: an image named {:?} exists in the library; pick another --name or use --force",
+            return Err(Error::input(format!(
+                "{}: an image named {:?} exists in the library; pick another name or force its \
+                 replacement",
                 dest.display(),
                 opts.name
-            );
+            ))
+            .with_remedy(Remedy::Name));
         }
         let tmp = TempPath::new(self.dir.join(format!(
             ".{}.fsage-tmp{}",
@@ -320,7 +327,7 @@ impl Library {
         };
         let json =
             serde_json::to_string_pretty(&manifest).map_err(|e| Error::input(e.to_string()))?;
-        sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
+        fsage_sys::write_atomic(&tmp.path().join(MANIFEST_FILE), json.as_bytes())?;
         if dest.exists() {
             // --force: move the old one aside, put the new one in place, then delete the old.
             let old = TempPath::new(self.dir.join(format!(

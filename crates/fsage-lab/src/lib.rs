@@ -8,7 +8,7 @@
 //! - [`FsKind`]: `ext4`, `xfs`, `btrfs` (`FsKind::parse("xfs")`, `kind.name()`).
 //! - [`create_image(kind, size, path, mkfs_opts)`](create_image): makes a sparse image file of
 //!   `size` bytes (through a temporary file and a rename) and formats it; refuses a path that exists.
-//!   [`create_fs`] is the general form (block devices, `--force`, the safety checks).
+//!   [`create_fs`] is the general form (block devices, forcing, the safety checks).
 //! - [`Mounted::attach_and_mount(image, mountpoint)`](Mounted::attach_and_mount): attaches the image
 //!   to a fresh loop device (auto-clearing: the device goes away when its last user does, even if
 //!   fsage is killed) and mounts it. A guard: dropping it unmounts and detaches;
@@ -16,6 +16,9 @@
 //! - [`drop_caches()`](drop_caches): `sync`, then `3 > /proc/sys/vm/drop_caches`.
 //! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
 //!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only.
+//!
+//! How far from fresh ([`against`]): [`against::measure_against_fresh`] measures a mounted file
+//! system and its fresh twin and compares them (`fsage frag --against-fresh`).
 //!
 //! A fresh twin ([`twin`]): [`FreshTwin::of(mount)`](FreshTwin::of) makes and mounts, under
 //! /dev/shm, a fresh file system of the same kind and size as the one mounted at `mount`, for a
@@ -40,6 +43,7 @@
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
 //! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
 
+pub mod against;
 pub mod age;
 pub mod fs;
 pub mod image;
@@ -57,41 +61,9 @@ pub use loopdev::{LoopDevice, LoopOptions};
 pub use mount::{drop_caches, trim, Mounted};
 pub use twin::FreshTwin;
 
-/// An error of the lab, with a message that names what went wrong and where, and who has to act
-/// on it: bad input (a path that is no image, a mounted device refused) or a failed operation (a
-/// mount, a tool, a checksum, an I/O error).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: fsage_sys::Blame,
-}
-
-impl Error {
-    /// The caller's input is at fault (exit code 2 at the command line).
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Input,
-        }
-    }
-    /// An operation failed (exit code 1).
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> fsage_sys::Blame {
-        self.blame
-    }
-}
-
-impl From<String> for Error {
-    fn from(s: String) -> Error {
-        Error::input(s)
-    }
-}
+/// An error of the lab: the message names what went wrong and where, and who has to act on it.
+/// The type is shared with the other libraries ([`fsage_sys::Error`]).
+pub use fsage_sys::{Error, Remedy};
 
 pub type Result<T> = std::result::Result<T, Error>;
 

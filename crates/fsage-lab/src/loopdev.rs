@@ -6,15 +6,18 @@
 use crate::{io_err, Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
-const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
-const LO_FLAGS_READ_ONLY: u32 = 1;
-const LO_FLAGS_AUTOCLEAR: u32 = 4;
-const LO_FLAGS_DIRECT_IO: u32 = 16;
+use fsage_sys::ioctl::{call_returning, IoctlOpcode, Setter};
+use linux_raw_sys::loop_device::{
+    loop_config, loop_info64, LOOP_CONFIGURE, LOOP_CTL_GET_FREE, LO_FLAGS_AUTOCLEAR,
+    LO_FLAGS_DIRECT_IO, LO_FLAGS_READ_ONLY,
+};
+
+const GET_FREE: IoctlOpcode = LOOP_CTL_GET_FREE as IoctlOpcode;
+const CONFIGURE: IoctlOpcode = LOOP_CONFIGURE as IoctlOpcode;
 
 /// How [`LoopDevice::attach_with`] sets a device up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,31 +26,6 @@ pub struct LoopOptions {
     /// Direct I/O on the backing file (`LO_FLAGS_DIRECT_IO`): no second page cache, each block
     /// request reaches the backing file as one read or write.
     pub direct_io: bool,
-}
-
-#[repr(C)]
-struct LoopInfo64 {
-    lo_device: u64,
-    lo_inode: u64,
-    lo_rdevice: u64,
-    lo_offset: u64,
-    lo_sizelimit: u64,
-    lo_number: u32,
-    lo_encrypt_type: u32,
-    lo_encrypt_key_size: u32,
-    lo_flags: u32,
-    lo_file_name: [u8; 64],
-    lo_crypt_name: [u8; 64],
-    lo_encrypt_key: [u8; 32],
-    lo_init: [u64; 2],
-}
-
-#[repr(C)]
-struct LoopConfig {
-    fd: u32,
-    block_size: u32,
-    info: LoopInfo64,
-    reserved: [u64; 8],
 }
 
 /// A loop device attached by fsage (auto-clearing), held open while this value lives.
@@ -77,7 +55,6 @@ impl LoopDevice {
         let backing = OpenOptions::new()
             .read(true)
             .write(!read_only)
-            .custom_flags(libc::O_CLOEXEC)
             .open(image)
             .map_err(|e| io_err(image, "cannot open the image", e))?;
         if !backing
@@ -90,7 +67,6 @@ impl LoopDevice {
         let ctl = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_CLOEXEC)
             .open("/dev/loop-control")
             .map_err(|e| {
                 io_err(
@@ -103,22 +79,11 @@ impl LoopDevice {
         let name = abs.to_string_lossy();
         let mut last_err = String::new();
         for _ in 0..50 {
-            // SAFETY: plain ioctl on the control device.
-            let n = unsafe { libc::ioctl(ctl.as_raw_fd(), LOOP_CTL_GET_FREE as _) };
-            if n < 0 {
-                return Err(io_err(
-                    Path::new("/dev/loop-control"),
-                    "LOOP_CTL_GET_FREE",
-                    std::io::Error::last_os_error(),
-                ));
-            }
+            // SAFETY: LOOP_CTL_GET_FREE takes no argument on the loop control device.
+            let n = unsafe { call_returning::<GET_FREE>(&ctl) }
+                .map_err(|e| io_err(Path::new("/dev/loop-control"), "LOOP_CTL_GET_FREE", e))?;
             let path = PathBuf::from(format!("/dev/loop{n}"));
-            let dev = match OpenOptions::new()
-                .read(true)
-                .write(!read_only)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(&path)
-            {
+            let dev = match OpenOptions::new().read(true).write(!read_only).open(&path) {
                 Ok(f) => f,
                 Err(e) => {
                     last_err = format!("{}: {e}", path.display());
@@ -126,7 +91,8 @@ impl LoopDevice {
                     continue;
                 }
             };
-            let mut info = LoopInfo64 {
+            let flag = |on: bool, f| if on { f as u32 } else { 0 };
+            let mut info = loop_info64 {
                 lo_device: 0,
                 lo_inode: 0,
                 lo_rdevice: 0,
@@ -135,29 +101,29 @@ impl LoopDevice {
                 lo_number: 0,
                 lo_encrypt_type: 0,
                 lo_encrypt_key_size: 0,
-                lo_flags: LO_FLAGS_AUTOCLEAR
-                    | if read_only { LO_FLAGS_READ_ONLY } else { 0 }
-                    | if opts.direct_io {
-                        LO_FLAGS_DIRECT_IO
-                    } else {
-                        0
-                    },
+                lo_flags: LO_FLAGS_AUTOCLEAR as u32
+                    | flag(read_only, LO_FLAGS_READ_ONLY)
+                    | flag(opts.direct_io, LO_FLAGS_DIRECT_IO),
                 lo_file_name: [0; 64],
                 lo_crypt_name: [0; 64],
                 lo_encrypt_key: [0; 32],
                 lo_init: [0; 2],
             };
+            // The name is for people (losetup -l); the kernel keeps 63 bytes and a NUL.
             for (d, s) in info.lo_file_name.iter_mut().zip(name.bytes().take(63)) {
                 *d = s;
             }
-            let cfg = LoopConfig {
+            let cfg = loop_config {
                 fd: backing.as_raw_fd() as u32,
                 block_size: 0,
                 info,
-                reserved: [0; 8],
+                __reserved: [0; 8],
             };
-            // SAFETY: valid descriptor and a configuration struct laid out as the kernel's.
-            if unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE as _, &cfg) } == 0 {
+            // SAFETY: LOOP_CONFIGURE reads one `struct loop_config` (linux-raw-sys's binding of
+            // the kernel's); `backing` stays open for the call.
+            let configured =
+                unsafe { rustix::ioctl::ioctl(&dev, Setter::<CONFIGURE, loop_config>::new(cfg)) };
+            if configured.is_ok() {
                 let rdev = dev.metadata().map_err(|e| io_err(&path, "", e))?.rdev();
                 let attached = LoopDevice {
                     path,
@@ -177,13 +143,13 @@ impl LoopDevice {
                 }
                 return Ok(attached);
             }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EBUSY) {
+            let e = configured.unwrap_err();
+            if e == rustix::io::Errno::BUSY {
                 // Another process took it between GET_FREE and CONFIGURE: try the next one.
                 last_err = format!("{}: {e}", path.display());
                 continue;
             }
-            return Err(io_err(&path, "LOOP_CONFIGURE", e));
+            return Err(io_err(&path, "LOOP_CONFIGURE", e.into()));
         }
         Err(Error::operation(format!(
             "{}: no free loop device could be attached (last: {last_err})",

@@ -13,7 +13,7 @@ use crate::mount::{MountOptions, Mounted};
 use crate::sparse::{self, BLOCK};
 use crate::sys::{self, TempPath};
 use crate::trace::{BlockTrace, RqFilter};
-use crate::{io_err, Error, Result};
+use crate::{io_err, Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -132,13 +132,14 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
         if !opts.no_check {
             let d = sparse::compare(image, &snapshot)?;
             if !d.is_empty() {
-                crate::bail!(
+                return Err(Error::input(format!(
                     "{}: differs from the snapshot {} in {} ranges; roll it back first (`fsage \
-                     rollback restore`), or give another --snapshot",
+                     rollback restore`), or give another snapshot",
                     image.display(),
                     snapshot.display(),
                     d.len()
-                );
+                ))
+                .with_remedy(Remedy::Snapshot));
             }
         }
     } else {
@@ -176,7 +177,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     let loopdev = LoopDevice::attach(image, false)?;
     let (mut tracer, mut fallback_reason) = (None, None);
     if opts.compare {
-        fallback_reason = Some("--compare given".to_string());
+        fallback_reason = Some("comparison asked for".to_string());
     } else if !sys::is_root() {
         fallback_reason = Some("not root: no tracefs".to_string());
     } else {
@@ -261,7 +262,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
         seconds: t0.elapsed().as_secs_f64(),
     };
     let json = serde_json::to_string_pretty(&log).map_err(|e| Error::input(e.to_string()))?;
-    sys::write_atomic(&log_path, json.as_bytes())?;
+    fsage_sys::write_atomic(&log_path, json.as_bytes())?;
     Ok(log)
 }
 
@@ -374,14 +375,15 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
         let d = sparse::compare(image, snap)?;
         verify_seconds = t1.elapsed().as_secs_f64();
         if let Some((o, l)) = d.first() {
-            crate::fail!(
+            return Err(Error::operation(format!(
                 "{}: NOT identical to the snapshot {} after rollback: {} ranges differ (first at \
                  byte {o}, {l} bytes): something wrote to the image outside the tracked device; \
-                 run `fsage rollback restore --compare`",
+                 restore it again comparing the whole image",
                 image.display(),
                 snap.display(),
                 d.len()
-            );
+            ))
+            .with_remedy(Remedy::Compare));
         }
     }
     Ok(RestoreReport {

@@ -2,7 +2,6 @@
 
 use crate::{io_err, Error, Result};
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -133,35 +132,13 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`.
+/// A sibling temporary path of `path` ([`fsage_sys::temp_sibling`]), refusing a path with no
+/// file name (`/`, `..`) instead of inventing one.
 pub fn temp_sibling(path: &Path) -> Result<PathBuf> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::input(format!("{}: not a file name", path.display())))?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    Ok(dir.join(format!(
-        ".{}.fsage-tmp{}",
-        name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
-/// Writes `contents` to `path` through a temporary file and a rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let tmp = temp_sibling(path)?;
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io_err(path, "", e)
-    })
+    if path.file_name().is_none() {
+        return Err(Error::input(format!("{}: not a file name", path.display())));
+    }
+    Ok(fsage_sys::temp_sibling(path))
 }
 
 /// Removes a temporary file when dropped, unless [`TempPath::keep`] was called.

@@ -146,7 +146,7 @@ impl BlockTrace {
         let pipe = t.instance.join("trace_pipe");
         let mut f = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
             .open(&pipe)
             .map_err(|e| io_err(&pipe, "", e))?;
         let stop = t.stop.clone();

@@ -11,6 +11,10 @@ pub enum Error {
     /// Measuring or walking failed on a valid input.
     #[error("{0}")]
     Failed(String),
+    /// Bad input, with the setting that gets past it when one does (a capacity the tree does not
+    /// fit in, a probe larger than the free space).
+    #[error(transparent)]
+    Setting(fsage_sys::Error),
     /// Writing a result failed.
     #[error(transparent)]
     Write(#[from] fsage_sys::WriteError),
@@ -21,7 +25,16 @@ impl Error {
         match self {
             Error::Input(_) => Blame::Input,
             Error::Failed(_) => Blame::Operation,
+            Error::Setting(e) => e.blame(),
             Error::Write(e) => e.blame(),
+        }
+    }
+
+    /// The setting that gets past this error, for the command line to name its flag.
+    pub fn remedy(&self) -> Option<fsage_sys::Remedy> {
+        match self {
+            Error::Setting(e) => e.remedy,
+            _ => None,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::walk::{self, WalkStats};
 use fsage_profile::{AgeBin, DepthBin, Fullness, Profile, SizeBin};
+use fsage_sys::Remedy;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::SystemTime;
@@ -235,7 +236,7 @@ pub fn extract_profile(
         name: name.map_or_else(|| default_name(root), str::to_string),
         ..opts.clone()
     };
-    let (profile, stats) = extract(root, &opts).map_err(Error::Input)?;
+    let (profile, stats) = extract(root, &opts).map_err(Error::Setting)?;
     let toml = fsage_profile::to_toml(&profile);
     if let Some(o) = output {
         fsage_sys::write_atomic(o, toml.as_bytes())?;
@@ -248,15 +249,23 @@ pub fn extract_profile(
 }
 
 /// Walks `root` and builds its profile.
-pub fn extract(root: &Path, opts: &ExtractOptions) -> Result<(Profile, ExtractStats), String> {
+pub fn extract(
+    root: &Path,
+    opts: &ExtractOptions,
+) -> Result<(Profile, ExtractStats), fsage_sys::Error> {
     if opts.size_base < 2 {
-        return Err(format!(
-            "--size-base {}: must be at least 2",
+        return Err(fsage_sys::Error::input(format!(
+            "size base {}: must be at least 2",
             opts.size_base
-        ));
+        ))
+        .with_remedy(Remedy::SizeBase));
     }
     if !(opts.age_base > 1.0 && opts.age_base.is_finite()) {
-        return Err(format!("--age-base {}: must be above 1", opts.age_base));
+        return Err(fsage_sys::Error::input(format!(
+            "age base {}: must be above 1",
+            opts.age_base
+        ))
+        .with_remedy(Remedy::AgeBase));
     }
     let t0 = std::time::Instant::now();
     let now = opts.now.unwrap_or_else(SystemTime::now);
@@ -268,7 +277,8 @@ pub fn extract(root: &Path, opts: &ExtractOptions) -> Result<(Profile, ExtractSt
         return Err(format!(
             "the T budget {} is too small: T is at least 2 K",
             opts.max_t_factor
-        ));
+        )
+        .into());
     }
     let info = crate::sys::statfs(root).map_err(|e| format!("{}: statfs: {e}", root.display()))?;
     let age_from = opts.age_from;
@@ -306,7 +316,8 @@ pub fn extract(root: &Path, opts: &ExtractOptions) -> Result<(Profile, ExtractSt
         return Err(format!(
             "{}: no regular files to build a profile from",
             root.display()
-        ));
+        )
+        .into());
     }
     // Sizes: bin 0 holds empty files (edge 0), bin k>0 files of (base^(k-1), base^k] bytes.
     let mut sizes: Vec<u64> = Vec::new();
@@ -363,20 +374,24 @@ pub fn extract(root: &Path, opts: &ExtractOptions) -> Result<(Profile, ExtractSt
         Some(c) => {
             let u = st.allocated as f64 / c as f64;
             Fullness::new(u).ok_or_else(|| {
-                format!(
-                    "--capacity {c}: the tree allocates {} bytes, a fullness of {u:.4}, outside (0, 1]",
+                fsage_sys::Error::input(format!(
+                    "a capacity of {c} bytes: the tree allocates {} bytes, a fullness of {u:.4}, \
+                     outside (0, 1]",
                     st.allocated
-                )
+                ))
+                .with_remedy(Remedy::Capacity)
             })?
         }
         None => {
             let used = info.blocks.saturating_sub(info.blocks_free);
             let u = used as f64 / info.blocks.max(1) as f64;
             Fullness::new(u).ok_or_else(|| {
-                format!(
-                    "{}: the file system reports a fullness of {u:.4}; give --capacity",
+                fsage_sys::Error::input(format!(
+                    "{}: the file system reports a fullness of {u:.4}; give the capacity to \
+                     measure the tree against",
                     root.display()
-                )
+                ))
+                .with_remedy(Remedy::Capacity)
             })?
         }
     };
@@ -411,7 +426,7 @@ pub fn extract(root: &Path, opts: &ExtractOptions) -> Result<(Profile, ExtractSt
             root.display(),
             st.before_1980,
             st.future
-        ));
+        ).into());
     }
     let first = ages.iter().position(|&n| n > 0).unwrap_or(0);
     let mut age_pairs: Vec<(f64, f64)> = (first..ages.len())

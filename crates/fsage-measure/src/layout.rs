@@ -321,11 +321,11 @@ pub fn probe(dir: &Path, bytes: u64) -> Result<Probe, String> {
     let info = sys::statfs(dir).map_err(|e| format!("{}: statfs: {e}", dir.display()))?;
     let avail = info.blocks_avail.saturating_mul(info.block_size);
     if bytes == 0 {
-        return Err("--probe: the size must be at least 1 byte".into());
+        return Err("a probe of 0 bytes: the size must be at least 1 byte".into());
     }
     if bytes > avail {
         return Err(format!(
-            "--probe {}: only {} available on {}",
+            "a probe of {}: only {} available on {}",
             fsage_profile::human_bytes(bytes),
             fsage_profile::human_bytes(avail),
             dir.display()

@@ -101,6 +101,31 @@ impl FragReport {
     }
 }
 
+/// A probe that cannot be written is bad input, found before anything is measured.
+fn check_probe(mount: &Path, bytes: u64) -> Result<(), Error> {
+    let refuse = |m: String| {
+        Error::Setting(fsage_sys::Error::input(m).with_remedy(fsage_sys::Remedy::Probe))
+    };
+    if bytes == 0 {
+        return Err(refuse(
+            "a probe of 0 bytes: the size must be at least 1 byte".into(),
+        ));
+    }
+    // The measurement itself fails on a path statfs cannot read; leave that error to it.
+    if let Ok(info) = crate::sys::statfs(mount) {
+        let avail = info.blocks_avail.saturating_mul(info.block_size);
+        if bytes > avail {
+            return Err(refuse(format!(
+                "a probe of {}: only {} available on {}",
+                fsage_profile::human_bytes(bytes),
+                fsage_profile::human_bytes(avail),
+                mount.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `fsage frag`: measures the file system at `mount` (see [`measure`]) and refuses, as bad
 /// input, a path that does not exist and a file system on which nothing can be measured
 /// (tmpfs has neither GETFSMAP nor FIEMAP). The warnings are for the user.
@@ -118,6 +143,9 @@ pub fn frag(mount: &Path, opts: &FragOptions) -> Result<(FragReport, Vec<String>
              holding it, the file measures only those below it",
             mount.display()
         ));
+    }
+    if let Some(bytes) = opts.probe {
+        check_probe(mount, bytes)?;
     }
     let report = measure(mount, opts).map_err(Error::Failed)?;
     if !report.measured_anything() {

@@ -1,7 +1,20 @@
 //! The human summary of an aging run.
 
-use crate::{human_bytes, RunReport};
+use crate::{human_bytes, RunReport, StopReason};
 use std::fmt::Write as _;
+
+/// Why a run ended, for a person at the command line: the library's words plus, for a limit, the
+/// flag that set it.
+pub(crate) fn stop_reason_text(r: StopReason) -> String {
+    let flag = match r {
+        StopReason::MaxTime => " (--max-time)",
+        StopReason::MaxOverwrites => " (--max-overwrites)",
+        StopReason::Confidence => " (--confidence)",
+        StopReason::MaxOps => " (--max-ops)",
+        _ => "",
+    };
+    format!("{}{flag}", r.describe())
+}
 
 fn limit<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
@@ -28,7 +41,7 @@ impl Render for RunReport {
         let _ = writeln!(
             o,
             "stopped: {}{}",
-            self.stop_reason.describe(),
+            stop_reason_text(self.stop_reason),
             self.error
                 .as_ref()
                 .map(|e| format!(": {e}"))

@@ -72,8 +72,10 @@ pub fn render(st: &RunStatus) -> String {
     let _ = writeln!(
         o,
         "stopped:    {}",
-        st.stopped
-            .map_or("running, or killed without a clean stop", |r| r.describe())
+        st.stopped.map_or_else(
+            || "running, or killed without a clean stop".to_string(),
+            crate::run_text::stop_reason_text
+        )
     );
     if let Some(e) = &st.error {
         let _ = writeln!(o, "error:      {e}");

@@ -21,7 +21,7 @@ pub fn render(set: &ReportSet) -> String {
             x.profile,
             x.ticks,
             x.t_estimate,
-            x.stop_reason.describe(),
+            crate::run_text::stop_reason_text(x.stop_reason),
             100.0 * x.age.rmse,
             100.0 * x.size.rmse,
             100.0 * x.depth.rmse

@@ -2,6 +2,11 @@
 //! state, and a lab command can unmount, detach and remove its temporary files. Tools such as
 //! `timeout` send a signal to the process and then to its group, so one keypress can arrive twice:
 //! repeats are absorbed, and only a third signal kills at once.
+//!
+//! This crate calls libc, not rustix, on purpose: installing a handler in a program linked with
+//! libc must go through libc's `sigaction` (it sets up the signal trampoline and its own signal
+//! bookkeeping). rustix leaves `sigaction` out for that reason (`rustix::not_implemented::
+//! libc_internals`); its `runtime::kernel_sigaction` is for programs with no libc at all.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -54,42 +54,9 @@ pub use registry::{DeviceRecord, Registry};
 pub use spec::{format_ns, parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies};
 pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary};
 
-/// An error of the slow-device crate: what went wrong, where, and who is to act on it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct Error {
-    pub message: String,
-    pub blame: fsage_sys::Blame,
-}
-
-impl Error {
-    /// The caller's input is at fault (exit code 2).
-    pub fn input(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Input,
-        }
-    }
-    /// An operation failed (exit code 1).
-    pub fn operation(message: impl Into<String>) -> Error {
-        Error {
-            message: message.into(),
-            blame: fsage_sys::Blame::Operation,
-        }
-    }
-    pub fn blame(&self) -> fsage_sys::Blame {
-        self.blame
-    }
-}
-
-impl From<fsage_lab::Error> for Error {
-    fn from(e: fsage_lab::Error) -> Error {
-        Error {
-            message: e.message,
-            blame: e.blame,
-        }
-    }
-}
+/// An error of the slow-device crate: what went wrong, where, and who is to act on it (the type
+/// every lab-side crate shares, so a lab error passes through unchanged).
+pub use fsage_sys::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
 

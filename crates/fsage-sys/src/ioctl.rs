@@ -1,6 +1,7 @@
 //! ioctls whose argument is a buffer of variable length (a header followed by as many records as
 //! the caller has room for: FIEMAP, GETFSMAP, btrfs TREE_SEARCH_V2), through rustix's `Ioctl`
-//! trait. Fixed-size arguments use rustix's own `Getter`, `Setter` and `Updater` directly.
+//! trait. Fixed-size arguments use rustix's own `Getter`, `Setter` and `Updater` directly; an
+//! ioctl whose answer is its return value (`LOOP_CTL_GET_FREE`) uses [`call_returning`].
 
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use std::ffi::c_void;
@@ -51,4 +52,32 @@ pub unsafe fn call_in_place<T: Copy>(
     };
     // SAFETY: see the function's contract.
     Ok(unsafe { rustix::ioctl::ioctl(fd, call) }?)
+}
+
+/// An ioctl without argument whose answer is its return value (rustix's `NoArg` drops it).
+struct Returning<const OPCODE: Opcode>;
+
+// SAFETY: no argument is passed; the kernel reads and writes no memory of ours.
+unsafe impl<const OPCODE: Opcode> Ioctl for Returning<OPCODE> {
+    type Output = IoctlOutput;
+    const IS_MUTATING: bool = false;
+    fn opcode(&self) -> Opcode {
+        OPCODE
+    }
+    fn as_ptr(&mut self) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+    unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<IoctlOutput> {
+        Ok(out)
+    }
+}
+
+/// Calls ioctl `OPCODE`, which takes no argument, on `fd` and returns what the call returned
+/// (`LOOP_CTL_GET_FREE`: the number of a free loop device).
+///
+/// # Safety
+/// `OPCODE` must be an ioctl that takes no argument on the file `fd` refers to.
+pub unsafe fn call_returning<const OPCODE: Opcode>(fd: impl AsFd) -> io::Result<IoctlOutput> {
+    // SAFETY: see the function's contract.
+    Ok(unsafe { rustix::ioctl::ioctl(fd, Returning::<OPCODE>) }?)
 }

@@ -2,8 +2,11 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half.
 
+pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
+
+pub use error::{Error, Remedy};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};

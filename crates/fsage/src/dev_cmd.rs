@@ -276,7 +276,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             };
             let report = fsage_slowdev::bench::run(&spec, &mut |s| eprintln!("bench: {s}"))?;
             if let Some(p) = &a.json {
-                crate::util::write_atomic(p, export(&Json, &report).as_bytes())?;
+                fsage_sys::write_atomic(p, export(&Json, &report).as_bytes())?;
             }
             print!("{}", export(&Text, &report));
         }

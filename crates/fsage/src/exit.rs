@@ -49,13 +49,8 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::TargetError>() {
             return e.blame();
         }
-        if let Some(e) = cause.downcast_ref::<fsage_lab::Error>() {
-            return e.blame();
-        }
-        if let Some(e) = cause.downcast_ref::<fsage_slowdev::Error>() {
-            return e.blame();
-        }
-        if let Some(e) = cause.downcast_ref::<fsage_git::Error>() {
+        // The lab, the slow device, Git aging and experiments share this one type.
+        if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
             return e.blame();
         }
         if let Some(e) = cause.downcast_ref::<fsage_exec::StateError>() {
@@ -70,14 +65,38 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_workload::Error>() {
             return e.blame();
         }
-        if let Some(e) = cause.downcast_ref::<fsage_experiment::Error>() {
-            return e.blame();
-        }
         if let Some(e) = cause.downcast_ref::<fsage_sys::WriteError>() {
             return e.blame();
         }
     }
     Blame::Operation
+}
+
+/// The flag that gets past `e`, when a library error in its chain says which setting does:
+/// libraries speak of settings, the command line of its flags.
+pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    use fsage_sys::Remedy;
+    let remedy = e.chain().find_map(|cause| {
+        if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
+            e.remedy
+        } else {
+            cause
+                .downcast_ref::<fsage_measure::Error>()
+                .and_then(|e| e.remedy())
+        }
+    })?;
+    Some(match remedy {
+        Remedy::Force => "--force overrides this refusal",
+        Remedy::Size => "give the size with --size (e.g. --size 4GiB)",
+        Remedy::Name => "--name picks another name; --force replaces the stored image",
+        Remedy::Level => "--level takes 1 (fast) to 19 (small)",
+        Remedy::Capacity => "give the capacity with --capacity (e.g. --capacity 4GiB)",
+        Remedy::Probe => "--probe SIZE sets the probe's size",
+        Remedy::SizeBase => "--size-base sets the base of the size bins",
+        Remedy::AgeBase => "--age-base sets the base of the age bins",
+        Remedy::Snapshot => "--snapshot names another snapshot",
+        Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
+    })
 }
 
 pub fn code(e: &anyhow::Error) -> u8 {
@@ -104,5 +123,18 @@ mod tests {
         let io = std::io::Error::other("EIO");
         assert_eq!(code(&anyhow::Error::new(io)), FAILED);
         assert_eq!(code(&anyhow::Error::new(Interrupted)), INTERRUPTED);
+    }
+
+    #[test]
+    fn a_remedy_becomes_a_flag_hint_through_context() {
+        let e = fsage_sys::Error::input("x: exists").with_remedy(fsage_sys::Remedy::Force);
+        let e = Err::<(), _>(e).context("image copy").unwrap_err();
+        assert_eq!(code(&e), BAD_INPUT);
+        assert!(hint(&e).unwrap().contains("--force"));
+        assert_eq!(hint(&bad_input("x")), None);
+        let m = fsage_measure::Error::Setting(
+            fsage_sys::Error::input("a probe of 0 bytes").with_remedy(fsage_sys::Remedy::Probe),
+        );
+        assert!(hint(&anyhow::Error::new(m)).unwrap().contains("--probe"));
     }
 }

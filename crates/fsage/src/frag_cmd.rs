@@ -90,30 +90,29 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     if let Some(t) = a.threads {
         opts.scan.threads = t;
     }
-    let (report, warnings) = fsage_measure::frag(&mount, &opts)?;
-    for w in warnings {
-        eprintln!("fsage: warning: {w}");
-    }
     if a.against_fresh {
-        let twin = fsage_lab::FreshTwin::of(&mount)?;
-        eprintln!(
-            "fsage: measuring a fresh {} of {} beside it",
-            twin.kind.name(),
-            fsage_profile::human_bytes(twin.size)
-        );
-        let fresh = fsage_measure::measure(twin.mount_point(), &opts).map_err(anyhow::Error::msg);
-        twin.finish()?;
-        let name = mount.display().to_string();
-        let cmp = fsage_measure::against_fresh(&name, &report, &fresh?);
+        let cmp =
+            fsage_lab::against::measure_against_fresh(
+                &mount,
+                &opts,
+                &mut |level, text| match level {
+                    fsage_lab::age::Level::Warning => eprintln!("fsage: warning: {text}"),
+                    fsage_lab::age::Level::Info => eprintln!("fsage: {text}"),
+                },
+            )?;
         match (&a.json, json_out) {
             (Some(_), None) => print!("{}", export(&Json, &cmp)),
             (_, Some(p)) => {
                 fsage_sys::write_atomic(p, export(&Json, &cmp).as_bytes())?;
-                print!("{}{}", export(&Text, &report), export(&Text, &cmp));
+                print!("{}{}", export(&Text, &cmp.aged_report), export(&Text, &cmp));
             }
-            (None, None) => print!("{}{}", export(&Text, &report), export(&Text, &cmp)),
+            (None, None) => print!("{}{}", export(&Text, &cmp.aged_report), export(&Text, &cmp)),
         }
         return Ok(ExitCode::SUCCESS);
+    }
+    let (report, warnings) = fsage_measure::frag(&mount, &opts)?;
+    for w in warnings {
+        eprintln!("fsage: warning: {w}");
     }
     match (&a.json, json_out) {
         (Some(_), None) => print!("{}", export(&Json, &report)),

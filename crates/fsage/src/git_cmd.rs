@@ -209,10 +209,10 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         eprintln!();
     }
     if let Some(p) = &a.json {
-        crate::util::write_atomic(p, export(&Json, &out.series).as_bytes())?;
+        fsage_sys::write_atomic(p, export(&Json, &out.series).as_bytes())?;
     }
     if let Some(p) = &a.csv {
-        crate::util::write_atomic(p, export(&Csv, &out.series).as_bytes())?;
+        fsage_sys::write_atomic(p, export(&Csv, &out.series).as_bytes())?;
     }
     if !a.quiet {
         print!("{}", export(&Text, &out.series));

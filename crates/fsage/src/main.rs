@@ -47,6 +47,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // `{:#}` prints the whole chain: the context, then each cause.
             eprintln!("fsage: error: {e:#}");
+            if let Some(h) = exit::hint(&e) {
+                eprintln!("fsage: hint: {h}");
+            }
             ExitCode::from(exit::code(&e))
         }
     }

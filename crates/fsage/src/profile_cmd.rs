@@ -3,12 +3,12 @@
 use crate::cli::ProfileCmd;
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
-use crate::util::write_atomic;
 use fsage_exec::preflight::{estimate_seconds, fmt_duration};
 use fsage_plan::{PlanConfig, Planner};
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
 };
+use fsage_sys::write_atomic;
 use std::process::ExitCode;
 
 pub fn run(cmd: ProfileCmd) -> CmdResult {

@@ -1,10 +1,10 @@
 //! `fsage report INPUT... -o report.html`.
 
 use crate::exit::{bad_input, CmdResult};
-use crate::util::write_atomic;
 use clap::Args;
 use fsage_experiment::AnalysisOptions;
 use fsage_report::{export, Html, Json, Text};
+use fsage_sys::write_atomic;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

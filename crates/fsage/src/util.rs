@@ -1,7 +1,6 @@
 //! Small helpers shared by the subcommands.
 
 use crate::exit::bad_input;
-use std::path::Path;
 use std::time::Duration;
 
 /// "90s", "30m", "2h", "1d", "1.5h" or a bare number of seconds.
@@ -20,11 +19,6 @@ pub fn parse_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
             "{flag} {text:?}: expected a positive duration such as 90s, 30m, 2h or a number of seconds"
         ))),
     }
-}
-
-/// Writes `contents` to `path` through a temporary file and a rename, so a reader never sees half.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    Ok(fsage_sys::write_atomic(path, contents)?)
 }
 
 #[cfg(test)]

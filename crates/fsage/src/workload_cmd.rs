@@ -2,9 +2,10 @@
 
 use crate::cli::BenchCmd;
 use crate::exit::{bad_input, CmdResult, INTERRUPTED};
-use crate::util::{parse_duration, write_atomic};
+use crate::util::parse_duration;
 use clap::Args;
 use fsage_report::{export, Json, Text};
+use fsage_sys::write_atomic;
 use fsage_workload::{Observer, Phase, Progress, RunConfig, Stop, Workload, BUILTINS};
 use std::io::Write;
 use std::path::PathBuf;

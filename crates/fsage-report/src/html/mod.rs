@@ -404,7 +404,7 @@ fn aging(p: &mut Page, runs: &[Named<RunReport>]) {
             x.ticks,
             x.t_estimate,
             100.0 * x.ticks as f64 / x.t_estimate.max(1) as f64,
-            esc(x.stop_reason.describe()),
+            esc(&crate::run_text::stop_reason_text(x.stop_reason)),
             x.live_files,
             human_bytes(x.live_bytes),
             100.0 * x.age.rmse,
