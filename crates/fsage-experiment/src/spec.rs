@@ -2,8 +2,8 @@
 //! of cells.
 //!
 //! [`load`] reads and validates a file: every error names the file, the line and what is wrong.
-//! [`ExperimentSpec::plan`] expands it into [`Cell`]s in the order a runner goes through them (file
-//! system, state, workload, repetition, latency: a sweep runs on one device without remounting),
+//! [`ExperimentSpec::plan`] expands it into [`Cell`]s in the order a runner goes through them
+//! (repetition, file system, workload, latency, state: the states compared run back to back),
 //! each with an id that depends only on what the cell measures, so that a runner can skip the
 //! cells whose results exist after an edit of unrelated parts of the file.
 
@@ -166,7 +166,10 @@ pub fn setup_allowance_s(image_size: u64) -> f64 {
 }
 
 impl ExperimentSpec {
-    /// Expands the matrix, in run order: file system, state, workload, repetition, latency.
+    /// Expands the matrix, in run order: repetition, file system, workload, latency, state. The
+    /// states of one comparison run back to back, and each repetition goes through the whole
+    /// matrix once, so that a machine whose speed drifts during a long run (other work, thermal
+    /// state) biases neither side of an aged-against-fresh comparison.
     pub fn plan(&self) -> Plan {
         let mut cells = Vec::new();
         let mut aging_runs = Vec::new();
@@ -175,9 +178,13 @@ impl ExperimentSpec {
                 if let StateSpec::Aged { label, .. } = st {
                     aging_runs.push(format!("{} aged:{label}", fs.label));
                 }
+            }
+        }
+        for rep in 0..self.repetitions {
+            for fs in &self.file_systems {
                 for w in &self.workloads {
-                    for rep in 0..self.repetitions {
-                        for &lat in &self.latencies {
+                    for &lat in &self.latencies {
+                        for st in self.states.iter().filter(|s| s.applies_to(fs)) {
                             cells.push(self.cell(fs, st, w, rep, lat));
                         }
                     }
@@ -977,10 +984,15 @@ set = { nfiles = 100 }
         assert_eq!(plan.aging_runs, vec!["ext4 aged:meyer", "xfs aged:meyer"]);
         let ids: BTreeSet<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), 32, "ids are unique");
+        // Run order: repetition, fs, workload, latency, state.
         assert!(plan.cells[0].id.starts_with("ext4-fresh-varmail-plain-r0-"));
-        assert_eq!(plan.cells[1].latency_us, Some(0.0));
-        assert_eq!(plan.cells[4].rep, 1);
-        assert_eq!(plan.cells[4].seed, 8);
+        assert!(plan.cells[1]
+            .id
+            .starts_with("ext4-aged.meyer-varmail-plain-r0-"));
+        assert_eq!(plan.cells[2].latency_us, Some(0.0));
+        assert_eq!(plan.cells[8].fs.label, "xfs");
+        assert_eq!(plan.cells[16].rep, 1);
+        assert_eq!(plan.cells[16].seed, 8);
         // 32 x 35 s, plus 32 x (5 + 1) s.
         assert_eq!(plan.run_s, 32.0 * 35.0);
         assert_eq!(plan.estimate_s, 32.0 * 41.0);
