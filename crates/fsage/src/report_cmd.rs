@@ -11,7 +11,8 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results to report on: `fsage age --json` and `fsage frag --json` reports, cell results,
-    /// analyses, or directories of them (their *.json files).
+    /// Git-aging series (`fsage git-age --json`), analyses, directories of them (their *.json
+    /// files), or an experiment's output directory.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Write the HTML report (one self-contained file) here.
@@ -20,7 +21,7 @@ pub struct ReportArgs {
     /// Write the analyses as JSON here ("-" for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Only these sections (repeat the flag): aging, frag, against-fresh, aged-vs-fresh,
+    /// Only these sections (repeat the flag): aging, git, frag, against-fresh, aged-vs-fresh,
     /// latency, sweep, inversions, cells.
     #[arg(long, value_name = "KIND")]
     pub section: Vec<String>,
