@@ -1,5 +1,7 @@
 //! `fsage git-age`: a run killed with SIGKILL and resumed ends in the tree of the last commit and
-//! the series shape of an uninterrupted run; bad input gets exit code 2.
+//! the series shape of an uninterrupted run; with --device-latency both instances are measured
+//! through a slow device that the series names and that is gone afterwards; bad input gets exit
+//! code 2.
 
 mod common;
 
