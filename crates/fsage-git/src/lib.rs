@@ -9,16 +9,19 @@
 //! - [`git`]: the source repository (a directory or a bundle) and its commit list.
 //! - [`tree`]: `--mode tree`, each commit's changes as fsage-exec operations.
 //! - [`measure`]: one measurement of an instance (grep, own read, layout score, frag figures).
+//! - [`slow`]: measurements taken through a slow device of a chosen latency ([`MeasureDevice`]).
 
 pub mod git;
 pub mod measure;
 pub mod run;
 pub mod series;
+pub mod slow;
 pub mod synthetic;
 pub mod tree;
 
 pub use run::{git_age, state_path, GitAgeOptions, Mode, Observer, Outcome, Target};
 pub use series::{FragFigures, GitRow, GitSeries, InstanceFigures, SERIES_FORMAT};
+pub use slow::MeasureDevice;
 
 /// An error of Git aging: what went wrong, where, and who has to act on it (the type every
 /// lab-side crate shares, so a lab error passes through unchanged).

@@ -3,6 +3,7 @@
 //! recursive read, then the `fsage frag` figures (last: FIEMAP warms the caches).
 
 use crate::series::{FragFigures, InstanceFigures};
+use crate::slow::{MeasureDevice, SlowMount};
 use crate::{Error, Result};
 use fsage_lab::trace::{read_layout, BlockTrace, RqFilter};
 use fsage_lab::{FsKind, Mounted};
@@ -204,6 +205,8 @@ pub fn measure_instance(
         frag,
         prepare_seconds: 0.0,
         frag_seconds,
+        device_reads: None,
+        device_read_mean_ns: None,
     })
 }
 
@@ -223,10 +226,16 @@ struct CleanGuard {
     image: PathBuf,
     mnt: PathBuf,
     mounted: Option<Mounted>,
+    slow: Option<SlowMount>,
 }
 
 impl Drop for CleanGuard {
     fn drop(&mut self) {
+        if let Some(s) = self.slow.take() {
+            if let Err(e) = s.finish() {
+                eprintln!("fsage: cleanup: {e}");
+            }
+        }
         if let Some(m) = self.mounted.take() {
             if let Err(e) = m.finish() {
                 eprintln!("fsage: cleanup: {e}");
@@ -259,7 +268,8 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 }
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
-/// onto it with `cp -a`, unmounted, mounted again, measured, and removed.
+/// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given),
+/// measured, and removed.
 pub fn clean_instance(
     kind: FsKind,
     size: u64,
@@ -267,6 +277,7 @@ pub fn clean_instance(
     aged_tree: &Path,
     du: u64,
     pattern: &str,
+    device: Option<&MeasureDevice>,
 ) -> Result<InstanceFigures> {
     let t = Instant::now();
     remove_stale_clean(image)?;
@@ -276,6 +287,7 @@ pub fn clean_instance(
         image: image.to_path_buf(),
         mnt: mnt.clone(),
         mounted: None,
+        slow: None,
     };
     std::fs::create_dir_all(&mnt).map_err(|e| crate::io_err(&mnt, "mkdir", e))?;
     g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
@@ -297,12 +309,26 @@ pub fn clean_instance(
     if let Some(m) = g.mounted.take() {
         m.finish()?;
     }
-    let m = Mounted::attach_and_mount(image, &mnt)?;
-    let rdev = m.loop_rdev();
-    g.mounted = Some(m);
+    let rdev = match device {
+        Some(d) => {
+            let s = SlowMount::mount(image, &mnt, d)?;
+            let r = s.rdev();
+            g.slow = Some(s);
+            Some(r)
+        }
+        None => {
+            let m = Mounted::attach_and_mount(image, &mnt)?;
+            let r = m.loop_rdev();
+            g.mounted = Some(m);
+            r
+        }
+    };
     let prepare_seconds = t.elapsed().as_secs_f64();
     let mut fig = measure_instance(&mnt, rdev, du, pattern)?;
     fig.prepare_seconds = prepare_seconds;
+    if let Some(s) = g.slow.take() {
+        fig.set_device_reads(s.finish()?);
+    }
     drop(g);
     Ok(fig)
 }

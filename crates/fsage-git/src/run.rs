@@ -5,9 +5,11 @@
 use crate::git::{self, Commit, Range};
 use crate::measure;
 use crate::series::{GitRow, GitSeries, SERIES_FORMAT};
+use crate::slow::{MeasureDevice, SlowMount};
 use crate::tree::{self, TreeReplay};
 use crate::{Error, Result};
 use fsage_lab::{FsKind, Mounted};
+use fsage_slowdev::Latencies;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -65,6 +67,9 @@ pub struct GitAgeOptions {
     pub op_log: Option<PathBuf>,
     /// Skip the measurements (replay only; for timing the replay itself).
     pub no_measure: bool,
+    /// Take every measurement with the instance on a slow device of these latencies (an image
+    /// target only); none: on plain loop devices.
+    pub device: Option<MeasureDevice>,
 }
 
 /// What the caller sees as the run goes.
@@ -103,6 +108,9 @@ struct RunKey {
     first: String,
     last: String,
     commits: u64,
+    /// The measuring device's latencies (absent in checkpoints from before the option).
+    #[serde(default)]
+    device: Option<Latencies>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -191,6 +199,37 @@ impl Aged {
             }
         }
     }
+
+    /// Measures the image through a slow device: unmounts it, mounts it from a device of
+    /// `dev`'s latency, measures, unmounts, destroys the device and mounts the image plain again
+    /// for the replay (also when the measurement failed).
+    fn measure_slow(
+        &mut self,
+        dev: &MeasureDevice,
+        du: u64,
+        pattern: &str,
+    ) -> Result<crate::series::InstanceFigures> {
+        let Some(img) = self.image.clone() else {
+            return Err(Error::input(
+                "a slow device needs an image target (a mounted directory cannot be put on one)",
+            ));
+        };
+        if let Some(m) = self.mounted.take() {
+            m.finish()?;
+        }
+        let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|s| {
+            let fig = measure::measure_instance(&self.mnt, Some(s.rdev()), du, pattern);
+            let done = s.finish();
+            let mut fig = fig?;
+            fig.set_device_reads(done?);
+            Ok(fig)
+        });
+        let again = Mounted::attach_and_mount(&img, &self.mnt).map_err(Error::from);
+        let again = again.map(|m| self.mounted = Some(m));
+        let fig = measured?;
+        again?;
+        Ok(fig)
+    }
 }
 
 /// Runs (or, with `resume`, continues) a Git-history aging run.
@@ -199,6 +238,12 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     if opts.every == 0 {
         return Err(Error::input(
             "measure every N commits: N must be at least 1",
+        ));
+    }
+    if opts.device.is_some() && matches!(opts.target, Target::Dir { .. }) {
+        return Err(Error::input(
+            "measuring on a slow device needs an image target (fsage mounts the image through \
+             the device); a directory on a mounted file system cannot be",
         ));
     }
     let git_version = git::version()?;
@@ -238,6 +283,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         first: commits[0].id.clone(),
         last: commits[n - 1].id.clone(),
         commits: n as u64,
+        device: opts.device.as_ref().map(|d| d.latencies),
     };
 
     // The aged instance, new or resumed.
@@ -246,7 +292,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         if st.key != key {
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
-                 repository, range, file system, size, mode, every and gc",
+                 repository, range, file system, size, mode, every, gc and device latency",
                 state_file.display(),
                 st.key
             )));
@@ -338,6 +384,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             pulls_done: 0,
             finished: false,
             remounted: matches!(opts.target, Target::Image { .. }),
+            device_latencies: key.device,
             replay_seconds: 0.0,
             measure_seconds: 0.0,
             commits_per_second: None,
@@ -492,9 +539,20 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         let rdev = aged.remount()?;
         let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
-        let mut a = measure::measure_instance(&aged.mnt, rdev, du, &pattern)?;
+        let mut a = match &opts.device {
+            None => measure::measure_instance(&aged.mnt, rdev, du, &pattern)?,
+            Some(d) => aged.measure_slow(d, du, &pattern)?,
+        };
         a.prepare_seconds = prepare_seconds;
-        let c = measure::clean_instance(kind, size, &clean_image, &aged.tree, du, &pattern)?;
+        let c = measure::clean_instance(
+            kind,
+            size,
+            &clean_image,
+            &aged.tree,
+            du,
+            &pattern,
+            opts.device.as_ref(),
+        )?;
         let c0: &Commit = &commits[i];
         let row = GitRow {
             pulls: i as u64 + 1,

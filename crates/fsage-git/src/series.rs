@@ -51,6 +51,19 @@ pub struct InstanceFigures {
     /// Time of the frag figures (FIEMAP of every file, free space).
     #[serde(default)]
     pub frag_seconds: f64,
+    /// On a slow device: the reads it served from mount to unmount (grep, own read, frag) and
+    /// their mean latency as the device's daemon timed them.
+    #[serde(default)]
+    pub device_reads: Option<u64>,
+    #[serde(default)]
+    pub device_read_mean_ns: Option<f64>,
+}
+
+impl InstanceFigures {
+    pub(crate) fn set_device_reads(&mut self, r: Option<crate::slow::DeviceReads>) {
+        self.device_reads = r.map(|r| r.requests);
+        self.device_read_mean_ns = r.map(|r| r.mean_ns);
+    }
 }
 
 /// One measurement.
@@ -93,6 +106,10 @@ pub struct GitSeries {
     /// Whether the aged instance was unmounted and mounted again before each measurement (not
     /// for a TARGET_DIR fsage did not mount: caches are dropped only).
     pub remounted: bool,
+    /// The latencies of the slow device every measurement was taken on (both instances mounted
+    /// through it); none: plain loop devices over the images.
+    #[serde(default)]
+    pub device_latencies: Option<fsage_slowdev::Latencies>,
     /// Time spent replaying (git or tree operations), over every session.
     pub replay_seconds: f64,
     /// Time spent measuring, over every session.

@@ -95,6 +95,7 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         resume: false,
         op_log: None,
         no_measure: true,
+        device: None,
     }
 }
 

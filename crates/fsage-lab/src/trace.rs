@@ -245,7 +245,19 @@ impl Drop for BlockTrace {
             let _ = h.join();
         }
         if self.instance.exists() {
-            if let Err(e) = fs::remove_dir(&self.instance) {
+            // A child that another thread forked holds the instance's open files until it
+            // execs (EBUSY for that moment): try again briefly.
+            let mut r = fs::remove_dir(&self.instance);
+            for _ in 0..50 {
+                match &r {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        r = fs::remove_dir(&self.instance);
+                    }
+                    _ => break,
+                }
+            }
+            if let Err(e) = r {
                 eprintln!(
                     "fsage: cleanup: {}: cannot remove the trace instance: {e}",
                     self.instance.display()

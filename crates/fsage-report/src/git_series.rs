@@ -42,6 +42,16 @@ pub fn render(s: &GitSeries) -> String {
             " (the aged directory's file system was not remounted)"
         }
     );
+    if let Some(l) = &s.device_latencies {
+        let _ = writeln!(
+            o,
+            "measured on a slow device: {} per read, {} per write, {} per flush (replay at full \
+             speed)",
+            fsage_slowdev::format_ns(l.read_ns),
+            fsage_slowdev::format_ns(l.write_ns),
+            fsage_slowdev::format_ns(l.flush_ns)
+        );
+    }
     if s.rows.is_empty() {
         o.push_str("no measurements\n");
         return o;
@@ -199,6 +209,7 @@ mod tests {
             pulls_done: 2,
             finished: true,
             remounted: true,
+            device_latencies: None,
             replay_seconds: 1.0,
             measure_seconds: 2.0,
             commits_per_second: Some(2.0),

@@ -66,6 +66,10 @@ pub struct GitAgeArgs {
     /// Replay only, no measurements (to time the replay).
     #[arg(long)]
     pub no_measure: bool,
+    /// Take every measurement (aged and clean) with the image on a slow device of this latency
+    /// per request (e.g. 100us; reads, writes and flushes); the replay stays at full speed.
+    #[arg(long, value_name = "LATENCY", requires = "fs")]
+    pub device_latency: Option<String>,
     /// Write the series as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -175,6 +179,13 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     if a.op_log.is_some() && a.mode != ModeArg::Tree {
         return Err(bad_input("--op-log needs --mode tree"));
     }
+    let device = match &a.device_latency {
+        Some(text) => Some(fsage_git::MeasureDevice::uniform(
+            fsage_slowdev::parse_latency(text)
+                .map_err(|e| bad_input(format!("--device-latency: {e}")))?,
+        )),
+        None => None,
+    };
     for p in [&a.json, &a.csv].into_iter().flatten() {
         fsage_sys::check_writable_file(p)?;
     }
@@ -196,6 +207,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         resume: a.resume,
         op_log: a.op_log.clone(),
         no_measure: a.no_measure,
+        device,
     };
     // SAFETY: isatty on a standard descriptor.
     let tty = unsafe { libc::isatty(2) } == 1 && !a.quiet;

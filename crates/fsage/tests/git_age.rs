@@ -1,5 +1,7 @@
 //! `fsage git-age`: a run killed with SIGKILL and resumed ends in the tree of the last commit and
-//! the series shape of an uninterrupted run; bad input gets exit code 2.
+//! the series shape of an uninterrupted run; with --device-latency both instances are measured
+//! through a slow device that the series names and that is gone afterwards; bad input gets exit
+//! code 2.
 
 mod common;
 
@@ -181,4 +183,130 @@ fn git_age_bad_input_is_exit_code_2() {
     assert!(stderr(&o).contains("/nonexistent/repo"), "{}", stderr(&o));
     let o = fsage(["git-age", s(tmp.path()), s(tmp.path())]);
     expect_code(&o, 2, "neither --fs nor --clean-fs");
+}
+
+/// Takes down what the slow-device test (or a failed run) left: mounts of the images, then every
+/// device of the test's own registry.
+struct SlowCleanup {
+    images: Vec<PathBuf>,
+    registry: PathBuf,
+}
+impl Drop for SlowCleanup {
+    fn drop(&mut self) {
+        for img in &self.images {
+            if img.exists() {
+                let _ = Command::new(bin()).args(["fs", "umount"]).arg(img).output();
+            }
+        }
+        let _ = Command::new(bin())
+            .args(["dev", "destroy", "--all", "--force"])
+            .env("FSAGE_DEV_REGISTRY", &self.registry)
+            .output();
+    }
+}
+
+#[test]
+fn git_age_measures_both_instances_on_a_slow_device() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
+        return skip("git_age_slow_device", &why);
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return skip("git_age_slow_device", "/dev/fuse is missing");
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 10).unwrap();
+    let img = tmp.path().join("aged.img");
+    let registry = tmp.path().join("registry");
+    let _c = SlowCleanup {
+        images: vec![img.clone(), tmp.path().join("aged.img.clean")],
+        registry: registry.clone(),
+    };
+    let json = tmp.path().join("series.json");
+    let run = |extra: &[&str]| {
+        Command::new(bin())
+            .args(["git-age", s(&repo), "--fs", "ext4", "--size", "64MiB"])
+            .arg(&img)
+            .args(["--every", "4", "--quiet", "--json", s(&json)])
+            .args(extra)
+            .env("FSAGE_DEV_REGISTRY", &registry)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--device-latency", "200us"]);
+    expect_code(&o, 0, "git-age --device-latency 200us");
+    let j = read_json(&json);
+    assert_eq!(
+        j["device_latencies"]["read_ns"], 200_000,
+        "the series names the device's latency"
+    );
+    let rows = j["rows"].as_array().unwrap();
+    let pulls: Vec<u64> = rows.iter().map(|r| r["pulls"].as_u64().unwrap()).collect();
+    assert_eq!(pulls, vec![1, 5, 9, 10]);
+    for r in rows {
+        for inst in ["aged", "clean"] {
+            let f = &r[inst];
+            // The reads went through the slow device, each answered no sooner than its latency.
+            let reads = f["device_reads"].as_u64().unwrap_or(0);
+            assert!(
+                reads > 0,
+                "{inst} at pull {}: no device reads: {f}",
+                r["pulls"]
+            );
+            let mean = f["device_read_mean_ns"].as_f64().unwrap();
+            assert!(
+                mean >= 200_000.0,
+                "{inst} at pull {}: mean device read {mean} ns, under the 200 us asked",
+                r["pulls"]
+            );
+            // The block trace followed the slow device: the grep's reads are among its reads.
+            let traced = f["read_requests"].as_u64().unwrap_or_else(|| {
+                panic!("{inst}: no block trace: {}", f["trace_error"]);
+            });
+            assert!(
+                traced > 0 && traced <= reads,
+                "{inst}: {traced} traced, {reads} served"
+            );
+            assert!(f["grep_seconds"].as_f64().unwrap() >= 0.0002);
+        }
+    }
+    // Every device is gone, the images are not attached, the clean image is removed.
+    let left: Vec<_> = std::fs::read_dir(&registry)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "devices left in the registry: {left:?}");
+    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
+    assert!(!tmp.path().join("aged.img.clean").exists());
+
+    // The image holds the tree of the last commit.
+    let mnt = tmp.path().join("check");
+    std::fs::create_dir(&mnt).unwrap();
+    fsage_ok(["fs", "mount", s(&img), s(&mnt)]);
+    let got = files(&mnt.join("synth"));
+    fsage_ok(["fs", "umount", s(&mnt)]);
+    let want_dir = tmp.path().join("want");
+    std::fs::create_dir(&want_dir).unwrap();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "git -C '{}' archive master | tar -x -C '{}'",
+            s(&repo),
+            s(&want_dir)
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(
+        got == files(&want_dir),
+        "the aged tree differs from git archive of the last commit"
+    );
+
+    // The latency is part of the run: a resume without it, or with another, is refused.
+    let o = run(&["--resume"]);
+    expect_code(&o, 2, "resume without the device latency");
+    let o = run(&["--resume", "--device-latency", "1ms"]);
+    expect_code(&o, 2, "resume with another device latency");
+    let o = run(&["--device-latency", "fast"]);
+    expect_code(&o, 2, "a latency that is not one");
+    assert!(stderr(&o).contains("--device-latency"), "{}", stderr(&o));
 }

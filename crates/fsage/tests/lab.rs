@@ -508,7 +508,8 @@ fn lab_safety_and_cleanup() {
         .flatten()
     {
         let n = e.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = n.strip_prefix("fsage-") {
+        // Instances are named fsage-PID or fsage-PID-N.
+        if let Some(pid) = n.strip_prefix("fsage-").and_then(|r| r.split('-').next()) {
             assert!(
                 Path::new(&format!("/proc/{pid}")).exists(),
                 "trace instance {n} left behind"
