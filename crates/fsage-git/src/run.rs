@@ -224,7 +224,7 @@ impl Aged {
             fig.set_device_reads(done?);
             Ok(fig)
         });
-        let again = Mounted::attach_and_mount(&img, &self.mnt).map_err(Error::from);
+        let again = Mounted::attach_and_mount(&img, &self.mnt);
         let again = again.map(|m| self.mounted = Some(m));
         let fig = measured?;
         again?;

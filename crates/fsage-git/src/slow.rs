@@ -53,7 +53,7 @@ pub struct SlowMount {
 fn slow_err(e: fsage_slowdev::Error) -> Error {
     Error {
         message: format!("slow device: {}", e.message),
-        blame: e.blame,
+        ..e
     }
 }
 

@@ -250,7 +250,7 @@ impl Drop for BlockTrace {
             let mut r = fs::remove_dir(&self.instance);
             for _ in 0..50 {
                 match &r {
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
                         std::thread::sleep(Duration::from_millis(10));
                         r = fs::remove_dir(&self.instance);
                     }
