@@ -220,8 +220,9 @@ impl LabExecutor {
                     checkpoint_interval: Duration::from_secs(3600),
                     new_fs: Some(NewFs {
                         kind,
-                        size: cell.image_size,
+                        size: Some(cell.image_size),
                         mkfs_opts,
+                        device: None,
                     }),
                     ..Default::default()
                 };

@@ -28,12 +28,18 @@ pub trait AgeObserver: Observer {
     fn notice(&mut self, level: Level, text: &str);
 }
 
-/// A new image to make, format, mount at `IMAGE.mnt` and age.
+/// A new file system to make, mount and age: on a new image file (the request's target, mounted
+/// at `IMAGE.mnt`), or on a block device such as a slow device (the target is then the directory
+/// to mount it on).
 #[derive(Debug, Clone)]
 pub struct NewFs {
     pub kind: FsKind,
-    pub size: u64,
+    /// The image's size; on a device, the file system's size (none: the whole device).
+    pub size: Option<u64>,
     pub mkfs_opts: Vec<String>,
+    /// Format this block device instead of making an image. One that holds a file system is
+    /// refused unless the request has `force`; one mounted or attached is always refused.
+    pub device: Option<PathBuf>,
 }
 
 /// Everything a run can be asked for. `profile` is needed unless `resume` names a saved run.
@@ -192,6 +198,7 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
             Some(p) => p,
             None => return finished_run(&state, &req),
         },
+        (None, Some(fs)) if fs.device.is_some() => with_new_fs_on_device(&fs, &mut req, obs)?,
         (None, Some(fs)) => with_new_fs(&fs, &mut req, obs)?,
         (None, None) => fresh(&req, resolve_profile(&req)?, obs)?,
     };
@@ -329,28 +336,13 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
     let image = req.target.clone().ok_or_else(|| {
         input("a new file system needs the image file to create, e.g. /dev/shm/aged.img")
     })?;
-    // Resolved once: the check below and the run use the same profile.
-    let profile = resolve_profile(req)?;
-    let fullness = req.fullness.unwrap_or(profile.fullness.get());
-    check_fullness(fullness)?;
-    plan(
-        &profile,
-        PlanConfig {
-            capacity: fs.size,
-            fullness,
-            block_size: req.block_size.unwrap_or(4096),
-            seed: req.seed.unwrap_or(1),
-            exact_sizes: req.exact_sizes,
-        },
-    )
-    .map_err(|e| {
-        input(format!(
-            "{e} (image size {}); nothing was made",
-            human_bytes(fs.size)
-        ))
-    })?;
+    let size = fs
+        .size
+        .ok_or_else(|| input("a new image needs a size, e.g. 4GiB"))?;
+    // Resolved once: the check before mkfs and the run use the same profile.
+    let profile = check_plan_at(req, size, "image size")?;
     let image = absolute(&image);
-    crate::create_image(fs.kind, fs.size, &image, &fs.mkfs_opts)?;
+    crate::create_image(fs.kind, size, &image, &fs.mkfs_opts)?;
     let mnt = with_suffix(&image, ".mnt");
     let undo = |mounted: Option<Mounted>| {
         if let Some(m) = mounted {
@@ -377,7 +369,7 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
             "made {} ({}, {}) and mounted it on {}",
             image.display(),
             fs.kind.name(),
-            human_bytes(fs.size),
+            human_bytes(size),
             mnt.display()
         ),
     );
@@ -395,6 +387,129 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
         }
     };
     p.image = Some((image, fs.kind.name().to_string()));
+    p.mounted = Some(mounted);
+    Ok(p)
+}
+
+/// Checks the profile and its plan at `capacity` before anything is made, so that a profile that
+/// cannot fit is refused with nothing formatted; returns the profile for the run.
+fn check_plan_at(req: &AgeRequest, capacity: u64, what: &str) -> Result<Profile> {
+    let profile = resolve_profile(req)?;
+    let fullness = req.fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    plan(
+        &profile,
+        PlanConfig {
+            capacity,
+            fullness,
+            block_size: req.block_size.unwrap_or(4096),
+            seed: req.seed.unwrap_or(1),
+            exact_sizes: req.exact_sizes,
+        },
+    )
+    .map_err(|e| {
+        input(format!(
+            "{e} ({what} {}); nothing was made",
+            human_bytes(capacity)
+        ))
+    })?;
+    Ok(profile)
+}
+
+/// Formats a block device (a slow device, say) and mounts it on the request's target, a
+/// directory made if missing and refused if not empty; the run ages it, keeps its state and
+/// report beside that directory unless told otherwise, and unmounts it at the end.
+fn with_new_fs_on_device(
+    fs: &NewFs,
+    req: &mut AgeRequest,
+    obs: &mut dyn AgeObserver,
+) -> Result<Prepared> {
+    let dev = fs.device.clone().expect("called for a device");
+    let mnt = req.target.clone().ok_or_else(|| {
+        input(format!(
+            "a file system made on {} needs the directory to mount it on",
+            dev.display()
+        ))
+    })?;
+    if !crate::sys::is_block_device(&dev) {
+        return Err(input(format!("{}: not a block device", dev.display())));
+    }
+    let dev_size = crate::sys::size_of(&dev)?;
+    let size = fs.size.unwrap_or(dev_size);
+    if size > dev_size {
+        return Err(input(format!(
+            "size {}: larger than {} ({})",
+            human_bytes(size),
+            dev.display(),
+            human_bytes(dev_size)
+        )));
+    }
+    let mnt = absolute(&mnt);
+    let made_dir = !mnt.exists();
+    if !made_dir {
+        let empty = std::fs::read_dir(&mnt)
+            .map_err(|err| AgeError::Open {
+                path: mnt.clone(),
+                err,
+            })?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(input(format!(
+                "{}: not an empty directory; a new file system is mounted on an empty one",
+                mnt.display()
+            )));
+        }
+    }
+    let profile = check_plan_at(req, size, "file system size")?;
+    crate::create_fs(
+        &dev,
+        &crate::CreateOptions {
+            kind: fs.kind,
+            size: fs.size,
+            mkfs_opts: fs.mkfs_opts.clone(),
+            force: req.force,
+        },
+    )?;
+    let remove_dir = || {
+        if made_dir {
+            let _ = std::fs::remove_dir(&mnt);
+        }
+    };
+    if let Err(err) = std::fs::create_dir_all(&mnt) {
+        return Err(AgeError::Open { path: mnt, err });
+    }
+    let mounted = match Mounted::attach_and_mount(&dev, &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            remove_dir();
+            return Err(e.into());
+        }
+    };
+    obs.notice(
+        Level::Info,
+        &format!(
+            "made {} ({}) on {} and mounted it on {}",
+            fs.kind.name(),
+            human_bytes(size),
+            dev.display(),
+            mnt.display()
+        ),
+    );
+    req.target = Some(mnt.clone());
+    req.state
+        .get_or_insert_with(|| with_suffix(&mnt, ".fsage-state"));
+    req.json
+        .get_or_insert_with(|| with_suffix(&mnt, ".report.json"));
+    let mut p = match fresh(req, profile, obs) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = mounted.finish();
+            remove_dir();
+            return Err(e);
+        }
+    };
+    p.image = Some((dev, fs.kind.name().to_string()));
     p.mounted = Some(mounted);
     Ok(p)
 }
@@ -728,7 +843,22 @@ fn resume(path: &Path, req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<Op
     // A run made on a new image ages the image's mount point: mount it there again.
     let mounted = match (&st.record.image, &st.record.target) {
         (Some(image), Some(mnt)) => {
-            if !crate::sys::loops_backed_by(image).is_empty() {
+            if crate::sys::is_block_device(image)
+                && crate::sys::mounts_of_device(image)?
+                    .iter()
+                    .any(|m| m.mount_point == *mnt)
+            {
+                // A killed run leaves the device mounted on the run's directory: take it down.
+                crate::mount::umount_point(mnt)?;
+                obs.notice(
+                    Level::Warning,
+                    &format!(
+                        "note: {} was still mounted on {} by an earlier, stopped run; unmounted it",
+                        image.display(),
+                        mnt.display()
+                    ),
+                );
+            } else if !crate::sys::loops_backed_by(image).is_empty() {
                 // A killed run leaves its image mounted: the image is this run's, so take it down.
                 crate::mount::umount(image).map_err(|e| {
                     crate::Error::operation(format!(
@@ -871,10 +1001,15 @@ fn execute(
     let meta = RunMeta::new(&p.profile, backend_name, target_name);
     let rep = report(&p.planner, &outcome, &meta, &stop);
     // An image made for the run keeps its report beside it, rewritten by every session.
+    // (Beside the mount point for a block device: never a file in /dev.)
     let json = req.json.clone().or_else(|| {
-        p.image
-            .as_ref()
-            .map(|(image, _)| with_suffix(image, ".report.json"))
+        p.image.as_ref().and_then(|(image, _)| {
+            if crate::sys::is_block_device(image) {
+                p.target.as_ref().map(|t| with_suffix(t, ".report.json"))
+            } else {
+                Some(with_suffix(image, ".report.json"))
+            }
+        })
     });
     if let Some(path) = &json {
         fsage_sys::write_atomic(path, &json_bytes(&rep))?;

@@ -35,10 +35,16 @@ pub struct AccuracyRow {
     pub added_mean_ns: f64,
     /// (added mean - setting) / setting; 0 for the 0 setting.
     pub mean_error: f64,
-    /// p99 minus the floor's p50, against the setting.
-    pub added_p99_ns: f64,
+    /// p99 minus the floor's p99: how far the device moved the tail. A delay that adds exactly
+    /// the setting to every request moves every percentile by the setting, so this is what the
+    /// issue's "p99 within 10%" is checked on.
+    pub p99_shift_ns: f64,
+    /// (p99 shift - setting) / setting; 0 for the 0 setting.
     pub p99_error: f64,
-    /// Within 2% (or 2 us) for the mean and 10% (or 10 us) for the p99.
+    /// p99 minus the floor's p50: the tail added over a typical floor request, which also holds
+    /// the floor's own jitter (its p99 minus its p50, some 17 us here) at every setting.
+    pub added_p99_ns: f64,
+    /// Within 2% (or 2 us) for the mean and 10% (or 10 us) for the p99 shift.
     pub within_target: bool,
     /// The same requests as the daemon timed them (arrival to answer): the emulator's own
     /// precision, without the kernel's path and scheduling.
@@ -171,17 +177,19 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
             let fl = &floor[i];
             let added_mean = r.latency.mean_ns - fl.latency.mean_ns;
             let added_p99 = r.latency.p99_ns as f64 - fl.latency.p50_ns as f64;
+            let shift_p99 = r.latency.p99_ns as f64 - fl.latency.p99_ns as f64;
             let s = lat as f64;
             let err = |v: f64| if lat == 0 { 0.0 } else { (v - s) / s };
             let within = (added_mean - s).abs() <= (0.02 * s).max(2_000.0)
-                && (added_p99 - s).abs() <= (0.10 * s).max(10_000.0);
+                && (shift_p99 - s).abs() <= (0.10 * s).max(10_000.0);
             accuracy.push(AccuracyRow {
                 setting_ns: lat,
                 pattern,
                 added_mean_ns: added_mean,
                 mean_error: err(added_mean),
+                p99_shift_ns: shift_p99,
+                p99_error: err(shift_p99),
                 added_p99_ns: added_p99,
-                p99_error: err(added_p99),
                 within_target: within,
                 measured: r,
                 daemon: ks.as_ref().map(|k| k.latency).unwrap_or_default(),

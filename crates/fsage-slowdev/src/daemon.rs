@@ -333,6 +333,7 @@ pub fn serve(dir: &Path) -> Result<()> {
         .map_err(|e| io_err(&rec.backing_file, "cannot open the backing file", e))?;
     let stats = Arc::new(Collector::new());
     let completer = Completer::new(stats.clone());
+    let window = completer.calibrate();
     let shared = Arc::new(Shared {
         file,
         size: rec.size,
@@ -342,15 +343,26 @@ pub fn serve(dir: &Path) -> Result<()> {
         created: SystemTime::now(),
     });
     let started = Instant::now();
-    let completion_threads: Vec<_> = (0..2)
-        .map(|i| {
-            let c = completer.clone();
-            std::thread::Builder::new()
-                .name(format!("complete-{i}"))
-                .spawn(move || c.run())
-                .map_err(|e| Error::operation(format!("cannot start a thread: {e}")))
-        })
-        .collect::<Result<_>>()?;
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(f)
+            .map_err(|e| Error::operation(format!("cannot start a thread: {e}")))
+    };
+    let mut completion_threads = Vec::new();
+    for i in 0..2 {
+        let c = completer.clone();
+        completion_threads.push(spawn(format!("complete-{i}"), Box::new(move || c.run()))?);
+    }
+    // One warm thread per CPU the daemon may run on.
+    let allowed = rustix::thread::sched_getaffinity(None).ok();
+    let cpus = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&c| allowed.as_ref().is_none_or(|s| s.is_set(c)))
+        .take(if allowed.is_some() { 256 } else { 1 });
+    for cpu in cpus.filter(|_| std::env::var_os("FSAGE_SLOWDEV_NO_WARM").is_none()) {
+        let c = completer.clone();
+        completion_threads.push(spawn(format!("warm-{cpu}"), Box::new(move || c.warm(cpu)))?);
+    }
 
     std::fs::create_dir_all(&rec.fuse_mountpoint)
         .map_err(|e| io_err(&rec.fuse_mountpoint, "", e))?;
@@ -397,11 +409,13 @@ pub fn serve(dir: &Path) -> Result<()> {
     rec.daemon_pid = Some(std::process::id());
     write_record(dir, &rec)?;
     eprintln!(
-        "fsage-slowdev: {} serves {} on {} ({} threads)",
+        "fsage-slowdev: {} serves {} on {} ({} threads; timed sleeps measured, first spin window \
+         {} us)",
         rec.name,
         rec.backing_file.display(),
         loop_path.display(),
-        rec.threads
+        rec.threads,
+        window.as_micros()
     );
 
     for conn in listener.incoming() {

@@ -68,19 +68,26 @@ fn request(args: &AgeArgs) -> anyhow::Result<AgeRequest> {
                 crate::cli::FsArg::Xfs => fsage_lab::FsKind::Xfs,
                 crate::cli::FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
             },
-            size: size_flag("--size", args.size.as_deref())?
-                .ok_or_else(|| bad_input("--fs needs --size"))?,
+            size: match size_flag("--size", args.size.as_deref())? {
+                None if args.device.is_none() => {
+                    return Err(bad_input("--fs needs --size (or --device)"))
+                }
+                s => s,
+            },
             mkfs_opts: args
                 .mkfs_opts
                 .as_deref()
                 .map(|o| o.split_whitespace().map(String::from).collect())
                 .unwrap_or_default(),
+            device: args.device.clone(),
         }),
     };
     if new_fs.is_some() && args.target.is_none() {
-        return Err(bad_input(
-            "with --fs, TARGET is the image file to create, e.g. /dev/shm/aged.img",
-        ));
+        return Err(bad_input(if args.device.is_some() {
+            "with --device, TARGET is the directory to mount the new file system on"
+        } else {
+            "with --fs, TARGET is the image file to create, e.g. /dev/shm/aged.img"
+        }));
     }
     if args.resume.is_none() && !args.dry_run && args.target.is_none() {
         return Err(bad_input(
@@ -197,8 +204,13 @@ pub fn run_cmd(args: AgeArgs) -> CmdResult {
                     .map_or(String::new(), |s| s.display().to_string())
             )
         };
+        let on = if fsage_lab::sys::is_block_device(image) {
+            "file system is on"
+        } else {
+            "image is"
+        };
         eprintln!(
-            "fsage: unmounted; the {how} {fs} image is {}, its report {}",
+            "fsage: unmounted; the {how} {fs} {on} {}, its report {}",
             image.display(),
             out.json
                 .as_ref()

@@ -211,21 +211,27 @@ pub struct AgeArgs {
     /// No progress display and no summary.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Age TARGET_DIR even though it is not empty.
+    /// Age TARGET_DIR even though it is not empty; with --device, format a device that holds a
+    /// file system.
     #[arg(long)]
     pub force: bool,
     /// Make a file system of this kind on a new image file (TARGET is then the image path), mount
     /// it, age it, unmount it: the one-command main job. The capacity is the file system's.
-    #[arg(long, value_enum, requires = "size", conflicts_with_all = ["dry_run", "capacity", "resume"])]
+    #[arg(long, value_enum, conflicts_with_all = ["dry_run", "capacity", "resume"])]
     pub fs: Option<FsArg>,
-    /// Size of the image made by --fs (e.g. 4GiB).
+    /// Size of the image made by --fs (e.g. 4GiB); with --device, of the file system (default:
+    /// the whole device).
     #[arg(long, requires = "fs")]
     pub size: Option<String>,
+    /// With --fs: format this block device (e.g. a slow device from `fsage dev create`) instead
+    /// of an image; TARGET is then the directory to mount it on.
+    #[arg(long, requires = "fs")]
+    pub device: Option<PathBuf>,
     /// Extra mkfs options for --fs, as one string.
     #[arg(long, requires = "fs", allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
-    /// Directory to age (created if missing); with --fs, the image file to create. Optional with
-    /// --dry-run when --capacity is given.
+    /// Directory to age (created if missing); with --fs, the image file to create (with --device,
+    /// the directory to mount the device on). Optional with --dry-run when --capacity is given.
     pub target: Option<PathBuf>,
 }
 

@@ -1,6 +1,6 @@
 //! `fsage dev`: a slow device made, listed, changed live, inspected and destroyed from the command
-//! line; ext4, xfs and btrfs made on one, aged with `fsage age`, destroyed, and the image then
-//! checks clean and mounts. Each test has its own registry (FSAGE_DEV_REGISTRY) in a temporary
+//! line; ext4, xfs and btrfs made on one and aged with `fsage age --fs --device`, benchmarked,
+//! destroyed, and the image then checks clean and mounts. Each test has its own registry (FSAGE_DEV_REGISTRY) in a temporary
 //! directory and destroys its devices even when it fails.
 
 mod common;
@@ -154,7 +154,8 @@ fn dev_commands_make_change_show_and_destroy_a_device() {
     expect_code(&o, 2, "destroying it twice");
 }
 
-/// Makes `fs` on a slow device, ages it, destroys the device, checks the image.
+/// Makes `fs` on a slow device and ages it (`fsage age --fs --device`), benchmarks it (varmail),
+/// destroys the device, then checks the image and mounts it.
 fn age_on_a_slow_device(fs: &str, size: &str) {
     let test = format!("age_{fs}_on_a_slow_device");
     let mkfs = format!("mkfs.{fs}");
@@ -171,37 +172,81 @@ fn age_on_a_slow_device(fs: &str, size: &str) {
         "--size",
         size,
         "--latency",
-        "20us",
+        "50us",
     ]);
     let dev = stdout(&o).trim().to_string();
     let mnt = r.path("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    r.ok([
-        "fs",
-        "create",
-        "--fs",
-        fs,
-        &dev,
-        "--mount",
-        &mnt.to_string_lossy(),
-    ]);
-    let aged = mnt.join("aged");
-    r.ok([
+    let mnt_s = mnt.to_string_lossy().into_owned();
+    let o = r.ok([
         "age",
         "--profile",
         "dabre",
+        "--fs",
+        fs,
+        "--device",
+        &dev,
         "--max-ops",
         "400",
-        "--quiet",
-        "--state",
-        &r.path("state").to_string_lossy(),
-        &aged.to_string_lossy(),
+        &mnt_s,
     ]);
-    let files = walk_count(&aged);
-    assert!(files > 50, "{fs}: only {files} files after aging");
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("file system is on {dev}")),
+        "{fs}: {err}"
+    );
+    assert!(
+        r.path("mnt.report.json").is_file() && r.path("mnt.fsage-state").is_file(),
+        "{fs}: the report and state beside the mount point"
+    );
+    assert!(
+        !fsage_lab::sys::is_mount_point(&mnt),
+        "{fs}: unmounted after aging"
+    );
+    // Formatting it again without --force: refused, the aged file system kept.
+    let o = r.fsage([
+        "age",
+        "--profile",
+        "dabre",
+        "--fs",
+        fs,
+        "--device",
+        &dev,
+        "--max-ops",
+        "10",
+        &mnt_s,
+    ]);
+    expect_code(&o, 2, "aging over a file system without --force");
+    std::fs::create_dir_all(&mnt).unwrap();
+    r.ok(["fs", "mount", &dev, &mnt_s]);
+    let aged = walk_count(&mnt);
+    assert!(aged > 50, "{fs}: only {aged} files after aging");
+    let bench_dir = mnt.join("bench");
+    let o = r.ok([
+        "bench",
+        "run",
+        "varmail",
+        "--set",
+        "nfiles=100",
+        "--set",
+        "nthreads=2",
+        "--duration",
+        "2s",
+        "--json",
+        &r.path("bench.json").to_string_lossy(),
+        &bench_dir.to_string_lossy(),
+    ]);
+    let bench: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r.path("bench.json")).unwrap()).unwrap();
+    let ops = bench["reps"][0]["overall"]["ops"].as_u64().unwrap_or(0);
+    assert!(
+        ops > 100 && bench["environment"]["target_fs"] == fs,
+        "{fs}: {ops} varmail operations: {}",
+        stdout(&o)
+    );
+    let files = walk_count(&mnt);
     let o = r.fsage(["dev", "destroy", &dev]);
     expect_code(&o, 2, "destroying a mounted device without --force");
-    r.ok(["fs", "umount", &mnt.to_string_lossy()]);
+    r.ok(["fs", "umount", &mnt_s]);
     let st = json(&r.ok(["dev", "stats", &dev, "--json"]));
     let writes = st["kinds"]
         .as_array()
@@ -214,14 +259,9 @@ fn age_on_a_slow_device(fs: &str, size: &str) {
     r.ok(["dev", "destroy", &dev]);
     // The image alone holds the aged file system: clean, and it mounts with the same files.
     r.ok(["fs", "check", &img.to_string_lossy(), "--fs", fs]);
-    r.ok([
-        "fs",
-        "mount",
-        &img.to_string_lossy(),
-        &mnt.to_string_lossy(),
-    ]);
-    let again = walk_count(&aged);
-    r.ok(["fs", "umount", &mnt.to_string_lossy()]);
+    r.ok(["fs", "mount", &img.to_string_lossy(), &mnt_s]);
+    let again = walk_count(&mnt);
+    r.ok(["fs", "umount", &mnt_s]);
     assert_eq!(again, files, "{fs}: the image holds what was written");
 }
 
