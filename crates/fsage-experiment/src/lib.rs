@@ -37,17 +37,7 @@ pub fn run_file(
     opts: &runner::RunOptions,
     obs: &mut dyn runner::RunObserver,
 ) -> Result<runner::RunSummary, Error> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        Error::input(format!(
-            "{}: cannot read the experiment: {e}",
-            file.display()
-        ))
-    })?;
-    let dir = file
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let spec = spec::parse(&text, &file.display().to_string(), &dir)?;
+    let (spec, text) = spec::load_with_text(file)?;
     let plan = spec.plan();
     lab::preflight(&spec)?;
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);

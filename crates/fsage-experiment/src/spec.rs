@@ -385,6 +385,11 @@ impl Ctx<'_> {
 
 /// Reads and validates an experiment file.
 pub fn load(path: &Path) -> Result<ExperimentSpec, Error> {
+    load_with_text(path).map(|(spec, _)| spec)
+}
+
+/// Reads and validates an experiment file; also returns its text (a runner keeps a copy).
+pub fn load_with_text(path: &Path) -> Result<(ExperimentSpec, String), Error> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         Error::input(format!(
             "{}: cannot read the experiment: {e}",
@@ -395,7 +400,8 @@ pub fn load(path: &Path) -> Result<ExperimentSpec, Error> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    parse(&text, &path.display().to_string(), &dir)
+    let spec = parse(&text, &path.display().to_string(), &dir)?;
+    Ok((spec, text))
 }
 
 /// Parses an experiment; `origin` names it in errors, `dir` resolves relative paths (`.f` files,
