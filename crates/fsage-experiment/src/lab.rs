@@ -16,7 +16,7 @@
 
 use crate::analysis::FlowopLatency;
 use crate::result::Environment;
-use crate::runner::{CellRun, Event, Executor, RunObserver};
+use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
 use crate::Sample;
 use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
@@ -278,9 +278,7 @@ impl LabExecutor {
             sha256,
             seconds: t0.elapsed().as_secs_f64(),
         };
-        let mut text = serde_json::to_vec_pretty(&b).expect("plain data serialises");
-        text.push(b'\n');
-        fsage_sys::write_atomic(&meta, &text).map_err(|e| e.to_string())?;
+        write_json(&meta, &b).map_err(|e| e.to_string())?;
         // The output directory keeps a copy: the image directory may be in /dev/shm, gone after
         // a reboot, and a base made again may differ from the one earlier cells ran on.
         let rec = self.out.join("bases").join(format!("{key}.json"));
@@ -299,8 +297,7 @@ impl LabExecutor {
             }
         }
         let _ = std::fs::create_dir_all(self.out.join("bases"));
-        fsage_sys::write_atomic(&rec, &text)
-            .map_err(|e| format!("recording the base image: {e}"))?;
+        write_json(&rec, &b).map_err(|e| format!("recording the base image: {e}"))?;
         self.bases.insert(key, b.clone());
         Ok(b)
     }
@@ -329,12 +326,10 @@ impl LabExecutor {
                 match fsage_measure::frag(m.mount_point(), &fo) {
                     Ok((rep, _)) => {
                         let dir = self.out.join("frag");
-                        let mut v = serde_json::to_vec_pretty(&rep).expect("plain data serialises");
-                        v.push(b'\n');
                         let w = std::fs::create_dir_all(&dir)
                             .map_err(|e| e.to_string())
                             .and_then(|_| {
-                                fsage_sys::write_atomic(&dir.join(format!("{key}.json")), &v)
+                                write_json(&dir.join(format!("{key}.json")), &rep)
                                     .map_err(|e| e.to_string())
                             });
                         if let Err(e) = w {
@@ -507,12 +502,7 @@ impl LabExecutor {
             .expect("plain data serialises");
         let h = Sha256::digest(def.as_bytes());
         let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
-        let state = match &cell.state {
-            StateSpec::Fresh => "fresh".to_string(),
-            StateSpec::Aged { label, .. } => format!("aged.{label}"),
-            StateSpec::Image { name, .. } => format!("image.{name}"),
-        };
-        Ok(format!("{}-{state}-{hex}", cell.fs.label))
+        Ok(format!("{}-{}-{hex}", cell.fs.label, cell.state.id_part()))
     }
 }
 
@@ -567,7 +557,7 @@ fn environment(
         .map_or(0, |kib| kib * 1024);
     Environment {
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel: read("/proc/sys/kernel/osrelease"),
+        kernel: fsage_lab::sys::kernel_release(),
         hostname: read("/proc/sys/kernel/hostname"),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         memory_bytes,
@@ -608,7 +598,7 @@ impl fsage_workload::Observer for WorkloadNotes<'_> {
 /// What must hold before the first cell: root, the file systems' tools, the library images the
 /// states name, and the slow device's needs when a latency is asked for.
 pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
-    if !rustix::process::geteuid().is_root() {
+    if !fsage_lab::sys::is_root() {
         return Err(crate::Error::input(
             "an experiment mounts images and attaches loop devices: run it as root",
         ));

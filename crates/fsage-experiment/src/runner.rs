@@ -165,7 +165,8 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     fsage_sys::write_atomic(path, bytes).map_err(|e| Error::operation(e.to_string()))
 }
 
-fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), Error> {
+/// Writes `v` as pretty JSON with a final newline, atomically.
+pub(crate) fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), Error> {
     let mut s = serde_json::to_vec_pretty(v).expect("plain data serialises");
     s.push(b'\n');
     write(path, &s)
@@ -360,8 +361,8 @@ pub struct Status {
     pub not_in_plan: Vec<String>,
 }
 
-/// Reads an output directory.
-pub fn status(out: &Path) -> Result<Status, Error> {
+/// The plan an output directory was last run with (its `plan.json`).
+pub fn read_plan(out: &Path) -> Result<Plan, Error> {
     let plan_path = out.join("plan.json");
     if !out.join(MARKER).exists() || !plan_path.exists() {
         return Err(Error::input(format!(
@@ -372,8 +373,13 @@ pub fn status(out: &Path) -> Result<Status, Error> {
     }
     let text = std::fs::read_to_string(&plan_path)
         .map_err(|e| Error::input(format!("{}: {e}", plan_path.display())))?;
-    let plan: Plan = serde_json::from_str(&text)
-        .map_err(|e| Error::input(format!("{}: not a plan: {e}", plan_path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::input(format!("{}: not a plan: {e}", plan_path.display())))
+}
+
+/// Reads an output directory.
+pub fn status(out: &Path) -> Result<Status, Error> {
+    let plan = read_plan(out)?;
     let mut rec = recorded(out)?;
     let mut cells = Vec::new();
     let (mut done, mut failed, mut left) = (0, 0, 0);

@@ -70,6 +70,15 @@ impl StateSpec {
             StateSpec::Image { name, .. } => crate::State::Image { name: name.clone() },
         }
     }
+    /// The state's part of a cell id and of a base image's name: `fresh`, `aged.LABEL`,
+    /// `image.NAME`.
+    pub fn id_part(&self) -> String {
+        match self {
+            StateSpec::Fresh => "fresh".to_string(),
+            StateSpec::Aged { label, .. } => format!("aged.{label}"),
+            StateSpec::Image { name, .. } => format!("image.{name}"),
+        }
+    }
     fn applies_to(&self, fs: &FsSpec) -> bool {
         match self {
             StateSpec::Image { fs: f, .. } => *f == fs.label,
@@ -252,11 +261,7 @@ pub fn cell_id(c: &Cell) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let state = match &c.state {
-        StateSpec::Fresh => "fresh".to_string(),
-        StateSpec::Aged { label, .. } => format!("aged.{label}"),
-        StateSpec::Image { name, .. } => format!("image.{name}"),
-    };
+    let state = c.state.id_part();
     let lat = match c.latency_us {
         None => "plain".to_string(),
         Some(l) => format!("{}us", trim_num(l)),

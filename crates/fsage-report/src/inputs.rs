@@ -245,10 +245,6 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
 
 /// The cell ids of an experiment output directory's `plan.json`, when it has one.
 fn plan_ids(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
-    if !dir.join(fsage_experiment::runner::MARKER).is_file() {
-        return None;
-    }
-    let text = std::fs::read_to_string(dir.join("plan.json")).ok()?;
-    let plan: fsage_experiment::Plan = serde_json::from_str(&text).ok()?;
+    let plan = fsage_experiment::runner::read_plan(dir).ok()?;
     Some(plan.cells.into_iter().map(|c| c.id).collect())
 }

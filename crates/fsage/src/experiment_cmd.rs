@@ -85,9 +85,10 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                 &RunOptions { retry_failed },
                 &mut Lines { quiet },
             )?;
+            let done = s.done_before + s.ran - s.failed;
             println!(
                 "{} of {} cells done ({} before this run, {} now{}){}; results in {}",
-                s.done_before + s.ran - s.failed,
+                done,
                 s.total,
                 s.done_before,
                 s.ran - s.failed,
@@ -103,7 +104,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                 },
                 s.out.join("cells").display()
             );
-            if !s.interrupted && s.done_before + s.ran - s.failed == s.total {
+            if !s.interrupted && done == s.total {
                 println!(
                     "report: fsage report {} -o {}",
                     s.out.display(),
