@@ -262,6 +262,9 @@ impl SlowDevice {
     }
 
     fn destroy_inner(&mut self, force: bool) -> Result<()> {
+        if self.record.daemon_pid.is_none() {
+            self.await_starting_daemon();
+        }
         let rec = self.record.clone();
         if let Some(dev) = &rec.device {
             if let Ok(m) = fsage_lab::sys::mounts_of_device(dev) {
@@ -307,6 +310,36 @@ impl SlowDevice {
         }
         cleanup_dead(&self.dir, &rec);
         Ok(())
+    }
+
+    /// A device whose record names no daemon may still have one starting (the fsage that made
+    /// it was killed before the daemon recorded itself): wait for it to record itself, so that
+    /// destroy stops it, or stop it by its (verified) PID if it never does. Without this the
+    /// daemon would outlive the removal of its record and keep its backing file.
+    fn await_starting_daemon(&mut self) {
+        let Some(pid) = starting_daemon(&self.dir) else {
+            return;
+        };
+        let t0 = Instant::now();
+        while t0.elapsed() < START_TIMEOUT {
+            if let Ok(r) = read_record(&self.dir) {
+                if r.daemon_pid.is_some() {
+                    self.record = r;
+                    return;
+                }
+            }
+            if starting_daemon(&self.dir) != Some(pid) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if starting_daemon(&self.dir) == Some(pid) {
+            // SAFETY: a signal to the process whose command line shows it serves this device.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+            wait_pid_gone(pid, None, Duration::from_secs(10));
+        }
     }
 
     /// A guard that destroys the device (forcibly) when dropped.
@@ -464,6 +497,30 @@ fn daemon_alive(dir: &Path, rec: &DeviceRecord) -> bool {
     };
     let want = dir.as_os_str().as_encoded_bytes();
     cmdline.split(|&b| b == 0).any(|a| a == want)
+}
+
+/// The PID of a daemon serving `dir`, found by its command line (`... dev serve DIR`, or the
+/// test daemon `fsage-slowdevd DIR`), for a daemon that has not recorded its PID yet.
+fn starting_daemon(dir: &Path) -> Option<u32> {
+    let want = dir.as_os_str().as_encoded_bytes();
+    let me = std::process::id();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        if pid == me {
+            return None;
+        }
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let (last, rest) = args.split_last()?;
+        let serves = rest.last().is_some_and(|a| *a == b"serve")
+            || rest
+                .first()
+                .is_some_and(|a| a.ends_with(b"fsage-slowdevd") && rest.len() == 1);
+        (*last == want && serves).then_some(pid)
+    })
 }
 
 fn wait_pid_gone(pid: u32, child: Option<&mut Child>, timeout: Duration) {

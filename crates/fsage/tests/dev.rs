@@ -294,3 +294,91 @@ fn age_xfs_on_a_slow_device() {
 fn age_btrfs_on_a_slow_device() {
     age_on_a_slow_device("btrfs", "256MiB");
 }
+
+/// Processes whose command line names a path under `dir` (daemons serving our registry).
+fn processes_under(dir: &Path) -> Vec<u32> {
+    let want = dir.as_os_str().as_encoded_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            cmd.split(|&b| b == 0)
+                .any(|a| a.starts_with(want))
+                .then_some(pid)
+        })
+        .filter(|&pid| pid != std::process::id())
+        .collect()
+}
+
+#[test]
+fn a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_its_daemon() {
+    let test =
+        "a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_its_daemon";
+    if !can_run(test, &[]) {
+        return;
+    }
+    let r = Reg::new();
+    let image = r.path("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let registry = r.path("registry");
+    let mut caught = 0;
+    for attempt in 0..5 {
+        // Kill `dev create` (SIGKILL: no cleanup of its own) the moment the device is registered
+        // but before its daemon has recorded itself.
+        let mut child = Command::new(common::bin())
+            .args(["dev", "create", "--latency", "1ms", "--image"])
+            .arg(&image)
+            .env("FSAGE_DEV_REGISTRY", &registry)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        let mut early = false;
+        while t0.elapsed().as_secs() < 20 {
+            let rec = registry.join("sd0").join("device.json");
+            if let Ok(text) = std::fs::read_to_string(&rec) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+                    early = v["daemon_pid"].is_null();
+                    break;
+                }
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if early {
+            caught += 1;
+        }
+
+        // A destroy (what a re-run of an experiment does first) stops the daemon too.
+        r.ok(["dev", "destroy", "--all", "--force"]);
+        let left = processes_under(&registry);
+        assert!(left.is_empty(), "attempt {attempt}: daemons left: {left:?}");
+        let o = r.ok(["dev", "list", "--json"]);
+        assert_eq!(json(&o).as_array().map(Vec::len), Some(0), "{}", stdout(&o));
+        // The image is free again: a new device on it can be made.
+        let o = r.fsage([
+            "dev",
+            "create",
+            "--latency",
+            "0",
+            "--image",
+            image.to_str().unwrap(),
+        ]);
+        expect_code(&o, 0, "create on the image again");
+        r.ok(["dev", "destroy", "--all"]);
+    }
+    assert!(
+        caught > 0,
+        "no attempt killed the maker before its daemon recorded itself"
+    );
+}
