@@ -1,9 +1,12 @@
 //! The fileserver personality's system calls in a bare loop, without the engine (no pool, no
 //! timing, no histograms): the baseline that fsage's fileserver ops/s is compared with in
 //! BENCHMARKS.md. The fileset is laid out by the same code as fsage's (same sizes, same 80%
-//! preallocated); each thread owns a share of the entries, so no lock is taken.
+//! preallocated); each thread owns a share of the entries, so no lock is taken. With `shared` as a
+//! fifth argument the threads instead draw from one list of free and one of existing files behind
+//! a mutex, as fsage's threads do (any thread may open any file): the same work, without the
+//! engine's bookkeeping.
 //!
-//! `cargo run --release -p fsage-workload --example bare_fileserver -- TARGET_DIR SECONDS THREADS NFILES`
+//! `cargo run --release -p fsage-workload --example bare_fileserver -- TARGET_DIR SECONDS THREADS NFILES [shared]`
 //! prints the operations per second (11 per iteration, as fsage counts them).
 
 use fsage_plan::Rng;
@@ -17,10 +20,11 @@ use rustix::io::ReadWriteFlags;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    if a.len() != 5 {
-        eprintln!("usage: bare_fileserver TARGET_DIR SECONDS THREADS NFILES");
+    if a.len() != 5 && !(a.len() == 6 && a[5] == "shared") {
+        eprintln!("usage: bare_fileserver TARGET_DIR SECONDS THREADS NFILES [shared]");
         std::process::exit(2);
     }
+    let shared = a.len() == 6;
     let target = PathBuf::from(&a[1]);
     let secs: f64 = a[2].parse().expect("SECONDS");
     let threads: usize = a[3].parse().expect("THREADS");
@@ -48,12 +52,21 @@ fn main() {
         .collect();
     let sizes: Vec<u64> = layout.entries.iter().map(|e| e.size).collect();
     let exists: Vec<bool> = layout.entries.iter().map(|e| e.prealloc).collect();
+    // The shared lists (free, existing), used with `shared`.
+    let pool = std::sync::Mutex::new((
+        (0..paths.len())
+            .filter(|&i| !exists[i])
+            .collect::<Vec<usize>>(),
+        (0..paths.len())
+            .filter(|&i| exists[i])
+            .collect::<Vec<usize>>(),
+    ));
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(secs);
     let total: u64 = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads)
             .map(|t| {
-                let (paths, sizes, exists) = (&paths, &sizes, &exists);
+                let (paths, sizes, exists, pool) = (&paths, &sizes, &exists, &pool);
                 s.spawn(move || {
                     let mine: Vec<usize> = (t..paths.len()).step_by(threads).collect();
                     let mut free: Vec<usize> =
@@ -63,10 +76,52 @@ fn main() {
                     let mut rng = Rng::new(t as u64 + 1);
                     let mut buf = vec![7u8; 1 << 20];
                     let mut iters = 0u64;
+                    // Picks an entry from the shared lists (0: free, 1: existing), taking it
+                    // out of the list when `take`.
+                    let pick = |rng: &mut Rng, which: usize, take: bool| -> usize {
+                        let mut p = pool.lock().unwrap();
+                        let l = if which == 0 { &mut p.0 } else { &mut p.1 };
+                        let k = rng.below(l.len() as u64) as usize;
+                        if take {
+                            l.swap_remove(k)
+                        } else {
+                            l[k]
+                        }
+                    };
+                    let put = |which: usize, e: usize| {
+                        let mut p = pool.lock().unwrap();
+                        if which == 0 {
+                            p.0.push(e)
+                        } else {
+                            p.1.push(e)
+                        }
+                    };
+                    // Opens an existing file; shared, one that another thread deleted since it
+                    // was picked is skipped for another.
+                    let open_existing = |rng: &mut Rng, used: &Vec<usize>| loop {
+                        let e = if shared {
+                            pick(rng, 1, false)
+                        } else {
+                            used[rng.below(used.len() as u64) as usize]
+                        };
+                        match rustix::fs::open(
+                            paths[e].as_c_str(),
+                            OFlags::RDWR | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        ) {
+                            Ok(fd) => break fd,
+                            Err(rustix::io::Errno::NOENT) if shared => continue,
+                            Err(e) => panic!("open: {e}"),
+                        }
+                    };
                     while Instant::now() < end && !free.is_empty() && used.len() > 1 {
                         // createfile, writewholefile, closefile
-                        let k = rng.below(free.len() as u64) as usize;
-                        let e = free.swap_remove(k);
+                        let e = if shared {
+                            pick(&mut rng, 0, true)
+                        } else {
+                            let k = rng.below(free.len() as u64) as usize;
+                            free.swap_remove(k)
+                        };
                         let fd = rustix::fs::open(
                             paths[e].as_c_str(),
                             OFlags::CREATE | OFlags::TRUNC | OFlags::RDWR | OFlags::CLOEXEC,
@@ -79,15 +134,13 @@ fn main() {
                             off += rustix::io::pwrite(&fd, &buf[..n], off).unwrap() as u64;
                         }
                         drop(fd);
-                        used.push(e);
+                        if shared {
+                            put(1, e);
+                        } else {
+                            used.push(e);
+                        }
                         // openfile, appendfilerand, closefile
-                        let e = used[rng.below(used.len() as u64) as usize];
-                        let fd = rustix::fs::open(
-                            paths[e].as_c_str(),
-                            OFlags::RDWR | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )
-                        .unwrap();
+                        let fd = open_existing(&mut rng, &used);
                         let n = rng.between(1, 16384) as usize;
                         rustix::io::pwritev2(
                             &fd,
@@ -98,13 +151,7 @@ fn main() {
                         .unwrap();
                         drop(fd);
                         // openfile, readwholefile, closefile
-                        let e = used[rng.below(used.len() as u64) as usize];
-                        let fd = rustix::fs::open(
-                            paths[e].as_c_str(),
-                            OFlags::RDWR | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )
-                        .unwrap();
+                        let fd = open_existing(&mut rng, &used);
                         let mut off = 0u64;
                         loop {
                             let n = rustix::io::pread(&fd, &mut buf[..], off).unwrap();
@@ -115,13 +162,31 @@ fn main() {
                         }
                         drop(fd);
                         // deletefile
-                        let k = rng.below(used.len() as u64) as usize;
-                        let e = used.swap_remove(k);
+                        let e = if shared {
+                            pick(&mut rng, 1, true)
+                        } else {
+                            let k = rng.below(used.len() as u64) as usize;
+                            used.swap_remove(k)
+                        };
                         rustix::fs::unlink(paths[e].as_c_str()).unwrap();
-                        free.push(e);
+                        if shared {
+                            put(0, e);
+                        } else {
+                            free.push(e);
+                        }
                         // statfile
-                        let e = used[rng.below(used.len() as u64) as usize];
-                        rustix::fs::stat(paths[e].as_c_str()).unwrap();
+                        loop {
+                            let e = if shared {
+                                pick(&mut rng, 1, false)
+                            } else {
+                                used[rng.below(used.len() as u64) as usize]
+                            };
+                            match rustix::fs::stat(paths[e].as_c_str()) {
+                                Ok(_) => break,
+                                Err(rustix::io::Errno::NOENT) if shared => continue,
+                                Err(e) => panic!("stat: {e}"),
+                            }
+                        }
                         iters += 1;
                     }
                     iters * 11

@@ -232,8 +232,13 @@ pub fn run(
                     !fsage_signals::interrupted()
                 })?;
             }
+            // Every repetition starts with nothing left to write back: otherwise the previous
+            // one's dirty pages (gigabytes for fileserver) are written back during this one, by
+            // an amount that differs from repetition to repetition.
             if cfg.drop_caches || cg.is_some() {
                 rustix::fs::sync();
+            } else {
+                settle(target)?;
             }
             if cfg.drop_caches {
                 std::fs::write("/proc/sys/vm/drop_caches", "3")
@@ -744,6 +749,17 @@ impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         Fail::Fatal(e)
     }
+}
+
+/// Writes back the target's file system (`syncfs`).
+fn settle(target: &Path) -> Result<(), Error> {
+    let dir = rustix::fs::open(
+        target,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io("opening", target, e.into()))?;
+    rustix::fs::syncfs(&dir).map_err(|e| Error::io("syncfs", target, e.into()))
 }
 
 /// Latencies above 100 s are recorded as 100 s in the histogram (the exact max is kept apart).

@@ -252,6 +252,9 @@ struct Pool {
     /// Position of an entry in the list of its state.
     pos: Vec<u32>,
     refs: Vec<u32>,
+    /// Threads waiting in [`Fileset::take`] for an entry to come back: only then does giving
+    /// one back wake anybody (a condvar's notify is a system call even with nobody waiting).
+    waiters: u32,
 }
 
 impl Pool {
@@ -331,6 +334,7 @@ impl Fileset {
             state: vec![State::Transit; n],
             pos: vec![0; n],
             refs: vec![0; n],
+            waiters: 0,
         };
         for (i, e) in layout.entries.iter().enumerate() {
             pool.enter(i as u32, if e.prealloc { State::Idle } else { State::Free });
@@ -427,11 +431,13 @@ impl Fileset {
             if stop() {
                 return Ok(None);
             }
+            pool.waiters += 1;
             pool = self
                 .cv
                 .wait_timeout(pool, Duration::from_millis(50))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            pool.waiters -= 1;
         }
     }
 
@@ -440,8 +446,7 @@ impl Fileset {
         let mut p = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         p.refs[e as usize] = 1;
         p.enter(e, State::Open);
-        drop(p);
-        self.cv.notify_all();
+        self.wake(p);
     }
 
     /// A create failed (ENOSPC): the entry is free again.
@@ -467,15 +472,22 @@ impl Fileset {
         if *r == 0 {
             p.enter(e, State::Idle);
         }
-        drop(p);
-        self.cv.notify_all();
+        self.wake(p);
     }
 
     fn set(&self, e: u32, s: State) {
         let mut p = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         p.enter(e, s);
+        self.wake(p);
+    }
+
+    /// Unlocks the pool, waking the threads that wait for an entry if there are any.
+    fn wake(&self, p: std::sync::MutexGuard<'_, Pool>) {
+        let waiting = p.waiters > 0;
         drop(p);
-        self.cv.notify_all();
+        if waiting {
+            self.cv.notify_all();
+        }
     }
 
     /// (free, idle, open, in transit) counts.
