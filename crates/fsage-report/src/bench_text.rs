@@ -14,10 +14,10 @@ fn ms(x: Option<f64>) -> String {
     }
 }
 
-fn row(out: &mut String, name: &str, s: &OpStats) {
+fn row(out: &mut String, name: &str, s: &OpStats, cpu_us: Option<f64>) {
     let _ = writeln!(
         out,
-        "{:<18} {:>10} {:>11.1} {:>8.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
+        "{:<18} {:>10} {:>11.1} {:>8.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
         name,
         s.ops,
         s.ops_per_sec,
@@ -28,6 +28,7 @@ fn row(out: &mut String, name: &str, s: &OpStats) {
         ms(s.p99_us),
         ms(s.p999_us),
         ms(s.max_us),
+        cpu_us.map_or("-".into(), |c| format!("{c:.1}")),
         if s.enospc > 0 {
             format!("  ENOSPC x{}", s.enospc)
         } else {
@@ -39,7 +40,7 @@ fn row(out: &mut String, name: &str, s: &OpStats) {
 fn rep_table(out: &mut String, r: &RepResult) {
     let _ = writeln!(
         out,
-        "{:<18} {:>10} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<18} {:>10} {:>11} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "flowop",
         "ops",
         "ops/s",
@@ -49,10 +50,11 @@ fn rep_table(out: &mut String, r: &RepResult) {
         "p90 ms",
         "p99 ms",
         "p99.9 ms",
-        "max ms"
+        "max ms",
+        "cpu us/op"
     );
     for f in &r.flowops {
-        row(out, &f.name, &f.stats);
+        row(out, &f.name, &f.stats, f.cpu_us_per_op);
     }
     let (mut rd, mut wr) = (0.0, 0.0);
     for f in &r.flowops {

@@ -469,6 +469,9 @@ struct FlowStats {
     sum_ns: u128,
     max_ns: u64,
     hist: Option<Histogram<u64>>,
+    /// CPU time of the sampled operations (one in [`CPU_SAMPLE_EVERY`]), and how many.
+    cpu_ns: u64,
+    cpu_samples: u64,
 }
 
 struct ThreadOut {
@@ -477,6 +480,17 @@ struct ThreadOut {
     last_end: Option<Instant>,
     cpu_ns: Option<u64>,
 }
+
+/// The CPU time of the calling thread in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`): a system
+/// call, so per operation it is read only for a sample.
+fn thread_clock_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// One operation in this many has its CPU time measured, for the CPU time per flowop. Prime,
+/// so that it does not keep falling on the same flowops of a thread's cycle.
+const CPU_SAMPLE_EVERY: u64 = 251;
 
 fn thread_cpu_ns() -> u64 {
     // rustix has no getrusage: libc, with a zeroed struct the kernel fills.
@@ -704,6 +718,9 @@ fn merge(
                 kind: f.kind.name().into(),
                 thread: t.name.clone(),
                 stats: stats(&merged[d][k]),
+                cpu_us_per_op: (merged[d][k].cpu_samples > 0)
+                    .then(|| merged[d][k].cpu_ns as f64 / merged[d][k].cpu_samples as f64 / 1e3),
+                cpu_samples: merged[d][k].cpu_samples,
             });
         }
     }
@@ -729,6 +746,8 @@ fn add(m: &mut FlowStats, f: &FlowStats) {
     m.enospc += f.enospc;
     m.sum_ns += f.sum_ns;
     m.max_ns = m.max_ns.max(f.max_ns);
+    m.cpu_ns += f.cpu_ns;
+    m.cpu_samples += f.cpu_samples;
     if let Some(h) = &f.hist {
         match &mut m.hist {
             Some(mh) => {
@@ -785,6 +804,18 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
             ..FlowStats::default()
         })
         .collect();
+    // What a sample's two clock reads cost by themselves: the median of a few empty samples,
+    // taken off every sample.
+    let clock_cost = {
+        let mut v: Vec<u64> = (0..31)
+            .map(|_| {
+                let a = thread_clock_ns();
+                thread_clock_ns().saturating_sub(a)
+            })
+            .collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
     barrier.ready.fetch_add(1, Relaxed);
     while !barrier.go.load(Relaxed) {
         std::thread::sleep(Duration::from_micros(200));
@@ -817,12 +848,28 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                         }
                     }
                 }
+                let sample = sh.record && counted && done % CPU_SAMPLE_EVERY == 0;
+                // A first clock read lets a switch to another thread that is already due happen
+                // before the sample starts, so that the sample does not charge it to this
+                // operation (with 50 threads on 2 CPUs one often is).
+                let c0 = if sample {
+                    let _ = thread_clock_ns();
+                    thread_clock_ns()
+                } else {
+                    0
+                };
                 let r = exec(sh, f, &mut fds, &mut buf, &mut rng, &stop_now);
                 let t1 = Instant::now();
                 match r {
                     Ok((rd, wr)) => {
                         if counted {
                             let st = &mut flows[k];
+                            if sample {
+                                st.cpu_ns += thread_clock_ns()
+                                    .saturating_sub(c0)
+                                    .saturating_sub(clock_cost);
+                                st.cpu_samples += 1;
+                            }
                             st.ops += 1;
                             st.read += rd;
                             st.written += wr;

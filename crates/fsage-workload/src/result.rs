@@ -14,6 +14,9 @@
 //!   merged after the run; mean and max are exact;
 //! - CPU per operation is the user + system time of all benchmark threads over the measured
 //!   interval (getrusage per thread at its first and last counted operation) / operations;
+//!   per flowop, it is the thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) read around one
+//!   operation in 251 of each thread (every flowop of a cycle gets sampled; two clock reads per
+//!   operation would cost more than the fastest flowops), averaged over the sampled operations;
 //! - with several repetitions: the mean of the repetitions' ops/s and a 95% confidence interval
 //!   from Student's t with reps - 1 degrees of freedom.
 
@@ -46,6 +49,13 @@ pub struct FlowopResult {
     /// The thread definition it belongs to.
     pub thread: String,
     pub stats: OpStats,
+    /// CPU time (user + system) per operation of this flowop, from a sample of its operations
+    /// (see the module documentation); `None` without latency recording or without a sample.
+    #[serde(default)]
+    pub cpu_us_per_op: Option<f64>,
+    /// How many operations the CPU time was measured on.
+    #[serde(default)]
+    pub cpu_samples: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
