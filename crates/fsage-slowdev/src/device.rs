@@ -6,6 +6,7 @@ use crate::registry::{read_record, write_record, DeviceRecord, Registry};
 use crate::{io_err, Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -298,10 +299,7 @@ impl SlowDevice {
                     eprintln!("fsage: {e}; killing the daemon");
                     if let Some(pid) = rec.daemon_pid {
                         if daemon_alive(&self.dir, &rec) {
-                            // SAFETY: a signal to the process we verified is our daemon.
-                            unsafe {
-                                libc::kill(pid as i32, libc::SIGKILL);
-                            }
+                            kill_checked(pid, || daemon_alive(&self.dir, &rec));
                             wait_pid_gone(pid, self.child.as_mut(), Duration::from_secs(10));
                         }
                     }
@@ -333,11 +331,8 @@ impl SlowDevice {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        if starting_daemon(&self.dir) == Some(pid) {
-            // SAFETY: a signal to the process whose command line shows it serves this device.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGKILL);
-            }
+        if serves(pid, &self.dir) {
+            kill_checked(pid, || serves(pid, &self.dir));
             wait_pid_gone(pid, None, Duration::from_secs(10));
         }
     }
@@ -502,25 +497,52 @@ fn daemon_alive(dir: &Path, rec: &DeviceRecord) -> bool {
 /// The PID of a daemon serving `dir`, found by its command line (`... dev serve DIR`, or the
 /// test daemon `fsage-slowdevd DIR`), for a daemon that has not recorded its PID yet.
 fn starting_daemon(dir: &Path) -> Option<u32> {
-    let want = dir.as_os_str().as_encoded_bytes();
     let me = std::process::id();
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        if pid == me {
-            return None;
-        }
-        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-        let args: Vec<&[u8]> = cmdline
-            .split(|&b| b == 0)
-            .filter(|a| !a.is_empty())
-            .collect();
-        let (last, rest) = args.split_last()?;
-        let serves = rest.last().is_some_and(|a| *a == b"serve")
-            || rest
-                .first()
-                .is_some_and(|a| a.ends_with(b"fsage-slowdevd") && rest.len() == 1);
-        (*last == want && serves).then_some(pid)
+        (pid != me && serves(pid, dir)).then_some(pid)
     })
+}
+
+/// Is process `pid` a daemon serving `dir`: its command line exactly `fsage dev serve DIR` (by
+/// the path fsage runs from, or a program named `fsage`) or `fsage-slowdevd DIR`, the program
+/// it runs matching?
+fn serves(pid: u32, dir: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let args = args.strip_suffix(&[&b""[..]]).unwrap_or(&args);
+    let want = dir.as_os_str().as_encoded_bytes();
+    let name = |p: &Path| p.file_name().map(|n| n.as_encoded_bytes().to_vec());
+    match args {
+        [_, b"dev", b"serve", d] if *d == want => {
+            std::env::current_exe().is_ok_and(|me| me == exe)
+                || name(&exe) == Some(b"fsage".to_vec())
+        }
+        [prog, d] if *d == want => {
+            name(Path::new(std::ffi::OsStr::from_bytes(prog))) == Some(b"fsage-slowdevd".to_vec())
+                && name(&exe) == Some(b"fsage-slowdevd".to_vec())
+        }
+        _ => false,
+    }
+}
+
+/// Sends SIGKILL to `pid` if `check` still holds once the process is pinned by a pidfd (so that
+/// a PID reused in between is never signalled).
+fn kill_checked(pid: u32, check: impl Fn() -> bool) {
+    let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
+        return;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) else {
+        return;
+    };
+    if check() {
+        let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
+    }
 }
 
 fn wait_pid_gone(pid: u32, child: Option<&mut Child>, timeout: Duration) {

@@ -1,6 +1,6 @@
 //! When each request completes, and answering it then: the latency model (live-changeable), the
 //! queue-depth slots, the completion threads that sleep on high-resolution timers and spin the
-//! last microseconds, and the warm threads that keep every CPU awake around each answer.
+//! last microseconds, and the warm threads that keep every CPU awake while a request waits long.
 
 use crate::stats::{Collector, Kind};
 use crate::Latencies;
@@ -287,11 +287,12 @@ impl Completer {
             }
             let Some(Entry(p)) = q.pop() else { continue };
             drop(q);
+            // Counts the request out of `waiting` even if answering it panics, so that the warm
+            // threads do not spin for good.
+            let _out = Answered(self);
             spin_until(p.deadline);
             self.finish(p);
-            self.last_answer_ns
-                .store(self.base.elapsed().as_nanos() as u64, Relaxed);
-            self.waiting.fetch_sub(1, SeqCst);
+            drop(_out);
             q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         }
     }
@@ -322,17 +323,20 @@ impl Completer {
             if self.stop.load(Relaxed) {
                 return;
             }
+            // `waiting` first: an answer stores its time before it counts itself out, so a
+            // thread that sees it counted out also sees its time.
+            let waiting = self.waiting.load(SeqCst);
             let now = Instant::now();
             let after =
-                self.base + Duration::from_nanos(self.last_answer_ns.load(Relaxed)) + WARM_AFTER;
-            if self.waiting.load(SeqCst) > 0 || now < after {
+                self.base + Duration::from_nanos(self.last_answer_ns.load(SeqCst)) + WARM_AFTER;
+            if waiting > 0 || now < after {
                 spin_until(now + WARM_SLICE);
                 // A thread woken onto this CPU from another one does not preempt us here (it
                 // waited until the spin ended, 40-100 us); offering the CPU every slice lets it in.
                 std::thread::yield_now();
             } else {
-                // Until a request arrives (its `complete` unparks us); the timeout only bounds
-                // a stop that raced with this check.
+                // Until a request arrives (its `complete` unparks us); the timeout is a safety
+                // net only.
                 self.parked.fetch_add(1, SeqCst);
                 if self.waiting.load(SeqCst) == 0 {
                     std::thread::park_timeout(Duration::from_millis(200));
@@ -366,6 +370,19 @@ impl Completer {
         {
             t.unpark();
         }
+    }
+}
+
+/// A request answered from the queue: records the time of the answer and counts it out of
+/// `waiting` when dropped.
+struct Answered<'a>(&'a Completer);
+
+impl Drop for Answered<'_> {
+    fn drop(&mut self) {
+        let c = self.0;
+        c.last_answer_ns
+            .store(c.base.elapsed().as_nanos() as u64, SeqCst);
+        c.waiting.fetch_sub(1, SeqCst);
     }
 }
 

@@ -114,7 +114,15 @@ fn main() {
                             Err(e) => panic!("open: {e}"),
                         }
                     };
-                    while Instant::now() < end && !free.is_empty() && used.len() > 1 {
+                    let room = |free: &Vec<usize>, used: &Vec<usize>| {
+                        if shared {
+                            let p = pool.lock().unwrap();
+                            !p.0.is_empty() && p.1.len() > 1
+                        } else {
+                            !free.is_empty() && used.len() > 1
+                        }
+                    };
+                    while Instant::now() < end && room(&free, &used) {
                         // createfile, writewholefile, closefile
                         let e = if shared {
                             pick(&mut rng, 0, true)

@@ -15,8 +15,9 @@
 //! - CPU per operation is the user + system time of all benchmark threads over the measured
 //!   interval (getrusage per thread at its first and last counted operation) / operations;
 //!   per flowop, it is the thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) read around one
-//!   operation in 251 of each thread (every flowop of a cycle gets sampled; two clock reads per
-//!   operation would cost more than the fastest flowops), averaged over the sampled operations;
+//!   operation in 251 of each thread (a prime, so a thread's cycle of flowops is sampled evenly
+//!   unless its length is a multiple of 251; two clock reads on every operation would cost more
+//!   than the fastest flowops), less the clock reads' own cost, averaged over the samples;
 //! - with several repetitions: the mean of the repetitions' ops/s and a 95% confidence interval
 //!   from Student's t with reps - 1 degrees of freedom.
 

@@ -344,8 +344,13 @@ fn a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_it
             let rec = registry.join("sd0").join("device.json");
             if let Ok(text) = std::fs::read_to_string(&rec) {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-                    early = v["daemon_pid"].is_null();
-                    break;
+                    if !v["daemon_pid"].is_null() {
+                        break; // too late: the daemon has recorded itself
+                    }
+                    if !processes_under(&registry).is_empty() {
+                        early = true; // registered, daemon started, not yet recorded
+                        break;
+                    }
                 }
             }
             if child.try_wait().unwrap().is_some() {
