@@ -224,14 +224,7 @@ impl Completer {
         }
         // A long wait: the CPUs would halt, so the warm threads keep them awake.
         if self.waiting.fetch_add(1, SeqCst) == 0 && self.parked.load(SeqCst) > 0 {
-            for t in self
-                .warmers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-            {
-                t.unpark();
-            }
+            self.wake_warmers();
         }
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let earliest = q.peek().is_none_or(|e| p.deadline < e.0.deadline);
@@ -362,6 +355,10 @@ impl Completer {
     pub(crate) fn shutdown(&self) {
         self.stop.store(true, Relaxed);
         self.cv.notify_all();
+        self.wake_warmers();
+    }
+
+    fn wake_warmers(&self) {
         for t in self
             .warmers
             .lock()
