@@ -427,3 +427,107 @@ file = "huge.f"
     );
     assert!(lab.mounts_under().is_empty());
 }
+
+/// Ctrl-C in the middle of a cell on the slow device: the run stops soon with exit code 130,
+/// records nothing for the cell it stopped, leaves nothing mounted, attached or running, and the
+/// same command then runs only what is left.
+#[test]
+fn ctrl_c_stops_an_experiment_cleanly_and_the_rerun_finishes_it() {
+    let test = "ctrl_c_stops_an_experiment_cleanly_and_the_rerun_finishes_it";
+    if let Err(e) = need_root_and(&["mkfs.ext4"]) {
+        skip(test, &e);
+        return;
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return;
+    }
+    let lab = Lab::new();
+    let file = lab.path("c.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "ctrl-c"
+duration = "3s"
+repetitions = 2
+image_size = "256MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[state]]
+kind = "fresh"
+
+[devices]
+latencies = ["100us"]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 100, nthreads = 2 }
+"#,
+    )
+    .unwrap();
+    let out = lab.path("out");
+    let cells = out.join("cells");
+    let args = [
+        "experiment",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    let child = lab
+        .cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first cell is recorded, the second runs on a slow device for 3 s: interrupt it
+    // a second in.
+    let t0 = std::time::Instant::now();
+    while cell_files(&cells).is_empty() {
+        assert!(
+            t0.elapsed().as_secs() < 300,
+            "no cell recorded in 5 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let before = cell_files(&cells);
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let t_int = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t_int.elapsed().as_secs() < 30,
+        "took {:?} to stop",
+        t_int.elapsed()
+    );
+    expect_code(&o, 130, "experiment run, interrupted");
+    assert!(stdout(&o).contains("interrupted"), "{}", stdout(&o));
+    assert_eq!(
+        cell_files(&cells),
+        before,
+        "the interrupted cell was recorded"
+    );
+    assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
+    let o = lab.cmd(&["dev", "list", "--json"]).output().unwrap();
+    let devs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(devs.as_array().map_or(0, |a| a.len()), 0, "{devs}");
+
+    let o = lab.cmd(&args).output().unwrap();
+    expect_code(&o, 0, "experiment run, after the interrupt");
+    assert!(
+        stdout(&o).contains(&format!("2 cells: {} done already", before.len())),
+        "{}",
+        stdout(&o)
+    );
+    let after = cell_files(&cells);
+    assert_eq!(after.len(), 2);
+    for (name, bytes) in &before {
+        assert_eq!(&after[name], bytes, "{name} was changed by the rerun");
+    }
+}
