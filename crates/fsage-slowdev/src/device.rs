@@ -326,7 +326,7 @@ impl SlowDevice {
                     return;
                 }
             }
-            if starting_daemon(&self.dir) != Some(pid) {
+            if !serves(pid, &self.dir) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));
