@@ -167,10 +167,14 @@ impl LabExecutor {
             }
         }
         // Half-made: start again.
-        for p in [image.clone(), suffixed(&image, ".fsage.json"), meta.clone()] {
+        for p in [
+            image.clone(),
+            fsage_lab::fs::sidecar_path(&image),
+            meta.clone(),
+        ] {
             let _ = std::fs::remove_file(p);
         }
-        let _ = std::fs::remove_dir(suffixed(&image, ".mnt"));
+        let _ = std::fs::remove_dir(fsage_sys::with_suffix(&image, ".mnt"));
         let t0 = std::time::Instant::now();
         let kind = FsKind::parse(&cell.fs.kind).map_err(|e| e.to_string())?;
         let mkfs_opts: Vec<String> = cell
@@ -305,7 +309,7 @@ impl LabExecutor {
     /// The free-space and file layout of a base image, for the report (read-only mount; a
     /// failure is not the cell's, so it is only left out).
     fn measure_layout(&self, key: &str, image: &Path, obs: &mut dyn RunObserver) {
-        let mnt = suffixed(image, ".mnt");
+        let mnt = fsage_sys::with_suffix(image, ".mnt");
         if let Err(e) = std::fs::create_dir_all(&mnt) {
             obs.event(&Event::Note(&format!(
                 "no layout measurement of {key}: {}: {e}",
@@ -521,12 +525,6 @@ impl Executor for LabExecutor {
         let _ = std::fs::remove_dir(&mnt);
         r
     }
-}
-
-fn suffixed(p: &Path, s: &str) -> PathBuf {
-    let mut o = p.as_os_str().to_owned();
-    o.push(s);
-    PathBuf::from(o)
 }
 
 fn workload(cell: &Cell) -> Result<Workload, String> {

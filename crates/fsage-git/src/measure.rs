@@ -249,9 +249,7 @@ impl Drop for CleanGuard {
 
 /// The mount directory of an image: `IMAGE.mnt`.
 pub fn mount_dir(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".mnt");
-    PathBuf::from(s)
+    fsage_sys::with_suffix(image, ".mnt")
 }
 
 /// Removes what a killed run left of a clean instance at `image` (ours by name).

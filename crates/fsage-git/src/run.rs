@@ -358,11 +358,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         }
     };
     let clean_image = match &opts.target {
-        Target::Image { path, .. } => {
-            let mut s = path.as_os_str().to_owned();
-            s.push(".clean");
-            PathBuf::from(s)
-        }
+        Target::Image { path, .. } => fsage_sys::with_suffix(path, ".clean"),
         Target::Dir { clean_image, .. } => clean_image.clone(),
     };
     measure::remove_stale_clean(&clean_image)?;

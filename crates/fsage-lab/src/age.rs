@@ -13,6 +13,7 @@ use fsage_exec::{
 };
 use fsage_plan::{Phase, PlanConfig, Planner};
 use fsage_profile::{human_bytes, Profile, ProfileError};
+use fsage_sys::with_suffix;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -165,12 +166,6 @@ fn mode_name(m: WriteMode) -> &'static str {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
 }
 
 /// Ages as `req` says: the whole of `fsage age`.
@@ -350,7 +345,7 @@ fn with_new_fs(fs: &NewFs, req: &mut AgeRequest, obs: &mut dyn AgeObserver) -> R
         }
         let _ = std::fs::remove_dir(&mnt);
         let _ = std::fs::remove_file(&image);
-        let _ = std::fs::remove_file(with_suffix(&image, ".fsage.json"));
+        let _ = std::fs::remove_file(crate::fs::sidecar_path(&image));
     };
     if let Err(err) = std::fs::create_dir_all(&mnt) {
         undo(None);

@@ -268,9 +268,7 @@ pub struct CreateInfo {
 
 /// Sidecar metadata file of an image: `IMAGE.fsage.json`.
 pub fn sidecar_path(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".fsage.json");
-    PathBuf::from(s)
+    fsage_sys::with_suffix(image, ".fsage.json")
 }
 
 /// Reads an image's sidecar metadata, if there is one.

@@ -56,16 +56,12 @@ pub struct TrackLog {
 
 /// Default log path of an image: `IMAGE.rollback.json`.
 pub fn default_log(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".rollback.json");
-    PathBuf::from(s)
+    fsage_sys::with_suffix(image, ".rollback.json")
 }
 
 /// Default snapshot path of an image: `IMAGE.snapshot`.
 pub fn default_snapshot(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".snapshot");
-    PathBuf::from(s)
+    fsage_sys::with_suffix(image, ".snapshot")
 }
 
 /// Parses one trace line; `Some((sector, nr_sectors))` for a write-like request.

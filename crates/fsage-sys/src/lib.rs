@@ -136,6 +136,14 @@ impl WriteError {
     }
 }
 
+/// `path` with `suffix` appended to its last component (`IMAGE` -> `IMAGE.mnt`): the naming of
+/// every file fsage keeps beside an image.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`, on the same file system so that the
 /// rename is atomic.
 pub fn temp_sibling(path: &Path) -> PathBuf {

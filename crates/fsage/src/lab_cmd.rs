@@ -383,11 +383,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     .ok_or_else(|| bad_input(format!("{}: give --name", a.image.display())))?,
             };
             // An image made by `age --fs` has its report beside it: take it unless told otherwise.
-            let beside = {
-                let mut p = a.image.as_os_str().to_owned();
-                p.push(".report.json");
-                std::path::PathBuf::from(p)
-            };
+            let beside = fsage_sys::with_suffix(&a.image, ".report.json");
             let report_path = a.report.clone().or_else(|| {
                 beside.is_file().then(|| {
                     eprintln!("fsage: taking the aging report {}", beside.display());
