@@ -34,6 +34,9 @@ pub struct ReportSet {
     pub runs: Vec<Named<RunReport>>,
     pub frags: Vec<Named<FragReport>>,
     pub against: Vec<Named<AgainstFresh>>,
+    /// Each aged base image of an experiment against its fresh one (from the experiments' `frag`
+    /// measurements; see [`crate::verdicts`]).
+    pub verdicts: Vec<crate::verdicts::BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
     pub git: Vec<Named<fsage_git::GitSeries>>,
     /// Computed from the cell results (first), then any analysis JSON given.
@@ -95,7 +98,8 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
         if p.is_dir() {
             // An experiment's output directory: its cells, and the aging and layout reports of
             // the images its states were made from.
-            let dirs: Vec<PathBuf> = if p.join(fsage_experiment::runner::MARKER).is_file() {
+            let experiment = p.join(fsage_experiment::runner::MARKER).is_file();
+            let dirs: Vec<PathBuf> = if experiment {
                 ["cells", "aging", "frag"]
                     .iter()
                     .map(|d| p.join(d))
@@ -121,10 +125,15 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
                 )));
             }
             let cells_before = set.cells.len();
+            let frags_before = set.frags.len();
             for f in files {
                 if let Err(e) = add(&mut set, &f) {
                     set.skipped.push((f, e.message));
                 }
+            }
+            if experiment {
+                let v = crate::verdicts::for_experiment(p, &set.frags[frags_before..]);
+                set.verdicts.extend(v);
             }
             // Results of cells an edited experiment no longer has are not part of it.
             if let Some(ids) = plan_ids(p) {

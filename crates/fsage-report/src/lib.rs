@@ -16,6 +16,7 @@ pub mod plan_text;
 mod run_text;
 mod status_text;
 mod summary_text;
+pub mod verdicts;
 
 use serde::Serialize;
 

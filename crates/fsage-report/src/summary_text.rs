@@ -64,6 +64,9 @@ pub fn render(set: &ReportSet) -> String {
     for a in &set.against {
         let _ = writeln!(o, "against fresh: {}", a.item.summary);
     }
+    for v in &set.verdicts {
+        let _ = writeln!(o, "against fresh: {}", v.line());
+    }
     if !set.cells.is_empty() {
         let done = set.cells.iter().filter(|c| c.item.is_done()).count();
         let _ = writeln!(

@@ -150,3 +150,89 @@ fn analyses_written_by_report_json_are_read_back() {
     let html = export(&Html::default(), &back);
     assert!(html.contains("data-kind=\"sweep\""));
 }
+
+/// An experiment output directory made from `toml`, its base images' frag measurements copied
+/// from the fixtures: `(name in frag/, fixture)`.
+fn experiment_dir(
+    root: &std::path::Path,
+    name: &str,
+    toml: &str,
+    frags: &[(&str, &str)],
+) -> PathBuf {
+    let out = root.join(name);
+    let spec = fsage_experiment::spec::parse(toml, "test.toml", root).unwrap();
+    fsage_experiment::runner::prepare_out(&out, &spec.plan(), toml).unwrap();
+    std::fs::create_dir_all(out.join("frag")).unwrap();
+    for (to, from) in frags {
+        std::fs::copy(fx(from), out.join("frag").join(to)).unwrap();
+    }
+    out
+}
+
+#[test]
+fn an_experiment_dir_gets_the_against_fresh_verdict_of_each_aged_base() {
+    let d = tempfile::tempdir().unwrap();
+    let both = experiment_dir(
+        d.path(),
+        "both",
+        "name = \"x\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+         [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
+         [[workload]]\nname = \"varmail\"\n",
+        &[
+            ("ext4-fresh-0123abcd.json", "fresh-ext4.frag.json"),
+            ("ext4-aged.meyer-4567cdef.json", "aged-ext4.frag.json"),
+        ],
+    );
+    let aged_only = experiment_dir(
+        d.path(),
+        "aged-only",
+        "name = \"y\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"xfs\"\n\
+         [[state]]\nkind = \"aged\"\nprofile = \"dabre\"\n[[workload]]\nname = \"varmail\"\n",
+        &[("xfs-aged.dabre-89abcdef.json", "aged2-ext4.frag.json")],
+    );
+    let set = load(&[both, aged_only], &AnalysisOptions::default()).unwrap();
+    assert_eq!(set.verdicts.len(), 2, "{:?}", set.verdicts);
+    let ext4 = &set.verdicts[0];
+    assert_eq!(
+        (ext4.fs.as_str(), ext4.state.as_str()),
+        ("ext4", "aged:meyer")
+    );
+    assert_eq!(ext4.fresh_frag.as_deref(), Some("ext4-fresh-0123abcd"));
+    let a = ext4.against.as_ref().expect("a verdict");
+    // The same comparison `frag --against-fresh` makes of these two reports.
+    let frag = |n: &str| &set.frags.iter().find(|f| f.name == n).unwrap().item;
+    let want = fsage_measure::against_fresh(
+        "ext4 aged:meyer",
+        frag("ext4-aged.meyer-4567cdef"),
+        frag("ext4-fresh-0123abcd"),
+    );
+    assert_eq!(a.verdict, want.verdict);
+    assert_eq!(a.summary, want.summary);
+    assert_eq!(a.verdict, fsage_measure::Verdict::HeavilyAged);
+    let xfs = &set.verdicts[1];
+    assert!(xfs.against.is_none());
+    assert!(
+        xfs.missing
+            .as_deref()
+            .unwrap()
+            .contains("no fresh state of xfs"),
+        "{:?}",
+        xfs.missing
+    );
+    let summary = export(&Text, &set);
+    assert!(
+        summary.contains(&format!("against fresh: {}", want.summary)),
+        "{summary}"
+    );
+    assert!(summary.contains("xfs aged:dabre: no verdict: the experiment has no fresh state"));
+    let html = export(&Html::default(), &set);
+    assert!(
+        html.contains("How far from fresh: the experiment&#39;s base images")
+            || html.contains("How far from fresh: the experiment's base images")
+    );
+    assert!(html.contains(&format!(
+        "<p class=\"verdict\">{}</p>",
+        fsage_report::html::esc(&want.summary)
+    )));
+    assert!(html.contains("no verdict: the experiment has no fresh state of xfs"));
+}

@@ -211,6 +211,9 @@ pub fn render(set: &ReportSet, only: &[String]) -> String {
     if want("against-fresh") && !set.against.is_empty() {
         against(&mut p, &set.against);
     }
+    if want("against-fresh") && !set.verdicts.is_empty() {
+        experiment_verdicts(&mut p, &set.verdicts);
+    }
     for a in &set.analyses {
         let suffix = if set.analyses.len() > 1 {
             format!(" ({})", a.name)
@@ -666,6 +669,81 @@ fn against(p: &mut Page, items: &[Named<AgainstFresh>]) {
          to fresh</i> when both ratios are at most 2× and the share at most 5 points higher; \
          <i>aged</i> otherwise. A fresh file system has no files, so its dynamic layout score is \
          absent (a perfect layout scores 100%).",
+        &c,
+    );
+}
+
+/// Each aged base image of an experiment beside the fresh base of the same file system and size:
+/// the table of the four figures, then the one-line verdict per image.
+fn experiment_verdicts(p: &mut Page, items: &[crate::verdicts::BaseVerdict]) {
+    let f1 = |x: Option<f64>| opt(x, |v| format!("{v:.1}"));
+    let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", f1(a), f1(b));
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|v| match &v.against {
+            Some(a) => vec![
+                v.fs.clone(),
+                v.state.clone(),
+                human_bytes(v.image_size),
+                pair(a.aged.free_extents_per_gib, a.fresh.free_extents_per_gib),
+                opt(a.free_extents_ratio, |r| format!("{r:.1}×")),
+                pair(
+                    a.aged.free_under_1mib_percent,
+                    a.fresh.free_under_1mib_percent,
+                ),
+                opt(a.free_under_1mib_points, |v| format!("{v:+.1}")),
+                pair(
+                    a.aged.probe_fragments_per_100mib,
+                    a.fresh.probe_fragments_per_100mib,
+                ),
+                opt(a.probe_fragments_ratio, |r| format!("{r:.1}×")),
+                opt(a.aged.dynamic_layout_score, |v| {
+                    format!("{:.2}%", 100.0 * v)
+                }),
+                a.verdict.describe().to_string(),
+            ],
+            None => {
+                let mut r = vec![v.fs.clone(), v.state.clone(), human_bytes(v.image_size)];
+                r.extend(std::iter::repeat_n("–".to_string(), 7));
+                r.push(format!(
+                    "no verdict: {}",
+                    v.missing.as_deref().unwrap_or("nothing to compare")
+                ));
+                r
+            }
+        })
+        .collect();
+    let mut c = table(
+        &[
+            "fs",
+            "state",
+            "image size",
+            "free extents / GiB free (this / fresh)",
+            "free extents vs fresh",
+            "% free in extents < 1 MiB (this / fresh)",
+            "points vs fresh",
+            "probe fragments / 100 MiB (this / fresh)",
+            "probe vs fresh",
+            "dynamic layout score",
+            "verdict",
+        ],
+        &rows,
+    );
+    for v in items {
+        let _ = write!(c, "<p class=\"verdict\">{}</p>", esc(&v.line()));
+    }
+    p.section(
+        "against-fresh",
+        "How far from fresh: the experiment's base images",
+        "Every base image of the experiment was measured once it was made (<code>frag/</code> \
+         in the output directory: free space, files, and a small probe file written on a scratch \
+         copy of the image). Each aged or library base is set beside the fresh base of the same \
+         file system and image size, with the comparison <code>fsage frag --against-fresh</code> \
+         makes: ratios count the fresh figure as at least 1; <i>heavily aged</i> when free \
+         extents per GiB or probe fragments are 10× the fresh ones or more, or the share of free \
+         space in extents under 1 MiB is 25 points higher or more; <i>close to fresh</i> when \
+         both ratios are at most 2× and the share at most 5 points higher; <i>aged</i> \
+         otherwise. Experiments run before the probe was added have no probe figures.",
         &c,
     );
 }
