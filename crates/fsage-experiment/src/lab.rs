@@ -267,7 +267,7 @@ impl LabExecutor {
                     .map_err(|e| format!("restoring {name}: {e}"))?;
             }
         }
-        self.measure_layout(&key, &image, obs);
+        self.measure_layout(&key, &image, cell.image_size, obs);
         let sha256 = fsage_lab::sparse::sha256_image(&image)
             .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
@@ -306,9 +306,10 @@ impl LabExecutor {
         Ok(b)
     }
 
-    /// The free-space and file layout of a base image, for the report (read-only mount; a
-    /// failure is not the cell's, so it is only left out).
-    fn measure_layout(&self, key: &str, image: &Path, obs: &mut dyn RunObserver) {
+    /// The free-space and file layout of a base image, for the report (read-only mount), and a
+    /// probe file's fragments (on a scratch copy); a failure is not the cell's, so it is only
+    /// left out.
+    fn measure_layout(&self, key: &str, image: &Path, image_size: u64, obs: &mut dyn RunObserver) {
         let mnt = fsage_sys::with_suffix(image, ".mnt");
         if let Err(e) = std::fs::create_dir_all(&mnt) {
             obs.event(&Event::Note(&format!(
@@ -327,8 +328,17 @@ impl LabExecutor {
                     files: true,
                     ..Default::default()
                 };
-                match fsage_measure::frag(m.mount_point(), &fo) {
-                    Ok((rep, _)) => {
+                let measured = fsage_measure::frag(m.mount_point(), &fo);
+                let _ = m.finish();
+                match measured {
+                    Ok((mut rep, _)) => {
+                        // The probe writes: never on the base itself, on a scratch copy.
+                        match self.probe_copy(key, image, image_size) {
+                            Ok(p) => rep.probe = Some(p),
+                            Err(e) => obs.event(&Event::Note(&format!(
+                                "no probe measurement of {key}: {e}"
+                            ))),
+                        }
                         let dir = self.out.join("frag");
                         let w = std::fs::create_dir_all(&dir)
                             .map_err(|e| e.to_string())
@@ -344,13 +354,54 @@ impl LabExecutor {
                         "no layout measurement of {key}: {e}"
                     ))),
                 }
-                let _ = m.finish();
             }
             Err(e) => obs.event(&Event::Note(&format!(
                 "no layout measurement of {key}: mount: {e}"
             ))),
         }
         let _ = std::fs::remove_dir(&mnt);
+    }
+
+    /// Writes, maps and deletes a probe file ([`probe_bytes`]) on a sparse scratch copy of the
+    /// base image `image`, which is removed afterwards: the base itself is never mounted
+    /// read-write again.
+    fn probe_copy(
+        &self,
+        key: &str,
+        image: &Path,
+        image_size: u64,
+    ) -> Result<fsage_measure::Probe, String> {
+        let copy = self.images.join(format!("{key}.probe.img"));
+        let mnt = fsage_sys::with_suffix(&copy, ".mnt");
+        struct Scratch<'a>(&'a Path, &'a Path);
+        impl Drop for Scratch<'_> {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(self.0);
+                let _ = std::fs::remove_dir(self.1);
+            }
+        }
+        let _ = std::fs::remove_file(&copy);
+        let _scratch = Scratch(&copy, &mnt);
+        copy_image(
+            image,
+            &copy,
+            CopyOptions {
+                force: false,
+                zero_holes: false,
+                verify: false,
+            },
+        )
+        .map_err(|e| format!("copying the image: {e}"))?;
+        std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+        let m = Mounted::attach_and_mount(&copy, &mnt).map_err(|e| format!("mount: {e}"))?;
+        let r = fsage_measure::sys::statfs(m.mount_point())
+            .map_err(|e| format!("statfs: {e}"))
+            .and_then(|info| {
+                let avail = info.blocks_avail.saturating_mul(info.block_size);
+                fsage_measure::probe(m.mount_point(), probe_bytes(image_size, avail))
+            });
+        m.finish().map_err(|e| format!("unmount: {e}"))?;
+        r
     }
 
     fn cell_inner(
@@ -456,6 +507,23 @@ impl LabExecutor {
             interrupted: r.interrupted,
             base_seconds: None,
         })
+    }
+}
+
+/// The largest probe written on a scratch copy of a base image: small, so that it costs seconds.
+pub const PROBE_BYTES: u64 = 32 << 20;
+
+/// The probe for an image of `image_size` bytes whose file system has `avail` bytes available:
+/// 1/32 of the image, at most [`PROBE_BYTES`] (whole MiB, at least 1 MiB), the same for every base
+/// of an experiment (against-fresh compares fragments per 100 MiB, but a probe of another size
+/// meets the free space differently); at most half of `avail` on an image too full for it.
+pub fn probe_bytes(image_size: u64, avail: u64) -> u64 {
+    let mib = |b: u64| (b >> 20).max(1) << 20;
+    let p = mib((image_size / 32).min(PROBE_BYTES));
+    if p <= avail / 2 {
+        p
+    } else {
+        mib(avail / 2)
     }
 }
 
@@ -624,4 +692,19 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_is_a_32nd_of_the_image_at_most_32_mib_and_fits() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(probe_bytes(4 << 30, 2 << 30), 32 * MIB);
+        assert_eq!(probe_bytes(256 * MIB, 200 * MIB), 8 * MIB);
+        // Too full for 8 MiB: half of what is available.
+        assert_eq!(probe_bytes(256 * MIB, 10 * MIB), 5 * MIB);
+        assert_eq!(probe_bytes(64 * MIB, 0), MIB);
+    }
 }

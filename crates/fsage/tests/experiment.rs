@@ -416,6 +416,37 @@ file = "huge.f"
         .expect("the library image's varmail cell");
     let r: serde_json::Value = serde_json::from_slice(lib_cell.1).unwrap();
     assert_eq!(r["environment"]["image_sha256"], want_sha.as_str());
+    // Both base images were measured with a probe (on a scratch copy: the checksum above is the
+    // library's, so the base was not written), and the scratch copies are gone.
+    let frags = cell_files(&out.join("frag"));
+    assert_eq!(frags.len(), 2, "{:?}", frags.keys());
+    for (n, f) in &frags {
+        let v: serde_json::Value = serde_json::from_slice(f).unwrap();
+        // 1/32 of the 256 MiB image, the same on both.
+        assert_eq!(v["probe"]["bytes"], 8u64 << 20, "{n}: {}", v["probe"]);
+        assert!(v["probe"]["fragments"].as_u64().unwrap() >= 1, "{n}");
+    }
+    let left: Vec<_> = std::fs::read_dir(out.join("images"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".probe."))
+        .collect();
+    assert!(left.is_empty(), "scratch copies left: {left:?}");
+    // The report says how far from fresh the library image is, probe included.
+    let o = run(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        lab.path("r.html").to_str().unwrap(),
+    ]);
+    expect_code(&o, 0, "report");
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("against fresh: ext4 image:lib-ext4"))
+        .map(String::from)
+        .unwrap_or_else(|| panic!("no verdict in\n{}", stdout(&o)));
+    assert!(line.contains("fragments per 100 MiB"), "{line}");
 
     // Again: the failures are kept, nothing runs.
     let o = run(&args);
