@@ -220,6 +220,8 @@ mod tests {
                         percent: 0.0,
                     })
                     .collect(),
+                unallocated_blocks: None,
+                unallocated_extents: None,
             }),
             free_space_error: None,
             free_space_seconds: 0.0,

@@ -3,12 +3,16 @@
 //!
 //! What counts as free: the gaps between allocated extents (EXTENT_ITEM, METADATA_ITEM of the
 //! extent tree) inside every block group whose type has the DATA bit (data block groups and
-//! mixed data+metadata block groups). Metadata-only and system block groups are left out (their
-//! free space holds only tree blocks), and so is unallocated device space (space no chunk uses
-//! yet, which may later become data or metadata). Superblock mirror copies that fall inside a
-//! data block group are counted as used, as the kernel excludes them from the free space too
-//! (mapped through the chunk tree for single, DUP and RAID1* chunks; not for striped profiles).
-//! Block size is the sector size.
+//! mixed data+metadata block groups), and the unallocated device space: the gaps between the
+//! device extents of the dev tree (DEV_EXTENT items) on each device, from the end of the 1 MiB
+//! the kernel never allocates to the device's size (its DEV_ITEM in the chunk tree), each gap an
+//! extent of its own size. Without the unallocated space a fresh btrfs would show only its first
+//! (8 MiB) data chunk free. Metadata-only and system block groups are left out (their free space
+//! holds only tree blocks). Superblock mirror copies that fall inside a data block group or an
+//! unallocated gap are counted as used, as the kernel excludes them from a data block group's
+//! free space (mapped through the chunk tree for single, DUP and RAID1* chunks; not for striped
+//! profiles). Unallocated space is counted in device bytes: on several devices with a mirrored
+//! data profile it overstates what data can use. Block size is the sector size.
 //!
 //! Layouts follow the kernel's `include/uapi/linux/btrfs.h` and `btrfs_tree.h`: ioctl
 //! structures are in native byte order, tree items in little-endian.
@@ -22,7 +26,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 /// The `route` of a btrfs histogram: what it covers.
-pub const ROUTE: &str = "btrfs-tree-search (data block groups only; unallocated space excluded)";
+pub const ROUTE: &str = "btrfs-tree-search (data block groups and unallocated device space)";
 
 const IOCTL_MAGIC: u8 = 0x94;
 
@@ -48,12 +52,19 @@ const IOC_GET_FEATURES: IoctlOpcode = ioc(Direction::Read, 57, FEATURE_FLAGS_SIZ
 /// Tree ids.
 const EXTENT_TREE: u64 = 2;
 const CHUNK_TREE: u64 = 3;
+const DEV_TREE: u64 = 4;
 const BLOCK_GROUP_TREE: u64 = 11;
 /// Item types.
 const EXTENT_ITEM: u8 = 168;
 const METADATA_ITEM: u8 = 169;
 const BLOCK_GROUP_ITEM: u8 = 192;
 const CHUNK_ITEM: u8 = 228;
+const DEV_EXTENT: u8 = 204;
+const DEV_ITEM: u8 = 216;
+/// Objectid of the DEV_ITEMs in the chunk tree.
+const DEV_ITEMS_OBJECTID: u64 = 1;
+/// The start of every device the kernel never allocates (BTRFS_DEVICE_RANGE_RESERVED).
+const DEVICE_RANGE_RESERVED: u64 = 1 << 20;
 /// Objectid of every chunk item.
 const FIRST_CHUNK_TREE_OBJECTID: u64 = 256;
 /// Block group type bits.
@@ -327,6 +338,61 @@ fn super_ranges(fd: BorrowedFd<'_>) -> io::Result<Vec<(u64, u64)>> {
     Ok(out)
 }
 
+/// Every device: (devid, size in bytes), from the DEV_ITEMs of the chunk tree.
+pub fn devices(fd: BorrowedFd<'_>) -> io::Result<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    tree_search(
+        fd,
+        CHUNK_TREE,
+        (DEV_ITEMS_OBJECTID, DEV_ITEM, 0),
+        (DEV_ITEMS_OBJECTID, DEV_ITEM, u64::MAX),
+        |k, d| {
+            // struct btrfs_dev_item: devid, total_bytes, bytes_used, ...
+            if k.1 == DEV_ITEM {
+                if let Some(total) = le_u64(d, 8) {
+                    out.push((k.2, total));
+                }
+            }
+        },
+    )?;
+    Ok(out)
+}
+
+/// The device extents (physical start, length) of device `devid`, in order, from the dev tree.
+pub fn dev_extents(fd: BorrowedFd<'_>, devid: u64) -> io::Result<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    tree_search(
+        fd,
+        DEV_TREE,
+        (devid, DEV_EXTENT, 0),
+        (devid, DEV_EXTENT, u64::MAX),
+        |k, d| {
+            // struct btrfs_dev_extent: chunk_tree, chunk_objectid, chunk_offset, length.
+            if k.1 == DEV_EXTENT {
+                if let Some(len) = le_u64(d, 24) {
+                    out.push((k.2, len));
+                }
+            }
+        },
+    )?;
+    Ok(out)
+}
+
+/// The unallocated extents (physical start, length) of a device of `size` bytes whose device
+/// extents are `used` (sorted): the gaps from the reserved first MiB to the end, less the
+/// superblock copies.
+pub fn unallocated(size: u64, used: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut used: Vec<(u64, u64)> = used.to_vec();
+    used.extend(SUPER_OFFSETS.iter().map(|&s| (s, SUPER_INFO_SIZE)));
+    used.sort_unstable();
+    let span = BlockGroup {
+        start: DEVICE_RANGE_RESERVED,
+        length: size.saturating_sub(DEVICE_RANGE_RESERVED),
+        flags: 0,
+    };
+    gaps(&span, &used)
+}
+
 /// The free extents (start, length in bytes) of one block group: the gaps between `used`
 /// ranges (sorted by start; they may overlap) inside `[bg.start, bg.start + bg.length)`.
 pub fn gaps(bg: &BlockGroup, used: &[(u64, u64)]) -> Vec<(u64, u64)> {
@@ -364,7 +430,7 @@ fn describe(e: &io::Error, what: &str) -> String {
 }
 
 /// The free-space histogram of the btrfs mounted at (or holding) `mount`: free extents of the
-/// data block groups, in sectors. See the module documentation for what is counted.
+/// data block groups and of the unallocated device space, in sectors. See the module documentation for what is counted.
 pub fn free_space(mount: &Path, info: &FsInfo) -> Result<FreeSpace, String> {
     let err =
         |e: io::Error, what: &str| format!("{}: btrfs {}", mount.display(), describe(&e, what));
@@ -390,12 +456,31 @@ pub fn free_space(mount: &Path, info: &FsInfo) -> Result<FreeSpace, String> {
             h.add(len / sectorsize);
         }
     }
+    // Unallocated device space, each gap an extent of its own size.
+    let mut un_blocks = 0u64;
+    let mut un_extents = 0u64;
+    let devs = devices(fd).map_err(|e| err(e, "BTRFS_IOC_TREE_SEARCH_V2 (device items)"))?;
+    for (devid, size) in devs {
+        let used =
+            dev_extents(fd, devid).map_err(|e| err(e, "BTRFS_IOC_TREE_SEARCH_V2 (dev tree)"))?;
+        for (_, len) in unallocated(size, &used) {
+            let blocks = len / sectorsize;
+            if blocks > 0 {
+                h.add(blocks);
+                un_blocks += blocks;
+                un_extents += 1;
+            }
+        }
+    }
     let fs_blocks = if info.block_size == sectorsize {
         info.blocks
     } else {
         info.blocks.saturating_mul(info.block_size) / sectorsize
     };
-    Ok(h.finish(ROUTE, sectorsize, fs_blocks))
+    let mut f = h.finish(ROUTE, sectorsize, fs_blocks);
+    f.unallocated_blocks = Some(un_blocks);
+    f.unallocated_extents = Some(un_extents);
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -432,6 +517,27 @@ mod tests {
         );
         assert_eq!(gaps(&bg, &[(90, 20), (150, 80)]), vec![(110, 40)]);
         assert_eq!(gaps(&bg, &[(300, 1)]), vec![(100, 100)]);
+    }
+
+    #[test]
+    fn unallocated_is_the_gaps_after_the_reserved_mib_less_super_copies() {
+        const MIB: u64 = 1 << 20;
+        // Chunks at 1-9 MiB and 100-200 MiB of a 1 GiB device: the gap 9-100 MiB holds the
+        // super copy at 64 MiB.
+        let got = unallocated(1024 * MIB, &[(MIB, 8 * MIB), (100 * MIB, 100 * MIB)]);
+        assert_eq!(
+            got,
+            vec![
+                (9 * MIB, 55 * MIB),
+                (64 * MIB + 4096, 36 * MIB - 4096),
+                (200 * MIB, 824 * MIB)
+            ]
+        );
+        // Nothing allocated: everything after the first MiB, split at 64 MiB.
+        assert_eq!(
+            unallocated(128 * MIB, &[]),
+            vec![(MIB, 63 * MIB), (64 * MIB + 4096, 64 * MIB - 4096)]
+        );
     }
 
     #[test]

@@ -36,6 +36,13 @@ pub struct FreeSpace {
     pub avg_blocks: f64,
     /// Non-empty bins only, smallest first.
     pub bins: Vec<FreeBin>,
+    /// Of `free_blocks` and `free_extents`, the part in unallocated device space (btrfs: space
+    /// no chunk uses yet, which becomes data or metadata as needed); absent on routes without
+    /// such a part (GETFSMAP) and in reports written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unallocated_blocks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unallocated_extents: Option<u64>,
 }
 
 /// Accumulates free extents into the histogram.
@@ -99,6 +106,8 @@ impl FreeHist {
                 free_blocks as f64 / free_extents as f64
             },
             bins,
+            unallocated_blocks: None,
+            unallocated_extents: None,
         }
     }
 }

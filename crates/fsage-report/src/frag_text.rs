@@ -17,6 +17,16 @@ pub fn free_space(fs: &FreeSpace) -> String {
         fs.fs_blocks,
         100.0 * fs.free_blocks as f64 / fs.fs_blocks.max(1) as f64
     );
+    if let (Some(ub), Some(ue)) = (fs.unallocated_blocks, fs.unallocated_extents) {
+        let _ = writeln!(
+            s,
+            "  of which unallocated device space (no chunk yet): {} in {ue} extent(s); in data \
+             block groups: {} in {} extent(s)",
+            human_bytes(ub * bs),
+            human_bytes(fs.free_blocks.saturating_sub(ub) * bs),
+            fs.free_extents.saturating_sub(ue)
+        );
+    }
     let _ = writeln!(
         s,
         "Free extents: {}; min {}, max {}, average {} ({:.1} blocks)",

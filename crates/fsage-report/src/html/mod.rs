@@ -450,7 +450,14 @@ fn frag_figures_rows(frags: &[(&str, &FragReport)]) -> Vec<Vec<String>> {
                 name.to_string(),
                 r.fs_type.clone(),
                 fs.map_or("–".into(), |f| human_bytes(f.fs_blocks * f.block_size)),
-                fs.map_or("–".into(), |f| human_bytes(f.free_blocks * f.block_size)),
+                fs.map_or("–".into(), |f| match f.unallocated_blocks {
+                    Some(u) => format!(
+                        "{} ({} unallocated)",
+                        human_bytes(f.free_blocks * f.block_size),
+                        human_bytes(u * f.block_size)
+                    ),
+                    None => human_bytes(f.free_blocks * f.block_size),
+                }),
                 fs.map_or("–".into(), |f| f.free_extents.to_string()),
                 opt(f.free_extents_per_gib, |v| format!("{v:.1}")),
                 opt(f.free_under_1mib_percent, |v| format!("{v:.1}")),
@@ -600,7 +607,9 @@ fn frag(p: &mut Page, frags: &[Named<FragReport>]) {
         "frag",
         "Fragmentation, side by side",
         "From <code>fsage frag --json</code> reports. Free space: free extents from GETFSMAP \
-         (ext4, xfs) or the btrfs extent trees, binned by size in powers of two; each bar is the \
+         (ext4, xfs) or the btrfs trees (the gaps in data block groups, and each gap of \
+         unallocated device space as an extent of its own; the <i>free</i> column says how much \
+         is unallocated), binned by size in powers of two; each bar is the \
          share of the free space in extents of that size. Files: FIEMAP of every regular file, \
          binned by fragments (a fragment is a run of physically contiguous extents); the share is \
          of files with blocks, on a log axis. Probe: one new file of the given size written, \
