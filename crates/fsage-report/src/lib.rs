@@ -12,6 +12,7 @@ mod frag_text;
 mod git_series;
 pub mod html;
 pub mod inputs;
+pub mod latency_curves;
 pub mod plan_text;
 mod run_text;
 mod status_text;

@@ -236,3 +236,57 @@ fn an_experiment_dir_gets_the_against_fresh_verdict_of_each_aged_base() {
     )));
     assert!(html.contains("no verdict: the experiment has no fresh state of xfs"));
 }
+
+/// The latency section draws each flowop's percentiles (p50 to max) from the cells' full
+/// workload reports: the mean of the repetitions' percentiles, the largest max; without them
+/// (the synthetic fixtures) only p99 and max.
+#[test]
+fn latency_percentile_curves_come_from_the_cells_workload_reports() {
+    let d = tempfile::tempdir().unwrap();
+    let stats = |p50: f64, max: f64| {
+        serde_json::json!({"name": "readfile", "kind": "readwholefile", "thread": "t",
+            "stats": {"ops": 10, "ops_per_sec": 1.0, "mb_per_sec": 0.0, "bytes_read": 0,
+                "bytes_written": 0, "mean_us": p50, "p50_us": p50, "p90_us": 2.0 * p50,
+                "p99_us": 4.0 * p50, "p999_us": 8.0 * p50, "max_us": max, "enospc": 0}})
+    };
+    for (name, reps) in [
+        (
+            "ext4-fresh-varmail-plain-r0-fccf9e66d4a5.json",
+            vec![stats(10.0, 100.0)],
+        ),
+        (
+            "ext4-aged.meyer-varmail-plain-r0-fb410daee4cc.json",
+            vec![stats(20.0, 300.0), stats(40.0, 200.0)],
+        ),
+    ] {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fx("cells/aged").join(name)).unwrap())
+                .unwrap();
+        v["workload_report"] = serde_json::json!({"reps": reps.iter().map(|f| serde_json::json!({"flowops": [f]})).collect::<Vec<_>>()});
+        std::fs::write(d.path().join(name), v.to_string()).unwrap();
+    }
+    let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
+    let curves = fsage_report::latency_curves::from_cells(&set.cells);
+    assert_eq!(curves.len(), 2);
+    let aged = curves.iter().find(|c| !c.state.is_fresh()).unwrap();
+    assert_eq!(aged.reps, 2);
+    let labels: Vec<&str> = aged.points.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(labels, ["p50", "p90", "p99", "p99.9", "max"]);
+    assert_eq!(aged.points[0].1, 30.0, "mean of the p50s");
+    assert_eq!(aged.points[3].1, 240.0, "mean of the p99.9s");
+    assert_eq!(aged.points[4].1, 300.0, "the largest max");
+    let html = export(&Html::default(), &set);
+    assert!(html.contains("latency percentiles per flowop (log axis)"));
+    assert!(html.contains(">\np99.9\n<"), "the p99.9 tick");
+    assert!(html.contains(">\n100 µs\n<"), "ticks with units");
+    // The synthetic fixtures have no workload reports: p99 and max only.
+    let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
+    let html = export(
+        &Html {
+            sections: vec!["latency".into()],
+        },
+        &set,
+    );
+    assert!(html.contains(">\np99\n<") && html.contains(">\nmax\n<"));
+    assert!(!html.contains(">\np99.9\n<"));
+}

@@ -5,6 +5,7 @@
 pub mod plots;
 
 use crate::inputs::{Named, ReportSet};
+use crate::latency_curves::FlowopCurve;
 use crate::Exporter;
 use fsage_exec::report::{Histogram, RunReport};
 use fsage_experiment::analysis::sweep::fmt_latency;
@@ -214,6 +215,7 @@ pub fn render(set: &ReportSet, only: &[String]) -> String {
     if want("against-fresh") && !set.verdicts.is_empty() {
         experiment_verdicts(&mut p, &set.verdicts);
     }
+    let curves = crate::latency_curves::from_cells(&set.cells);
     for a in &set.analyses {
         let suffix = if set.analyses.len() > 1 {
             format!(" ({})", a.name)
@@ -224,7 +226,13 @@ pub fn render(set: &ReportSet, only: &[String]) -> String {
             aged_vs_fresh(&mut p, &a.item, &suffix);
         }
         if want("latency") && !a.item.flowops.is_empty() {
-            latency(&mut p, &a.item, &suffix);
+            // The cells' percentiles belong to the analysis computed from them.
+            let cv: &[FlowopCurve] = if a.path.as_os_str().is_empty() {
+                &curves
+            } else {
+                &[]
+            };
+            latency(&mut p, &a.item, &suffix, cv);
         }
         if want("sweep") && !a.item.sweeps.is_empty() {
             sweep(&mut p, &a.item, &suffix);
@@ -910,7 +918,96 @@ fn aged_vs_fresh(p: &mut Page, a: &Analysis, suffix: &str) {
     );
 }
 
-fn latency(p: &mut Page, a: &Analysis, suffix: &str) {
+/// The percentile panels of one (file system, workload, device latency): from the cells' full
+/// workload reports when there are any (p50 to max), else the analysis' p99 and max.
+fn latency_panels(
+    fs: &str,
+    wl: &str,
+    l: Option<f64>,
+    lk: Option<i64>,
+    rows: &[&FlowopCompare],
+    flowops: &[String],
+    curves: &[FlowopCurve],
+) -> plots::PercentilePanels {
+    let mine: Vec<&FlowopCurve> = curves
+        .iter()
+        .filter(|c| {
+            c.fs == fs && c.workload == wl && c.latency_us.map(|v| (v * 1000.0) as i64) == lk
+        })
+        .collect();
+    let title = format!(
+        "{fs}, {wl}, {}: latency percentiles per flowop (log axis)",
+        lat(l)
+    );
+    let mut fos: Vec<String> = flowops.to_vec();
+    let (percentiles, states, panels) = if !mine.is_empty() {
+        for c in &mine {
+            if !fos.contains(&c.flowop) {
+                fos.push(c.flowop.clone());
+            }
+        }
+        let states = state_order(&mine.iter().map(|c| c.state.clone()).collect());
+        let pcts: Vec<String> = crate::latency_curves::PERCENTILES
+            .iter()
+            .map(|(_, p)| p.to_string())
+            .filter(|p| mine.iter().any(|c| c.points.iter().any(|(q, _)| q == p)))
+            .collect();
+        let panels = fos
+            .iter()
+            .map(|fo| {
+                let per_state = states
+                    .iter()
+                    .map(|st| {
+                        let c = mine.iter().find(|c| &c.flowop == fo && &c.state == st);
+                        pcts.iter()
+                            .map(|p| {
+                                c.and_then(|c| c.points.iter().find(|(q, _)| q == p))
+                                    .map(|x| x.1)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                (fo.clone(), per_state)
+            })
+            .collect();
+        (pcts, states, panels)
+    } else {
+        let mut states = vec![State::Fresh];
+        states.extend(state_order(&rows.iter().map(|r| r.state.clone()).collect()));
+        let panels = fos
+            .iter()
+            .map(|fo| {
+                let per_state = states
+                    .iter()
+                    .map(|st| {
+                        if st.is_fresh() {
+                            let r = rows.iter().find(|r| &r.flowop == fo);
+                            vec![
+                                r.and_then(|r| r.fresh_p99_us),
+                                r.and_then(|r| r.fresh_max_us),
+                            ]
+                        } else {
+                            let r = rows.iter().find(|r| &r.flowop == fo && &r.state == st);
+                            vec![r.map(|r| r.aged_p99_us), r.map(|r| r.aged_max_us)]
+                        }
+                    })
+                    .collect();
+                (fo.clone(), per_state)
+            })
+            .collect();
+        (vec!["p99".to_string(), "max".to_string()], states, panels)
+    };
+    plots::PercentilePanels {
+        title,
+        percentiles,
+        series: states.iter().map(State::label).collect(),
+        panels,
+        columns: 4,
+        panel_size: (250, 200),
+    }
+}
+
+fn latency(p: &mut Page, a: &Analysis, suffix: &str, curves: &[FlowopCurve]) {
     let mut c = String::new();
     let mut keys: BTreeMap<(String, String, Option<i64>), Option<f64>> = BTreeMap::new();
     for f in &a.flowops {
@@ -940,56 +1037,7 @@ fn latency(p: &mut Page, a: &Analysis, suffix: &str) {
             }
             v
         };
-        let states: Vec<State> = state_order(&rows.iter().map(|r| r.state.clone()).collect());
-        // Per statistic: the fresh bars, then one series per aged state.
-        type Pick = fn(&FlowopCompare) -> Option<f64>;
-        let stats: [(&str, Pick, Pick); 2] = [
-            ("p99", |r| r.fresh_p99_us, |r| Some(r.aged_p99_us)),
-            ("max", |r| r.fresh_max_us, |r| Some(r.aged_max_us)),
-        ];
-        let bar = |value: f64| Bar {
-            value,
-            interval: None,
-            flag: false,
-        };
-        let mut series = Vec::new();
-        for (stat, fresh, aged) in stats {
-            series.push(BarSeries {
-                name: format!("fresh {stat}"),
-                bars: flowops
-                    .iter()
-                    .map(|fo| {
-                        rows.iter()
-                            .find(|r| &r.flowop == fo)
-                            .and_then(|r| fresh(r))
-                            .map(bar)
-                    })
-                    .collect(),
-            });
-            for st in &states {
-                series.push(BarSeries {
-                    name: format!("{} {stat}", st.label()),
-                    bars: flowops
-                        .iter()
-                        .map(|fo| {
-                            rows.iter()
-                                .find(|r| &r.flowop == fo && &r.state == st)
-                                .and_then(|r| aged(r))
-                                .map(bar)
-                        })
-                        .collect(),
-                });
-            }
-        }
-        let chart = BarChart {
-            title: format!("{fs}, {wl}, {}: tail latency per flowop", lat(l)),
-            x_desc: "flowop".into(),
-            y_desc: "latency (µs), log".into(),
-            groups: flowops.clone(),
-            series,
-            log_y: true,
-            size: (760, 380),
-        };
+        let chart = latency_panels(&fs, &wl, l, lk, &rows, &flowops, curves);
         let trows: Vec<Vec<String>> = rows
             .iter()
             .map(|r| {
@@ -1006,29 +1054,31 @@ fn latency(p: &mut Page, a: &Analysis, suffix: &str) {
             })
             .collect();
         let _ = write!(c, "<h3>{} — {} — {}</h3>", esc(&fs), esc(&wl), esc(&lat(l)));
-        c.push_str(&fig(&[
-            plot_or_note(plots::bars(&chart)),
-            table(
-                &[
-                    "flowop",
-                    "state",
-                    "fresh p99",
-                    "aged p99",
-                    "p99 aged/fresh",
-                    "fresh max",
-                    "aged max",
-                    "max aged/fresh",
-                ],
-                &trows,
-            ),
-        ]));
+        c.push_str(&fig(&[plot_or_note(plots::percentile_panels(&chart))]));
+        c.push_str(&fig(&[table(
+            &[
+                "flowop",
+                "state",
+                "fresh p99",
+                "aged p99",
+                "p99 aged/fresh",
+                "fresh max",
+                "aged max",
+                "max aged/fresh",
+            ],
+            &trows,
+        )]));
     }
     p.section(
         "latency",
         &format!("Tail latency per flowop{suffix}"),
-        "p99 is the mean over repetitions of each repetition's 99th percentile of the flowop's \
-         latency (from the workload engine's HDR histograms); max is the largest latency seen in \
-         any repetition. The axis is logarithmic: flowops differ by orders of magnitude.",
+        "One panel per flowop: its latency percentiles (p50, p90, p99, p99.9 and max, from the \
+         workload engine's HDR histograms, as each cell's full workload report keeps them; only \
+         p99 and max when the input is an analysis without its cells), one line per state, \
+         fresh and aged in the same colours in every panel. Each percentile is the mean over \
+         repetitions of each repetition's percentile; max is the largest latency seen in any \
+         repetition. The latency axis is logarithmic (flowops differ by orders of magnitude) \
+         and each panel has its own range. The table gives p99 and max aged against fresh.",
         &c,
     );
 }

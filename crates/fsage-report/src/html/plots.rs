@@ -385,3 +385,143 @@ pub fn lines(c: &LineChart) -> Result<String, String> {
     }
     Ok(svg)
 }
+
+/// Small multiples of latency percentile curves: one panel per flowop, the percentiles on x
+/// (categories, in order), latency on a log axis, one line per series (a state) in the same
+/// colour in every panel, and one legend above the panels, off the data.
+#[derive(Debug, Clone)]
+pub struct PercentilePanels {
+    pub title: String,
+    /// The x categories (e.g. p50, p90, p99, p99.9, max).
+    pub percentiles: Vec<String>,
+    /// Series names (the legend), in colour order.
+    pub series: Vec<String>,
+    /// (panel title, per series the values in µs per percentile, `None` where not measured).
+    pub panels: Vec<(String, Vec<Vec<Option<f64>>>)>,
+    /// Panels per row, and each panel's size.
+    pub columns: usize,
+    pub panel_size: (u32, u32),
+}
+
+/// A latency in µs with its unit, for the log axis' ticks.
+pub fn fmt_us(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{} s", fmt_tick(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{} ms", fmt_tick(v / 1e3))
+    } else {
+        format!("{} µs", fmt_tick(v))
+    }
+}
+
+/// Draws [`PercentilePanels`]; returns the `<svg>` element.
+pub fn percentile_panels(c: &PercentilePanels) -> Result<String, String> {
+    let n = c.percentiles.len();
+    if n == 0 || c.panels.is_empty() {
+        return Err("nothing to plot".into());
+    }
+    let cols = c.columns.clamp(1, c.panels.len());
+    let rows = c.panels.len().div_ceil(cols);
+    let (pw, ph) = c.panel_size;
+    let head = 58u32;
+    let size = (pw * cols as u32, head + ph * rows as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (top, body) = root.split_vertically(head);
+        top.draw(&Text::new(
+            c.title.clone(),
+            (10, 6),
+            (FONT, 16).into_font().color(&BLACK),
+        ))
+        .map_err(|e| e.to_string())?;
+        // The legend: a row of swatches under the title.
+        let mut x = 12i32;
+        for (i, s) in c.series.iter().enumerate() {
+            let col = color(i);
+            top.draw(&PathElement::new(
+                vec![(x, 40), (x + 22, 40)],
+                col.stroke_width(3),
+            ))
+            .map_err(|e| e.to_string())?;
+            top.draw(&Circle::new((x + 11, 40), 3, col.filled()))
+                .map_err(|e| e.to_string())?;
+            top.draw(&Text::new(
+                s.clone(),
+                (x + 28, 40),
+                (FONT, 12)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(|e| e.to_string())?;
+            x += 40 + 7 * s.chars().count() as i32;
+        }
+        let areas = body.split_evenly((rows, cols));
+        for ((name, series), area) in c.panels.iter().zip(areas) {
+            let vals: Vec<f64> = series
+                .iter()
+                .flatten()
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .collect();
+            if vals.is_empty() {
+                continue;
+            }
+            let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).log10();
+            let hi = vals
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max)
+                .log10();
+            let (y0, y1) = (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
+            let mut chart = ChartBuilder::on(&area)
+                .caption(name, (FONT, 13))
+                .margin(6)
+                .x_label_area_size(22)
+                .y_label_area_size(52)
+                .build_cartesian_2d(-0.3f64..(n as f64 - 0.7), y0..y1)
+                .map_err(|e| e.to_string())?;
+            let labels = c.percentiles.clone();
+            chart
+                .configure_mesh()
+                .light_line_style(WHITE.mix(0.0))
+                .bold_line_style(BLACK.mix(0.1))
+                .x_labels(n)
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if (v - i).abs() < 1e-6 && i >= 0.0 {
+                        labels.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_labels((y1 - y0) as usize + 1)
+                .y_label_formatter(&|v| fmt_us(10f64.powf(*v)))
+                .label_style((FONT, 10))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            for (si, s) in series.iter().enumerate() {
+                let col = color(si);
+                let pts: Vec<(f64, f64)> = s
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, v)| {
+                        v.filter(|v| v.is_finite() && *v > 0.0)
+                            .map(|v| (i as f64, v.log10()))
+                    })
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}

@@ -1,0 +1,112 @@
+//! Latency percentiles per flowop from the cells' full workload reports: each cell keeps the
+//! engine's result (`workload_report`), whose flowops carry p50, p90, p99, p99.9 and max from
+//! the engine's HDR histograms; the analysis' samples keep only p99 and max.
+
+use crate::inputs::Named;
+use fsage_experiment::{CellResult, State};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The percentiles drawn, in order: the key in the engine's `stats`, and the label.
+pub const PERCENTILES: [(&str, &str); 5] = [
+    ("p50_us", "p50"),
+    ("p90_us", "p90"),
+    ("p99_us", "p99"),
+    ("p999_us", "p99.9"),
+    ("max_us", "max"),
+];
+
+/// One flowop of one (file system, workload, device latency, state): its latency percentiles
+/// over the repetitions (each percentile the mean of the repetitions'; max the largest).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowopCurve {
+    pub fs: String,
+    pub workload: String,
+    pub latency_us: Option<f64>,
+    pub state: State,
+    pub flowop: String,
+    pub reps: usize,
+    /// (label, µs) for each percentile of [`PERCENTILES`] that was measured.
+    pub points: Vec<(String, f64)>,
+}
+
+type Key = (String, String, Option<u64>, State, String);
+
+/// The curves of every flowop of the done cells, in the order first seen.
+pub fn from_cells(cells: &[Named<CellResult>]) -> Vec<FlowopCurve> {
+    // Per key: per percentile, the values of the repetitions.
+    let mut acc: BTreeMap<Key, (usize, Vec<Vec<f64>>)> = BTreeMap::new();
+    let mut order: Vec<Key> = Vec::new();
+    for c in cells.iter().filter(|c| c.item.is_done()) {
+        let cell = &c.item.cell;
+        let Some(reps) = c
+            .item
+            .workload_report
+            .as_ref()
+            .and_then(|w| w.get("reps"))
+            .and_then(|r| r.as_array())
+        else {
+            continue;
+        };
+        for rep in reps {
+            let Some(flowops) = rep.get("flowops").and_then(|f| f.as_array()) else {
+                continue;
+            };
+            for f in flowops {
+                let (Some(name), Some(stats)) =
+                    (f.get("name").and_then(|n| n.as_str()), f.get("stats"))
+                else {
+                    continue;
+                };
+                if stats.get("ops").and_then(|o| o.as_u64()) == Some(0) {
+                    continue;
+                }
+                let key: Key = (
+                    cell.fs.label.clone(),
+                    cell.workload.label.clone(),
+                    cell.latency_us.map(f64::to_bits),
+                    cell.state.state(),
+                    name.to_string(),
+                );
+                let e = acc.entry(key.clone()).or_insert_with(|| {
+                    order.push(key);
+                    (0, vec![Vec::new(); PERCENTILES.len()])
+                });
+                e.0 += 1;
+                for (i, (k, _)) in PERCENTILES.iter().enumerate() {
+                    if let Some(v) = stats.get(*k).and_then(|v| v.as_f64()) {
+                        e.1[i].push(v);
+                    }
+                }
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let (reps, vals) = &acc[&k];
+            let points = PERCENTILES
+                .iter()
+                .zip(vals)
+                .filter(|(_, v)| !v.is_empty())
+                .map(|((key, label), v)| {
+                    let x = if *key == "max_us" {
+                        v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                    } else {
+                        v.iter().sum::<f64>() / v.len() as f64
+                    };
+                    (label.to_string(), x)
+                })
+                .collect();
+            FlowopCurve {
+                fs: k.0,
+                workload: k.1,
+                latency_us: k.2.map(f64::from_bits),
+                state: k.3,
+                flowop: k.4,
+                reps: *reps,
+                points,
+            }
+        })
+        .collect()
+}
