@@ -26,13 +26,16 @@ pub struct BaseVerdict {
     /// The comparison, or why there is none.
     pub against: Option<AgainstFresh>,
     pub missing: Option<String>,
+    /// What to keep in mind reading the comparison (e.g. measured by an older fsage).
+    pub notes: Vec<String>,
 }
 
 impl BaseVerdict {
     /// The one line for people.
     pub fn line(&self) -> String {
         match (&self.against, &self.missing) {
-            (Some(a), _) => a.summary.clone(),
+            (Some(a), _) if self.notes.is_empty() => a.summary.clone(),
+            (Some(a), _) => format!("{} (note: {})", a.summary, self.notes.join("; ")),
             (None, Some(why)) => format!("{} {}: no verdict: {why}", self.fs, self.state),
             (None, None) => format!("{} {}: no verdict", self.fs, self.state),
         }
@@ -142,11 +145,27 @@ pub fn for_experiment(dir: &Path, frags: &[Named<FragReport>]) -> Vec<BaseVerdic
             fresh_frag: None,
             against: None,
             missing: None,
+            notes: Vec::new(),
         };
         match fresh_of(b) {
             Some(j) => {
                 let fresh = &frags[j];
                 v.fresh_frag = Some(fresh.name.clone());
+                // btrfs measured before the unallocated device space was counted: a fresh
+                // image then showed only its first data chunk free.
+                let old_btrfs = |r: &FragReport| {
+                    r.free_space.as_ref().is_some_and(|f| {
+                        f.route.starts_with("btrfs") && f.unallocated_blocks.is_none()
+                    })
+                };
+                if old_btrfs(&aged.item) || old_btrfs(&fresh.item) {
+                    v.notes.push(
+                        "measured by an fsage that left btrfs's unallocated space out of the free \
+                         space, so the fresh image's free extents per GiB are those of its first \
+                         data chunk only"
+                            .into(),
+                    );
+                }
                 v.against = Some(fsage_measure::against_fresh(
                     &format!("{} {label}", b.fs.label),
                     &aged.item,
