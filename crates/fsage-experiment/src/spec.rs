@@ -41,8 +41,10 @@ pub enum StateSpec {
     Fresh,
     /// Aged with `fsage age` once per file system, then restored before every cell.
     Aged {
-        /// Built-in profile name, or the profile file's path (absolute, resolved from the
-        /// experiment file's directory).
+        /// Built-in profile name, or the profile file's canonical path (resolved from the
+        /// experiment file's directory). The path is where the runner reads the profile, not
+        /// what the cell is: a cell id counts a profile file by its name as written and its text
+        /// ([`Cell::profile_file`]).
         profile: String,
         label: String,
         fullness: Option<f64>,
@@ -63,8 +65,12 @@ impl StateSpec {
     pub fn state(&self) -> crate::State {
         match self {
             StateSpec::Fresh => crate::State::Fresh,
+            // A profile file by its file name: the directory it sits in is no part of a result,
+            // so that results from runs in other places group together.
             StateSpec::Aged { profile, label, .. } => crate::State::Aged {
-                profile: profile.clone(),
+                profile: Path::new(profile)
+                    .file_name()
+                    .map_or(profile.clone(), |n| n.to_string_lossy().into_owned()),
                 label: label.clone(),
             },
             StateSpec::Image { name, .. } => crate::State::Image { name: name.clone() },
@@ -101,6 +107,17 @@ pub enum WorkloadSource {
     },
 }
 
+/// A profile file an aged state names: the name as written in the experiment file and the text
+/// read from it. This, not the path it was found at, is what the cell ids count, and what a cell
+/// result keeps so that the aging can be reproduced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileFile {
+    /// `profile` as written in the experiment file (relative to its directory).
+    pub written: String,
+    /// The profile's TOML text.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadSpec {
     pub label: String,
@@ -128,6 +145,9 @@ pub struct ExperimentSpec {
     pub cache_ratio: Option<f64>,
     pub seed: u64,
     pub image_size: u64,
+    /// The profile files of the aged states, by state label (built-in profiles have none).
+    #[serde(default)]
+    pub profile_files: BTreeMap<String, ProfileFile>,
 }
 
 /// One run of one workload: the unit a runner executes and records.
@@ -150,6 +170,9 @@ pub struct Cell {
     pub warmup_s: f64,
     pub cache_ratio: Option<f64>,
     pub image_size: u64,
+    /// The aged state's profile file (name as written and text), when it is not built in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_file: Option<ProfileFile>,
 }
 
 /// The matrix and what it will cost.
@@ -235,6 +258,10 @@ impl ExperimentSpec {
             warmup_s: self.warmup_s,
             cache_ratio: self.cache_ratio,
             image_size: self.image_size,
+            profile_file: match st {
+                StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
+                _ => None,
+            },
         };
         c.id = cell_id(&c);
         c
@@ -242,8 +269,10 @@ impl ExperimentSpec {
 }
 
 /// The id of a cell: readable parts, then 12 hex digits of a SHA-256 of the cell's definition
-/// (its JSON, without the id, the experiment's name and a workload file's path, whose text counts
-/// instead; with the format version).
+/// (its JSON, without the id, the experiment's name and the paths of a workload file and a
+/// profile file, whose text counts instead (and a profile's name as written); with the format
+/// version). So the same experiment planned from another directory, or by another spelling of its
+/// path, has the same ids.
 pub fn cell_id(c: &Cell) -> String {
     let mut key = c.clone();
     key.id = String::new();
@@ -251,6 +280,11 @@ pub fn cell_id(c: &Cell) -> String {
     // A workload file counts by its text, not by where the experiment directory sits.
     if let WorkloadSource::File { path, .. } = &mut key.workload.source {
         *path = PathBuf::new();
+    }
+    if key.profile_file.is_some() {
+        if let StateSpec::Aged { profile, .. } = &mut key.state {
+            *profile = String::new();
+        }
     }
     // Serialising plain data cannot fail.
     let json = serde_json::to_string(&key).expect("cells serialise");
@@ -520,8 +554,12 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     }
     let mut states: Vec<StateSpec> = Vec::new();
     let mut state_labels = BTreeSet::new();
+    let mut profile_files = BTreeMap::new();
     for s in &raw.state {
-        let st = state(&cx, s, &labels)?;
+        let (st, pf) = state(&cx, s, &labels)?;
+        if let (StateSpec::Aged { label, .. }, Some(pf)) = (&st, pf) {
+            profile_files.insert(label.clone(), pf);
+        }
         let key = st.state().label();
         if !state_labels.insert(key.clone()) {
             return Err(cx.at(s.span(), format!("state {key:?} given twice")));
@@ -571,6 +609,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         cache_ratio,
         seed,
         image_size,
+        profile_files,
     })
 }
 
@@ -593,7 +632,7 @@ fn state(
     cx: &Ctx,
     s: &Spanned<RawState>,
     fs_labels: &BTreeSet<String>,
-) -> Result<StateSpec, Error> {
+) -> Result<(StateSpec, Option<ProfileFile>), Error> {
     let r = s.get_ref();
     let kind = r.kind.get_ref().as_str();
     let not_for = |key: &str, span: Range<usize>| {
@@ -622,7 +661,7 @@ fn state(
                     return Err(not_for(k, sp.clone()));
                 }
             }
-            Ok(StateSpec::Fresh)
+            Ok((StateSpec::Fresh, None))
         }
         "aged" => {
             for (k, sp) in &image_keys {
@@ -637,11 +676,11 @@ fn state(
                 ));
             };
             let pname = p.get_ref().trim();
-            let profile = if fsage_profile::builtin(pname).is_some() {
-                pname.to_string()
+            let (profile, file) = if fsage_profile::builtin(pname).is_some() {
+                (pname.to_string(), None)
             } else {
                 let path = cx.dir.join(pname);
-                fsage_profile::load(&path).map_err(|e| {
+                let unreadable = |e: &dyn std::fmt::Display| {
                     cx.at(
                         p.span(),
                         format!(
@@ -650,8 +689,17 @@ fn state(
                             fsage_profile::builtin_names().join(", ")
                         ),
                     )
-                })?;
-                path.display().to_string()
+                };
+                fsage_profile::load(&path).map_err(|e| unreadable(&e))?;
+                let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                (
+                    path.display().to_string(),
+                    Some(ProfileFile {
+                        written: pname.to_string(),
+                        text,
+                    }),
+                )
             };
             let label = match &r.label {
                 Some(l) => label_ok(cx, l, "label")?,
@@ -681,14 +729,17 @@ fn state(
                 Some(v) => Some(duration(cx, v, "max_time")?),
                 None => None,
             };
-            Ok(StateSpec::Aged {
-                profile,
-                label,
-                fullness,
-                seed,
-                max_ops,
-                max_time_s,
-            })
+            Ok((
+                StateSpec::Aged {
+                    profile,
+                    label,
+                    fullness,
+                    seed,
+                    max_ops,
+                    max_time_s,
+                },
+                file,
+            ))
         }
         "image" => {
             for (k, sp) in &aged_keys {
@@ -715,10 +766,13 @@ fn state(
                     ),
                 ));
             }
-            Ok(StateSpec::Image {
-                name: label_ok(cx, n, "name")?,
-                fs: f.get_ref().clone(),
-            })
+            Ok((
+                StateSpec::Image {
+                    name: label_ok(cx, n, "name")?,
+                    fs: f.get_ref().clone(),
+                },
+                None,
+            ))
         }
         other => Err(cx.at(
             r.kind.span(),
@@ -1102,5 +1156,78 @@ set = { nfiles = 100 }
                 "",
             );
         assert_eq!(p(&text).unwrap().latencies, vec![None]);
+    }
+
+    /// The same experiment file, reached by three spellings of its path (absolute, absolute
+    /// through `sub/..`, relative from the current directory), has the same cell ids; the profile
+    /// file's text is in every aged cell, and editing it changes the ids.
+    #[test]
+    fn cell_ids_do_not_depend_on_how_the_path_is_spelled() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let prof = include_str!("../../fsage-profile/builtin/meyer.toml");
+        std::fs::write(dir.join("myprof.toml"), prof).unwrap();
+        let exp = GOOD.replace("profile = \"meyer\"", "profile = \"myprof.toml\"");
+        std::fs::write(dir.join("exp.toml"), &exp).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let ups = "../".repeat(cwd.components().count() - 1);
+        let relative = PathBuf::from(format!(
+            "{ups}{}",
+            dir.join("exp.toml")
+                .display()
+                .to_string()
+                .trim_start_matches('/')
+        ));
+        assert!(relative.is_relative());
+        let spellings = [
+            dir.join("exp.toml"),
+            dir.join("sub").join("..").join("exp.toml"),
+            relative,
+        ];
+        let ids = |p: &Path| -> Vec<String> {
+            load(p)
+                .unwrap()
+                .plan()
+                .cells
+                .into_iter()
+                .map(|c| c.id)
+                .collect()
+        };
+        let first = ids(&spellings[0]);
+        assert!(first
+            .iter()
+            .any(|i| i.starts_with("ext4-aged.myprof-varmail-plain-r0-")));
+        for sp in &spellings[1..] {
+            assert_eq!(ids(sp), first, "planned as {}", sp.display());
+        }
+        // A copy of the experiment and its profile elsewhere (a clone of the repository) too.
+        let other = dir.join("sub");
+        std::fs::write(other.join("myprof.toml"), prof).unwrap();
+        std::fs::write(other.join("exp.toml"), &exp).unwrap();
+        assert_eq!(ids(&other.join("exp.toml")), first);
+        let plan = load(&spellings[2]).unwrap().plan();
+        let aged = plan
+            .cells
+            .iter()
+            .find(|c| matches!(c.state, StateSpec::Aged { .. }))
+            .unwrap();
+        let pf = aged.profile_file.as_ref().unwrap();
+        assert_eq!(
+            (pf.written.as_str(), pf.text.as_str()),
+            ("myprof.toml", prof)
+        );
+        assert!(plan
+            .cells
+            .iter()
+            .all(|c| matches!(c.state, StateSpec::Fresh) == c.profile_file.is_none()));
+        // The runner reads the profile from an absolute path whatever the spelling.
+        let StateSpec::Aged { profile, .. } = &aged.state else {
+            unreachable!()
+        };
+        assert_eq!(Path::new(profile), dir.join("myprof.toml"));
+        // An edited profile is another cell.
+        std::fs::write(dir.join("myprof.toml"), format!("{prof}\n# edited\n")).unwrap();
+        assert_ne!(ids(&spellings[0]), first);
     }
 }
