@@ -983,6 +983,7 @@ fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
         };
         set.insert(k.clone(), val);
     }
+    check_workload(cx, w, &source, &set)?;
     let label = match &r.label {
         Some(l) => label_ok(cx, l, "label")?,
         None => match &source {
@@ -993,6 +994,41 @@ fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
         },
     };
     Ok(WorkloadSpec { label, source, set })
+}
+
+/// Parses the workload and applies its variables now, so that a bad `.f` file or a `set` the
+/// workload cannot take is an error of the experiment file (its line, and the `.f` file's line)
+/// before anything runs, not a failure of every cell after the aging.
+fn check_workload(
+    cx: &Ctx,
+    w: &Spanned<RawWorkload>,
+    source: &WorkloadSource,
+    set: &BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let r = w.get_ref();
+    let (parsed, span) = match source {
+        WorkloadSource::Builtin { name } => (
+            fsage_workload::Workload::builtin(name),
+            r.name.as_ref().map_or(w.span(), |n| n.span()),
+        ),
+        WorkloadSource::File { path, text } => (
+            fsage_workload::Workload::parse(text, &path.display().to_string()),
+            r.file.as_ref().map_or(w.span(), |f| f.span()),
+        ),
+    };
+    let parsed = parsed.map_err(|e| cx.at(span, format!("workload: {e}")))?;
+    // One variable at a time first, so that the error points at the one that is wrong.
+    for (k, v) in set {
+        if let Err(e) = parsed.with_vars(&[(k, v)]) {
+            let at = r.set.get(k).map_or(w.span(), |s| s.span());
+            return Err(cx.at(at, format!("`set.{k}` = {v:?}: {e}")));
+        }
+    }
+    let vars: Vec<(&String, &String)> = set.iter().collect();
+    parsed
+        .with_vars(&vars)
+        .map_err(|e| cx.at(w.span(), format!("workload with its `set`: {e}")))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1229,5 +1265,66 @@ set = { nfiles = 100 }
         // An edited profile is another cell.
         std::fs::write(dir.join("myprof.toml"), format!("{prof}\n# edited\n")).unwrap();
         assert_ne!(ids(&spellings[0]), first);
+    }
+
+    /// A workload that cannot run is refused when the experiment is read, with the line of the
+    /// experiment and the `.f` file's line, not after the aging by every cell.
+    #[test]
+    fn bad_workloads_and_variables_are_refused_at_load() {
+        // A variable the built-in does not have, and one it has with a value it cannot take.
+        let e = err(&GOOD.replace(
+            "set = { nfiles = 100 }",
+            "set = { meanfilesize = \"zzz\", nfiles = 10 }",
+        ));
+        assert!(e.starts_with("x.toml:31:"), "{e}");
+        assert!(
+            e.contains("`set.meanfilesize`") && e.contains("no variable $meanfilesize"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("set = { nfiles = 100 }", "set = { nfiles = \"zzz\" }"));
+        assert!(
+            e.starts_with("x.toml:31:") && e.contains("`set.nfiles`"),
+            "{e}"
+        );
+        // The documented variables of the built-ins are accepted.
+        for b in BUILTIN_WORKLOADS {
+            let text = GOOD.replace("\"varmail\"", &format!("\"{b}\"")).replace(
+                "set = { nfiles = 100 }",
+                "set = { nfiles = 100, filesize = \"16k\", nthreads = 2, meandirwidth = 10, \
+                 iosize = \"64k\", meanappendsize = \"4k\" }",
+            );
+            p(&text).unwrap_or_else(|e| panic!("{b}: {e}"));
+        }
+
+        // A .f file that is not Filebench's language, and a good one given a bad value.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("garbage.f"),
+            "set $x=1\nthis is not a workload\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("small.f"),
+            include_str!("../examples/small.f"),
+        )
+        .unwrap();
+        let with_file = |f: &str, set: &str| {
+            let text = GOOD.replace(
+                "name = \"varmail\"\nset = { nfiles = 100 }",
+                &format!("file = \"{f}\"\nset = {{ {set} }}"),
+            );
+            parse(&text, "x.toml", d.path())
+        };
+        let e = with_file("garbage.f", "").unwrap_err().message;
+        assert!(e.starts_with("x.toml:30:"), "{e}");
+        assert!(e.contains("garbage.f:2:"), "{e}");
+        let e = with_file("small.f", "meanfilesize = \"zzz\"")
+            .unwrap_err()
+            .message;
+        assert!(
+            e.starts_with("x.toml:31:") && e.contains("`set.meanfilesize`"),
+            "{e}"
+        );
+        with_file("small.f", "meanfilesize = \"4k\", nfiles = 10").unwrap();
     }
 }
