@@ -189,6 +189,9 @@ pub struct Plan {
     /// cell, in seconds (see [`setup_allowance_s`]).
     pub setup_s: f64,
     pub estimate_s: f64,
+    /// What would stop a run that the plan can see (a library image that is not there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Seconds allowed per cell for everything but the workload: 5 s, plus restoring the image at
@@ -234,7 +237,24 @@ impl ExperimentSpec {
             run_s,
             setup_s,
             estimate_s: run_s + setup_s,
+            warnings: Vec::new(),
         }
+    }
+
+    /// The image states whose image `library` does not hold, one message each (the file, the
+    /// state, and the library's own word on it, which names `fsage image list`).
+    pub fn missing_images(&self, library: &Path) -> Vec<String> {
+        let lib = fsage_lab::image::Library::open(library);
+        self.states
+            .iter()
+            .filter_map(|s| match s {
+                StateSpec::Image { name, .. } => lib
+                    .load(name)
+                    .err()
+                    .map(|e| format!("{}: state image {name:?}: {e}", self.origin)),
+                _ => None,
+            })
+            .collect()
     }
 
     fn cell(
@@ -1326,5 +1346,25 @@ set = { nfiles = 100 }
             "{e}"
         );
         with_file("small.f", "meanfilesize = \"4k\", nfiles = 10").unwrap();
+    }
+
+    /// `plan` warns about a library image that is not in the library, naming `fsage image list`
+    /// once; an image that is there gives no warning.
+    #[test]
+    fn missing_library_images_are_named_once() {
+        let text = GOOD.replace(
+            "[devices]",
+            "[[state]]\nkind = \"image\"\nname = \"not-there\"\nfs = \"ext4\"\n\n[devices]",
+        );
+        let lib = tempfile::tempdir().unwrap();
+        let w = p(&text).unwrap().missing_images(lib.path());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("x.toml: state image \"not-there\""),
+            "{}",
+            w[0]
+        );
+        assert_eq!(w[0].matches("image list").count(), 1, "{}", w[0]);
+        assert!(p(GOOD).unwrap().missing_images(lib.path()).is_empty());
     }
 }
