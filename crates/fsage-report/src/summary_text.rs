@@ -94,10 +94,15 @@ pub fn render(set: &ReportSet) -> String {
                 }
             );
         }
-        for r in x.ranks.iter().filter(|r| r.changed) {
+        for r in x.ranks.iter().filter(|r| r.changed || r.within_noise) {
             let _ = writeln!(
                 o,
-                "  rank order changed: {} {} {}: {} (fresh: {})",
+                "  {}: {} {} {}: {} (fresh: {})",
+                if r.changed {
+                    "rank order changed"
+                } else {
+                    "rank order swapped within noise (not a change)"
+                },
                 r.workload,
                 lat(r.latency_us),
                 r.state.label(),

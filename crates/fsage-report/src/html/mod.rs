@@ -783,6 +783,8 @@ fn aged_vs_fresh(p: &mut Page, a: &Analysis, suffix: &str) {
                         "–".into()
                     } else if r.changed {
                         "<span class=\"flag\">⚑ changed</span>".into()
+                    } else if r.within_noise {
+                        format!("within noise (fresh: {})", esc(&r.fresh_order.join(" > ")))
                     } else {
                         "same".into()
                     },
@@ -817,8 +819,10 @@ fn aged_vs_fresh(p: &mut Page, a: &Analysis, suffix: &str) {
          confidence interval (Student t, n − 1 degrees of freedom; none for one repetition). \
          Slowdown = (fresh − aged) / fresh, positive when aging made the file system slower; \
          <i>beyond noise</i> when the two intervals do not overlap. The rank order sorts the file \
-         systems by mean ops/s in each state; ⚑ marks a state whose order differs from the fresh \
-         one.",
+         systems by mean ops/s in each state; ⚑ marks a state whose order changed against the fresh \
+         one: a pair of file systems in the other order whose 95% intervals are apart in both \
+         states (two or more repetitions each). A swap of means whose intervals overlap in either \
+         state, or that rests on one repetition, is shown as <i>within noise</i> and not flagged.",
         &c,
     );
 }
