@@ -123,13 +123,18 @@ pub fn render(set: &ReportSet) -> String {
         for i in &x.inversions {
             let _ = writeln!(
                 o,
-                "  inversion {} {}: {} faster at {}, {} faster at {}",
+                "  inversion {} {}: {} faster at {}, {} faster at {}{}",
                 i.workload,
                 i.state.label(),
                 i.faster_slow_device,
                 fmt_latency(i.from_us),
                 i.faster_fast_device,
-                fmt_latency(i.to_us)
+                fmt_latency(i.to_us),
+                if i.confirmed {
+                    ""
+                } else {
+                    " (unconfirmed: one repetition, may be noise)"
+                }
             );
         }
         for n in &x.notes {

@@ -1153,6 +1153,11 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
                     fmt_latency(i.from_us),
                     fmt_latency(i.to_us)
                 ),
+                if i.confirmed {
+                    "yes".into()
+                } else {
+                    "unconfirmed (one repetition)".into()
+                },
             ]
         })
         .collect();
@@ -1170,18 +1175,20 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
             "faster on the slower device",
             "faster on the faster device",
             "order changes",
+            "confirmed",
         ],
         &rows,
     ));
     // The paper's Table 1 form: per fs and workload, which file systems it inverts with.
     let mut t1: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for i in &a.inversions {
+        let mark = if i.confirmed { "" } else { " (unconfirmed)" };
         t1.entry((i.faster_slow_device.clone(), i.workload.clone()))
             .or_default()
-            .insert(i.faster_fast_device.clone());
+            .insert(format!("{}{mark}", i.faster_fast_device));
         t1.entry((i.faster_fast_device.clone(), i.workload.clone()))
             .or_default()
-            .insert(i.faster_slow_device.clone());
+            .insert(format!("{}{mark}", i.faster_slow_device));
     }
     if !t1.is_empty() {
         let rows: Vec<Vec<String>> = t1
@@ -1198,7 +1205,10 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
             "Walking from the slowest device to the fastest, a pair of file systems is inverted \
              where the faster one at one latency is the slower one at the next latency at which \
              their order is clear. An order is clear when the means differ by more than {:.0}% \
-             and their 95% intervals do not overlap; tied latencies are skipped.",
+             and their 95% intervals do not overlap; tied latencies are skipped. Where one of the \
+             two has a single repetition there is no interval: the order of the means is taken, \
+             and an inversion that rests on it is marked <i>unconfirmed</i> (it may be noise; \
+             run more repetitions).",
             100.0 * a.options.inversion_margin
         ),
         &c,
