@@ -124,9 +124,13 @@ pub struct SweepPoint {
 /// error of the measured mean against the model at latency l, τ the tolerance, k the knee (1 ms)
 /// and P the points below the lower calibration latency (those the model predicts rather than
 /// fits), checked in this order:
-/// 1. `NoFit`: no model with C > 0 and l_sw > 0 goes through the calibration points, or the
-///    fastest device measured gives lower throughput than the slowest (throughput falls as the
-///    device gets faster).
+/// 1. `NoFit`: throughput falls as the device gets faster over the fitted range (the latencies
+///    from the lower to the upper calibration latency, or every latency when the model is the
+///    least-squares one): the least-squares slope of the measured means against latency over
+///    that range is positive, which no model C / (l + l_sw) with C > 0 can follow. Or no model
+///    with C > 0 and l_sw > 0 goes through the calibration points (or fits by least squares).
+///    A curve that behaves over the fitted range and drops at lower latencies is not `NoFit`:
+///    that drop is what `III` and `I` describe.
 /// 2. `III`: some point of P at l ≥ k is below the model by more than τ; it departs at the
 ///    highest such latency.
 /// 3. `II`: no point of P is below the model by more than τ, and some point is above it by more
@@ -322,6 +326,19 @@ pub fn classify(points: &[(f64, MeanCi)], opts: &AnalysisOptions) -> Classified 
     )
 }
 
+/// Least-squares slope of y against x; `None` with fewer than two distinct x.
+fn slope(pts: &[(f64, f64)]) -> Option<f64> {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
 fn class_of(
     pts: &[SweepPoint],
     have_model: bool,
@@ -331,15 +348,32 @@ fn class_of(
 ) -> SweepClass {
     let tol = opts.tolerance;
     let k = opts.knee_us;
-    let (fastest, slowest) = (pts.first().unwrap(), pts.last().unwrap());
-    if fastest.measured.mean < slowest.measured.mean {
+    // 1. Throughput falling as the device gets faster, over the fitted range.
+    let hi_cal = if have_cal {
+        opts.calibration_us.0.max(opts.calibration_us.1)
+    } else {
+        f64::INFINITY
+    };
+    let lo_fit = if have_cal { low_cal } else { f64::NEG_INFINITY };
+    let range: Vec<(f64, f64)> = pts
+        .iter()
+        // 1 ns of slack: latencies are compared as whole nanoseconds elsewhere.
+        .filter(|q| q.latency_us >= lo_fit - 1e-3 && q.latency_us <= hi_cal + 1e-3)
+        .map(|q| (q.latency_us, q.measured.mean))
+        .collect();
+    if let Some(slope) = slope(&range).filter(|s| *s > 0.0) {
+        let (first, last) = (range[0], range[range.len() - 1]);
         return SweepClass::NoFit {
             reason: format!(
-                "throughput falls as the device gets faster ({:.0} ops/s at {}, {:.0} at {})",
-                fastest.measured.mean,
-                fmt_latency(fastest.latency_us),
-                slowest.measured.mean,
-                fmt_latency(slowest.latency_us)
+                "throughput falls as the device gets faster from {} to {} (least-squares slope \
+                 {:+.1} ops/s per ms; {:.0} ops/s at {}, {:.0} at {})",
+                fmt_latency(last.0),
+                fmt_latency(first.0),
+                slope * 1000.0,
+                first.1,
+                fmt_latency(first.0),
+                last.1,
+                fmt_latency(last.0)
             ),
         };
     }
@@ -633,6 +667,39 @@ mod tests {
                 last_on_model_us: Some(3000.0)
             }
         );
+    }
+
+    /// The no-fit rule looks at the fitted range (5 to 10 ms), not at the two ends of the sweep.
+    #[test]
+    fn no_fit_is_judged_over_the_fitted_range() {
+        // On the model from 5 ms up; collapsing below 1 ms to less than at 10 ms. The old rule
+        // (fastest against slowest) called it no fit; it is a curve that departs from the model.
+        let f = |l: f64| {
+            if l >= 1000.0 {
+                model(l)
+            } else {
+                0.5 * model(10000.0)
+            }
+        };
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert!(cal.is_some());
+        assert!(matches!(class, SweepClass::I { .. }), "{class:?}");
+        // The calibration points alone fit (10 ms slower than 5 ms), but between them throughput
+        // rises with latency: no model follows that.
+        let f = |l: f64| match l as i64 {
+            5000 => 1000.0,
+            10000 => 900.0,
+            6000..=9000 => l / 5.0,
+            _ => model(l),
+        };
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert!(cal.is_some());
+        match class {
+            SweepClass::NoFit { reason } => {
+                assert!(reason.contains("from 10 ms to 5 ms"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -996,15 +996,19 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                         .map(|q| (q.latency_us / div, q.measured.mean))
                         .collect(),
                 });
-                let model = if s.classified_with == "calibration" {
-                    s.calibration.as_ref()
-                } else {
-                    s.least_squares.as_ref()
+                // The calibrated model when there is one; else the least-squares one, named so
+                // (also when the calibration gave no fit).
+                let model = match (s.classified_with.as_str(), &s.calibration) {
+                    ("calibration", Some(m)) => Some((m, format!("{} model", s.fs))),
+                    _ => s
+                        .least_squares
+                        .as_ref()
+                        .map(|m| (m, format!("{} least-squares model", s.fs))),
                 };
-                if let Some(m) = model {
+                if let Some((m, name)) = model {
                     let n = 200;
                     lines.push(Line {
-                        name: format!("{} model", s.fs),
+                        name,
                         color: i,
                         points: (0..=n)
                             .map(|k| {
@@ -1117,10 +1121,15 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
         "Mean ops/s per device latency (dots, whiskers the 95% CI) with the slippery-slope \
          model Throughput = C / (l_dev + l_sw) dashed, in the same colour. The model is \
          calibrated on the points at {} and {} (ringed); where those were not measured, it is \
-         the least-squares fit of the relative error over all points. Classes, with tolerance \
-         τ = {:.0}% and knee {}, over the points below the lower calibration latency: <b>no \
-         fit</b> when no model with C &gt; 0 and l_sw &gt; 0 goes through the calibration points \
-         or the fastest device gives less throughput than the slowest; <b>III</b> when a point at \
+         the least-squares fit of the relative error over all points. Where the calibrated \
+         model gives no fit, the dashed line is the least-squares model (named so in the \
+         legend), when that fit exists. Classes, with tolerance τ = {:.0}% and knee {}: <b>no \
+         fit</b> when, over the fitted range (from the lower to the upper calibration latency, \
+         or every latency for the least-squares model), the least-squares slope of throughput \
+         against latency is positive (throughput falls as the device gets faster, which no \
+         model with C &gt; 0 follows), or when no model with C &gt; 0 and l_sw &gt; 0 goes \
+         through the calibration points; then, over the points below the lower calibration \
+         latency, <b>III</b> when a point at \
          or above the knee is more than τ below the model (it departs at the highest such \
          latency); <b>II</b> when no point is more than τ below and some point is more than τ \
          above; <b>I</b> when every point at or above the knee is within τ and some point under \
@@ -1413,4 +1422,48 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
          order (tracefs <code>block:block_rq_issue</code>).",
         &c,
     );
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+    use fsage_experiment::analysis::{analyze, AnalysisOptions, Sample};
+
+    /// A sweep whose calibration points admit no model (10 ms faster than 5 ms) still gets a
+    /// dashed line: the least-squares model, named so in the legend.
+    #[test]
+    fn no_calibrated_fit_draws_the_least_squares_model() {
+        let model = |l: f64| 6e7 / (l + 400.0);
+        let mut samples = Vec::new();
+        for k in 0..=10 {
+            let l = k as f64 * 1000.0;
+            let t = if k == 10 {
+                model(5000.0) * 1.01
+            } else {
+                model(l)
+            };
+            for rep in 0..2 {
+                samples.push(Sample {
+                    fs: "ext4".into(),
+                    state: State::Fresh,
+                    workload: "fileserver".into(),
+                    latency_us: Some(l),
+                    rep,
+                    ops_per_s: t * (1.0 + 0.001 * rep as f64),
+                    flowops: vec![],
+                });
+            }
+        }
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let s = &a.sweeps[0];
+        assert!(matches!(s.class, SweepClass::NoFit { .. }), "{:?}", s.class);
+        assert!(s.calibration.is_none() && s.least_squares.is_some());
+        let mut p = Page {
+            body: String::new(),
+            nav: vec![],
+            n: 0,
+        };
+        sweep(&mut p, &a, "");
+        assert!(p.body.contains("ext4 least-squares model"), "{}", p.body);
+    }
 }
