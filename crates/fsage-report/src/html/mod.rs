@@ -66,16 +66,33 @@ td.l, th.l { text-align: left; }
 .tablewrap { max-height: 460px; overflow: auto; }
 "#;
 
+/// Run by the page itself (and read back by the headless-Chromium test): every section but the
+/// table-only ones (inversions, cells) must hold an `<svg>` with a size and drawn marks (more than
+/// a background), no section may carry a "(no plot: ...)" note, and the table-only ones need a
+/// table or a verdict line. Each section gets `data-rendered` and, when not, `data-why`.
 const CHECK_SCRIPT: &str = r#"
 (function () {
+  var TABLE_ONLY = ['inversions', 'cells'];
   var secs = document.querySelectorAll('section.fsage');
   var ok = 0, bad = [];
   secs.forEach(function (s) {
+    var why = [];
     var svgs = s.querySelectorAll('svg');
-    var good = svgs.length > 0 || s.querySelector('table') !== null || s.querySelector('.verdict') !== null;
-    svgs.forEach(function (v) { var b = v.getBBox(); if (!(b.width > 0 && b.height > 0)) good = false; });
-    s.setAttribute('data-rendered', good ? 'yes' : 'no');
-    if (good) ok++; else bad.push(s.id);
+    if (TABLE_ONLY.indexOf(s.getAttribute('data-kind')) >= 0) {
+      if (s.querySelector('table') === null && s.querySelector('.verdict') === null) why.push('no table');
+    } else if (svgs.length === 0) {
+      why.push('no plot');
+    }
+    svgs.forEach(function (v) {
+      var b = v.getBBox();
+      var marks = v.querySelectorAll('path, line, polyline, polygon, circle, ellipse, rect').length;
+      if (!(b.width > 0 && b.height > 0) || marks < 2) why.push('an empty plot');
+    });
+    s.querySelectorAll('.note').forEach(function (n) {
+      if (n.textContent.indexOf('(no plot') === 0) why.push(n.textContent);
+    });
+    s.setAttribute('data-rendered', why.length ? 'no' : 'yes');
+    if (why.length) { s.setAttribute('data-why', why.join('; ')); bad.push(s.id + ' (' + why.join('; ') + ')'); } else ok++;
   });
   document.body.setAttribute('data-sections', String(secs.length));
   document.body.setAttribute('data-sections-ok', String(ok));
