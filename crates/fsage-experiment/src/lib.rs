@@ -27,6 +27,15 @@ pub use spec::{Cell, ExperimentSpec, Plan};
 /// An error of this crate: a bad experiment file (with its file and line) or an unreadable result.
 pub use fsage_sys::Error;
 
+/// `fsage experiment plan`: the cells of `file` and their estimate, with a warning for each
+/// library image a state names that the default library does not hold (a run would refuse it).
+pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
+    let spec = spec::load(file)?;
+    let mut plan = spec.plan();
+    plan.warnings = spec.missing_images(&fsage_lab::image::default_library_dir());
+    Ok(plan)
+}
+
 /// `fsage experiment run`: loads `file`, checks that this machine can run it (file system tools,
 /// library images), takes the output directory's lock and runs every cell not done yet on this
 /// machine ([`lab::LabExecutor`]), base images in `images` (default `out/images`).
@@ -39,6 +48,14 @@ pub fn run_file(
 ) -> Result<runner::RunSummary, Error> {
     let (spec, text) = spec::load_with_text(file)?;
     let plan = spec.plan();
+    // Before the preflight, whose message for a missing image names `fsage image list` twice.
+    if let Some(missing) = spec
+        .missing_images(&fsage_lab::image::default_library_dir())
+        .into_iter()
+        .next()
+    {
+        return Err(Error::input(missing));
+    }
     lab::preflight(&spec)?;
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     // Before anything is written: a refused image directory leaves no output directory behind.
@@ -58,4 +75,40 @@ pub fn run_file(
     runner::prepare_out(out, &plan, &text)?;
     let mut ex = lab::LabExecutor::new(out, &images)?;
     runner::run(&plan, &text, out, opts, &mut ex, obs)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A run whose library image is missing stops before anything is written, and its message
+    /// names `fsage image list` once (the preflight's own message named it twice).
+    #[test]
+    fn a_missing_library_image_stops_the_run_with_one_hint() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("x.toml");
+        std::fs::write(
+            &file,
+            "name = \"x\"\nduration = 1\nimage_size = \"64MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+             [[state]]\nkind = \"image\"\nname = \"fsage-test-never-saved-7f3a\"\nfs = \"ext4\"\n\
+             [[workload]]\nname = \"varmail\"\n",
+        )
+        .unwrap();
+        let out = d.path().join("out");
+        let e = super::run_file(
+            &file,
+            &out,
+            None,
+            &Default::default(),
+            &mut super::runner::Quiet,
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("state image \"fsage-test-never-saved-7f3a\""),
+            "{e}"
+        );
+        assert_eq!(e.message.matches("image list").count(), 1, "{e}");
+        assert!(!out.exists());
+        let plan = super::plan_file(&file).unwrap();
+        assert_eq!(plan.warnings.len(), 1);
+    }
 }

@@ -41,8 +41,10 @@ pub enum StateSpec {
     Fresh,
     /// Aged with `fsage age` once per file system, then restored before every cell.
     Aged {
-        /// Built-in profile name, or the profile file's path (absolute, resolved from the
-        /// experiment file's directory).
+        /// Built-in profile name, or the profile file's canonical path (resolved from the
+        /// experiment file's directory). The path is where the runner reads the profile, not
+        /// what the cell is: a cell id counts a profile file by its name as written and its text
+        /// ([`Cell::profile_file`]).
         profile: String,
         label: String,
         fullness: Option<f64>,
@@ -63,8 +65,12 @@ impl StateSpec {
     pub fn state(&self) -> crate::State {
         match self {
             StateSpec::Fresh => crate::State::Fresh,
+            // A profile file by its file name: the directory it sits in is no part of a result,
+            // so that results from runs in other places group together.
             StateSpec::Aged { profile, label, .. } => crate::State::Aged {
-                profile: profile.clone(),
+                profile: Path::new(profile)
+                    .file_name()
+                    .map_or(profile.clone(), |n| n.to_string_lossy().into_owned()),
                 label: label.clone(),
             },
             StateSpec::Image { name, .. } => crate::State::Image { name: name.clone() },
@@ -101,6 +107,17 @@ pub enum WorkloadSource {
     },
 }
 
+/// A profile file an aged state names: the name as written in the experiment file and the text
+/// read from it. This, not the path it was found at, is what the cell ids count, and what a cell
+/// result keeps so that the aging can be reproduced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileFile {
+    /// `profile` as written in the experiment file (relative to its directory).
+    pub written: String,
+    /// The profile's TOML text.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkloadSpec {
     pub label: String,
@@ -128,6 +145,9 @@ pub struct ExperimentSpec {
     pub cache_ratio: Option<f64>,
     pub seed: u64,
     pub image_size: u64,
+    /// The profile files of the aged states, by state label (built-in profiles have none).
+    #[serde(default)]
+    pub profile_files: BTreeMap<String, ProfileFile>,
 }
 
 /// One run of one workload: the unit a runner executes and records.
@@ -150,6 +170,9 @@ pub struct Cell {
     pub warmup_s: f64,
     pub cache_ratio: Option<f64>,
     pub image_size: u64,
+    /// The aged state's profile file (name as written and text), when it is not built in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_file: Option<ProfileFile>,
 }
 
 /// The matrix and what it will cost.
@@ -166,6 +189,9 @@ pub struct Plan {
     /// cell, in seconds (see [`setup_allowance_s`]).
     pub setup_s: f64,
     pub estimate_s: f64,
+    /// What would stop a run that the plan can see (a library image that is not there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Seconds allowed per cell for everything but the workload: 5 s, plus restoring the image at
@@ -211,7 +237,24 @@ impl ExperimentSpec {
             run_s,
             setup_s,
             estimate_s: run_s + setup_s,
+            warnings: Vec::new(),
         }
+    }
+
+    /// The image states whose image `library` does not hold, one message each (the file, the
+    /// state, and the library's own word on it, which names `fsage image list`).
+    pub fn missing_images(&self, library: &Path) -> Vec<String> {
+        let lib = fsage_lab::image::Library::open(library);
+        self.states
+            .iter()
+            .filter_map(|s| match s {
+                StateSpec::Image { name, .. } => lib
+                    .load(name)
+                    .err()
+                    .map(|e| format!("{}: state image {name:?}: {e}", self.origin)),
+                _ => None,
+            })
+            .collect()
     }
 
     fn cell(
@@ -235,6 +278,10 @@ impl ExperimentSpec {
             warmup_s: self.warmup_s,
             cache_ratio: self.cache_ratio,
             image_size: self.image_size,
+            profile_file: match st {
+                StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
+                _ => None,
+            },
         };
         c.id = cell_id(&c);
         c
@@ -242,8 +289,10 @@ impl ExperimentSpec {
 }
 
 /// The id of a cell: readable parts, then 12 hex digits of a SHA-256 of the cell's definition
-/// (its JSON, without the id, the experiment's name and a workload file's path, whose text counts
-/// instead; with the format version).
+/// (its JSON, without the id, the experiment's name and the paths of a workload file and a
+/// profile file, whose text counts instead (and a profile's name as written); with the format
+/// version). So the same experiment planned from another directory, or by another spelling of its
+/// path, has the same ids.
 pub fn cell_id(c: &Cell) -> String {
     let mut key = c.clone();
     key.id = String::new();
@@ -251,6 +300,11 @@ pub fn cell_id(c: &Cell) -> String {
     // A workload file counts by its text, not by where the experiment directory sits.
     if let WorkloadSource::File { path, .. } = &mut key.workload.source {
         *path = PathBuf::new();
+    }
+    if key.profile_file.is_some() {
+        if let StateSpec::Aged { profile, .. } = &mut key.state {
+            *profile = String::new();
+        }
     }
     // Serialising plain data cannot fail.
     let json = serde_json::to_string(&key).expect("cells serialise");
@@ -520,8 +574,12 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     }
     let mut states: Vec<StateSpec> = Vec::new();
     let mut state_labels = BTreeSet::new();
+    let mut profile_files = BTreeMap::new();
     for s in &raw.state {
-        let st = state(&cx, s, &labels)?;
+        let (st, pf) = state(&cx, s, &labels)?;
+        if let (StateSpec::Aged { label, .. }, Some(pf)) = (&st, pf) {
+            profile_files.insert(label.clone(), pf);
+        }
         let key = st.state().label();
         if !state_labels.insert(key.clone()) {
             return Err(cx.at(s.span(), format!("state {key:?} given twice")));
@@ -571,6 +629,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         cache_ratio,
         seed,
         image_size,
+        profile_files,
     })
 }
 
@@ -593,7 +652,7 @@ fn state(
     cx: &Ctx,
     s: &Spanned<RawState>,
     fs_labels: &BTreeSet<String>,
-) -> Result<StateSpec, Error> {
+) -> Result<(StateSpec, Option<ProfileFile>), Error> {
     let r = s.get_ref();
     let kind = r.kind.get_ref().as_str();
     let not_for = |key: &str, span: Range<usize>| {
@@ -622,7 +681,7 @@ fn state(
                     return Err(not_for(k, sp.clone()));
                 }
             }
-            Ok(StateSpec::Fresh)
+            Ok((StateSpec::Fresh, None))
         }
         "aged" => {
             for (k, sp) in &image_keys {
@@ -637,11 +696,11 @@ fn state(
                 ));
             };
             let pname = p.get_ref().trim();
-            let profile = if fsage_profile::builtin(pname).is_some() {
-                pname.to_string()
+            let (profile, file) = if fsage_profile::builtin(pname).is_some() {
+                (pname.to_string(), None)
             } else {
                 let path = cx.dir.join(pname);
-                fsage_profile::load(&path).map_err(|e| {
+                let unreadable = |e: &dyn std::fmt::Display| {
                     cx.at(
                         p.span(),
                         format!(
@@ -650,8 +709,17 @@ fn state(
                             fsage_profile::builtin_names().join(", ")
                         ),
                     )
-                })?;
-                path.display().to_string()
+                };
+                fsage_profile::load(&path).map_err(|e| unreadable(&e))?;
+                let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                (
+                    path.display().to_string(),
+                    Some(ProfileFile {
+                        written: pname.to_string(),
+                        text,
+                    }),
+                )
             };
             let label = match &r.label {
                 Some(l) => label_ok(cx, l, "label")?,
@@ -681,14 +749,17 @@ fn state(
                 Some(v) => Some(duration(cx, v, "max_time")?),
                 None => None,
             };
-            Ok(StateSpec::Aged {
-                profile,
-                label,
-                fullness,
-                seed,
-                max_ops,
-                max_time_s,
-            })
+            Ok((
+                StateSpec::Aged {
+                    profile,
+                    label,
+                    fullness,
+                    seed,
+                    max_ops,
+                    max_time_s,
+                },
+                file,
+            ))
         }
         "image" => {
             for (k, sp) in &aged_keys {
@@ -715,10 +786,13 @@ fn state(
                     ),
                 ));
             }
-            Ok(StateSpec::Image {
-                name: label_ok(cx, n, "name")?,
-                fs: f.get_ref().clone(),
-            })
+            Ok((
+                StateSpec::Image {
+                    name: label_ok(cx, n, "name")?,
+                    fs: f.get_ref().clone(),
+                },
+                None,
+            ))
         }
         other => Err(cx.at(
             r.kind.span(),
@@ -929,6 +1003,7 @@ fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
         };
         set.insert(k.clone(), val);
     }
+    check_workload(cx, w, &source, &set)?;
     let label = match &r.label {
         Some(l) => label_ok(cx, l, "label")?,
         None => match &source {
@@ -939,6 +1014,41 @@ fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
         },
     };
     Ok(WorkloadSpec { label, source, set })
+}
+
+/// Parses the workload and applies its variables now, so that a bad `.f` file or a `set` the
+/// workload cannot take is an error of the experiment file (its line, and the `.f` file's line)
+/// before anything runs, not a failure of every cell after the aging.
+fn check_workload(
+    cx: &Ctx,
+    w: &Spanned<RawWorkload>,
+    source: &WorkloadSource,
+    set: &BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let r = w.get_ref();
+    let (parsed, span) = match source {
+        WorkloadSource::Builtin { name } => (
+            fsage_workload::Workload::builtin(name),
+            r.name.as_ref().map_or(w.span(), |n| n.span()),
+        ),
+        WorkloadSource::File { path, text } => (
+            fsage_workload::Workload::parse(text, &path.display().to_string()),
+            r.file.as_ref().map_or(w.span(), |f| f.span()),
+        ),
+    };
+    let parsed = parsed.map_err(|e| cx.at(span, format!("workload: {e}")))?;
+    // One variable at a time first, so that the error points at the one that is wrong.
+    for (k, v) in set {
+        if let Err(e) = parsed.with_vars(&[(k, v)]) {
+            let at = r.set.get(k).map_or(w.span(), |s| s.span());
+            return Err(cx.at(at, format!("`set.{k}` = {v:?}: {e}")));
+        }
+    }
+    let vars: Vec<(&String, &String)> = set.iter().collect();
+    parsed
+        .with_vars(&vars)
+        .map_err(|e| cx.at(w.span(), format!("workload with its `set`: {e}")))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1102,5 +1212,159 @@ set = { nfiles = 100 }
                 "",
             );
         assert_eq!(p(&text).unwrap().latencies, vec![None]);
+    }
+
+    /// The same experiment file, reached by three spellings of its path (absolute, absolute
+    /// through `sub/..`, relative from the current directory), has the same cell ids; the profile
+    /// file's text is in every aged cell, and editing it changes the ids.
+    #[test]
+    fn cell_ids_do_not_depend_on_how_the_path_is_spelled() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let prof = include_str!("../../fsage-profile/builtin/meyer.toml");
+        std::fs::write(dir.join("myprof.toml"), prof).unwrap();
+        let exp = GOOD.replace("profile = \"meyer\"", "profile = \"myprof.toml\"");
+        std::fs::write(dir.join("exp.toml"), &exp).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let ups = "../".repeat(cwd.components().count() - 1);
+        let relative = PathBuf::from(format!(
+            "{ups}{}",
+            dir.join("exp.toml")
+                .display()
+                .to_string()
+                .trim_start_matches('/')
+        ));
+        assert!(relative.is_relative());
+        let spellings = [
+            dir.join("exp.toml"),
+            dir.join("sub").join("..").join("exp.toml"),
+            relative,
+        ];
+        let ids = |p: &Path| -> Vec<String> {
+            load(p)
+                .unwrap()
+                .plan()
+                .cells
+                .into_iter()
+                .map(|c| c.id)
+                .collect()
+        };
+        let first = ids(&spellings[0]);
+        assert!(first
+            .iter()
+            .any(|i| i.starts_with("ext4-aged.myprof-varmail-plain-r0-")));
+        for sp in &spellings[1..] {
+            assert_eq!(ids(sp), first, "planned as {}", sp.display());
+        }
+        // A copy of the experiment and its profile elsewhere (a clone of the repository) too.
+        let other = dir.join("sub");
+        std::fs::write(other.join("myprof.toml"), prof).unwrap();
+        std::fs::write(other.join("exp.toml"), &exp).unwrap();
+        assert_eq!(ids(&other.join("exp.toml")), first);
+        let plan = load(&spellings[2]).unwrap().plan();
+        let aged = plan
+            .cells
+            .iter()
+            .find(|c| matches!(c.state, StateSpec::Aged { .. }))
+            .unwrap();
+        let pf = aged.profile_file.as_ref().unwrap();
+        assert_eq!(
+            (pf.written.as_str(), pf.text.as_str()),
+            ("myprof.toml", prof)
+        );
+        assert!(plan
+            .cells
+            .iter()
+            .all(|c| matches!(c.state, StateSpec::Fresh) == c.profile_file.is_none()));
+        // The runner reads the profile from an absolute path whatever the spelling.
+        let StateSpec::Aged { profile, .. } = &aged.state else {
+            unreachable!()
+        };
+        assert_eq!(Path::new(profile), dir.join("myprof.toml"));
+        // An edited profile is another cell.
+        std::fs::write(dir.join("myprof.toml"), format!("{prof}\n# edited\n")).unwrap();
+        assert_ne!(ids(&spellings[0]), first);
+    }
+
+    /// A workload that cannot run is refused when the experiment is read, with the line of the
+    /// experiment and the `.f` file's line, not after the aging by every cell.
+    #[test]
+    fn bad_workloads_and_variables_are_refused_at_load() {
+        // A variable the built-in does not have, and one it has with a value it cannot take.
+        let e = err(&GOOD.replace(
+            "set = { nfiles = 100 }",
+            "set = { meanfilesize = \"zzz\", nfiles = 10 }",
+        ));
+        assert!(e.starts_with("x.toml:31:"), "{e}");
+        assert!(
+            e.contains("`set.meanfilesize`") && e.contains("no variable $meanfilesize"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("set = { nfiles = 100 }", "set = { nfiles = \"zzz\" }"));
+        assert!(
+            e.starts_with("x.toml:31:") && e.contains("`set.nfiles`"),
+            "{e}"
+        );
+        // The documented variables of the built-ins are accepted.
+        for b in BUILTIN_WORKLOADS {
+            let text = GOOD.replace("\"varmail\"", &format!("\"{b}\"")).replace(
+                "set = { nfiles = 100 }",
+                "set = { nfiles = 100, filesize = \"16k\", nthreads = 2, meandirwidth = 10, \
+                 iosize = \"64k\", meanappendsize = \"4k\" }",
+            );
+            p(&text).unwrap_or_else(|e| panic!("{b}: {e}"));
+        }
+
+        // A .f file that is not Filebench's language, and a good one given a bad value.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("garbage.f"),
+            "set $x=1\nthis is not a workload\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("small.f"),
+            include_str!("../examples/small.f"),
+        )
+        .unwrap();
+        let with_file = |f: &str, set: &str| {
+            let text = GOOD.replace(
+                "name = \"varmail\"\nset = { nfiles = 100 }",
+                &format!("file = \"{f}\"\nset = {{ {set} }}"),
+            );
+            parse(&text, "x.toml", d.path())
+        };
+        let e = with_file("garbage.f", "").unwrap_err().message;
+        assert!(e.starts_with("x.toml:30:"), "{e}");
+        assert!(e.contains("garbage.f:2:"), "{e}");
+        let e = with_file("small.f", "meanfilesize = \"zzz\"")
+            .unwrap_err()
+            .message;
+        assert!(
+            e.starts_with("x.toml:31:") && e.contains("`set.meanfilesize`"),
+            "{e}"
+        );
+        with_file("small.f", "meanfilesize = \"4k\", nfiles = 10").unwrap();
+    }
+
+    /// `plan` warns about a library image that is not in the library, naming `fsage image list`
+    /// once; an image that is there gives no warning.
+    #[test]
+    fn missing_library_images_are_named_once() {
+        let text = GOOD.replace(
+            "[devices]",
+            "[[state]]\nkind = \"image\"\nname = \"not-there\"\nfs = \"ext4\"\n\n[devices]",
+        );
+        let lib = tempfile::tempdir().unwrap();
+        let w = p(&text).unwrap().missing_images(lib.path());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("x.toml: state image \"not-there\""),
+            "{}",
+            w[0]
+        );
+        assert_eq!(w[0].matches("image list").count(), 1, "{}", w[0]);
+        assert!(p(GOOD).unwrap().missing_images(lib.path()).is_empty());
     }
 }

@@ -24,11 +24,9 @@ pub fn render(p: &Plan) -> String {
         p.origin,
         p.cells.len()
     );
-    let _ = writeln!(
-        o,
-        "{:<48} {:<8} {:<16} {:<12} {:>9} {:>4}  run",
-        "cell", "fs", "state", "workload", "latency", "rep"
-    );
+    // Columns as wide as their longest entry, so that long ids and labels keep them in line.
+    let head = ["cell", "fs", "state", "workload", "latency", "rep", "run"];
+    let mut rows: Vec<[String; 7]> = Vec::new();
     for c in &p.cells {
         let state = match &c.state {
             StateSpec::Fresh => "fresh".to_string(),
@@ -39,19 +37,48 @@ pub fn render(p: &Plan) -> String {
             WorkloadSource::Builtin { .. } => c.workload.label.clone(),
             WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
         };
-        let lat = c.latency_us.map_or("plain".into(), fmt_latency);
-        let _ = writeln!(
-            o,
-            "{:<48} {:<8} {:<16} {:<12} {:>9} {:>4}  {}+{}",
-            c.id,
-            c.fs.label,
+        rows.push([
+            c.id.clone(),
+            c.fs.label.clone(),
             state,
             wl,
-            lat,
-            c.rep,
-            human_duration(c.warmup_s),
-            human_duration(c.duration_s)
+            c.latency_us.map_or("plain".into(), fmt_latency),
+            c.rep.to_string(),
+            format!(
+                "{}+{}",
+                human_duration(c.warmup_s),
+                human_duration(c.duration_s)
+            ),
+        ]);
+    }
+    let mut w = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (k, cell) in r.iter().enumerate() {
+            w[k] = w[k].max(cell.chars().count());
+        }
+    }
+    let line = |o: &mut String, r: [&str; 7]| {
+        let _ = writeln!(
+            o,
+            "{:<w0$} {:<w1$} {:<w2$} {:<w3$} {:>w4$} {:>w5$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4],
+            w5 = w[5],
         );
+    };
+    line(&mut o, head);
+    for r in &rows {
+        line(&mut o, r.each_ref().map(String::as_str));
     }
     if let Some(c) = p.cells.first() {
         let _ = writeln!(
@@ -132,4 +159,40 @@ pub fn status(s: &fsage_experiment::runner::Status) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long cell ids, state and workload labels widen their columns instead of pushing the
+    /// others out of line.
+    #[test]
+    fn plan_columns_stay_in_line() {
+        let spec = fsage_experiment::spec::parse(
+            "name = \"t\"\nduration = 1\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
+             [[fs]]\nkind = \"xfs\"\nlabel = \"xfs-with-a-long-label\"\n\
+             [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
+             label = \"meyer-with-a-long-label\"\n\
+             [[workload]]\nname = \"varmail\"\nlabel = \"varmail-scaled-down-a-lot\"\n",
+            "t.toml",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let text = render(&spec.plan());
+        let lines: Vec<&str> = text.lines().skip(1).take(5).collect();
+        // Every column starts at the same place on every line: the header's columns.
+        for col in ["fs", "state", "workload"] {
+            let at = lines[0].find(&format!(" {col} ")).unwrap() + 1;
+            for l in &lines[1..] {
+                assert_eq!(&l[at - 1..at], " ", "{col}: {l:?}\n{text}");
+                assert_ne!(&l[at..at + 1], " ", "{col}: {l:?}\n{text}");
+            }
+        }
+        // The right-aligned columns end, and the last one starts, at the same place.
+        let run = lines[0].find(" run").unwrap() + 1;
+        for l in &lines[1..] {
+            assert_eq!(l.find("0s+1s"), Some(run), "{l:?}\n{text}");
+        }
+    }
 }

@@ -97,10 +97,15 @@ pub fn render(set: &ReportSet) -> String {
                 }
             );
         }
-        for r in x.ranks.iter().filter(|r| r.changed) {
+        for r in x.ranks.iter().filter(|r| r.changed || r.within_noise) {
             let _ = writeln!(
                 o,
-                "  rank order changed: {} {} {}: {} (fresh: {})",
+                "  {}: {} {} {}: {} (fresh: {})",
+                if r.changed {
+                    "rank order changed"
+                } else {
+                    "rank order swapped within noise (not a change)"
+                },
                 r.workload,
                 lat(r.latency_us),
                 r.state.label(),
@@ -121,13 +126,18 @@ pub fn render(set: &ReportSet) -> String {
         for i in &x.inversions {
             let _ = writeln!(
                 o,
-                "  inversion {} {}: {} faster at {}, {} faster at {}",
+                "  inversion {} {}: {} faster at {}, {} faster at {}{}",
                 i.workload,
                 i.state.label(),
                 i.faster_slow_device,
                 fmt_latency(i.from_us),
                 i.faster_fast_device,
-                fmt_latency(i.to_us)
+                fmt_latency(i.to_us),
+                if i.confirmed {
+                    ""
+                } else {
+                    " (unconfirmed: one repetition, may be noise)"
+                }
             );
         }
         for n in &x.notes {

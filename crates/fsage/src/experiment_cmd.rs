@@ -53,7 +53,10 @@ pub enum ExperimentCmd {
 pub fn run(cmd: ExperimentCmd) -> CmdResult {
     match cmd {
         ExperimentCmd::Plan { file, json } => {
-            let plan = fsage_experiment::spec::load(&file)?.plan();
+            let plan = fsage_experiment::plan_file(&file)?;
+            for w in &plan.warnings {
+                eprintln!("fsage: warning: {w}");
+            }
             if json {
                 print!("{}", export(&Json, &plan));
             } else {

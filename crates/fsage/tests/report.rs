@@ -136,6 +136,36 @@ fn chromium_renders_every_section_without_console_errors() {
     assert_eq!(total, 9, "sections on the page");
     assert_eq!(attr("data-sections-ok"), total.to_string());
     assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
+
+    // The check is not fooled by a table: the same page with every plot replaced by a
+    // "(no plot: ...)" note passes only the two table-only sections (inversions, cells).
+    let mut broken = std::fs::read_to_string(&html).unwrap();
+    while let Some(a) = broken.find("<svg") {
+        let b = a + broken[a..].find("</svg>").expect("a closed svg") + "</svg>".len();
+        broken.replace_range(a..b, "<p class=\"note\">(no plot: removed by the test)</p>");
+    }
+    let broken_html = d.path().join("broken.html");
+    std::fs::write(&broken_html, broken).unwrap();
+    let (dom, log) = chromium(
+        &bin,
+        &d.path().join("profile-broken"),
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            &format!("file://{}", broken_html.display()),
+        ],
+    );
+    assert!(
+        log.contains("sections that did not render"),
+        "no console error for a page without plots: {log:.2000}"
+    );
+    assert_eq!(
+        dom.matches("data-rendered=\"yes\"").count(),
+        2,
+        "{dom:.3000}"
+    );
+    assert_eq!(dom.matches("data-rendered=\"no\"").count(), total - 2);
     // And a screenshot: a PNG with something on it.
     let png = d.path().join("shot.png");
     chromium(

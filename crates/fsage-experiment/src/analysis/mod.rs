@@ -135,8 +135,14 @@ pub struct RankOrder {
     pub order: Vec<String>,
     /// The fresh order of the same file systems (empty when there is no fresh state).
     pub fresh_order: Vec<String>,
-    /// The order differs from the fresh one.
+    /// The rank order really changed: some pair of file systems is in the other order than
+    /// fresh, and the pair is apart in both states (both 95% intervals exist, from two or more
+    /// repetitions, and do not overlap). Only this is flagged.
     pub changed: bool,
+    /// The order of the means differs from the fresh one, but no swapped pair is apart in both
+    /// states: the swap is within noise, not a rank change.
+    #[serde(default)]
+    pub within_noise: bool,
 }
 
 /// One flowop's tail latency, aged against fresh.
@@ -282,19 +288,21 @@ pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
 }
 
 /// The rank order of the file systems per (workload, latency, state); an aged order is compared
-/// with the fresh order of the same file systems.
+/// with the fresh order of the same file systems. A swap against the fresh order counts as a rank
+/// change ([`RankOrder::changed`]) only when the swapped pair is apart in both states (see
+/// [`apart`]); otherwise it is [`RankOrder::within_noise`].
 pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
-    type Ranked = (Option<f64>, Vec<(String, f64)>);
+    type Ranked = (Option<f64>, Vec<(String, MeanCi)>);
     let mut by: BTreeMap<(String, Option<i64>, State), Ranked> = BTreeMap::new();
     for g in means {
         by.entry((g.workload.clone(), lat_key(g.latency_us), g.state.clone()))
             .or_insert((g.latency_us, Vec::new()))
             .1
-            .push((g.fs.clone(), g.ops_per_s.mean));
+            .push((g.fs.clone(), g.ops_per_s.clone()));
     }
-    let order_of = |v: &[(String, f64)]| {
+    let order_of = |v: &[(String, MeanCi)]| {
         let mut v = v.to_vec();
-        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v.sort_by(|a, b| b.1.mean.total_cmp(&a.1.mean).then_with(|| a.0.cmp(&b.0)));
         v.into_iter().map(|(fs, _)| fs).collect::<Vec<_>>()
     };
     let mut out = Vec::new();
@@ -303,7 +311,8 @@ pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
             continue;
         }
         let order = order_of(v);
-        let fresh_order = match by.get(&(workload.clone(), *lk, State::Fresh)) {
+        let fresh = by.get(&(workload.clone(), *lk, State::Fresh));
+        let fresh_order = match fresh {
             Some((_, fv)) => {
                 let members: BTreeSet<&String> = v.iter().map(|(fs, _)| fs).collect();
                 order_of(fv)
@@ -313,7 +322,30 @@ pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
             }
             None => Vec::new(),
         };
-        let changed = !state.is_fresh() && fresh_order.len() == order.len() && fresh_order != order;
+        let differs = !state.is_fresh() && fresh_order.len() == order.len() && fresh_order != order;
+        let mut changed = false;
+        if let (true, Some((_, fv))) = (differs, fresh) {
+            let ci = |set: &[(String, MeanCi)], fs: &str| {
+                set.iter().find(|(f, _)| f == fs).map(|(_, m)| m.clone())
+            };
+            let pos = |o: &[String], fs: &str| o.iter().position(|f| f == fs);
+            for (i, a) in fresh_order.iter().enumerate() {
+                for b in &fresh_order[i + 1..] {
+                    // Fresh: a before b. Swapped when the aged order has b before a.
+                    if pos(&order, b) > pos(&order, a) {
+                        continue;
+                    }
+                    let (Some(fa), Some(fb), Some(aa), Some(ab)) =
+                        (ci(fv, a), ci(fv, b), ci(v, a), ci(v, b))
+                    else {
+                        continue;
+                    };
+                    if apart(&fa, &fb) && apart(&aa, &ab) {
+                        changed = true;
+                    }
+                }
+            }
+        }
         out.push(RankOrder {
             workload: workload.clone(),
             latency_us: *latency_us,
@@ -321,9 +353,16 @@ pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
             order,
             fresh_order,
             changed,
+            within_noise: differs && !changed,
         });
     }
     out
+}
+
+/// Whether two means are told apart: both have a 95% interval (two or more repetitions) and the
+/// intervals do not overlap. One repetition has no interval, so it tells nothing apart.
+pub fn apart(a: &MeanCi, b: &MeanCi) -> bool {
+    a.ci95.is_some() && b.ci95.is_some() && !a.overlaps(b)
 }
 
 /// Per-flowop p99 (mean over repetitions) and max (over all), every state against fresh.
@@ -444,5 +483,77 @@ mod tests {
         let a = analyze(&[x, s("ext4", State::Fresh, 1, 5.0)], &Default::default());
         assert_eq!(a.samples, 1);
         assert_eq!(a.notes.len(), 1);
+    }
+
+    fn lat_means(rows: &[(&str, State, &[f64])]) -> Vec<GroupMean> {
+        let samples: Vec<Sample> = rows
+            .iter()
+            .flat_map(|(fs, st, xs)| {
+                xs.iter()
+                    .enumerate()
+                    .map(|(r, x)| s(fs, st.clone(), r as u32, *x))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        group_means(&samples)
+    }
+
+    /// A swap whose pair overlaps in the aged state, or in the fresh state, or rests on one
+    /// repetition, is within noise and not flagged; a swap apart in both states is.
+    #[test]
+    fn a_rank_change_is_flagged_only_when_the_swapped_pair_is_apart() {
+        let aged_of = |rs: &[RankOrder]| rs.iter().find(|r| r.state == aged()).unwrap().clone();
+        // Apart in both states: flagged.
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[1000.0, 1002.0]),
+            ("xfs", State::Fresh, &[900.0, 902.0]),
+            ("ext4", aged(), &[500.0, 502.0]),
+            ("xfs", aged(), &[880.0, 882.0]),
+        ])));
+        assert!(r.changed && !r.within_noise, "{r:?}");
+        // Aged means swapped but the aged intervals overlap (910 ± wide against 900 ± wide).
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[1000.0, 1002.0]),
+            ("xfs", State::Fresh, &[900.0, 902.0]),
+            ("ext4", aged(), &[850.0, 950.0]),
+            ("xfs", aged(), &[860.0, 960.0]),
+        ])));
+        assert_eq!(r.order, vec!["xfs", "ext4"]);
+        assert!(!r.changed && r.within_noise, "{r:?}");
+        // Apart when aged, but the fresh order was itself within noise.
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[950.0, 1050.0]),
+            ("xfs", State::Fresh, &[940.0, 1040.0]),
+            ("ext4", aged(), &[500.0, 502.0]),
+            ("xfs", aged(), &[880.0, 882.0]),
+        ])));
+        assert!(!r.changed && r.within_noise, "{r:?}");
+        // One repetition: no interval, so no confirmed change.
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[1000.0]),
+            ("xfs", State::Fresh, &[900.0]),
+            ("ext4", aged(), &[500.0]),
+            ("xfs", aged(), &[880.0]),
+        ])));
+        assert!(!r.changed && r.within_noise, "{r:?}");
+        // Three file systems: the clear swap is of ext4 and btrfs, xfs stays in between.
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[1000.0, 1001.0]),
+            ("xfs", State::Fresh, &[800.0, 801.0]),
+            ("btrfs", State::Fresh, &[600.0, 601.0]),
+            ("ext4", aged(), &[500.0, 501.0]),
+            ("xfs", aged(), &[800.0, 801.0]),
+            ("btrfs", aged(), &[900.0, 901.0]),
+        ])));
+        assert_eq!(r.order, vec!["btrfs", "xfs", "ext4"]);
+        assert!(r.changed, "{r:?}");
+        // Same order: neither.
+        let r = aged_of(&rank_orders(&lat_means(&[
+            ("ext4", State::Fresh, &[1000.0, 1002.0]),
+            ("xfs", State::Fresh, &[900.0, 902.0]),
+            ("ext4", aged(), &[950.0, 952.0]),
+            ("xfs", aged(), &[880.0, 882.0]),
+        ])));
+        assert!(!r.changed && !r.within_noise, "{r:?}");
     }
 }

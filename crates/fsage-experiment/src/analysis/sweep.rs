@@ -124,9 +124,13 @@ pub struct SweepPoint {
 /// error of the measured mean against the model at latency l, τ the tolerance, k the knee (1 ms)
 /// and P the points below the lower calibration latency (those the model predicts rather than
 /// fits), checked in this order:
-/// 1. `NoFit`: no model with C > 0 and l_sw > 0 goes through the calibration points, or the
-///    fastest device measured gives lower throughput than the slowest (throughput falls as the
-///    device gets faster).
+/// 1. `NoFit`: throughput falls as the device gets faster over the fitted range (the latencies
+///    from the lower to the upper calibration latency, or every latency when the model is the
+///    least-squares one): the least-squares slope of the measured means against latency over
+///    that range is positive, which no model C / (l + l_sw) with C > 0 can follow. Or no model
+///    with C > 0 and l_sw > 0 goes through the calibration points (or fits by least squares).
+///    A curve that behaves over the fitted range and drops at lower latencies is not `NoFit`:
+///    that drop is what `III` and `I` describe.
 /// 2. `III`: some point of P at l ≥ k is below the model by more than τ; it departs at the
 ///    highest such latency.
 /// 3. `II`: no point of P is below the model by more than τ, and some point is above it by more
@@ -322,6 +326,19 @@ pub fn classify(points: &[(f64, MeanCi)], opts: &AnalysisOptions) -> Classified 
     )
 }
 
+/// Least-squares slope of y against x; `None` with fewer than two distinct x.
+fn slope(pts: &[(f64, f64)]) -> Option<f64> {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
 fn class_of(
     pts: &[SweepPoint],
     have_model: bool,
@@ -331,15 +348,32 @@ fn class_of(
 ) -> SweepClass {
     let tol = opts.tolerance;
     let k = opts.knee_us;
-    let (fastest, slowest) = (pts.first().unwrap(), pts.last().unwrap());
-    if fastest.measured.mean < slowest.measured.mean {
+    // 1. Throughput falling as the device gets faster, over the fitted range.
+    let hi_cal = if have_cal {
+        opts.calibration_us.0.max(opts.calibration_us.1)
+    } else {
+        f64::INFINITY
+    };
+    let lo_fit = if have_cal { low_cal } else { f64::NEG_INFINITY };
+    let range: Vec<(f64, f64)> = pts
+        .iter()
+        // 1 ns of slack: latencies are compared as whole nanoseconds elsewhere.
+        .filter(|q| q.latency_us >= lo_fit - 1e-3 && q.latency_us <= hi_cal + 1e-3)
+        .map(|q| (q.latency_us, q.measured.mean))
+        .collect();
+    if let Some(slope) = slope(&range).filter(|s| *s > 0.0) {
+        let (first, last) = (range[0], range[range.len() - 1]);
         return SweepClass::NoFit {
             reason: format!(
-                "throughput falls as the device gets faster ({:.0} ops/s at {}, {:.0} at {})",
-                fastest.measured.mean,
-                fmt_latency(fastest.latency_us),
-                slowest.measured.mean,
-                fmt_latency(slowest.latency_us)
+                "throughput falls as the device gets faster from {} to {} (least-squares slope \
+                 {:+.1} ops/s per ms; {:.0} ops/s at {}, {:.0} at {})",
+                fmt_latency(last.0),
+                fmt_latency(first.0),
+                slope * 1000.0,
+                first.1,
+                fmt_latency(first.0),
+                last.1,
+                fmt_latency(last.0)
             ),
         };
     }
@@ -411,29 +445,58 @@ pub struct Inversion {
     pub faster_slow_device: String,
     /// Faster on the faster device (at `to_us`).
     pub faster_fast_device: String,
-    /// The two neighbouring latencies (µs) between which the order changes: the leader at
-    /// `from_us` is behind at `to_us` (from_us > to_us).
+    /// The two latencies (µs) between which the order changes: the leader at `from_us` is
+    /// behind at `to_us` (from_us > to_us), with no clear order in between.
     pub from_us: f64,
     pub to_us: f64,
+    /// Both orders are backed by 95% intervals that do not overlap (two or more repetitions
+    /// on each side). `false`: at `from_us` or `to_us` one of the two has a single repetition,
+    /// so the order there rests on the means alone and the inversion may be noise.
+    #[serde(default = "yes")]
+    pub confirmed: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The order of a and b at one latency: 1 a faster, -1 b faster, 0 tied (means within the
-/// margin or 95% intervals overlapping).
-fn order(a: &MeanCi, b: &MeanCi, margin: f64) -> i8 {
+/// margin, or 95% intervals overlapping); and whether it is confirmed by intervals. With a
+/// single repetition on either side there is no interval: the order of the means (beyond the
+/// margin) is taken, unconfirmed.
+fn order(a: &MeanCi, b: &MeanCi, margin: f64) -> (i8, bool) {
     let top = a.mean.max(b.mean);
-    if top <= 0.0 || (a.mean - b.mean).abs() / top <= margin || a.overlaps(b) {
-        return 0;
+    if top <= 0.0 || (a.mean - b.mean).abs() / top <= margin {
+        return (0, false);
     }
-    if a.mean > b.mean {
-        1
-    } else {
-        -1
+    let confirmed = super::apart(a, b);
+    if !confirmed && a.ci95.is_some() && b.ci95.is_some() {
+        // Intervals that overlap: tied.
+        return (0, false);
     }
+    (if a.mean > b.mean { 1 } else { -1 }, confirmed)
+}
+
+/// Where the order of one pair changes, walking `points` (latency, order, confirmed) from the
+/// slowest device: (from, to, order at from, both confirmed).
+fn changes(points: &[(f64, i8, bool)]) -> Vec<(f64, f64, i8, bool)> {
+    let mut out = Vec::new();
+    let mut prev: Option<(f64, i8, bool)> = None;
+    for &(l, o, c) in points {
+        if let Some((pl, po, pc)) = prev {
+            if po != o {
+                out.push((pl, l, po, pc && c));
+            }
+        }
+        prev = Some((l, o, c));
+    }
+    out
 }
 
 /// Every pair of file systems (per workload and state) whose order changes between two
-/// neighbouring latencies at which both orders are clear, walking from the slowest device to the
-/// fastest.
+/// latencies at which both orders are clear, with no clear order in between, walking from the
+/// slowest device to the fastest. Confirmed inversions come from the orders backed by intervals
+/// alone; orders from a single repetition add unconfirmed ones (`confirmed: false`).
 pub fn inversions(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<Inversion> {
     type Curve = BTreeMap<i64, (f64, MeanCi)>;
     let mut by: BTreeMap<(String, State), BTreeMap<String, Curve>> = BTreeMap::new();
@@ -451,28 +514,36 @@ pub fn inversions(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<Inversion>
         for (i, a) in names.iter().enumerate() {
             for b in &names[i + 1..] {
                 let (ca, cb) = (&curves[*a], &curves[*b]);
-                // Slowest device first.
-                let mut prev: Option<(f64, i8)> = None;
-                for (key, (l, ma)) in ca.iter().rev() {
-                    let Some((_, mb)) = cb.get(key) else { continue };
-                    let o = order(ma, mb, opts.inversion_margin);
-                    if o == 0 {
-                        continue;
+                // Slowest device first; ties left out.
+                let all: Vec<(f64, i8, bool)> = ca
+                    .iter()
+                    .rev()
+                    .filter_map(|(key, (l, ma))| {
+                        let (_, mb) = cb.get(key)?;
+                        let (o, c) = order(ma, mb, opts.inversion_margin);
+                        (o != 0).then_some((*l, o, c))
+                    })
+                    .collect();
+                let sure: Vec<(f64, i8, bool)> = all.iter().copied().filter(|p| p.2).collect();
+                let mut found = changes(&all);
+                // An unconfirmed point between two confirmed ones hides their change.
+                for ch in changes(&sure) {
+                    if !found.iter().any(|f| (f.0, f.1) == (ch.0, ch.1)) {
+                        found.push(ch);
                     }
-                    if let Some((pl, po)) = prev {
-                        if po != o {
-                            let (slow, fast) = if po > 0 { (a, b) } else { (b, a) };
-                            out.push(Inversion {
-                                workload: workload.clone(),
-                                state: state.clone(),
-                                faster_slow_device: (*slow).clone(),
-                                faster_fast_device: (*fast).clone(),
-                                from_us: pl,
-                                to_us: *l,
-                            });
-                        }
-                    }
-                    prev = Some((*l, o));
+                }
+                found.sort_by(|x, y| y.0.total_cmp(&x.0).then(y.1.total_cmp(&x.1)));
+                for (from_us, to_us, po, confirmed) in found {
+                    let (slow, fast) = if po > 0 { (a, b) } else { (b, a) };
+                    out.push(Inversion {
+                        workload: workload.clone(),
+                        state: state.clone(),
+                        faster_slow_device: (*slow).clone(),
+                        faster_fast_device: (*fast).clone(),
+                        from_us,
+                        to_us,
+                        confirmed,
+                    });
                 }
             }
         }
@@ -598,6 +669,39 @@ mod tests {
         );
     }
 
+    /// The no-fit rule looks at the fitted range (5 to 10 ms), not at the two ends of the sweep.
+    #[test]
+    fn no_fit_is_judged_over_the_fitted_range() {
+        // On the model from 5 ms up; collapsing below 1 ms to less than at 10 ms. The old rule
+        // (fastest against slowest) called it no fit; it is a curve that departs from the model.
+        let f = |l: f64| {
+            if l >= 1000.0 {
+                model(l)
+            } else {
+                0.5 * model(10000.0)
+            }
+        };
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert!(cal.is_some());
+        assert!(matches!(class, SweepClass::I { .. }), "{class:?}");
+        // The calibration points alone fit (10 ms slower than 5 ms), but between them throughput
+        // rises with latency: no model follows that.
+        let f = |l: f64| match l as i64 {
+            5000 => 1000.0,
+            10000 => 900.0,
+            6000..=9000 => l / 5.0,
+            _ => model(l),
+        };
+        let (_, cal, _, _, class) = classify(&pts(f), &AnalysisOptions::default());
+        assert!(cal.is_some());
+        match class {
+            SweepClass::NoFit { reason } => {
+                assert!(reason.contains("from 10 ms to 5 ms"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn falling_throughput_has_no_fit() {
         let f = |l: f64| 1000.0 + l / 100.0;
@@ -663,6 +767,47 @@ mod tests {
         assert_eq!(i.faster_slow_device, "a");
         assert_eq!(i.faster_fast_device, "b");
         assert_eq!((i.from_us, i.to_us), (3000.0, 2000.0));
+        assert!(i.confirmed);
+    }
+
+    /// With one repetition there is no interval: a swap from noise is reported, unconfirmed,
+    /// neither hidden nor counted as clear.
+    #[test]
+    fn one_repetition_inversions_are_unconfirmed() {
+        let one = |fs: &str, l: f64, ops: f64| GroupMean {
+            ops_per_s: MeanCi::of(&[ops]),
+            ..gm(fs, l, ops)
+        };
+        let mut means = Vec::new();
+        for l in [0.0, 1000.0, 2000.0] {
+            // 5% apart, a ahead at 2 ms, b ahead below: what noise of one run can do.
+            let a = if l >= 2000.0 { 1.05 } else { 0.95 } * model(l);
+            means.push(one("a", l, a));
+            means.push(one("b", l, model(l)));
+        }
+        let inv = inversions(&means, &AnalysisOptions::default());
+        assert_eq!(inv.len(), 1, "{inv:?}");
+        assert_eq!((inv[0].from_us, inv[0].to_us), (2000.0, 1000.0));
+        assert!(!inv[0].confirmed);
+
+        // Two repetitions everywhere but one side of the change has one: unconfirmed too.
+        let mut means = Vec::new();
+        for l in [0.0, 1000.0, 2000.0] {
+            let a = if l >= 2000.0 { 1.2 } else { 1.0 / 1.2 } * model(l);
+            means.push(if l == 1000.0 {
+                one("a", l, a)
+            } else {
+                gm("a", l, a)
+            });
+            means.push(gm("b", l, model(l)));
+        }
+        let inv = inversions(&means, &AnalysisOptions::default());
+        // 2 ms -> 1 ms rests on one repetition; 2 ms -> 0 is the confirmed change.
+        let got: Vec<(f64, f64, bool)> = inv
+            .iter()
+            .map(|i| (i.from_us, i.to_us, i.confirmed))
+            .collect();
+        assert_eq!(got, vec![(2000.0, 1000.0, false), (2000.0, 0.0, true)]);
     }
 
     #[test]

@@ -67,16 +67,33 @@ td.l, th.l { text-align: left; }
 .tablewrap { max-height: 460px; overflow: auto; }
 "#;
 
+/// Run by the page itself (and read back by the headless-Chromium test): every section but the
+/// table-only ones (inversions, cells) must hold an `<svg>` with a size and drawn marks (more than
+/// a background), no section may carry a "(no plot: ...)" note, and the table-only ones need a
+/// table or a verdict line. Each section gets `data-rendered` and, when not, `data-why`.
 const CHECK_SCRIPT: &str = r#"
 (function () {
+  var TABLE_ONLY = ['inversions', 'cells'];
   var secs = document.querySelectorAll('section.fsage');
   var ok = 0, bad = [];
   secs.forEach(function (s) {
+    var why = [];
     var svgs = s.querySelectorAll('svg');
-    var good = svgs.length > 0 || s.querySelector('table') !== null || s.querySelector('.verdict') !== null;
-    svgs.forEach(function (v) { var b = v.getBBox(); if (!(b.width > 0 && b.height > 0)) good = false; });
-    s.setAttribute('data-rendered', good ? 'yes' : 'no');
-    if (good) ok++; else bad.push(s.id);
+    if (TABLE_ONLY.indexOf(s.getAttribute('data-kind')) >= 0) {
+      if (s.querySelector('table') === null && s.querySelector('.verdict') === null) why.push('no table');
+    } else if (svgs.length === 0) {
+      why.push('no plot');
+    }
+    svgs.forEach(function (v) {
+      var b = v.getBBox();
+      var marks = v.querySelectorAll('path, line, polyline, polygon, circle, ellipse, rect').length;
+      if (!(b.width > 0 && b.height > 0) || marks < 2) why.push('an empty plot');
+    });
+    s.querySelectorAll('.note').forEach(function (n) {
+      if (n.textContent.indexOf('(no plot') === 0) why.push(n.textContent);
+    });
+    s.setAttribute('data-rendered', why.length ? 'no' : 'yes');
+    if (why.length) { s.setAttribute('data-why', why.join('; ')); bad.push(s.id + ' (' + why.join('; ') + ')'); } else ok++;
   });
   document.body.setAttribute('data-sections', String(secs.length));
   document.body.setAttribute('data-sections-ok', String(ok));
@@ -878,6 +895,8 @@ fn aged_vs_fresh(p: &mut Page, a: &Analysis, suffix: &str) {
                         "–".into()
                     } else if r.changed {
                         "<span class=\"flag\">⚑ changed</span>".into()
+                    } else if r.within_noise {
+                        format!("within noise (fresh: {})", esc(&r.fresh_order.join(" > ")))
                     } else {
                         "same".into()
                     },
@@ -912,8 +931,10 @@ fn aged_vs_fresh(p: &mut Page, a: &Analysis, suffix: &str) {
          confidence interval (Student t, n − 1 degrees of freedom; none for one repetition). \
          Slowdown = (fresh − aged) / fresh, positive when aging made the file system slower; \
          <i>beyond noise</i> when the two intervals do not overlap. The rank order sorts the file \
-         systems by mean ops/s in each state; ⚑ marks a state whose order differs from the fresh \
-         one.",
+         systems by mean ops/s in each state; ⚑ marks a state whose order changed against the fresh \
+         one: a pair of file systems in the other order whose 95% intervals are apart in both \
+         states (two or more repetitions each). A swap of means whose intervals overlap in either \
+         state, or that rests on one repetition, is shown as <i>within noise</i> and not flagged.",
         &c,
     );
 }
@@ -1129,15 +1150,19 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                         .map(|q| (q.latency_us / div, q.measured.mean))
                         .collect(),
                 });
-                let model = if s.classified_with == "calibration" {
-                    s.calibration.as_ref()
-                } else {
-                    s.least_squares.as_ref()
+                // The calibrated model when there is one; else the least-squares one, named so
+                // (also when the calibration gave no fit).
+                let model = match (s.classified_with.as_str(), &s.calibration) {
+                    ("calibration", Some(m)) => Some((m, format!("{} model", s.fs))),
+                    _ => s
+                        .least_squares
+                        .as_ref()
+                        .map(|m| (m, format!("{} least-squares model", s.fs))),
                 };
-                if let Some(m) = model {
+                if let Some((m, name)) = model {
                     let n = 200;
                     lines.push(Line {
-                        name: format!("{} model", s.fs),
+                        name,
                         color: i,
                         points: (0..=n)
                             .map(|k| {
@@ -1250,10 +1275,15 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
         "Mean ops/s per device latency (dots, whiskers the 95% CI) with the slippery-slope \
          model Throughput = C / (l_dev + l_sw) dashed, in the same colour. The model is \
          calibrated on the points at {} and {} (ringed); where those were not measured, it is \
-         the least-squares fit of the relative error over all points. Classes, with tolerance \
-         τ = {:.0}% and knee {}, over the points below the lower calibration latency: <b>no \
-         fit</b> when no model with C &gt; 0 and l_sw &gt; 0 goes through the calibration points \
-         or the fastest device gives less throughput than the slowest; <b>III</b> when a point at \
+         the least-squares fit of the relative error over all points. Where the calibrated \
+         model gives no fit, the dashed line is the least-squares model (named so in the \
+         legend), when that fit exists. Classes, with tolerance τ = {:.0}% and knee {}: <b>no \
+         fit</b> when, over the fitted range (from the lower to the upper calibration latency, \
+         or every latency for the least-squares model), the least-squares slope of throughput \
+         against latency is positive (throughput falls as the device gets faster, which no \
+         model with C &gt; 0 follows), or when no model with C &gt; 0 and l_sw &gt; 0 goes \
+         through the calibration points; then, over the points below the lower calibration \
+         latency, <b>III</b> when a point at \
          or above the knee is more than τ below the model (it departs at the highest such \
          latency); <b>II</b> when no point is more than τ below and some point is more than τ \
          above; <b>I</b> when every point at or above the knee is within τ and some point under \
@@ -1286,6 +1316,11 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
                     fmt_latency(i.from_us),
                     fmt_latency(i.to_us)
                 ),
+                if i.confirmed {
+                    "yes".into()
+                } else {
+                    "unconfirmed (one repetition)".into()
+                },
             ]
         })
         .collect();
@@ -1303,18 +1338,20 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
             "faster on the slower device",
             "faster on the faster device",
             "order changes",
+            "confirmed",
         ],
         &rows,
     ));
     // The paper's Table 1 form: per fs and workload, which file systems it inverts with.
     let mut t1: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for i in &a.inversions {
+        let mark = if i.confirmed { "" } else { " (unconfirmed)" };
         t1.entry((i.faster_slow_device.clone(), i.workload.clone()))
             .or_default()
-            .insert(i.faster_fast_device.clone());
+            .insert(format!("{}{mark}", i.faster_fast_device));
         t1.entry((i.faster_fast_device.clone(), i.workload.clone()))
             .or_default()
-            .insert(i.faster_slow_device.clone());
+            .insert(format!("{}{mark}", i.faster_slow_device));
     }
     if !t1.is_empty() {
         let rows: Vec<Vec<String>> = t1
@@ -1331,7 +1368,10 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
             "Walking from the slowest device to the fastest, a pair of file systems is inverted \
              where the faster one at one latency is the slower one at the next latency at which \
              their order is clear. An order is clear when the means differ by more than {:.0}% \
-             and their 95% intervals do not overlap; tied latencies are skipped.",
+             and their 95% intervals do not overlap; tied latencies are skipped. Where one of the \
+             two has a single repetition there is no interval: the order of the means is taken, \
+             and an inversion that rests on it is marked <i>unconfirmed</i> (it may be noise; \
+             run more repetitions).",
             100.0 * a.options.inversion_margin
         ),
         &c,
@@ -1536,4 +1576,48 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
          order (tracefs <code>block:block_rq_issue</code>).",
         &c,
     );
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+    use fsage_experiment::analysis::{analyze, AnalysisOptions, Sample};
+
+    /// A sweep whose calibration points admit no model (10 ms faster than 5 ms) still gets a
+    /// dashed line: the least-squares model, named so in the legend.
+    #[test]
+    fn no_calibrated_fit_draws_the_least_squares_model() {
+        let model = |l: f64| 6e7 / (l + 400.0);
+        let mut samples = Vec::new();
+        for k in 0..=10 {
+            let l = k as f64 * 1000.0;
+            let t = if k == 10 {
+                model(5000.0) * 1.01
+            } else {
+                model(l)
+            };
+            for rep in 0..2 {
+                samples.push(Sample {
+                    fs: "ext4".into(),
+                    state: State::Fresh,
+                    workload: "fileserver".into(),
+                    latency_us: Some(l),
+                    rep,
+                    ops_per_s: t * (1.0 + 0.001 * rep as f64),
+                    flowops: vec![],
+                });
+            }
+        }
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let s = &a.sweeps[0];
+        assert!(matches!(s.class, SweepClass::NoFit { .. }), "{:?}", s.class);
+        assert!(s.calibration.is_none() && s.least_squares.is_some());
+        let mut p = Page {
+            body: String::new(),
+            nav: vec![],
+            n: 0,
+        };
+        sweep(&mut p, &a, "");
+        assert!(p.body.contains("ext4 least-squares model"), "{}", p.body);
+    }
 }
