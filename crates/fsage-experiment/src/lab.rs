@@ -570,7 +570,15 @@ impl LabExecutor {
                     .image_sha256
             }
         };
-        let def = serde_json::to_string(&(&cell.fs, &cell.state, cell.image_size, source))
+        // A profile file counts by its text (in `source`), not by where it was found, so moving
+        // the experiment's directory does not age its bases again.
+        let mut state = cell.state.clone();
+        if let StateSpec::Aged { profile, .. } = &mut state {
+            if fsage_profile::builtin(profile).is_none() {
+                profile.clear();
+            }
+        }
+        let def = serde_json::to_string(&(&cell.fs, &state, cell.image_size, source))
             .expect("plain data serialises");
         let h = Sha256::digest(def.as_bytes());
         let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
@@ -678,10 +686,7 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
     for s in &spec.states {
         if let StateSpec::Image { name, .. } = s {
             lib.load(name).map_err(|e| {
-                crate::Error::input(format!(
-                    "{}: state image {name:?}: {e} (`fsage image list` shows the library)",
-                    spec.origin
-                ))
+                crate::Error::input(format!("{}: state image {name:?}: {e}", spec.origin))
             })?;
         }
     }
