@@ -1,5 +1,6 @@
-//! The real `git` CLI: the source repository (a directory, or a bundle cloned to a temporary bare
-//! repository), its first-parent commit list, and the aged repository's pulls.
+//! The real `git` CLI: the source repository (the top of a repository, or a bundle cloned to a
+//! bare repository named after the target), its first-parent commit list, and the aged
+//! repository's pulls.
 //!
 //! Every git runs in its own process group, so a Ctrl-C at the terminal reaches fsage alone and
 //! the pull under way finishes; fsage stops between commits. Global and system configuration are

@@ -323,11 +323,13 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             });
             let size = match (clean_size, device) {
                 (Some(s), _) => *s,
-                (None, _) if opts.no_measure => 0,
+                // The same with and without measurements, so that either may resume the other.
                 (None, Some(d)) => match dir_rdev.and_then(block_device_size) {
                     Some(s) => s,
+                    None if opts.no_measure => 0,
                     None => fsage_lab::sys::size_of(d)?,
                 },
+                (None, None) if opts.no_measure => 0,
                 (None, None) => {
                     return Err(Error::input(format!(
                         "{}: on {} ({}), which has no block device: fsage can neither trace its \

@@ -33,10 +33,12 @@ pub struct GitAgeArgs {
     /// for a TARGET_DIR on a file system without one, such as tmpfs).
     #[arg(long)]
     pub size: Option<String>,
-    /// For a TARGET_DIR: the clean instance's file system (made as large as TARGET_DIR's).
+    /// For a TARGET_DIR: the clean instance's file system (made as large as the block device
+    /// under TARGET_DIR, or --size).
     #[arg(long, value_enum)]
     pub clean_fs: Option<FsArg>,
-    /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm).
+    /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm); the checkpoint
+    /// and a bundle's clone go beside it. Not on the file system being aged.
     #[arg(long, value_name = "IMAGE")]
     pub clean_image: Option<PathBuf>,
     /// Measure every N commits (and at the first and the last).
@@ -62,7 +64,8 @@ pub struct GitAgeArgs {
     /// Tree mode: write the op log to FILE.
     #[arg(long, value_name = "FILE")]
     pub op_log: Option<PathBuf>,
-    /// Go on from the checkpoint (TARGET.fsage-git.json) of a stopped run.
+    /// Go on from the checkpoint of a stopped run (IMAGE.fsage-git.json; for a TARGET_DIR,
+    /// CLEAN_IMAGE.fsage-git.json).
     #[arg(long)]
     pub resume: bool,
     /// Replay only, no measurements (to time the replay).
