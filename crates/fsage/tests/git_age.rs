@@ -404,7 +404,7 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
             "64MiB",
             s(&img),
             "--every",
-            "5",
+            "100",
             "--quiet",
         ]
         .iter()
