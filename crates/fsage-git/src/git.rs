@@ -134,6 +134,8 @@ fn is_bare_repo(path: &Path) -> bool {
 /// `clone` (a killed run's) is used as it is; else it is replaced. The clone is removed when the
 /// [`Source`] is dropped.
 pub fn open_source(repo: &Path, clone: &Path, reuse: bool) -> Result<Source> {
+    // Pulls run in the aged tree: the clone is named by an absolute path.
+    let clone = &std::path::absolute(clone).map_err(|e| crate::io_err(clone, "", e))?;
     let meta = std::fs::metadata(repo).map_err(|e| crate::io_err(repo, "the repository", e))?;
     let origin = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let stem = origin

@@ -303,18 +303,6 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             }
             check_dir_of(clean_image)?;
             let m = mount_of(path)?;
-            let aged_dev =
-                fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
-            if !opts.no_measure
-                && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev)
-            {
-                return Err(Error::input(format!(
-                    "{}: the clean instance's image would be on the file system being aged ({}); \
-                     put it elsewhere",
-                    clean_image.display(),
-                    m.mount_point.display()
-                )));
-            }
             let source = Path::new(&m.source);
             let device = fsage_lab::sys::is_block_device(source).then_some(source);
             let dir_rdev = device.and_then(|d| {
@@ -343,6 +331,18 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
                     .with_remedy(fsage_sys::Remedy::Size));
                 }
             };
+            let aged_dev =
+                fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
+            if !opts.no_measure
+                && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev)
+            {
+                return Err(Error::input(format!(
+                    "{}: the clean instance's image would be on the file system being aged ({}); \
+                     put it elsewhere",
+                    clean_image.display(),
+                    m.mount_point.display()
+                )));
+            }
             Ok(TargetFacts {
                 aged_fs: m.fstype,
                 clean_kind: *clean_kind,

@@ -652,6 +652,36 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
     );
     assert!(std::fs::read_dir(&target).unwrap().next().is_none());
     assert!(!tmp.path().join("clean.img.fsage-git.json").exists());
+    // The missing block device is what is reported, also with the clean image beside the target.
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--clean-fs",
+        "ext4",
+        "--clean-image",
+        s(&shm.path().join("c.img")),
+        s(&target),
+    ]);
+    expect_code(&o, 2, "a TARGET_DIR on tmpfs, the clean image beside it");
+    assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
+    // With the clean size given, a clean image on the aged file system is refused.
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--clean-fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        "--clean-image",
+        s(&shm.path().join("c.img")),
+        s(&target),
+    ]);
+    expect_code(&o, 2, "the clean image on the aged file system");
+    assert!(
+        stderr(&o).contains("on the file system being aged"),
+        "{}",
+        stderr(&o)
+    );
 
     // Opted in with the clean instance's size: measured, without an aged layout score or
     // fragments per file (no FIEMAP on tmpfs), never shown as 0.
@@ -684,4 +714,36 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
         .find(|l| l.trim_start().starts_with("1 "))
         .unwrap();
     assert_eq!(row.split_whitespace().nth(at), Some("-"), "{out}");
+}
+
+#[test]
+fn git_age_replays_a_bundle_into_an_image_named_relative_to_the_working_directory() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
+        return skip("git_age_relative_image", &why);
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 3).unwrap();
+    bundle_of(&repo, &tmp.path().join("synth.bundle"));
+    let img = tmp.path().join("rel.img");
+    let _c = Cleanup(vec![img.clone()]);
+    // The bundle's clone is named after the image: the pulls, run in the aged tree, must find it.
+    let o = Command::new(bin())
+        .current_dir(tmp.path())
+        .args([
+            "git-age",
+            "synth.bundle",
+            "--fs",
+            "ext4",
+            "--size",
+            "64MiB",
+            "--no-measure",
+            "--quiet",
+            "rel.img",
+        ])
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "git-age with a relative image path");
+    assert!(!tmp.path().join("rel.img.source.git").exists());
+    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
 }
