@@ -303,19 +303,32 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             }
             check_dir_of(clean_image)?;
             let m = mount_of(path)?;
+            // The block device: the mount's source (btrfs's st_dev is not one), else st_dev
+            // when sysfs knows it as a block device (a source such as `/dev/root`).
             let source = Path::new(&m.source);
             let device = fsage_lab::sys::is_block_device(source).then_some(source);
-            let dir_rdev = device.and_then(|d| {
-                use std::os::unix::fs::MetadataExt;
-                std::fs::metadata(d).ok().map(|md| md.rdev())
-            });
-            let size = match (clean_size, device) {
+            let dir_rdev = device
+                .and_then(|d| {
+                    use std::os::unix::fs::MetadataExt;
+                    std::fs::metadata(d).ok().map(|md| md.rdev())
+                })
+                .or_else(|| {
+                    let dev = fsage_sys::device_of(path).ok()?;
+                    block_device_size(dev).map(|_| dev)
+                });
+            let size = match (clean_size, dir_rdev) {
                 (Some(s), _) => *s,
                 // The same with and without measurements, so that either may resume the other.
-                (None, Some(d)) => match dir_rdev.and_then(block_device_size) {
-                    Some(s) => s,
-                    None if opts.no_measure => 0,
-                    None => fsage_lab::sys::size_of(d)?,
+                (None, Some(r)) => match (block_device_size(r), device) {
+                    (Some(s), _) => s,
+                    (None, _) if opts.no_measure => 0,
+                    (None, Some(d)) => fsage_lab::sys::size_of(d)?,
+                    (None, None) => {
+                        return Err(Error::operation(format!(
+                            "{}: the size of its block device is not in sysfs",
+                            path.display()
+                        )))
+                    }
                 },
                 (None, None) if opts.no_measure => 0,
                 (None, None) => {
