@@ -1,5 +1,6 @@
-//! The real `git` CLI: the source repository (a directory, or a bundle cloned to a temporary bare
-//! repository), its first-parent commit list, and the aged repository's pulls.
+//! The real `git` CLI: the source repository (the top of a repository, or a bundle cloned to a
+//! bare repository named after the target), its first-parent commit list, and the aged
+//! repository's pulls.
 //!
 //! Every git runs in its own process group, so a Ctrl-C at the terminal reaches fsage alone and
 //! the pull under way finishes; fsage stops between commits. Global and system configuration are
@@ -30,7 +31,7 @@ pub fn command(dir: &Path, args: &[&str]) -> Command {
     unsafe {
         c.pre_exec(|| {
             // Die with fsage (kill -9 included): a pull left running would race a resume.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             Ok(())
         });
     }
@@ -69,12 +70,72 @@ pub struct Source {
     pub origin: PathBuf,
     /// A short name for the aged tree's directory (`zlib` for `zlib.bundle`).
     pub name: String,
-    _clone: Option<tempfile::TempDir>,
+    _clone: Option<CloneGuard>,
 }
 
-/// Opens `repo`: a directory holding a Git repository (bare or not) or a bundle file, which is
-/// cloned into a temporary bare repository under `scratch` first.
-pub fn open_source(repo: &Path, scratch: &Path) -> Result<Source> {
+/// Removes a bundle's clone when the run ends (however it ends, short of kill -9: then the next
+/// run on the same target reuses or replaces it, by its name).
+#[derive(Debug)]
+struct CloneGuard(PathBuf);
+
+impl Drop for CloneGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes what is at `path` if it is a directory fsage could have made there (a bare clone, or
+/// the start of one); refuses anything else.
+fn remove_clone(path: &Path) -> Result<()> {
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let ours = m.is_dir()
+        && std::fs::read_dir(path)
+            .map_err(|e| crate::io_err(path, "readdir", e))?
+            .filter_map(|e| e.ok())
+            .all(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                [
+                    "HEAD",
+                    "config",
+                    "description",
+                    "hooks",
+                    "info",
+                    "objects",
+                    "refs",
+                    "packed-refs",
+                    "branches",
+                    "shallow",
+                    "FETCH_HEAD",
+                ]
+                .contains(&n.as_ref())
+                    || n.ends_with(".lock")
+            });
+    if !ours {
+        return Err(Error::input(format!(
+            "{}: in the way of the bundle's clone and not a bare repository fsage made; remove it",
+            path.display()
+        )));
+    }
+    std::fs::remove_dir_all(path).map_err(|e| crate::io_err(path, "remove", e))
+}
+
+/// Whether `path` is a complete bare repository (a clone a killed run left).
+fn is_bare_repo(path: &Path) -> bool {
+    path.join("HEAD").is_file()
+        && run(path, &["rev-parse", "--is-bare-repository"]).is_ok_and(|s| s.trim() == "true")
+}
+
+/// Opens `repo`: the top of a Git repository (its working tree, or a bare repository) or a
+/// bundle file, which is cloned into a bare repository at `clone` first (made under a temporary
+/// name and renamed, so that `clone` is whole or absent). With `reuse`, a clone already at
+/// `clone` (a killed run's) is used as it is; else it is replaced. The clone is removed when the
+/// [`Source`] is dropped.
+pub fn open_source(repo: &Path, clone: &Path, reuse: bool) -> Result<Source> {
+    // Pulls run in the aged tree: the clone is named by an absolute path.
+    let clone = &std::path::absolute(clone).map_err(|e| crate::io_err(clone, "", e))?;
     let meta = std::fs::metadata(repo).map_err(|e| crate::io_err(repo, "the repository", e))?;
     let origin = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let stem = origin
@@ -109,26 +170,37 @@ pub fn open_source(repo: &Path, scratch: &Path) -> Result<Source> {
                 e.message
             ))
         })?;
-        let tmp = tempfile::Builder::new()
-            .prefix("fsage-git-source-")
-            .tempdir_in(scratch)
-            .map_err(|e| crate::io_err(scratch, "cannot make a temporary directory", e))?;
-        let dest = tmp.path().join("source.git");
-        run(
-            tmp.path(),
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                &origin.to_string_lossy(),
-                &dest.to_string_lossy(),
-            ],
-        )?;
+        let partial = PathBuf::from(format!("{}.tmp", clone.to_string_lossy()));
+        remove_clone(&partial)?;
+        if !(reuse && is_bare_repo(clone)) {
+            remove_clone(clone)?;
+            let dir = clone
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let made = run(
+                dir,
+                &[
+                    "clone",
+                    "-q",
+                    "--bare",
+                    &origin.to_string_lossy(),
+                    &partial.to_string_lossy(),
+                ],
+            )
+            .and_then(|_| {
+                std::fs::rename(&partial, clone).map_err(|e| crate::io_err(clone, "rename", e))
+            });
+            if let Err(e) = made {
+                let _ = std::fs::remove_dir_all(&partial);
+                return Err(e);
+            }
+        }
         return Ok(Source {
-            path: dest,
+            path: clone.to_path_buf(),
             origin,
             name,
-            _clone: Some(tmp),
+            _clone: Some(CloneGuard(clone.to_path_buf())),
         });
     }
     if !meta.is_dir() {
@@ -137,12 +209,41 @@ pub fn open_source(repo: &Path, scratch: &Path) -> Result<Source> {
             repo.display()
         )));
     }
-    run(&origin, &["rev-parse", "--git-dir"]).map_err(|_| {
+    let facts = run(
+        &origin,
+        &["rev-parse", "--is-inside-git-dir", "--absolute-git-dir"],
+    )
+    .map_err(|_| {
         Error::input(format!(
             "{}: not a Git repository (no .git found by `git rev-parse`)",
             repo.display()
         ))
     })?;
+    let mut lines = facts.lines();
+    let in_git_dir = lines.next() == Some("true");
+    let git_dir = PathBuf::from(lines.next().unwrap_or_default());
+    // Pulls name the source by path: a directory inside a repository is not one, and would be
+    // found only after the file system was made.
+    if in_git_dir {
+        if git_dir != origin {
+            return Err(Error::input(format!(
+                "{}: inside the Git directory {}; give the repository itself",
+                repo.display(),
+                git_dir.display()
+            )));
+        }
+    } else {
+        let top = run(&origin, &["rev-parse", "--show-toplevel"])?;
+        let top = PathBuf::from(top.trim());
+        if top != origin {
+            return Err(Error::input(format!(
+                "{}: a subdirectory of the working tree {}; give the repository's top directory \
+                 (its whole history is replayed)",
+                repo.display(),
+                top.display()
+            )));
+        }
+    }
     Ok(Source {
         path: origin.clone(),
         origin,
@@ -164,7 +265,8 @@ pub struct Commit {
 pub struct Range {
     /// The first commit (inclusive; on the first-parent line of the tip).
     pub first: Option<String>,
-    /// The tip (inclusive): a revision; default the branch, else HEAD.
+    /// The tip (inclusive): a revision; default the branch, else HEAD. Not with `branch` (which
+    /// names the tip too): the two are refused together.
     pub last: Option<String>,
     pub branch: Option<String>,
     /// At most this many commits.
@@ -187,7 +289,12 @@ fn resolve(src: &Path, rev: &str, what: &str) -> Result<String> {
 /// at `first` and to `commits`.
 pub fn commit_list(src: &Path, range: &Range) -> Result<Vec<Commit>> {
     let tip = match (&range.last, &range.branch) {
-        (Some(l), _) => resolve(src, l, "the last commit")?,
+        (Some(_), Some(b)) => {
+            return Err(Error::input(format!(
+                "both a branch ({b}) and a last commit name the tip of the replay; give one"
+            )))
+        }
+        (Some(l), None) => resolve(src, l, "the last commit")?,
         (None, Some(b)) => resolve(src, &format!("refs/heads/{b}"), "the branch")?,
         (None, None) => resolve(src, "HEAD", "HEAD").map_err(|_| {
             Error::input(format!(

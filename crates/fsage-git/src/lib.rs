@@ -19,7 +19,9 @@ pub mod slow;
 pub mod synthetic;
 pub mod tree;
 
-pub use run::{git_age, state_path, GitAgeOptions, Mode, Observer, Outcome, Target};
+pub use run::{
+    git_age, source_clone_path, state_path, GitAgeOptions, Mode, Observer, Outcome, Target,
+};
 pub use series::{FragFigures, GitRow, GitSeries, InstanceFigures, SERIES_FORMAT};
 pub use slow::MeasureDevice;
 

@@ -141,15 +141,22 @@ pub fn frag_figures(mount: &Path) -> FragFigures {
         Ok(r) => {
             let fs = r.free_space.as_ref();
             let f = r.files.as_ref();
+            // Without FIEMAP (tmpfs) no file has a block mapped: there is no mean to give, and
+            // 0 would read as "perfectly laid out".
+            let mapped = f.filter(|x| x.files > x.files_without_blocks);
+            let walk_error = f.and_then(|x| x.walk.errors.first().cloned());
             FragFigures {
                 free_extents: fs.map(|x| x.free_extents),
                 free_blocks: fs.map(|x| x.free_blocks),
                 largest_free_blocks: fs.map(|x| x.max_blocks),
                 files: f.map(|x| x.files),
-                fragments_per_file: f.map(|x| x.fragments_per_file),
+                fragments_per_file: mapped.map(|x| x.fragments_per_file),
                 layout_score: f.and_then(|x| x.layout_score),
                 dynamic_layout_score: f.and_then(|x| x.dynamic_layout_score),
-                error: r.free_space_error.clone(),
+                error: match (r.free_space_error.clone(), walk_error) {
+                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                    (a, b) => a.or(b),
+                },
             }
         }
         Err(e) => FragFigures {
@@ -329,4 +336,32 @@ pub fn clean_instance(
     }
     drop(g);
     Ok(fig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_fragments_per_file_without_fiemap() {
+        // tmpfs maps no blocks (no FIEMAP): the figure is missing, not 0.
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("SKIP: no_fragments_per_file_without_fiemap: no /dev/shm");
+            return;
+        };
+        if fsage_sys::fs_stat(dir.path())
+            .map(|s| s.type_name())
+            .ok()
+            .as_deref()
+            != Some("tmpfs")
+        {
+            eprintln!("SKIP: no_fragments_per_file_without_fiemap: /dev/shm is not tmpfs");
+            return;
+        }
+        std::fs::write(dir.path().join("a"), vec![7u8; 64 << 10]).unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("d/b"), vec![7u8; 8 << 10]).unwrap();
+        let f = frag_figures(dir.path());
+        assert_eq!(f.fragments_per_file, None, "{f:?}");
+    }
 }

@@ -25,12 +25,27 @@ pub enum Target {
         size: u64,
     },
     /// A directory on a mounted file system (empty unless resuming): the aged tree itself. The
-    /// clean instance is an image of `clean_kind`, as large as that file system, at `clean_image`.
+    /// clean instance is an image of `clean_kind` at `clean_image`, as large as the block device
+    /// under the directory, or `clean_size` when given (needed when there is no block device).
+    /// fsage's own files (checkpoint, a bundle's clone) go beside `clean_image`, off the aged
+    /// file system.
     Dir {
         path: PathBuf,
         clean_kind: FsKind,
         clean_image: PathBuf,
+        clean_size: Option<u64>,
     },
+}
+
+impl Target {
+    /// Where fsage's files of the run are named from: the image, or the clean image of a
+    /// directory target (so that nothing of fsage's lands in the aged file system).
+    fn files_base(&self) -> &Path {
+        match self {
+            Target::Image { path, .. } => path,
+            Target::Dir { clean_image, .. } => clean_image,
+        }
+    }
 }
 
 /// How commits are replayed.
@@ -101,7 +116,12 @@ const STATE_FORMAT: &str = "fsage-git-state/1";
 struct RunKey {
     repo: String,
     mode: String,
+    /// The aged file system's kind.
     fs: String,
+    /// A directory target: the clean instance's kind (an image's clean instance is of `fs`).
+    #[serde(default)]
+    clean_fs: Option<String>,
+    /// The clean instance's size (the image's, for an image target).
     size: u64,
     every: u64,
     gc: bool,
@@ -123,10 +143,18 @@ struct State {
     tick: u64,
 }
 
-/// The checkpoint of a run on `target` (an image or a directory): `TARGET.fsage-git.json`.
-pub fn state_path(target: &Path) -> PathBuf {
-    let t = target.to_string_lossy();
+/// The checkpoint of a run on `target`: `IMAGE.fsage-git.json`, or for a directory target
+/// `CLEAN_IMAGE.fsage-git.json` (never inside the file system being aged).
+pub fn state_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
     PathBuf::from(format!("{}.fsage-git.json", t.trim_end_matches('/')))
+}
+
+/// Where a bundle is cloned for the run: `IMAGE.source.git` (or `CLEAN_IMAGE.source.git`); a
+/// resume reuses it, a new run replaces it, the end of a run removes it.
+pub fn source_clone_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
+    PathBuf::from(format!("{}.source.git", t.trim_end_matches('/')))
 }
 
 fn save_state(path: &Path, st: &State) -> Result<()> {
@@ -163,17 +191,186 @@ fn is_measured(i: usize, n: usize, every: u64) -> bool {
     i as u64 % every == 0 || i + 1 == n
 }
 
-fn stat_dev_block(path: &Path) -> Option<u64> {
-    let dev = fsage_sys::device_of(path).ok()?;
-    let (ma, mi) = fsage_lab::sys::dev_parts(dev);
-    Path::new(&format!("/sys/dev/block/{ma}:{mi}"))
-        .exists()
-        .then_some(dev)
+/// What the checks found about the target, before anything is made.
+struct TargetFacts {
+    /// The aged file system's kind (`ext4`, or what the mount table says of a directory's).
+    aged_fs: String,
+    clean_kind: FsKind,
+    /// The clean instance's size.
+    size: u64,
+    /// A directory target's block device (its rdev), to trace the grep's reads.
+    dir_rdev: Option<u64>,
+}
+
+/// The directory `path`'s parent, `.` for a bare name.
+fn parent_dir(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Refuses a file to be made at `path` whose directory is missing.
+fn check_dir_of(path: &Path) -> Result<()> {
+    let dir = parent_dir(path);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::input(format!(
+            "{}: {} is not a directory",
+            path.display(),
+            dir.display()
+        ))),
+        Err(_) => Err(Error::input(format!(
+            "{}: its directory {} does not exist",
+            path.display(),
+            dir.display()
+        ))),
+    }
+}
+
+/// The mount-table entry of the file system holding `path`.
+fn mount_of(path: &Path) -> Result<fsage_sys::mountinfo::MountEntry> {
+    let dev = fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
+    let parts = fsage_lab::sys::dev_parts(dev);
+    let mounts = fsage_sys::mountinfo::mounts()
+        .map_err(|e| Error::operation(format!("/proc/self/mountinfo: {e}")))?;
+    mounts
+        .into_iter()
+        .rev()
+        .find(|m| m.dev == parts)
+        .ok_or_else(|| {
+            Error::operation(format!(
+                "{}: its file system ({}:{}) is not in the mount table",
+                path.display(),
+                parts.0,
+                parts.1
+            ))
+        })
+}
+
+/// The size of the block device `rdev` from sysfs (no need to open the device).
+fn block_device_size(rdev: u64) -> Option<u64> {
+    let (ma, mi) = fsage_lab::sys::dev_parts(rdev);
+    let text = std::fs::read_to_string(format!("/sys/dev/block/{ma}:{mi}/size")).ok()?;
+    text.trim().parse::<u64>().ok().map(|sectors| sectors * 512)
+}
+
+/// Every check of the target before anything is made: the image's directory, a directory
+/// target's emptiness, file system, block device and the clean instance's size.
+fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> {
+    if !opts.resume && state_file.exists() {
+        return Err(Error::input(format!(
+            "{}: a run's checkpoint is there; resume it, or remove it to start again",
+            state_file.display()
+        )));
+    }
+    match &opts.target {
+        Target::Image { path, kind, size } => {
+            check_dir_of(path)?;
+            if !opts.resume && path.exists() {
+                return Err(Error::input(format!(
+                    "{}: exists; refusing to overwrite it",
+                    path.display()
+                )));
+            }
+            Ok(TargetFacts {
+                aged_fs: kind.name().into(),
+                clean_kind: *kind,
+                size: *size,
+                dir_rdev: None,
+            })
+        }
+        Target::Dir {
+            path,
+            clean_kind,
+            clean_image,
+            clean_size,
+        } => {
+            if !path.is_dir() {
+                return Err(Error::input(format!(
+                    "{}: not a directory (give an existing, empty directory)",
+                    path.display()
+                )));
+            }
+            if !opts.resume {
+                let mut rd =
+                    std::fs::read_dir(path).map_err(|e| crate::io_err(path, "readdir", e))?;
+                if rd.next().is_some() {
+                    return Err(Error::input(format!(
+                        "{}: not empty; Git aging needs an empty directory",
+                        path.display()
+                    )));
+                }
+            }
+            check_dir_of(clean_image)?;
+            let m = mount_of(path)?;
+            // The block device: the mount's source (btrfs's st_dev is not one), else st_dev
+            // when sysfs knows it as a block device (a source such as `/dev/root`).
+            let source = Path::new(&m.source);
+            let device = fsage_lab::sys::is_block_device(source).then_some(source);
+            let dir_rdev = device
+                .and_then(|d| {
+                    use std::os::unix::fs::MetadataExt;
+                    std::fs::metadata(d).ok().map(|md| md.rdev())
+                })
+                .or_else(|| {
+                    let dev = fsage_sys::device_of(path).ok()?;
+                    block_device_size(dev).map(|_| dev)
+                });
+            let size = match (clean_size, dir_rdev) {
+                (Some(s), _) => *s,
+                // The same with and without measurements, so that either may resume the other.
+                (None, Some(r)) => match (block_device_size(r), device) {
+                    (Some(s), _) => s,
+                    (None, _) if opts.no_measure => 0,
+                    (None, Some(d)) => fsage_lab::sys::size_of(d)?,
+                    (None, None) => {
+                        return Err(Error::operation(format!(
+                            "{}: the size of its block device is not in sysfs",
+                            path.display()
+                        )))
+                    }
+                },
+                (None, None) if opts.no_measure => 0,
+                (None, None) => {
+                    return Err(Error::input(format!(
+                        "{}: on {} ({}), which has no block device: fsage can neither trace its \
+                         reads for a layout score nor make the clean instance as large as its \
+                         device; age a directory on a block-device file system or an image, or \
+                         give the clean instance's size to measure without the aged layout score",
+                        path.display(),
+                        m.fstype,
+                        m.mount_point.display()
+                    ))
+                    .with_remedy(fsage_sys::Remedy::Size));
+                }
+            };
+            let aged_dev =
+                fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
+            if !opts.no_measure
+                && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev)
+            {
+                return Err(Error::input(format!(
+                    "{}: the clean instance's image would be on the file system being aged ({}); \
+                     put it elsewhere",
+                    clean_image.display(),
+                    m.mount_point.display()
+                )));
+            }
+            Ok(TargetFacts {
+                aged_fs: m.fstype,
+                clean_kind: *clean_kind,
+                size,
+                dir_rdev,
+            })
+        }
+    }
 }
 
 /// The aged instance: its mount (when fsage made it) and where the tree lies.
 struct Aged {
     image: Option<PathBuf>,
+    /// A directory target's block device, to trace.
+    dir_rdev: Option<u64>,
     mnt: PathBuf,
     mounted: Option<Mounted>,
     tree: PathBuf,
@@ -193,9 +390,11 @@ impl Aged {
                 Ok(d)
             }
             None => {
-                // SAFETY: sync has no preconditions.
-                unsafe { libc::sync() };
-                Ok(stat_dev_block(&self.mnt))
+                // Only the aged file system: a global sync would wait on every other disk.
+                let d = std::fs::File::open(&self.mnt)
+                    .map_err(|e| crate::io_err(&self.mnt, "open", e))?;
+                rustix::fs::syncfs(&d).map_err(|e| crate::io_err(&self.mnt, "syncfs", e.into()))?;
+                Ok(self.dir_rdev)
             }
         }
     }
@@ -246,37 +445,41 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
              the device); a directory on a mounted file system cannot be",
         ));
     }
+    // Every check of the input before anything is made.
+    let state_file = state_path(&opts.target);
+    let facts = check_target(opts, &state_file)?;
+    if let Some(p) = &opts.op_log {
+        if !opts.resume {
+            check_dir_of(p)?;
+        }
+    }
+    if let (Target::Dir { path, .. }, Some(log)) = (&opts.target, &opts.op_log) {
+        let inside = match (parent_dir(log).canonicalize(), path.canonicalize()) {
+            (Ok(l), Ok(t)) => l.starts_with(t),
+            _ => false,
+        };
+        if inside {
+            return Err(Error::input(format!(
+                "{}: the op log would be inside the tree being aged; put it elsewhere",
+                log.display()
+            )));
+        }
+    }
     let git_version = git::version()?;
     let grep_version = measure::grep_version()?;
-    let (target_path, kind, scratch) = match &opts.target {
-        Target::Image { path, kind, .. } => (
-            path.clone(),
-            *kind,
-            path.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        ),
-        Target::Dir {
-            path, clean_kind, ..
-        } => (path.clone(), *clean_kind, std::env::temp_dir()),
-    };
-    let source = git::open_source(&opts.repo, &scratch)?;
+    let source = git::open_source(&opts.repo, &source_clone_path(&opts.target), opts.resume)?;
     let commits = git::commit_list(&source.path, &opts.range)?;
     let n = commits.len();
-    let state_file = state_path(&target_path);
-
-    let size = match &opts.target {
-        Target::Image { size, .. } => *size,
-        Target::Dir { path, .. } => {
-            fsage_sys::fs_stat(path)
-                .map_err(|e| crate::io_err(path, "statfs", e))?
-                .size
-        }
-    };
+    let kind = facts.clean_kind;
+    let size = facts.size;
     let key = RunKey {
         repo: source.origin.to_string_lossy().into_owned(),
         mode: opts.mode.name().into(),
-        fs: kind.name().into(),
+        fs: facts.aged_fs.clone(),
+        clean_fs: match &opts.target {
+            Target::Image { .. } => None,
+            Target::Dir { clean_kind, .. } => Some(clean_kind.name().into()),
+        },
         size,
         every: opts.every,
         gc: opts.gc,
@@ -292,19 +495,13 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         if st.key != key {
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
-                 repository, range, file system, size, mode, every, gc and device latency",
+                 repository, range, file systems, size, mode, every, gc and device latency",
                 state_file.display(),
                 st.key
             )));
         }
         Some(st)
     } else {
-        if state_file.exists() {
-            return Err(Error::input(format!(
-                "{}: a run's checkpoint is there; resume it, or remove it to start again",
-                state_file.display()
-            )));
-        }
         None
     };
     let mut aged = match &opts.target {
@@ -324,33 +521,19 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             let tree = mnt.join(&source.name);
             Aged {
                 image: Some(path.clone()),
+                dir_rdev: None,
                 mnt: m.mount_point().to_path_buf(),
                 mounted: Some(m),
                 tree,
             }
         }
         Target::Dir { path, .. } => {
-            if !path.is_dir() {
-                return Err(Error::input(format!(
-                    "{}: not a directory (give an existing, empty directory)",
-                    path.display()
-                )));
-            }
-            if prior.is_none() {
-                let mut rd =
-                    std::fs::read_dir(path).map_err(|e| crate::io_err(path, "readdir", e))?;
-                if rd.next().is_some() {
-                    return Err(Error::input(format!(
-                        "{}: not empty; Git aging needs an empty directory",
-                        path.display()
-                    )));
-                }
-            }
             let p = path
                 .canonicalize()
                 .map_err(|e| crate::io_err(path, "", e))?;
             Aged {
                 image: None,
+                dir_rdev: facts.dir_rdev,
                 mnt: p.clone(),
                 mounted: None,
                 tree: p,
@@ -370,6 +553,8 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             repo: key.repo.clone(),
             mode: key.mode.clone(),
             fs: key.fs.clone(),
+            clean_fs: kind.name().into(),
+            no_measure: opts.no_measure,
             size_bytes: size,
             every: opts.every,
             gc: opts.gc,
@@ -494,6 +679,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         }
     }
     series.pulls_done = done as u64;
+    series.no_measure = opts.no_measure;
     if prior.is_some() {
         obs.note(&format!(
             "resuming at commit {} of {n} ({} measurements so far)",

@@ -69,7 +69,10 @@ impl InstanceFigures {
 /// One measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GitRow {
-    /// Pulls performed (commits replayed) so far.
+    /// Pulls performed (commits replayed) so far, the measurement taken after the last of them.
+    /// The published scripts number their first measurement `pulls_performed=0` though it is
+    /// taken after the first pull (their loop counter); fsage counts pulls done, so that row is
+    /// `pulls = 1`. Neither measures the empty file system before any pull.
     pub pulls: u64,
     pub commit: String,
     /// Committer date of the commit (ISO 8601).
@@ -90,8 +93,15 @@ pub struct GitSeries {
     pub repo: String,
     /// `git` (the published method) or `tree`.
     pub mode: String,
-    /// ext4, xfs or btrfs (the clean instance's kind).
+    /// The aged file system's kind: ext4, xfs or btrfs for an image; for a directory target what
+    /// the mount table says of the file system holding it.
     pub fs: String,
+    /// The clean instance's kind (empty in series written before it was recorded: then `fs`).
+    #[serde(default)]
+    pub clean_fs: String,
+    /// The last session replayed without measuring (absent in older series: false).
+    #[serde(default)]
+    pub no_measure: bool,
     pub size_bytes: u64,
     pub every: u64,
     pub gc: bool,
@@ -121,6 +131,15 @@ pub struct GitSeries {
 }
 
 impl GitSeries {
+    /// The clean instance's kind (`fs` in series from before `clean_fs` was recorded).
+    pub fn clean_fs(&self) -> &str {
+        if self.clean_fs.is_empty() {
+            &self.fs
+        } else {
+            &self.clean_fs
+        }
+    }
+
     /// The last row's aged/clean ratio.
     pub fn final_ratio(&self) -> Option<f64> {
         self.rows.last().and_then(|r| r.ratio)

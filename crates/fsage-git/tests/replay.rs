@@ -155,6 +155,7 @@ fn git_mode_tree_equals_git_archive_after_every_commit() {
         path: target.clone(),
         clean_kind: fsage_lab::FsKind::Ext4,
         clean_image: tmp.path().join("clean.img"),
+        clean_size: None,
     };
     let out = git_age(&options(&repo, t, Mode::Git), &mut obs).unwrap();
     assert_eq!(obs.checked, 20);
@@ -207,7 +208,9 @@ fn tree_mode_op_logs_are_the_same_and_trees_match_the_commits() {
             Target::Dir {
                 path: target.clone(),
                 clean_kind: fsage_lab::FsKind::Ext4,
-                clean_image: tmp.path().join("clean.img"),
+                // fsage's checkpoint goes beside the clean image: one per run.
+                clean_image: tmp.path().join(format!("clean{run}.img")),
+                clean_size: None,
             },
             Mode::Tree,
         );

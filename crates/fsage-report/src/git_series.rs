@@ -21,25 +21,39 @@ pub fn render(s: &GitSeries) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Git aging of {} ({} mode) on {} ({}), {} of {} commits{}",
+        "Git aging of {} ({} mode) on {}, clean instance {} ({}), {} of {} commits{}",
         s.repo,
         s.mode,
         s.fs,
+        s.clean_fs(),
         crate::human_bytes(s.size_bytes),
         s.pulls_done,
         s.commits_total,
         if s.finished { "" } else { " (not finished)" }
     );
-    let _ = writeln!(
+    let _ = write!(
         o,
-        "replay {:.1} s ({} commits/s), measurements {:.1} s; caches dropped before every grep{}",
+        "replay {:.1} s ({} commits/s), measurements {:.1} s",
         s.replay_seconds,
         opt3(s.commits_per_second),
         s.measure_seconds,
+    );
+    if s.rows.is_empty() && s.no_measure {
+        o.push_str("; replay only, nothing measured\n");
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "; caches dropped before every grep{}{}",
         if s.remounted {
             ", aged instance remounted"
         } else {
             " (the aged directory's file system was not remounted)"
+        },
+        if s.no_measure {
+            "; the last session replayed without measuring"
+        } else {
+            ""
         }
     );
     if let Some(l) = &s.device_latencies {
@@ -58,6 +72,7 @@ pub fn render(s: &GitSeries) -> String {
     }
     let head = [
         "pulls",
+        "commit",
         "date",
         "du MiB",
         "aged s",
@@ -70,13 +85,15 @@ pub fn render(s: &GitSeries) -> String {
         "aged frag/f",
         "clean frag/f",
         "aged free ext",
+        "clean free ext",
     ];
-    let rows: Vec<[String; 13]> = s
+    let rows: Vec<[String; 15]> = s
         .rows
         .iter()
         .map(|r| {
             [
                 r.pulls.to_string(),
+                r.commit.get(..10).unwrap_or(&r.commit).to_string(),
                 r.commit_date
                     .get(..10)
                     .unwrap_or(&r.commit_date)
@@ -92,6 +109,7 @@ pub fn render(s: &GitSeries) -> String {
                 opt3(r.aged.frag.fragments_per_file),
                 opt3(r.clean.frag.fragments_per_file),
                 optu(r.aged.frag.free_extents),
+                optu(r.clean.frag.free_extents),
             ]
         })
         .collect();
@@ -199,6 +217,8 @@ mod tests {
             repo: "zlib.bundle".into(),
             mode: "git".into(),
             fs: "ext4".into(),
+            clean_fs: "btrfs".into(),
+            no_measure: false,
             size_bytes: 1 << 30,
             every: 50,
             gc: false,
@@ -217,7 +237,7 @@ mod tests {
             grep_version: "grep (GNU grep) 3.8".into(),
             rows: vec![GitRow {
                 pulls: 1,
-                commit: "a".into(),
+                commit: "0123456789abcdef0123456789abcdef01234567".into(),
                 commit_date: "2011-09-09T22:36:31-07:00".into(),
                 du_bytes: 10 << 20,
                 aged: inst(0.2, 0.7),
@@ -233,7 +253,10 @@ mod tests {
         let lines: Vec<&str> = c.lines().collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
-        assert!(lines[1].starts_with("1,10485760,0.2,0.7,0.1,0.9,a,2011-09-09T22:36:31-07:00,"));
+        assert!(lines[1].starts_with(
+            "1,10485760,0.2,0.7,0.1,0.9,0123456789abcdef0123456789abcdef01234567,\
+             2011-09-09T22:36:31-07:00,"
+        ));
         // A missing figure is an empty field, not a made-up number.
         assert!(lines[1].contains(",,"));
     }
@@ -243,5 +266,47 @@ mod tests {
         let t = render(&series());
         assert!(t.contains("2011-09-09") && t.contains("2.00"), "{t}");
         assert!(t.contains("aged instance remounted"));
+    }
+
+    #[test]
+    fn table_names_both_file_systems_the_commit_and_both_free_extents() {
+        let mut s = series();
+        s.rows[0].aged.frag.free_extents = Some(4321);
+        s.rows[0].clean.frag.free_extents = Some(1234);
+        let t = render(&s);
+        assert!(t.contains("on ext4, clean instance btrfs"), "{t}");
+        let head = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("pulls"))
+            .unwrap();
+        assert!(
+            head.contains("commit") && head.contains("clean free ext"),
+            "{t}"
+        );
+        let row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("1 "))
+            .unwrap();
+        assert!(
+            row.contains("0123456789") && !row.contains("0123456789a"),
+            "{t}"
+        );
+        assert!(row.contains("4321") && row.contains("1234"), "{t}");
+        // An older series without clean_fs: the clean instance was of `fs`.
+        s.clean_fs.clear();
+        assert!(render(&s).contains("on ext4, clean instance ext4"));
+    }
+
+    #[test]
+    fn replay_only_claims_no_measurement() {
+        let mut s = series();
+        s.rows.clear();
+        s.no_measure = true;
+        let t = render(&s);
+        assert!(t.contains("nothing measured"), "{t}");
+        assert!(
+            !t.contains("caches dropped") && !t.contains("remounted"),
+            "{t}"
+        );
     }
 }

@@ -28,13 +28,17 @@ pub struct GitAgeArgs {
     /// Make a file system of this kind on the new image TARGET.
     #[arg(long, value_enum, requires = "size", conflicts_with = "clean_fs")]
     pub fs: Option<FsArg>,
-    /// Size of the image (e.g. 4GiB); the clean instance is made the same size.
-    #[arg(long, requires = "fs")]
+    /// Size of the image (e.g. 4GiB); the clean instance is made the same size. With --clean-fs:
+    /// the clean instance's size (default: the size of the block device under TARGET_DIR; needed
+    /// for a TARGET_DIR on a file system without one, such as tmpfs).
+    #[arg(long)]
     pub size: Option<String>,
-    /// For a TARGET_DIR: the clean instance's file system (made as large as TARGET_DIR's).
+    /// For a TARGET_DIR: the clean instance's file system (made as large as the block device
+    /// under TARGET_DIR, or --size).
     #[arg(long, value_enum)]
     pub clean_fs: Option<FsArg>,
-    /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm).
+    /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm); the checkpoint
+    /// and a bundle's clone go beside it. Not on the file system being aged.
     #[arg(long, value_name = "IMAGE")]
     pub clean_image: Option<PathBuf>,
     /// Measure every N commits (and at the first and the last).
@@ -46,8 +50,8 @@ pub struct GitAgeArgs {
     /// First commit to replay (on the first-parent line of the last).
     #[arg(long, value_name = "REV")]
     pub first: Option<String>,
-    /// Last commit to replay (default: the branch, else HEAD).
-    #[arg(long, value_name = "REV")]
+    /// Last commit to replay (default: the branch, else HEAD); not with --branch.
+    #[arg(long, value_name = "REV", conflicts_with = "branch")]
     pub last: Option<String>,
     /// Branch whose history is replayed.
     #[arg(long, value_name = "B")]
@@ -60,7 +64,8 @@ pub struct GitAgeArgs {
     /// Tree mode: write the op log to FILE.
     #[arg(long, value_name = "FILE")]
     pub op_log: Option<PathBuf>,
-    /// Go on from the checkpoint (TARGET.fsage-git.json) of a stopped run.
+    /// Go on from the checkpoint of a stopped run (IMAGE.fsage-git.json; for a TARGET_DIR,
+    /// CLEAN_IMAGE.fsage-git.json).
     #[arg(long)]
     pub resume: bool,
     /// Replay only, no measurements (to time the replay).
@@ -137,18 +142,21 @@ impl Observer for Progress {
 }
 
 pub fn run(a: GitAgeArgs) -> CmdResult {
+    let size = match &a.size {
+        Some(text) => Some(
+            fsage_profile::parse_size(text)
+                .map_err(|e| bad_input(format!("--size {text:?}: {e}")))?,
+        ),
+        None => None,
+    };
     let target = match (a.fs, a.clean_fs) {
-        (Some(fs), None) => {
-            let text = a.size.clone().expect("clap requires --size with --fs");
-            let size = fsage_profile::parse_size(&text)
-                .map_err(|e| bad_input(format!("--size {text:?}: {e}")))?;
-            Target::Image {
-                path: a.target.clone(),
-                kind: kind(fs),
-                size,
-            }
-        }
+        (Some(fs), None) => Target::Image {
+            path: a.target.clone(),
+            kind: kind(fs),
+            size: size.expect("clap requires --size with --fs"),
+        },
         (None, Some(c)) => Target::Dir {
+            clean_size: size,
             path: a.target.clone(),
             clean_kind: kind(c),
             clean_image: match a.clean_image.clone() {

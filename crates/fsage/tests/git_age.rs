@@ -61,13 +61,17 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
     let repo = tmp.path().join("synth");
     fsage_git::synthetic::make_repo(&repo, 20).unwrap();
+    // Replayed from a bundle: fsage clones it beside the image, and a kill -9 leaves the clone.
+    let bundle = tmp.path().join("synth.bundle");
+    bundle_of(&repo, &bundle);
+    let clone = tmp.path().join("aged.img.source.git");
     let img = tmp.path().join("aged.img");
     let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
     let state = tmp.path().join("aged.img.fsage-git.json");
     let args = |extra: &[&str]| {
         let mut a: Vec<String> = vec![
             "git-age".into(),
-            s(&repo).into(),
+            s(&bundle).into(),
             "--fs".into(),
             "ext4".into(),
             "--size".into(),
@@ -115,6 +119,7 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
         j["series"]["pulls_done"].as_u64().unwrap() < 20,
         "killed before the end"
     );
+    assert!(clone.join("HEAD").is_file(), "the killed run's clone");
 
     let json = tmp.path().join("series.json");
     let csv = tmp.path().join("series.csv");
@@ -129,6 +134,17 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     assert_eq!(pulls, vec![1, 6, 11, 16, 20], "{}", stderr(&o));
     assert_eq!(j["finished"], true);
     assert_eq!(j["pulls_done"], 20);
+    assert!(
+        !clone.exists(),
+        "the resumed run removes the bundle's clone at its end"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("source"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let c = std::fs::read_to_string(&csv).unwrap();
     assert!(c.starts_with("pulls,du_bytes,aged_seconds,aged_layout_score,clean_seconds,"));
     assert_eq!(c.lines().count(), 6);
@@ -309,4 +325,425 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     let o = run(&["--device-latency", "fast"]);
     expect_code(&o, 2, "a latency that is not one");
     assert!(stderr(&o).contains("--device-latency"), "{}", stderr(&o));
+}
+
+/// The files of `git archive COMMIT` of `repo`, unpacked under `dir`.
+fn archive_files(repo: &Path, commit: &str, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::create_dir(dir).unwrap();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "git -C '{}' archive {commit} | tar -x -C '{}'",
+            s(repo),
+            s(dir)
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success(), "git archive {commit}");
+    files(dir)
+}
+
+/// A bundle of the synthetic repository (a bundle is cloned by fsage for the run).
+fn bundle_of(repo: &Path, out: &Path) {
+    let st = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["bundle", "create", "-q"])
+        .arg(out)
+        .arg("--all")
+        .status()
+        .unwrap();
+    assert!(st.success(), "git bundle create");
+}
+
+/// Waits until the checkpoint `state` holds a measurement, with `child` still running.
+fn wait_for_first_row(child: &mut std::process::Child, state: &Path) {
+    let t0 = Instant::now();
+    loop {
+        let done = std::fs::read_to_string(state)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|j| {
+                j["series"]["rows"]
+                    .as_array()
+                    .is_some_and(|r| !r.is_empty())
+            });
+        if done {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be stopped"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no checkpoint after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
+        return skip("git_age_sigint", &why);
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 30).unwrap();
+    let img = tmp.path().join("aged.img");
+    let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
+    let state = tmp.path().join("aged.img.fsage-git.json");
+    let args = |extra: &[&str]| {
+        let mut a: Vec<String> = [
+            "git-age",
+            s(&repo),
+            "--fs",
+            "ext4",
+            "--size",
+            "64MiB",
+            s(&img),
+            "--every",
+            "100",
+            "--quiet",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    };
+    let mut child = Command::new(bin())
+        .args(args(&[]))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_first_row(&mut child, &state);
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    expect_code(&o, 130, "git-age after SIGINT");
+    let err = stderr(&o);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let done = j["series"]["pulls_done"].as_u64().unwrap();
+    assert!(done < 30, "stopped before the end");
+    assert!(
+        err.contains(&format!("stopped after commit {done} of 30")),
+        "{err}"
+    );
+    // Nothing left mounted or attached.
+    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
+    assert!(!tmp.path().join("aged.img.clean").exists());
+
+    let json = tmp.path().join("series.json");
+    let o = fsage_ok(args(&["--resume", "--json", s(&json)]));
+    let j = read_json(&json);
+    assert_eq!(j["finished"], true, "{}", stderr(&o));
+    assert_eq!(j["pulls_done"], 30);
+    let mnt = tmp.path().join("check");
+    std::fs::create_dir(&mnt).unwrap();
+    fsage_ok(["fs", "mount", s(&img), s(&mnt)]);
+    let got = files(&mnt.join("synth"));
+    fsage_ok(["fs", "umount", s(&mnt)]);
+    let want = archive_files(&repo, "master", &tmp.path().join("want"));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        got == want,
+        "contents differ from git archive of the last commit"
+    );
+}
+
+/// Every refusal below happens before anything is made: no image, no checkpoint.
+fn assert_nothing_made(dir: &Path, what: &str) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".img"))
+        .collect();
+    assert!(left.is_empty(), "{what}: left {left:?}");
+}
+
+#[test]
+fn git_age_refuses_bad_input_before_making_anything() {
+    if let Err(why) = need_root_and(&["git"]).or_else(|e| {
+        // Root is not needed for these refusals; git is.
+        Command::new("git")
+            .arg("--version")
+            .output()
+            .map(|_| ())
+            .map_err(|_| e)
+    }) {
+        return skip("git_age_refusals", &why);
+    }
+    let tmp = tmp();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 4).unwrap();
+    let img = tmp.path().join("x.img");
+    let image_run = |repo: &str, extra: &[&str]| {
+        let mut a = vec!["git-age", repo, "--fs", "ext4", "--size", "64MiB", s(&img)];
+        a.extend_from_slice(extra);
+        fsage(a)
+    };
+
+    let o = image_run(s(&repo), &["--first", "no-such-rev"]);
+    expect_code(&o, 2, "a --first that names no commit");
+    assert!(stderr(&o).contains("no-such-rev"), "{}", stderr(&o));
+    assert_nothing_made(tmp.path(), "bad --first");
+
+    let o = image_run(s(&repo), &["--last", "master", "--branch", "master"]);
+    expect_code(&o, 2, "--last with --branch");
+
+    // A subdirectory of the working tree is not the repository.
+    let sub = repo.join("subdir-of-the-tree");
+    std::fs::create_dir(&sub).unwrap();
+    let o = image_run(s(&sub), &["--commits", "2", "--no-measure"]);
+    expect_code(&o, 2, "REPO a subdirectory of a working tree");
+    assert!(
+        stderr(&o).contains("subdirectory of the working tree"),
+        "{}",
+        stderr(&o)
+    );
+    assert_nothing_made(tmp.path(), "REPO subdirectory");
+    assert!(!tmp.path().join("x.img.mnt").exists());
+
+    // An image in a directory that does not exist.
+    let missing = tmp.path().join("nodir/x.img");
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        s(&missing),
+    ]);
+    expect_code(&o, 2, "an image in a missing directory");
+    let want = format!(
+        "{}: its directory {} does not exist",
+        missing.display(),
+        tmp.path().join("nodir").display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    assert!(!tmp.path().join("nodir").exists());
+
+    // A target directory that is not empty.
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("mine"), b"keep").unwrap();
+    let clean = tmp.path().join("c.img");
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--clean-fs",
+        "ext4",
+        "--clean-image",
+        s(&clean),
+        s(&full),
+    ]);
+    expect_code(&o, 2, "a non-empty target directory");
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(full.join("mine")).unwrap(), b"keep");
+    assert_nothing_made(tmp.path(), "non-empty target");
+}
+
+#[test]
+fn git_age_target_dir_records_the_aged_fs_and_sizes_the_clean_one_by_the_device() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "mkfs.btrfs", "losetup"]) {
+        return skip("git_age_target_dir_fs", &why);
+    }
+    let aged_fs = match Ext4::ext4(128 << 20) {
+        Ok(f) => f,
+        Err(why) => return skip("git_age_target_dir_fs", &why),
+    };
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 4).unwrap();
+    let bundle = tmp.path().join("synth.bundle");
+    bundle_of(&repo, &bundle);
+    let target = aged_fs.path().join("aged");
+    std::fs::create_dir(&target).unwrap();
+    let clean = tmp.path().join("clean.img");
+    let _c = Cleanup(vec![clean.clone()]);
+    let json = tmp.path().join("s.json");
+    let o = fsage([
+        "git-age",
+        s(&bundle),
+        "--clean-fs",
+        "btrfs",
+        "--clean-image",
+        s(&clean),
+        "--every",
+        "5",
+        "--json",
+        s(&json),
+        s(&target),
+    ]);
+    expect_code(&o, 0, "git-age into a directory on ext4, clean btrfs");
+    let j = read_json(&json);
+    assert_eq!(j["fs"], "ext4", "the aged file system's kind");
+    assert_eq!(j["clean_fs"], "btrfs");
+    assert_eq!(
+        j["size_bytes"].as_u64(),
+        Some(128 << 20),
+        "the clean instance is as large as the device, not statfs's size"
+    );
+    assert!(
+        stdout(&o).contains("on ext4, clean instance btrfs"),
+        "{}",
+        stdout(&o)
+    );
+    // fsage's files are beside the clean image, none in the aged file system; the bundle's clone
+    // is gone at the end.
+    let mut top: Vec<String> = std::fs::read_dir(aged_fs.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["aged", "lost+found"]);
+    assert!(tmp.path().join("clean.img.fsage-git.json").exists());
+    assert!(!tmp.path().join("clean.img.source.git").exists());
+}
+
+#[test]
+fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup", "mount"]) {
+        return skip("git_age_tmpfs_target", &why);
+    }
+    let Some(shm) = tmpfs_or_skip("git_age_tmpfs_target", "64m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 3).unwrap();
+    let target = shm.path().join("aged");
+    std::fs::create_dir(&target).unwrap();
+    let clean = tmp.path().join("clean.img");
+    let _c = Cleanup(vec![clean.clone()]);
+    let json = tmp.path().join("s.json");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "git-age",
+            s(&repo),
+            "--clean-fs",
+            "ext4",
+            "--clean-image",
+            s(&clean),
+            "--every",
+            "5",
+            "--json",
+            s(&json),
+            s(&target),
+        ];
+        a.extend_from_slice(extra);
+        fsage(a)
+    };
+    let o = run(&[]);
+    expect_code(&o, 2, "a TARGET_DIR on tmpfs without --size");
+    assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--size"),
+        "the hint names the flag: {}",
+        stderr(&o)
+    );
+    assert!(std::fs::read_dir(&target).unwrap().next().is_none());
+    assert!(!tmp.path().join("clean.img.fsage-git.json").exists());
+    // The missing block device is what is reported, also with the clean image beside the target.
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--clean-fs",
+        "ext4",
+        "--clean-image",
+        s(&shm.path().join("c.img")),
+        s(&target),
+    ]);
+    expect_code(&o, 2, "a TARGET_DIR on tmpfs, the clean image beside it");
+    assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
+    // With the clean size given, a clean image on the aged file system is refused.
+    let o = fsage([
+        "git-age",
+        s(&repo),
+        "--clean-fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        "--clean-image",
+        s(&shm.path().join("c.img")),
+        s(&target),
+    ]);
+    expect_code(&o, 2, "the clean image on the aged file system");
+    assert!(
+        stderr(&o).contains("on the file system being aged"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Opted in with the clean instance's size: measured, without an aged layout score or
+    // fragments per file (no FIEMAP on tmpfs), never shown as 0.
+    let o = run(&["--size", "64MiB"]);
+    expect_code(&o, 0, "a TARGET_DIR on tmpfs with --size");
+    let j = read_json(&json);
+    assert_eq!(j["fs"], "tmpfs");
+    assert_eq!(j["size_bytes"].as_u64(), Some(64 << 20));
+    let rows = j["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert!(r["aged"]["layout_score"].is_null(), "{r}");
+        assert!(r["aged"]["frag"]["fragments_per_file"].is_null(), "{r}");
+        assert!(r["clean"]["frag"]["fragments_per_file"].is_number(), "{r}");
+    }
+    // The table shows '-' for the aged fragments per file.
+    let out = stdout(&o);
+    let head = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("pulls"))
+        .unwrap();
+    let cols: Vec<&str> = head
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    let at = cols.iter().position(|c| *c == "aged frag/f").unwrap();
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
+    assert_eq!(row.split_whitespace().nth(at), Some("-"), "{out}");
+}
+
+#[test]
+fn git_age_replays_a_bundle_into_an_image_named_relative_to_the_working_directory() {
+    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
+        return skip("git_age_relative_image", &why);
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = tmp.path().join("synth");
+    fsage_git::synthetic::make_repo(&repo, 3).unwrap();
+    bundle_of(&repo, &tmp.path().join("synth.bundle"));
+    let img = tmp.path().join("rel.img");
+    let _c = Cleanup(vec![img.clone()]);
+    // The bundle's clone is named after the image: the pulls, run in the aged tree, must find it.
+    let o = Command::new(bin())
+        .current_dir(tmp.path())
+        .args([
+            "git-age",
+            "synth.bundle",
+            "--fs",
+            "ext4",
+            "--size",
+            "64MiB",
+            "--no-measure",
+            "--quiet",
+            "rel.img",
+        ])
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "git-age with a relative image path");
+    assert!(!tmp.path().join("rel.img.source.git").exists());
+    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
 }
