@@ -49,6 +49,12 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::TargetError>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::PreflightError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::planner_bench::PlannerBenchError>() {
+            return e.blame();
+        }
         // The lab, the slow device, Git aging and experiments share this one type.
         if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
             return e.blame();
