@@ -397,6 +397,8 @@ mod pct_tests {
 #[derive(Debug, Clone)]
 pub struct RunMeta {
     pub profile: String,
+    /// The profile in fsage's TOML format, copied into the report.
+    pub profile_toml: String,
     pub backend: String,
     pub target: String,
     pub size_labels: Vec<String>,
@@ -418,6 +420,7 @@ impl RunMeta {
             .collect();
         RunMeta {
             profile: profile.name.clone(),
+            profile_toml: fsage_profile::to_toml(profile),
             backend,
             target,
             size_labels,
@@ -540,6 +543,7 @@ pub fn report(
             })
             .collect(),
         fit: None,
+        profile_toml: Some(meta.profile_toml.clone()),
     };
     let off = (rep.live_bytes as f64 - rep.target_bytes as f64) / cfg.capacity.max(1) as f64;
     rep.fit = Some(Fit {
