@@ -167,7 +167,9 @@ mod tests {
             }
             e => panic!("{e}"),
         }
-        assert!(e.to_string().contains("memory"), "{e}");
+        let cause = std::error::Error::source(&e).unwrap().to_string();
+        assert!(cause.contains("memory"), "{cause}");
+        assert!(!e.to_string().contains("memory"), "said once: {e}");
         assert_eq!(e.blame(), fsage_sys::Blame::Input);
         // A small count passes.
         assert_eq!(check(&p, &[10_000], 1, Some(1 << 30)).unwrap().len(), 1);

@@ -90,7 +90,8 @@ pub enum AgeError {
     OpLog(#[from] OpLogError),
     #[error(transparent)]
     Lab(#[from] crate::Error),
-    #[error("report {0}")]
+    /// Writing the report failed (the error names the file).
+    #[error(transparent)]
     Report(#[from] fsage_sys::WriteError),
     /// The target could not be opened or brought back to a saved state.
     #[error("{}: {err}", path.display())]
@@ -509,6 +510,40 @@ fn with_new_fs_on_device(
     Ok(p)
 }
 
+/// A block size fsage can count in: a power of two of at least 512 bytes.
+pub fn check_block_size(block_size: u64) -> Result<()> {
+    if !block_size.is_power_of_two() || block_size < 512 {
+        return Err(input(format!(
+            "block size {block_size}: must be a power of two of at least 512 bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The plan a new run of `profile` would make at `capacity` (fullness: the profile's unless
+/// given), checked exactly as a run checks it (fullness, block size, memory, a size bin that
+/// cannot be met, a capacity too small): what `profile show` reports without a target.
+pub fn plan_at(
+    profile: &Profile,
+    capacity: u64,
+    fullness: Option<f64>,
+    block_size: u64,
+    seed: u64,
+) -> Result<(Planner, fsage_plan::MemoryEstimate)> {
+    let fullness = fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    check_block_size(block_size)?;
+    let cfg = PlanConfig {
+        capacity,
+        fullness,
+        block_size,
+        seed,
+        exact_sizes: false,
+    };
+    let planner = plan(profile, cfg)?;
+    Ok((planner, fsage_plan::estimate_memory(profile, &cfg)))
+}
+
 /// A fullness of 1 leaves no room above the target for the stable phase to create into: every
 /// size bin would be unmeetable and the run refused later, so it is refused here, with the reason.
 pub fn check_fullness(fullness: f64) -> Result<()> {
@@ -605,11 +640,7 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
         (None, Some(st)) => st.block_size,
         (None, None) => 4096,
     };
-    if !block_size.is_power_of_two() || block_size < 512 {
-        return Err(input(format!(
-            "block size {block_size}: must be a power of two of at least 512 bytes"
-        )));
-    }
+    check_block_size(block_size)?;
     if let (Some(st), false) = (fs, req.dry_run) {
         if capacity > st.size {
             obs.notice(

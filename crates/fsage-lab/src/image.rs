@@ -14,7 +14,7 @@
 
 use crate::sparse::{self, hash_zeros, hex, zero_range};
 use crate::sys::{self, is_block_device, TempPath};
-use crate::{io_err, Error, Remedy, Result};
+use crate::{Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -233,7 +233,7 @@ impl Library {
             );
         }
         fs::create_dir_all(&self.dir)
-            .map_err(|e| io_err(&self.dir, "cannot create the library", e))?;
+            .map_err(|e| Error::io(&self.dir, "cannot create the library", e))?;
         let dest = self.entry_dir(&opts.name);
         if dest.exists() && !opts.force {
             return Err(Error::input(format!(
@@ -249,18 +249,19 @@ impl Library {
             opts.name,
             std::process::id()
         )));
-        fs::create_dir(tmp.path()).map_err(|e| io_err(tmp.path(), "", e))?;
-        let src = File::open(image).map_err(|e| io_err(image, "", e))?;
+        fs::create_dir(tmp.path()).map_err(|e| Error::io(tmp.path(), "", e))?;
+        let src = File::open(image).map_err(|e| Error::io(image, "", e))?;
         let size = sys::file_size(&src, image)?;
         let data_path = tmp.path().join(DATA_FILE);
-        let out = File::create(&data_path).map_err(|e| io_err(&data_path, "", e))?;
+        let out = File::create(&data_path).map_err(|e| Error::io(&data_path, "", e))?;
         let hw = HashWriter {
             inner: BufWriter::with_capacity(1 << 20, out),
             h: Sha256::new(),
             n: 0,
         };
-        let mut enc = zstd::Encoder::new(hw, level).map_err(|e| io_err(&data_path, "zstd", e))?;
-        let werr = |e: std::io::Error| io_err(&data_path, "write", e);
+        let mut enc =
+            zstd::Encoder::new(hw, level).map_err(|e| Error::io(&data_path, "zstd", e))?;
+        let werr = |e: std::io::Error| Error::io(&data_path, "write", e);
         enc.write_all(MAGIC).map_err(werr)?;
         enc.write_all(&size.to_le_bytes()).map_err(werr)?;
         let mut ih = Sha256::new();
@@ -283,8 +284,9 @@ impl Library {
         let HashWriter { inner, h, n } = hw;
         let f = inner
             .into_inner()
-            .map_err(|e| io_err(&data_path, "write", e.into_error()))?;
-        f.sync_all().map_err(|e| io_err(&data_path, "fsync", e))?;
+            .map_err(|e| Error::io(&data_path, "write", e.into_error()))?;
+        f.sync_all()
+            .map_err(|e| Error::io(&data_path, "fsync", e))?;
         let side = if image.is_file() {
             crate::fs::read_sidecar(image)
         } else {
@@ -335,7 +337,7 @@ impl Library {
                 opts.name,
                 std::process::id()
             )));
-            fs::rename(&dest, old.path()).map_err(|e| io_err(&dest, "rename", e))?;
+            fs::rename(&dest, old.path()).map_err(|e| Error::io(&dest, "rename", e))?;
             tmp.persist(&dest)?;
         } else {
             tmp.persist(&dest)?;
@@ -354,7 +356,7 @@ impl Library {
                     self.dir.display()
                 ))
             } else {
-                io_err(&p, "", e)
+                Error::io(&p, "", e)
             }
         })?;
         let m: Manifest = serde_json::from_str(&text)
@@ -373,7 +375,7 @@ impl Library {
     pub fn list(&self) -> Result<Vec<std::result::Result<Manifest, Error>>> {
         let rd = match fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err(&self.dir, "", e)),
+            Err(e) => return Err(Error::io(&self.dir, "", e)),
             Ok(r) => r,
         };
         let mut names: Vec<String> = rd
@@ -391,7 +393,7 @@ impl Library {
     fn stream(&self, name: &str, mut cb: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<Manifest> {
         let m = self.load(name)?;
         let p = self.entry_dir(name).join(DATA_FILE);
-        let f = File::open(&p).map_err(|e| io_err(&p, "", e))?;
+        let f = File::open(&p).map_err(|e| Error::io(&p, "", e))?;
         let mut hr = HashReader {
             inner: f,
             h: Sha256::new(),
@@ -402,7 +404,7 @@ impl Library {
         let mut ih = Sha256::new();
         {
             let mut dec = zstd::Decoder::with_buffer(BufReader::with_capacity(1 << 20, &mut hr))
-                .map_err(|e| io_err(&p, "zstd", e))?;
+                .map_err(|e| Error::io(&p, "zstd", e))?;
             let mut head = [0u8; 24];
             dec.read_exact(&mut head)
                 .map_err(|e| corrupt(&format!("header: {e}")))?;
@@ -451,7 +453,7 @@ impl Library {
             dec.read_to_end(&mut rest)
                 .map_err(|e| corrupt(&format!("trailer: {e}")))?;
         }
-        std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| io_err(&p, "read", e))?;
+        std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| Error::io(&p, "read", e))?;
         let data_sha = hex(&hr.h.finalize());
         if data_sha != m.checksums.data_sha256 {
             crate::fail!(
@@ -490,7 +492,7 @@ impl Library {
             let f = OpenOptions::new()
                 .write(true)
                 .open(target)
-                .map_err(|e| io_err(target, "", e))?;
+                .map_err(|e| Error::io(target, "", e))?;
             let dsize = sys::file_size(&f, target)?;
             if dsize < m.size {
                 crate::bail!(
@@ -520,8 +522,9 @@ impl Library {
                 .write(true)
                 .create_new(true)
                 .open(tmp.path())
-                .map_err(|e| io_err(tmp.path(), "", e))?;
-            f.set_len(m.size).map_err(|e| io_err(tmp.path(), "", e))?;
+                .map_err(|e| Error::io(tmp.path(), "", e))?;
+            f.set_len(m.size)
+                .map_err(|e| Error::io(tmp.path(), "", e))?;
             (f, Some(tmp))
         };
         let wpath = tmp.as_ref().map_or(target, |t| t.path()).to_path_buf();
@@ -531,7 +534,7 @@ impl Library {
                 zero_range(&f, &wpath, pos, off - pos)?;
             }
             f.write_all_at(data, off)
-                .map_err(|e| io_err(&wpath, &format!("write at byte {off}"), e))?;
+                .map_err(|e| Error::io(&wpath, &format!("write at byte {off}"), e))?;
             pos = off + data.len() as u64;
             Ok(())
         });
@@ -547,7 +550,7 @@ impl Library {
         if device && m.size > pos {
             zero_range(&f, &wpath, pos, m.size - pos)?;
         }
-        f.sync_all().map_err(|e| io_err(&wpath, "fsync", e))?;
+        f.sync_all().map_err(|e| Error::io(&wpath, "fsync", e))?;
         drop(f);
         if let Some(t) = tmp {
             t.persist(target)?;
@@ -602,7 +605,7 @@ pub fn gather(image: &Path, report: Option<&Path>, profile: Option<&str>) -> Res
         None => None,
     };
     if let Some(p) = &report_path {
-        let text = fs::read_to_string(p).map_err(|e| io_err(p, "the aging report", e))?;
+        let text = fs::read_to_string(p).map_err(|e| Error::io(p, "the aging report", e))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             Error::input(format!(
                 "{}: the aging report is not JSON: {e}",

@@ -58,3 +58,64 @@ fn bench_planner_refuses_zero_live_files() {
     let o = expect_bad_input(&["bench", "planner", "--live", "0", "--ticks", "10"], "0");
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
 }
+
+#[test]
+fn profile_show_refuses_a_capacity_beyond_memory_before_printing() {
+    let o = expect_bad_input(
+        &["profile", "show", "agrawal", "--capacity", "8EiB"],
+        "memory",
+    );
+    assert!(
+        stdout(&o).is_empty(),
+        "printed before refusing: {}",
+        stdout(&o)
+    );
+}
+
+/// `profile show` checks its options as `age` does.
+#[test]
+fn profile_show_checks_its_options_as_age_does() {
+    for (args, needle) in [
+        (["--block-size", "3"], "3: must be a power of two"),
+        (["--fullness", "1"], "fullness 1"),
+        (["--capacity", "1KiB"], "capacity too small"),
+    ] {
+        let mut a = vec!["profile", "show", "agrawal"];
+        a.extend(args);
+        let o = expect_bad_input(&a, needle);
+        assert!(stdout(&o).is_empty(), "{a:?}: {}", stdout(&o));
+        // `age --dry-run` says the same.
+        let mut a = vec!["age", "--dry-run", "-p", "agrawal"];
+        if args[0] != "--capacity" {
+            a.extend(["--capacity", "1GiB"]);
+        }
+        a.extend(args);
+        expect_bad_input(&a, needle);
+    }
+}
+
+#[test]
+fn a_missing_state_file_is_bad_input_said_once() {
+    expect_bad_input(
+        &["age", "--resume", "/nonexistent.state"],
+        "/nonexistent.state: cannot read the state file: No such file or directory",
+    );
+    expect_bad_input(
+        &["status", "--json", "/nonexistent"],
+        "No such file or directory",
+    );
+}
+
+#[test]
+fn bench_run_into_a_missing_parent_is_bad_input_said_once() {
+    expect_bad_input(
+        &["bench", "run", "varmail", "--ops", "10", "/nonexistent/x"],
+        "/nonexistent/x",
+    );
+}
+
+#[test]
+fn frag_of_a_file_is_bad_input_as_a_missing_path_is() {
+    expect_bad_input(&["frag", "/etc/passwd"], "not a directory");
+    expect_bad_input(&["frag", "/nonexistent"], "no such file");
+}
