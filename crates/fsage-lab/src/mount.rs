@@ -346,6 +346,14 @@ pub fn trim(mount_point: &Path) -> Result<u64> {
     use linux_raw_sys::general::fstrim_range;
     // _IOWR('X', 121, struct fstrim_range)
     const FITRIM: IoctlOpcode = opcode::read_write::<fstrim_range>(b'X', 121);
+    // FITRIM trims the whole file system holding a path: a directory inside another file system
+    // (the root disk, say) would trim that one.
+    if !fsage_sys::is_mount_point(mount_point) {
+        crate::bail!(
+            "{}: not a mount point: trimming it would trim the whole file system holding it",
+            mount_point.display()
+        );
+    }
     let f = std::fs::File::open(mount_point).map_err(|e| Error::io(mount_point, "", e))?;
     let mut r = fstrim_range {
         start: 0,

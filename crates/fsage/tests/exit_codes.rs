@@ -119,3 +119,11 @@ fn frag_of_a_file_is_bad_input_as_a_missing_path_is() {
     expect_bad_input(&["frag", "/etc/passwd"], "not a directory");
     expect_bad_input(&["frag", "/nonexistent"], "no such file");
 }
+
+/// FITRIM trims the whole file system holding a path: a directory that is not a mount point is
+/// refused (it trimmed the root disk).
+#[test]
+fn fs_trim_refuses_a_directory_that_is_not_a_mount_point() {
+    let d = tmp();
+    expect_bad_input(&["fs", "trim", s(d.path())], "not a mount point");
+}
