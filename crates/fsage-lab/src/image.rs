@@ -507,6 +507,14 @@ impl Library {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                crate::bail!(
+                    "{}: the directory does not exist (restoring to {} makes the file, not the \
+                     directories above it)",
+                    dir.display(),
+                    target.display()
+                );
+            }
             let free = sys::free_bytes(dir)?;
             if free < m.data_bytes {
                 crate::bail!(

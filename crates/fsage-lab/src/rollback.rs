@@ -32,6 +32,16 @@ pub enum Method {
     Compare,
 }
 
+impl Method {
+    /// How the written blocks were found, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Method::Trace => "the blocks traced while the benchmark ran",
+            Method::Compare => "the blocks that differ from the snapshot",
+        }
+    }
+}
+
 /// The log `rollback track` writes and `rollback restore` reads (`IMAGE.rollback.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrackLog {

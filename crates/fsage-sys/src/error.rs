@@ -60,6 +60,14 @@ impl Error {
             remedy: None,
         }
     }
+    /// A signal stopped the operation (exit code 130).
+    pub fn interrupted(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: Blame::Interrupted,
+            remedy: None,
+        }
+    }
     /// The same error, saying which setting gets past it.
     pub fn with_remedy(self, remedy: Remedy) -> Error {
         Error {

@@ -685,8 +685,8 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
                 Some(0) => Ok(ExitCode::SUCCESS),
                 c => {
                     eprintln!(
-                        "fsage: the benchmark command {:?} failed ({}); its writes are logged",
-                        log.command,
+                        "fsage: the benchmark command `{}` failed ({}); its writes are logged",
+                        log.command.join(" "),
                         c.map_or("killed by a signal".into(), |c| format!("exit code {c}"))
                     );
                     Ok(ExitCode::from(1))
@@ -714,9 +714,9 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
             }
             let r = rollback::restore(&log, compare, !no_verify)?;
             println!(
-                "rolled back {} ({:?}): {} in {} ranges rewritten in {:.3}s{}",
+                "rolled back {} ({}): {} in {} ranges rewritten in {:.3}s{}",
                 image.display(),
-                r.method,
+                r.method.describe(),
                 human_bytes(r.bytes),
                 r.ranges,
                 r.seconds,
