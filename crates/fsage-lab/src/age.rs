@@ -232,7 +232,7 @@ fn finished_run(state: &Path, req: &AgeRequest) -> Result<AgeOutcome> {
     let profile = fsage_profile::parse(&st.record.profile_toml, &state.display().to_string())?;
     let meta = RunMeta::new(
         &profile,
-        "(finished run, from its state)".into(),
+        "none: a finished run, reported from its state file".into(),
         st.record
             .target
             .as_ref()
