@@ -350,7 +350,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             opts.kind,
             opts.kind.min_size() >> 20
         ))
-        .with_remedy(Remedy::Size));
+        .with_remedy(Remedy::SizeAtLeast(opts.kind.min_size())));
     }
     let mut args = mkfs_args(opts.kind, &opts.mkfs_opts, Some(size), device);
     let info = |args: &[String]| CreateInfo {

@@ -25,6 +25,8 @@ pub enum Remedy {
     Force,
     /// A size must be given or changed (an image file has none of its own).
     Size,
+    /// The size given is below the least the file system can be made in: this many bytes.
+    SizeAtLeast(u64),
     /// Another name must be chosen (or the existing one forced out).
     Name,
     /// The zstd compression level is out of range.

@@ -110,3 +110,41 @@ fn a_converged_run_does_not_say_continue_with() {
     ]);
     assert!(stdout(&o).contains("continue with"), "{}", stdout(&o));
 }
+
+/// Help texts say what the commands do, and the flags agree between commands.
+#[test]
+fn help_texts_name_every_subcommand_and_flags_agree() {
+    let top = stdout(&fsage_ok(["--help"]));
+    let line = |name: &str| {
+        top.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {top}"))
+            .to_string()
+    };
+    let exp = line("experiment");
+    for sub in ["plan", "run", "status"] {
+        assert!(exp.contains(sub), "{exp}");
+    }
+    assert!(line("bench").contains("Filebench"), "{}", line("bench"));
+    let run = stdout(&fsage_ok(["bench", "run", "--help"]));
+    assert!(run.contains("-q, --quiet"), "{run}");
+}
+
+/// `fs create --size 1KiB`: the hint says the least size, not only "give the size".
+#[test]
+fn a_size_below_the_minimum_is_told_with_the_minimum() {
+    let d = tmp();
+    let o = fsage([
+        "fs",
+        "create",
+        "--fs",
+        "ext4",
+        "--size",
+        "1KiB",
+        s(&d.path().join("x.img")),
+    ]);
+    expect_code(&o, 2, "fs create --size 1KiB");
+    let err = stderr(&o);
+    assert!(err.contains("hint: give a size of at least 1 MiB"), "{err}");
+    assert!(!d.path().join("x.img").exists());
+}
