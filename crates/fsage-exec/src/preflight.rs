@@ -427,19 +427,6 @@ pub fn sweep_stale_locks(dir: &Path, keep: &Path) -> usize {
     removed
 }
 
-/// "3.2 s", "14 min", "5.1 h", "12 days".
-pub fn fmt_duration(secs: f64) -> String {
-    if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else if secs < 3600.0 {
-        format!("{:.0} min", secs / 60.0)
-    } else if secs < 86400.0 * 2.0 {
-        format!("{:.1} h", secs / 3600.0)
-    } else {
-        format!("{:.0} days", secs / 86400.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

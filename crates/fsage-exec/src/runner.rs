@@ -367,32 +367,6 @@ fn drive<S: OpSource, B: Backend>(
     }
 }
 
-/// A percentage with two significant digits at least, however small (age bins of extracted
-/// profiles reach 1e-7 %).
-pub fn pct(x: f64) -> String {
-    if x >= 10.0 {
-        format!("{x:.1}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else if x >= 0.01 || x <= 0.0 {
-        format!("{x:.4}")
-    } else {
-        let digits = (-x.log10()).ceil() as usize + 1;
-        format!("{x:.digits$}")
-    }
-}
-
-#[cfg(test)]
-mod pct_tests {
-    #[test]
-    fn tiny_percentages_keep_their_digits() {
-        assert_eq!(super::pct(50.0), "50.0");
-        assert_eq!(super::pct(0.25), "0.2500");
-        assert_eq!(super::pct(0.000_012_34), "0.000012");
-        assert_ne!(super::pct(1e-9), "0.0000");
-    }
-}
-
 /// Who ran what, for the report.
 #[derive(Debug, Clone)]
 pub struct RunMeta {
@@ -432,7 +406,7 @@ impl RunMeta {
             age_labels: profile
                 .age_edges()
                 .iter()
-                .map(|e| format!("<= {}%", pct(100.0 * e)))
+                .map(|e| format!("<= {}", fsage_profile::percent(100.0 * e)))
                 .collect(),
         }
     }

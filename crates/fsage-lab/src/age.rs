@@ -675,7 +675,7 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
                  bound the run with a max-ops, max-time or max-overwrites limit, or give a \
                  smaller capacity",
                 human_bytes(planner.expected_bytes_written()),
-                preflight::fmt_duration(secs),
+                fsage_profile::human_duration(secs),
                 if req.dry_run {
                     "dry-run"
                 } else {

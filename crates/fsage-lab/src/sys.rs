@@ -128,9 +128,7 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
+pub use fsage_sys::is_root;
 
 /// A sibling temporary path of `path` ([`fsage_sys::temp_sibling`]), refusing a path with no
 /// file name (`/`, `..`) instead of inventing one.

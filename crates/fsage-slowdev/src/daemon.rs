@@ -258,19 +258,15 @@ impl Filesystem for SlowFs {
             reply.error(Errno::EOPNOTSUPP);
             return;
         }
-        use std::os::fd::AsRawFd;
-        // SAFETY: fallocate on our own open descriptor.
-        let r = unsafe {
-            libc::fallocate(
-                self.s.file.as_raw_fd(),
-                mode,
-                offset as libc::off_t,
-                length as libc::off_t,
-            )
-        };
-        if r != 0 {
+        let r = rustix::fs::fallocate(
+            &self.s.file,
+            rustix::fs::FallocateFlags::from_bits_retain(mode as u32),
+            offset,
+            length,
+        );
+        if let Err(e) = r {
             self.error();
-            reply.error(errno_of(&std::io::Error::last_os_error()));
+            reply.error(errno_of(&e.into()));
             return;
         }
         self.delayed(arrival, Kind::Discard, length, Answer::Empty(reply));
@@ -533,6 +529,7 @@ pub fn serve(dir: &Path) -> Result<()> {
 }
 
 /// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
+/// libc, because rustix does not wrap sched_setscheduler (`rustix::not_implemented`).
 pub(crate) fn set_realtime() -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 20 };
     // SAFETY: a plain system call on the calling thread with a valid parameter.

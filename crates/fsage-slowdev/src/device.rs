@@ -470,7 +470,7 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
     // so that a Ctrl-C or a dying fsage does not take it (and the device's I/O) down.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setsid();
+            rustix::process::setsid()?;
             Ok(())
         });
     }

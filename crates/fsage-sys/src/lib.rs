@@ -130,6 +130,11 @@ impl WriteError {
     }
 }
 
+/// Whether this process runs as root (effective uid 0): mounts, loop devices and tracing need it.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Who is to act on a failed system call, by its kind: the one table of fsage. A path that does
 /// not exist or is of the wrong kind (a directory where a file is wanted, or the reverse), a
 /// permission refused, a name already taken, a read-only file system and an invalid argument are

@@ -3,7 +3,7 @@
 use crate::cli::ProfileCmd;
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
-use fsage_exec::preflight::{estimate_seconds, fmt_duration};
+use fsage_exec::preflight::estimate_seconds;
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
 };
@@ -67,8 +67,8 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             println!(
                 "Estimated time to T: {} as a dry run, {} on ext4 in memory (measured speeds, \
                  BENCHMARKS.md; slower devices take longer).",
-                fmt_duration(estimate_seconds(t, true)),
-                fmt_duration(estimate_seconds(t, false))
+                fsage_profile::human_duration(estimate_seconds(t, true)),
+                fsage_profile::human_duration(estimate_seconds(t, false))
             );
             for u in plan.unmeetable_bins() {
                 println!(
