@@ -510,6 +510,25 @@ fn with_new_fs_on_device(
     Ok(p)
 }
 
+/// How long a run of `t` ticks (writing about `bytes` at `capacity`) takes at the measured speeds,
+/// once the stopping conditions given bound it: the warning about a run longer than a day is
+/// only for runs nothing bounds.
+fn bounded_seconds(t: u64, bytes: u64, capacity: u64, stop: &StopConditions, dry_run: bool) -> f64 {
+    let mut ticks = t as f64;
+    if let Some(n) = stop.max_ops {
+        ticks = ticks.min(n as f64);
+    }
+    if let (Some(x), true) = (stop.max_overwrites, bytes > 0) {
+        // Bytes are written about evenly over the run.
+        ticks = ticks.min(t as f64 * x * capacity as f64 / bytes as f64);
+    }
+    let mut secs = preflight::estimate_seconds(ticks as u64, dry_run);
+    if let Some(d) = stop.max_time {
+        secs = secs.min(d.as_secs_f64());
+    }
+    secs
+}
+
 /// A block size fsage can count in: a power of two of at least 512 bytes.
 pub fn check_block_size(block_size: u64) -> Result<()> {
     if !block_size.is_power_of_two() || block_size < 512 {
@@ -666,7 +685,13 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
     let unmet = planner.unmeetable_bins();
     let (unmet_share, unmet_labels) = unmet_summary(&profile, &planner);
     let t = planner.total();
-    let secs = preflight::estimate_seconds(t, req.dry_run);
+    let secs = bounded_seconds(
+        t,
+        planner.expected_bytes_written(),
+        capacity,
+        &req.stop,
+        req.dry_run,
+    );
     if secs > 86400.0 {
         obs.notice(
             Level::Warning,
@@ -1067,4 +1092,34 @@ fn execute(
         finished_earlier: false,
         target_refused,
     })
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn a_bounded_run_is_not_warned_about() {
+        let t = 10_000_000_000; // hours at any speed
+        let none = StopConditions::default();
+        assert!(bounded_seconds(t, 1 << 40, 1 << 30, &none, false) > 86400.0);
+        let ops = StopConditions {
+            max_ops: Some(1_000_000),
+            ..Default::default()
+        };
+        assert!(bounded_seconds(t, 1 << 40, 1 << 30, &ops, false) < 86400.0);
+        let time = StopConditions {
+            max_time: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        assert_eq!(bounded_seconds(t, 1 << 40, 1 << 30, &time, false), 3600.0);
+        let ow = StopConditions {
+            max_overwrites: Some(1.0),
+            ..Default::default()
+        };
+        // 1 overwrite of 1 GiB of the 1 TiB the run would write: 1/1024 of its ticks.
+        let full = bounded_seconds(t, 1 << 40, 1 << 30, &none, false);
+        let one = bounded_seconds(t, 1 << 40, 1 << 30, &ow, false);
+        assert!((one * 1024.0 / full - 1.0).abs() < 1e-6, "{one} {full}");
+    }
 }
