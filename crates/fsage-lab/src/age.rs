@@ -685,13 +685,15 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
     let unmet = planner.unmeetable_bins();
     let (unmet_share, unmet_labels) = unmet_summary(&profile, &planner);
     let t = planner.total();
-    let secs = bounded_seconds(
-        t,
-        planner.expected_bytes_written(),
-        capacity,
-        &req.stop,
-        req.dry_run,
-    );
+    // The bytes a run writes take a simulation of its first ticks: only worked out when an
+    // overwrite limit is to bound a run that would otherwise take more than a day.
+    let unbounded = preflight::estimate_seconds(t, req.dry_run) > 86400.0;
+    let bytes = if unbounded && req.stop.max_overwrites.is_some() {
+        planner.expected_bytes_written()
+    } else {
+        0
+    };
+    let secs = bounded_seconds(t, bytes, capacity, &req.stop, req.dry_run);
     if secs > 86400.0 {
         obs.notice(
             Level::Warning,
