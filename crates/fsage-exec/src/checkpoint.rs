@@ -102,15 +102,13 @@ pub struct State {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("{}: cannot read the state file: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}: cannot write the state file: {source}", path.display())]
+    // The causes are in the text and not sources: a source would be printed a second time.
+    #[error("{}: cannot read the state file: {err}", path.display())]
+    Read { path: PathBuf, err: std::io::Error },
+    #[error("cannot write the state file: {err}")]
     Write {
         path: PathBuf,
-        source: fsage_sys::WriteError,
+        err: fsage_sys::WriteError,
     },
     #[error("{}: cannot encode the state: {message}", path.display())]
     Encode { path: PathBuf, message: String },
@@ -132,9 +130,9 @@ pub enum StateError {
 impl StateError {
     pub fn blame(&self) -> fsage_sys::Blame {
         match self {
-            StateError::Read { .. } | StateError::Write { .. } | StateError::Encode { .. } => {
-                fsage_sys::Blame::Operation
-            }
+            StateError::Read { err, .. } => fsage_sys::io_blame(err.kind()),
+            StateError::Write { err, .. } => err.blame(),
+            StateError::Encode { .. } => fsage_sys::Blame::Operation,
             _ => fsage_sys::Blame::Input,
         }
     }
@@ -156,17 +154,17 @@ pub fn save(path: &Path, record: &RunRecord, plan: &Planner) -> Result<(), State
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     bytes.extend_from_slice(&payload);
-    fsage_sys::write_atomic(path, &bytes).map_err(|source| StateError::Write {
+    fsage_sys::write_atomic(path, &bytes).map_err(|err| StateError::Write {
         path: path.into(),
-        source,
+        err,
     })
 }
 
 impl State {
     pub fn load(path: &Path) -> Result<State, StateError> {
-        let bytes = std::fs::read(path).map_err(|source| StateError::Read {
+        let bytes = std::fs::read(path).map_err(|err| StateError::Read {
             path: path.into(),
-            source,
+            err,
         })?;
         let corrupt = |what: String| StateError::Corrupt {
             path: path.into(),

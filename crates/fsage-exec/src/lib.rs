@@ -9,6 +9,7 @@ pub mod mock;
 pub mod op;
 pub mod oplog;
 pub mod parallel;
+pub mod planner_bench;
 pub mod posix;
 pub mod preflight;
 pub mod reconcile;

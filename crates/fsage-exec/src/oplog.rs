@@ -212,6 +212,29 @@ pub struct OpLogContents {
 /// come back as planner steps (so a replay runs the very system calls of the run that wrote the
 /// log); everything else as named-path steps.
 pub fn read(text: &str, origin: &str) -> Result<OpLogContents, OpLogError> {
+    let (tree, entries) = read_entries(text, origin)?;
+    let steps = entries
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Step(s) => Some(s),
+            Entry::Mkdir(_) | Entry::Refused(_) => None,
+        })
+        .collect();
+    Ok(OpLogContents { tree, steps })
+}
+
+/// One line of an op log, in the log's order: a planner directory, a step, or a create the file
+/// system refused (`enospc`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Mkdir(String),
+    Step(Step),
+    Refused(Step),
+}
+
+/// Every line of an op log, in order (with the planner's directories as a tree): [`read`] keeps
+/// the steps; checkers and tests also see the directories and the refused creates.
+pub fn read_entries(text: &str, origin: &str) -> Result<(DirTree, Vec<Entry>), OpLogError> {
     let mut dirs: Vec<String> = Vec::new();
     let mut raw = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -244,7 +267,8 @@ pub fn read(text: &str, origin: &str) -> Result<OpLogContents, OpLogError> {
         message: m,
     })?;
     let index: HashMap<&str, u32> = tree.created().map(|(id, p)| (p, id)).collect();
-    let mut steps = Vec::with_capacity(raw.len());
+    let mut entries: Vec<Entry> = dirs.iter().cloned().map(Entry::Mkdir).collect();
+    entries.reserve(raw.len());
     for (n, line, f) in raw {
         let err = |m: String| OpLogError {
             origin: origin.to_string(),
@@ -270,8 +294,9 @@ pub fn read(text: &str, origin: &str) -> Result<OpLogContents, OpLogError> {
                 _ => FileRef::Path(path.clone()),
             }
         };
+        let refused = f[1] == "enospc";
         let op = match f[1] {
-            "create" => Operation::Create {
+            "create" | "enospc" => Operation::Create {
                 file: file(),
                 size: num(f[3], "size")?,
             },
@@ -304,12 +329,16 @@ pub fn read(text: &str, origin: &str) -> Result<OpLogContents, OpLogError> {
                 check_relative(&to).map_err(err)?;
                 Operation::Rename { from: path, to }
             }
-            "enospc" => continue,
             other => return Err(err(format!("unknown operation {other:?}"))),
         };
-        steps.push(Step { tick, op });
+        let step = Step { tick, op };
+        entries.push(if refused {
+            Entry::Refused(step)
+        } else {
+            Entry::Step(step)
+        });
     }
-    Ok(OpLogContents { tree, steps })
+    Ok((tree, entries))
 }
 
 /// An op log as an operation source: replays its steps in order.

@@ -326,7 +326,6 @@ pub fn lock_dir() -> PathBuf {
 pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
     use rustix::fs::{flock, FlockOperation};
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::MetadataExt;
     let abs = std::path::absolute(state).unwrap_or_else(|_| state.to_path_buf());
     let abs = match (
         abs.parent().and_then(|p| p.canonicalize().ok()),
@@ -349,6 +348,9 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
         err,
     })?;
     let path = base.join(format!("{hash:016x}.lock"));
+    // Lock files of sessions that were killed (SIGKILL, a crash) are left behind: clear them.
+    sweep_stale_locks(&base, &path);
+    let mut tries = 0;
     loop {
         let f = fs::OpenOptions::new()
             .create(true)
@@ -360,31 +362,110 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
                 err,
             })?;
         if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+            // Another session's sweep holds a stale file for a moment before removing it: look
+            // again a few times before calling the run locked.
+            tries += 1;
+            if tries < 5 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            }
             return Err(TargetError::Locked {
                 state: state.to_path_buf(),
                 lock: path,
             });
         }
-        // The holder before us may have removed the file between our open and our flock.
-        let same = match (f.metadata(), fs::metadata(&path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-            _ => false,
-        };
-        if same {
+        if same_file(&f, &path) {
             return Ok(RunLock { path, _file: f });
         }
+        // The holder before us removed the file between our open and our flock: start over.
     }
 }
 
-/// "3.2 s", "14 min", "5.1 h", "12 days".
-pub fn fmt_duration(secs: f64) -> String {
-    if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else if secs < 3600.0 {
-        format!("{:.0} min", secs / 60.0)
-    } else if secs < 86400.0 * 2.0 {
-        format!("{:.1} h", secs / 3600.0)
-    } else {
-        format!("{:.0} days", secs / 86400.0)
+/// Whether the open file `f` is still the file `path` names (a holder unlinks its lock file
+/// before releasing it).
+fn same_file(f: &fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// Removes the lock files in `dir` that nobody holds (their session was killed), except `keep`;
+/// returns how many. Each is removed the way a holder removes its own: locked first, checked to
+/// be still the file its name names, unlinked while held. A session that opened it meanwhile
+/// finds, once it has the lock, that the name is gone and starts over with a new file, so a sweep
+/// never takes a lock from anyone. Only names of the form `<16 hex digits>.lock` are touched.
+pub fn sweep_stale_locks(dir: &Path, keep: &Path) -> usize {
+    use rustix::fs::{flock, FlockOperation};
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let path = e.path();
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let ours = name
+            .strip_suffix(".lock")
+            .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !ours || path == keep {
+            continue;
+        }
+        // Opened for reading: never created, never truncated.
+        let Ok(f) = fs::File::open(&path) else {
+            continue;
+        };
+        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue; // held: a live session
+        }
+        if same_file(&f, &path) && fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+        drop(f); // unlocks
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustix::fs::{flock, FlockOperation};
+
+    #[test]
+    fn stale_locks_are_swept_held_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let stale = d.path().join("0123456789abcdef.lock");
+        let held = d.path().join("fedcba9876543210.lock");
+        let keep = d.path().join("00000000000000aa.lock");
+        let other = d.path().join("notes.lock");
+        for p in [&stale, &held, &keep, &other] {
+            fs::write(p, b"").unwrap();
+        }
+        // A live session holds `held` (flock is per open file: this conflicts within a process).
+        let h = fs::File::open(&held).unwrap();
+        flock(&h, FlockOperation::NonBlockingLockExclusive).unwrap();
+        assert_eq!(sweep_stale_locks(d.path(), &keep), 1);
+        assert!(!stale.exists(), "a lock nobody holds is removed");
+        assert!(held.exists(), "a held lock stays");
+        assert!(keep.exists(), "the caller's own lock stays");
+        assert!(other.exists(), "a name fsage does not make stays");
+        drop(h);
+        assert_eq!(sweep_stale_locks(d.path(), &keep), 1, "released: now stale");
+        assert!(!held.exists());
+    }
+
+    #[test]
+    fn a_session_that_opened_a_swept_lock_starts_over_with_a_new_file() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("0123456789abcdef.lock");
+        fs::write(&path, b"").unwrap();
+        // A new session opened the stale file just before the sweep removed it...
+        let early = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert_eq!(sweep_stale_locks(d.path(), Path::new("/none")), 1);
+        // ...takes the lock of the unlinked file, sees the name no longer names it, and so
+        // does not count it as the lock (it opens the name again, making a new file).
+        flock(&early, FlockOperation::NonBlockingLockExclusive).unwrap();
+        assert!(!same_file(&early, &path));
     }
 }

@@ -213,4 +213,8 @@ pub struct RunReport {
     /// `None` in reports written before fsage recorded it.
     #[serde(default)]
     pub fit: Option<Fit>,
+    /// The whole profile in fsage's TOML format, so that a report (and an image saved with it)
+    /// keeps a profile read from a file. `None` in reports written before fsage recorded it.
+    #[serde(default)]
+    pub profile_toml: Option<String>,
 }

@@ -367,36 +367,12 @@ fn drive<S: OpSource, B: Backend>(
     }
 }
 
-/// A percentage with two significant digits at least, however small (age bins of extracted
-/// profiles reach 1e-7 %).
-pub fn pct(x: f64) -> String {
-    if x >= 10.0 {
-        format!("{x:.1}")
-    } else if x >= 1.0 {
-        format!("{x:.2}")
-    } else if x >= 0.01 || x <= 0.0 {
-        format!("{x:.4}")
-    } else {
-        let digits = (-x.log10()).ceil() as usize + 1;
-        format!("{x:.digits$}")
-    }
-}
-
-#[cfg(test)]
-mod pct_tests {
-    #[test]
-    fn tiny_percentages_keep_their_digits() {
-        assert_eq!(super::pct(50.0), "50.0");
-        assert_eq!(super::pct(0.25), "0.2500");
-        assert_eq!(super::pct(0.000_012_34), "0.000012");
-        assert_ne!(super::pct(1e-9), "0.0000");
-    }
-}
-
 /// Who ran what, for the report.
 #[derive(Debug, Clone)]
 pub struct RunMeta {
     pub profile: String,
+    /// The profile in fsage's TOML format, copied into the report.
+    pub profile_toml: String,
     pub backend: String,
     pub target: String,
     pub size_labels: Vec<String>,
@@ -418,6 +394,7 @@ impl RunMeta {
             .collect();
         RunMeta {
             profile: profile.name.clone(),
+            profile_toml: fsage_profile::to_toml(profile),
             backend,
             target,
             size_labels,
@@ -429,7 +406,7 @@ impl RunMeta {
             age_labels: profile
                 .age_edges()
                 .iter()
-                .map(|e| format!("<= {}%", pct(100.0 * e)))
+                .map(|e| format!("<= {}", fsage_profile::percent(100.0 * e)))
                 .collect(),
         }
     }
@@ -540,6 +517,7 @@ pub fn report(
             })
             .collect(),
         fit: None,
+        profile_toml: Some(meta.profile_toml.clone()),
     };
     let off = (rep.live_bytes as f64 - rep.target_bytes as f64) / cfg.capacity.max(1) as f64;
     rep.fit = Some(Fit {

@@ -367,7 +367,7 @@ pub fn read_plan(out: &Path) -> Result<Plan, Error> {
     if !out.join(MARKER).exists() || !plan_path.exists() {
         return Err(Error::input(format!(
             "{}: not an experiment's output directory (no {MARKER} or plan.json); give the \
-             directory given to `experiment run --out`",
+             output directory the experiment was run into",
             out.display()
         )));
     }

@@ -90,7 +90,8 @@ pub enum AgeError {
     OpLog(#[from] OpLogError),
     #[error(transparent)]
     Lab(#[from] crate::Error),
-    #[error("report {0}")]
+    /// Writing the report failed (the error names the file).
+    #[error(transparent)]
     Report(#[from] fsage_sys::WriteError),
     /// The target could not be opened or brought back to a saved state.
     #[error("{}: {err}", path.display())]
@@ -231,7 +232,7 @@ fn finished_run(state: &Path, req: &AgeRequest) -> Result<AgeOutcome> {
     let profile = fsage_profile::parse(&st.record.profile_toml, &state.display().to_string())?;
     let meta = RunMeta::new(
         &profile,
-        "(finished run, from its state)".into(),
+        "none: a finished run, reported from its state file".into(),
         st.record
             .target
             .as_ref()
@@ -509,6 +510,59 @@ fn with_new_fs_on_device(
     Ok(p)
 }
 
+/// How long a run of `t` ticks (writing about `bytes` at `capacity`) takes at the measured speeds,
+/// once the stopping conditions given bound it: the warning about a run longer than a day is
+/// only for runs nothing bounds.
+fn bounded_seconds(t: u64, bytes: u64, capacity: u64, stop: &StopConditions, dry_run: bool) -> f64 {
+    let mut ticks = t as f64;
+    if let Some(n) = stop.max_ops {
+        ticks = ticks.min(n as f64);
+    }
+    if let (Some(x), true) = (stop.max_overwrites, bytes > 0) {
+        // Bytes are written about evenly over the run.
+        ticks = ticks.min(t as f64 * x * capacity as f64 / bytes as f64);
+    }
+    let mut secs = preflight::estimate_seconds(ticks as u64, dry_run);
+    if let Some(d) = stop.max_time {
+        secs = secs.min(d.as_secs_f64());
+    }
+    secs
+}
+
+/// A block size fsage can count in: a power of two of at least 512 bytes.
+pub fn check_block_size(block_size: u64) -> Result<()> {
+    if !block_size.is_power_of_two() || block_size < 512 {
+        return Err(input(format!(
+            "block size {block_size}: must be a power of two of at least 512 bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The plan a new run of `profile` would make at `capacity` (fullness: the profile's unless
+/// given), checked exactly as a run checks it (fullness, block size, memory, a size bin that
+/// cannot be met, a capacity too small): what `profile show` reports without a target.
+pub fn plan_at(
+    profile: &Profile,
+    capacity: u64,
+    fullness: Option<f64>,
+    block_size: u64,
+    seed: u64,
+) -> Result<(Planner, fsage_plan::MemoryEstimate)> {
+    let fullness = fullness.unwrap_or(profile.fullness.get());
+    check_fullness(fullness)?;
+    check_block_size(block_size)?;
+    let cfg = PlanConfig {
+        capacity,
+        fullness,
+        block_size,
+        seed,
+        exact_sizes: false,
+    };
+    let planner = plan(profile, cfg)?;
+    Ok((planner, fsage_plan::estimate_memory(profile, &cfg)))
+}
+
 /// A fullness of 1 leaves no room above the target for the stable phase to create into: every
 /// size bin would be unmeetable and the run refused later, so it is refused here, with the reason.
 pub fn check_fullness(fullness: f64) -> Result<()> {
@@ -605,11 +659,7 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
         (None, Some(st)) => st.block_size,
         (None, None) => 4096,
     };
-    if !block_size.is_power_of_two() || block_size < 512 {
-        return Err(input(format!(
-            "block size {block_size}: must be a power of two of at least 512 bytes"
-        )));
-    }
+    check_block_size(block_size)?;
     if let (Some(st), false) = (fs, req.dry_run) {
         if capacity > st.size {
             obs.notice(
@@ -635,7 +685,15 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
     let unmet = planner.unmeetable_bins();
     let (unmet_share, unmet_labels) = unmet_summary(&profile, &planner);
     let t = planner.total();
-    let secs = preflight::estimate_seconds(t, req.dry_run);
+    // The bytes a run writes take a simulation of its first ticks: only worked out when an
+    // overwrite limit is to bound a run that would otherwise take more than a day.
+    let unbounded = preflight::estimate_seconds(t, req.dry_run) > 86400.0;
+    let bytes = if unbounded && req.stop.max_overwrites.is_some() {
+        planner.expected_bytes_written()
+    } else {
+        0
+    };
+    let secs = bounded_seconds(t, bytes, capacity, &req.stop, req.dry_run);
     if secs > 86400.0 {
         obs.notice(
             Level::Warning,
@@ -644,7 +702,7 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
                  bound the run with a max-ops, max-time or max-overwrites limit, or give a \
                  smaller capacity",
                 human_bytes(planner.expected_bytes_written()),
-                preflight::fmt_duration(secs),
+                fsage_profile::human_duration(secs),
                 if req.dry_run {
                     "dry-run"
                 } else {
@@ -1036,4 +1094,34 @@ fn execute(
         finished_earlier: false,
         target_refused,
     })
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn a_bounded_run_is_not_warned_about() {
+        let t = 10_000_000_000; // hours at any speed
+        let none = StopConditions::default();
+        assert!(bounded_seconds(t, 1 << 40, 1 << 30, &none, false) > 86400.0);
+        let ops = StopConditions {
+            max_ops: Some(1_000_000),
+            ..Default::default()
+        };
+        assert!(bounded_seconds(t, 1 << 40, 1 << 30, &ops, false) < 86400.0);
+        let time = StopConditions {
+            max_time: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        assert_eq!(bounded_seconds(t, 1 << 40, 1 << 30, &time, false), 3600.0);
+        let ow = StopConditions {
+            max_overwrites: Some(1.0),
+            ..Default::default()
+        };
+        // 1 overwrite of 1 GiB of the 1 TiB the run would write: 1/1024 of its ticks.
+        let full = bounded_seconds(t, 1 << 40, 1 << 30, &none, false);
+        let one = bounded_seconds(t, 1 << 40, 1 << 30, &ow, false);
+        assert!((one * 1024.0 / full - 1.0).abs() < 1e-6, "{one} {full}");
+    }
 }

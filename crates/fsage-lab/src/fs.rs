@@ -1,7 +1,7 @@
 //! File system kinds, formatting (with the safety checks), probing and checking.
 
 use crate::sys::{self, find_cmd, is_block_device, run_tool, TempPath};
-use crate::{io_err, Error, Remedy, Result};
+use crate::{Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
@@ -92,7 +92,7 @@ impl std::fmt::Display for FsKind {
 /// `Some("btrfs")` from the superblock magic, otherwise what `blkid -p` finds (`"swap"`,
 /// `"crypto_LUKS"`, `"partition table dos"`...), `None` when nothing.
 pub fn probe_fs(path: &Path) -> Result<Option<String>> {
-    let mut f = File::open(path).map_err(|e| io_err(path, "", e))?;
+    let mut f = File::open(path).map_err(|e| Error::io(path, "", e))?;
     let mut read_at = |off: u64, len: usize| -> Option<Vec<u8>> {
         let mut b = vec![0u8; len];
         f.seek(SeekFrom::Start(off)).ok()?;
@@ -132,7 +132,7 @@ pub fn probe_fs(path: &Path) -> Result<Option<String>> {
 pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
     let meta = match fs::metadata(target) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err(target, "", e)),
+        Err(e) => return Err(Error::io(target, "", e)),
         Ok(m) => m,
     };
     if meta.is_dir() {
@@ -159,7 +159,9 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                 m.mount_point.display()
             );
         }
-        let canon = target.canonicalize().map_err(|e| io_err(target, "", e))?;
+        let canon = target
+            .canonicalize()
+            .map_err(|e| Error::io(target, "", e))?;
         let name = canon
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -348,7 +350,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             opts.kind,
             opts.kind.min_size() >> 20
         ))
-        .with_remedy(Remedy::Size));
+        .with_remedy(Remedy::SizeAtLeast(opts.kind.min_size())));
     }
     let mut args = mkfs_args(opts.kind, &opts.mkfs_opts, Some(size), device);
     let info = |args: &[String]| CreateInfo {
@@ -378,9 +380,9 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             .write(true)
             .create_new(true)
             .open(tmp.path())
-            .map_err(|e| io_err(tmp.path(), "cannot create the image", e))?;
+            .map_err(|e| Error::io(tmp.path(), "cannot create the image", e))?;
         f.set_len(size)
-            .map_err(|e| io_err(tmp.path(), "cannot size the image", e))?;
+            .map_err(|e| Error::io(tmp.path(), "cannot size the image", e))?;
     }
     args.push(tmp.path().to_string_lossy().into_owned());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -389,7 +391,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     crate::signals::check("mkfs")?;
     File::open(tmp.path())
         .and_then(|f| f.sync_all())
-        .map_err(|e| io_err(tmp.path(), "fsync", e))?;
+        .map_err(|e| Error::io(tmp.path(), "fsync", e))?;
     let info = info(&args);
     tmp.persist(target)?;
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;

@@ -14,7 +14,7 @@
 
 use crate::sparse::{self, hash_zeros, hex, zero_range};
 use crate::sys::{self, is_block_device, TempPath};
-use crate::{io_err, Error, Remedy, Result};
+use crate::{Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -233,7 +233,7 @@ impl Library {
             );
         }
         fs::create_dir_all(&self.dir)
-            .map_err(|e| io_err(&self.dir, "cannot create the library", e))?;
+            .map_err(|e| Error::io(&self.dir, "cannot create the library", e))?;
         let dest = self.entry_dir(&opts.name);
         if dest.exists() && !opts.force {
             return Err(Error::input(format!(
@@ -249,18 +249,19 @@ impl Library {
             opts.name,
             std::process::id()
         )));
-        fs::create_dir(tmp.path()).map_err(|e| io_err(tmp.path(), "", e))?;
-        let src = File::open(image).map_err(|e| io_err(image, "", e))?;
+        fs::create_dir(tmp.path()).map_err(|e| Error::io(tmp.path(), "", e))?;
+        let src = File::open(image).map_err(|e| Error::io(image, "", e))?;
         let size = sys::file_size(&src, image)?;
         let data_path = tmp.path().join(DATA_FILE);
-        let out = File::create(&data_path).map_err(|e| io_err(&data_path, "", e))?;
+        let out = File::create(&data_path).map_err(|e| Error::io(&data_path, "", e))?;
         let hw = HashWriter {
             inner: BufWriter::with_capacity(1 << 20, out),
             h: Sha256::new(),
             n: 0,
         };
-        let mut enc = zstd::Encoder::new(hw, level).map_err(|e| io_err(&data_path, "zstd", e))?;
-        let werr = |e: std::io::Error| io_err(&data_path, "write", e);
+        let mut enc =
+            zstd::Encoder::new(hw, level).map_err(|e| Error::io(&data_path, "zstd", e))?;
+        let werr = |e: std::io::Error| Error::io(&data_path, "write", e);
         enc.write_all(MAGIC).map_err(werr)?;
         enc.write_all(&size.to_le_bytes()).map_err(werr)?;
         let mut ih = Sha256::new();
@@ -283,8 +284,9 @@ impl Library {
         let HashWriter { inner, h, n } = hw;
         let f = inner
             .into_inner()
-            .map_err(|e| io_err(&data_path, "write", e.into_error()))?;
-        f.sync_all().map_err(|e| io_err(&data_path, "fsync", e))?;
+            .map_err(|e| Error::io(&data_path, "write", e.into_error()))?;
+        f.sync_all()
+            .map_err(|e| Error::io(&data_path, "fsync", e))?;
         let side = if image.is_file() {
             crate::fs::read_sidecar(image)
         } else {
@@ -335,7 +337,7 @@ impl Library {
                 opts.name,
                 std::process::id()
             )));
-            fs::rename(&dest, old.path()).map_err(|e| io_err(&dest, "rename", e))?;
+            fs::rename(&dest, old.path()).map_err(|e| Error::io(&dest, "rename", e))?;
             tmp.persist(&dest)?;
         } else {
             tmp.persist(&dest)?;
@@ -354,7 +356,7 @@ impl Library {
                     self.dir.display()
                 ))
             } else {
-                io_err(&p, "", e)
+                Error::io(&p, "", e)
             }
         })?;
         let m: Manifest = serde_json::from_str(&text)
@@ -373,7 +375,7 @@ impl Library {
     pub fn list(&self) -> Result<Vec<std::result::Result<Manifest, Error>>> {
         let rd = match fs::read_dir(&self.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err(&self.dir, "", e)),
+            Err(e) => return Err(Error::io(&self.dir, "", e)),
             Ok(r) => r,
         };
         let mut names: Vec<String> = rd
@@ -391,7 +393,7 @@ impl Library {
     fn stream(&self, name: &str, mut cb: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<Manifest> {
         let m = self.load(name)?;
         let p = self.entry_dir(name).join(DATA_FILE);
-        let f = File::open(&p).map_err(|e| io_err(&p, "", e))?;
+        let f = File::open(&p).map_err(|e| Error::io(&p, "", e))?;
         let mut hr = HashReader {
             inner: f,
             h: Sha256::new(),
@@ -402,7 +404,7 @@ impl Library {
         let mut ih = Sha256::new();
         {
             let mut dec = zstd::Decoder::with_buffer(BufReader::with_capacity(1 << 20, &mut hr))
-                .map_err(|e| io_err(&p, "zstd", e))?;
+                .map_err(|e| Error::io(&p, "zstd", e))?;
             let mut head = [0u8; 24];
             dec.read_exact(&mut head)
                 .map_err(|e| corrupt(&format!("header: {e}")))?;
@@ -451,7 +453,7 @@ impl Library {
             dec.read_to_end(&mut rest)
                 .map_err(|e| corrupt(&format!("trailer: {e}")))?;
         }
-        std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| io_err(&p, "read", e))?;
+        std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| Error::io(&p, "read", e))?;
         let data_sha = hex(&hr.h.finalize());
         if data_sha != m.checksums.data_sha256 {
             crate::fail!(
@@ -490,7 +492,7 @@ impl Library {
             let f = OpenOptions::new()
                 .write(true)
                 .open(target)
-                .map_err(|e| io_err(target, "", e))?;
+                .map_err(|e| Error::io(target, "", e))?;
             let dsize = sys::file_size(&f, target)?;
             if dsize < m.size {
                 crate::bail!(
@@ -505,6 +507,14 @@ impl Library {
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                crate::bail!(
+                    "{}: the directory does not exist (restoring to {} makes the file, not the \
+                     directories above it)",
+                    dir.display(),
+                    target.display()
+                );
+            }
             let free = sys::free_bytes(dir)?;
             if free < m.data_bytes {
                 crate::bail!(
@@ -520,8 +530,9 @@ impl Library {
                 .write(true)
                 .create_new(true)
                 .open(tmp.path())
-                .map_err(|e| io_err(tmp.path(), "", e))?;
-            f.set_len(m.size).map_err(|e| io_err(tmp.path(), "", e))?;
+                .map_err(|e| Error::io(tmp.path(), "", e))?;
+            f.set_len(m.size)
+                .map_err(|e| Error::io(tmp.path(), "", e))?;
             (f, Some(tmp))
         };
         let wpath = tmp.as_ref().map_or(target, |t| t.path()).to_path_buf();
@@ -531,7 +542,7 @@ impl Library {
                 zero_range(&f, &wpath, pos, off - pos)?;
             }
             f.write_all_at(data, off)
-                .map_err(|e| io_err(&wpath, &format!("write at byte {off}"), e))?;
+                .map_err(|e| Error::io(&wpath, &format!("write at byte {off}"), e))?;
             pos = off + data.len() as u64;
             Ok(())
         });
@@ -547,7 +558,7 @@ impl Library {
         if device && m.size > pos {
             zero_range(&f, &wpath, pos, m.size - pos)?;
         }
-        f.sync_all().map_err(|e| io_err(&wpath, "fsync", e))?;
+        f.sync_all().map_err(|e| Error::io(&wpath, "fsync", e))?;
         drop(f);
         if let Some(t) = tmp {
             t.persist(target)?;
@@ -557,5 +568,262 @@ impl Library {
             data_bytes: m.data_bytes,
             seconds: t0.elapsed().as_secs_f64(),
         })
+    }
+}
+
+/// What `image save` records besides the image, gathered from what the user gave and what lies
+/// beside the image: the aging report (given, or `IMAGE.report.json` of `age --fs`), and the
+/// profile (given, the report's own copy of its TOML, a built-in of the report's name, or the run's
+/// state file `IMAGE.fsage-state`).
+#[derive(Debug, Clone, Default)]
+pub struct Gathered {
+    pub report: Option<serde_json::Value>,
+    /// Where the report came from, when it was found beside the image rather than given.
+    pub report_found: Option<PathBuf>,
+    pub profile: Option<ProfileRecord>,
+    /// Where the profile came from, in words ("the aging report", "the state file X", ...).
+    pub profile_from: Option<String>,
+}
+
+/// Whether a report is a Git-aging series (`fsage git-age --json`) rather than an aging run's.
+pub fn is_git_series(report: &serde_json::Value) -> bool {
+    report["format"]
+        .as_str()
+        .is_some_and(|f| f.starts_with("fsage-git-series/"))
+}
+
+fn record_of(p: &fsage_profile::Profile) -> ProfileRecord {
+    ProfileRecord {
+        name: p.name.clone(),
+        toml: fsage_profile::to_toml(p),
+    }
+}
+
+/// Gathers what [`Library::save`] records for `image`. `report` is a report file the user named,
+/// `profile` a built-in name or profile file.
+pub fn gather(image: &Path, report: Option<&Path>, profile: Option<&str>) -> Result<Gathered> {
+    let mut g = Gathered::default();
+    let beside = fsage_sys::with_suffix(image, ".report.json");
+    let report_path = match report {
+        Some(p) => Some(p.to_path_buf()),
+        None if beside.is_file() => {
+            g.report_found = Some(beside.clone());
+            Some(beside)
+        }
+        None => None,
+    };
+    if let Some(p) = &report_path {
+        let text = fs::read_to_string(p).map_err(|e| Error::io(p, "the aging report", e))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Error::input(format!(
+                "{}: the aging report is not JSON: {e}",
+                p.display()
+            ))
+        })?;
+        if !is_git_series(&v) && (v.get("profile").is_none() || v.get("seed").is_none()) {
+            crate::bail!(
+                "{}: not an fsage age or git-age report (no profile or seed)",
+                p.display()
+            );
+        }
+        g.report = Some(v);
+    }
+    if let Some(n) = profile {
+        let p = fsage_profile::resolve(n).map_err(|e| Error::input(e.to_string()))?;
+        g.profile = Some(record_of(&p));
+        g.profile_from = Some("given".into());
+        return Ok(g);
+    }
+    let Some(r) = &g.report else {
+        return Ok(g);
+    };
+    if is_git_series(r) {
+        return Ok(g);
+    }
+    let name = r["profile"].as_str().unwrap_or_default();
+    if let Some(toml) = r["profile_toml"].as_str() {
+        let p = fsage_profile::parse(toml, "the aging report's profile")
+            .map_err(|e| Error::input(e.to_string()))?;
+        g.profile = Some(record_of(&p));
+        g.profile_from = Some("the aging report".into());
+    } else if let Some(p) = fsage_profile::builtin(name) {
+        g.profile = Some(record_of(&p));
+        g.profile_from = Some(format!("the built-in profile {name}"));
+    } else {
+        // An older report without the profile's text: the run's state file has it.
+        let state = fsage_sys::with_suffix(image, ".fsage-state");
+        // A state file that cannot be read only means no profile is recorded.
+        if let Ok(st) = fsage_exec::State::load(&state) {
+            if st.record.profile_name == name {
+                let p = fsage_profile::parse(&st.record.profile_toml, &state.display().to_string())
+                    .map_err(|e| Error::input(e.to_string()))?;
+                g.profile = Some(record_of(&p));
+                g.profile_from = Some(format!("the state file {}", state.display()));
+            }
+        }
+    }
+    Ok(g)
+}
+
+/// What an image's recorded report says, in words, for `image show`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgingRecord {
+    None,
+    /// An aging run (`fsage age`).
+    Run {
+        stop: String,
+        ticks: Option<u64>,
+        t_estimate: Option<u64>,
+        live_files: Option<u64>,
+        live_bytes: Option<u64>,
+        capacity: Option<u64>,
+        fullness: Option<f64>,
+    },
+    /// A Git-aging series (`fsage git-age`).
+    GitSeries {
+        repo: String,
+        mode: String,
+        fs: String,
+        pulls_done: Option<u64>,
+        commits_total: Option<u64>,
+        first_commit: String,
+        last_commit: String,
+    },
+}
+
+impl Manifest {
+    /// The recorded report, read for `image show`.
+    pub fn aging_record(&self) -> AgingRecord {
+        let Some(r) = &self.aging else {
+            return AgingRecord::None;
+        };
+        let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
+        if is_git_series(r) {
+            return AgingRecord::GitSeries {
+                repo: s("repo"),
+                mode: s("mode"),
+                fs: s("fs"),
+                pulls_done: r["pulls_done"].as_u64(),
+                commits_total: r["commits_total"].as_u64(),
+                first_commit: s("first_commit"),
+                last_commit: s("last_commit"),
+            };
+        }
+        let stop = serde_json::from_value::<fsage_exec::StopReason>(r["stop_reason"].clone())
+            .map_or_else(|_| s("stop_reason"), |s| s.describe().to_string());
+        AgingRecord::Run {
+            stop,
+            ticks: r["ticks"].as_u64(),
+            t_estimate: r["t_estimate"].as_u64(),
+            live_files: r["live_files"].as_u64(),
+            live_bytes: r["live_bytes"].as_u64(),
+            capacity: r["capacity"].as_u64(),
+            fullness: r["fullness"].as_f64(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::*;
+
+    fn dir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn a_profile_file_is_taken_from_the_reports_own_copy() {
+        let d = dir();
+        let img = d.path().join("a.img");
+        fs::write(&img, b"").unwrap();
+        let mut p = fsage_profile::builtin("dabre").unwrap();
+        p.name = "share".into();
+        let report = serde_json::json!({
+            "profile": "share", "seed": 1, "stop_reason": "max_ops",
+            "profile_toml": fsage_profile::to_toml(&p),
+        });
+        fs::write(
+            fsage_sys::with_suffix(&img, ".report.json"),
+            report.to_string(),
+        )
+        .unwrap();
+        let g = gather(&img, None, None).unwrap();
+        assert!(g.report_found.is_some());
+        assert_eq!(g.profile.as_ref().unwrap().name, "share");
+        assert_eq!(g.profile_from.as_deref(), Some("the aging report"));
+    }
+
+    #[test]
+    fn a_git_series_is_recorded_as_one() {
+        let d = dir();
+        let img = d.path().join("z.img");
+        fs::write(&img, b"").unwrap();
+        let series = d.path().join("series.json");
+        fs::write(
+            &series,
+            serde_json::json!({
+                "format": "fsage-git-series/1", "repo": "/r/zlib.bundle", "mode": "git",
+                "fs": "ext4", "pulls_done": 684, "commits_total": 684,
+                "first_commit": "aaa", "last_commit": "bbb",
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let g = gather(&img, Some(&series), None).unwrap();
+        assert!(g.profile.is_none());
+        let m = Manifest {
+            aging: g.report,
+            ..test_manifest()
+        };
+        match m.aging_record() {
+            AgingRecord::GitSeries {
+                repo, pulls_done, ..
+            } => {
+                assert_eq!(repo, "/r/zlib.bundle");
+                assert_eq!(pulls_done, Some(684));
+            }
+            r => panic!("{r:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stop_reason_is_told_in_words() {
+        let m = Manifest {
+            aging: Some(
+                serde_json::json!({"profile": "dabre", "seed": 1, "stop_reason": "max_ops"}),
+            ),
+            ..test_manifest()
+        };
+        match m.aging_record() {
+            AgingRecord::Run { stop, .. } => assert_eq!(stop, "the operation limit reached"),
+            r => panic!("{r:?}"),
+        }
+    }
+
+    fn test_manifest() -> Manifest {
+        Manifest {
+            format: FORMAT.into(),
+            name: "x".into(),
+            created_unix: 0,
+            fsage_version: "0".into(),
+            kernel: "k".into(),
+            source: "s".into(),
+            fs: None,
+            mkfs_opts: None,
+            mkfs_command: None,
+            size: 0,
+            data_bytes: 0,
+            data_runs: 0,
+            compressed_bytes: 0,
+            zstd_level: 3,
+            checksums: Checksums {
+                image_sha256: String::new(),
+                data_sha256: String::new(),
+            },
+            profile: None,
+            seed: None,
+            aging: None,
+            note: None,
+        }
     }
 }

@@ -78,19 +78,3 @@ macro_rules! bail {
 macro_rules! fail {
     ($($t:tt)*) => { return Err($crate::Error::operation(format!($($t)*))) };
 }
-
-/// Adds the path to an I/O error. A missing path, a permission refused or a name taken is the
-/// caller's to fix; anything else is a failed operation.
-pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
-    use std::io::ErrorKind::*;
-    let message = if what.is_empty() {
-        format!("{}: {e}", path.display())
-    } else {
-        format!("{}: {what}: {e}", path.display())
-    };
-    match e.kind() {
-        NotFound | PermissionDenied | AlreadyExists | InvalidInput | NotADirectory
-        | IsADirectory | ReadOnlyFilesystem => Error::input(message),
-        _ => Error::operation(message),
-    }
-}

@@ -3,7 +3,7 @@
 //! (this type), nothing else goes away; once a mount holds it, unmounting detaches it; and if fsage
 //! dies, the kernel still cleans up. fsage never detaches a loop device it did not attach.
 
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
@@ -56,10 +56,10 @@ impl LoopDevice {
             .read(true)
             .write(!read_only)
             .open(image)
-            .map_err(|e| io_err(image, "cannot open the image", e))?;
+            .map_err(|e| Error::io(image, "cannot open the image", e))?;
         if !backing
             .metadata()
-            .map_err(|e| io_err(image, "", e))?
+            .map_err(|e| Error::io(image, "", e))?
             .is_file()
         {
             crate::bail!("{}: not a regular file", image.display());
@@ -69,7 +69,7 @@ impl LoopDevice {
             .write(true)
             .open("/dev/loop-control")
             .map_err(|e| {
-                io_err(
+                Error::io(
                     Path::new("/dev/loop-control"),
                     "loop devices need root and the loop module",
                     e,
@@ -81,7 +81,7 @@ impl LoopDevice {
         for _ in 0..50 {
             // SAFETY: LOOP_CTL_GET_FREE takes no argument on the loop control device.
             let n = unsafe { call_returning::<GET_FREE>(&ctl) }
-                .map_err(|e| io_err(Path::new("/dev/loop-control"), "LOOP_CTL_GET_FREE", e))?;
+                .map_err(|e| Error::io(Path::new("/dev/loop-control"), "LOOP_CTL_GET_FREE", e))?;
             let path = PathBuf::from(format!("/dev/loop{n}"));
             let dev = match OpenOptions::new().read(true).write(!read_only).open(&path) {
                 Ok(f) => f,
@@ -124,7 +124,7 @@ impl LoopDevice {
             let configured =
                 unsafe { rustix::ioctl::ioctl(&dev, Setter::<CONFIGURE, loop_config>::new(cfg)) };
             if configured.is_ok() {
-                let rdev = dev.metadata().map_err(|e| io_err(&path, "", e))?.rdev();
+                let rdev = dev.metadata().map_err(|e| Error::io(&path, "", e))?.rdev();
                 let attached = LoopDevice {
                     path,
                     file: Some(dev),
@@ -149,7 +149,7 @@ impl LoopDevice {
                 last_err = format!("{}: {e}", path.display());
                 continue;
             }
-            return Err(io_err(&path, "LOOP_CONFIGURE", e.into()));
+            return Err(Error::io(&path, "LOOP_CONFIGURE", e.into()));
         }
         Err(Error::operation(format!(
             "{}: no free loop device could be attached (last: {last_err})",

@@ -3,7 +3,7 @@
 use crate::fs::{probe_fs, FsKind};
 use crate::loopdev::{is_autoclear, wait_detached, LoopDevice};
 use crate::sys::{self, is_block_device};
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
@@ -79,12 +79,12 @@ pub fn umount_point(mount_point: &Path) -> Result<()> {
         match rustix::mount::unmount(mount_point, UnmountFlags::empty()) {
             Ok(()) => return Ok(()),
             Err(Errno::BUSY) => {}
-            Err(e) => return Err(io_err(mount_point, "umount", e.into())),
+            Err(e) => return Err(Error::io(mount_point, "umount", e.into())),
         }
         last = Some(std::io::Error::from(Errno::BUSY));
         std::thread::sleep(Duration::from_millis(50 * (i + 1)));
     }
-    Err(io_err(
+    Err(Error::io(
         mount_point,
         "umount (still busy: a process has a file open or its working directory there)",
         last.unwrap_or_else(|| Errno::BUSY.into()),
@@ -93,7 +93,7 @@ pub fn umount_point(mount_point: &Path) -> Result<()> {
 
 fn lazy_umount(mount_point: &Path) -> Result<()> {
     rustix::mount::unmount(mount_point, UnmountFlags::DETACH)
-        .map_err(|e| io_err(mount_point, "lazy umount", e.into()))
+        .map_err(|e| Error::io(mount_point, "lazy umount", e.into()))
 }
 
 /// A file system fsage mounted (on a loop device it attached, for an image file). Dropping it
@@ -128,7 +128,7 @@ impl Mounted {
         }
         let mount_point = mount_point
             .canonicalize()
-            .map_err(|e| io_err(mount_point, "", e))?;
+            .map_err(|e| Error::io(mount_point, "", e))?;
         if sys::is_mount_point(&mount_point) {
             crate::bail!(
                 "{}: something is mounted there already",
@@ -263,10 +263,12 @@ pub struct Unmounted {
 /// it) or a block device (every mount of it). Loop devices fsage attached then go away.
 pub fn umount(target: &Path) -> Result<Unmounted> {
     let mut out = Unmounted::default();
-    let meta = std::fs::metadata(target).map_err(|e| io_err(target, "", e))?;
+    let meta = std::fs::metadata(target).map_err(|e| Error::io(target, "", e))?;
     let mut devices = Vec::new();
     if meta.is_dir() {
-        let mp = target.canonicalize().map_err(|e| io_err(target, "", e))?;
+        let mp = target
+            .canonicalize()
+            .map_err(|e| Error::io(target, "", e))?;
         let entries = sys::mounts()?;
         let Some(e) = entries.iter().rev().find(|e| e.mount_point == mp) else {
             crate::bail!("{}: not a mount point", target.display());
@@ -334,7 +336,7 @@ fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> 
 pub fn drop_caches() -> Result<()> {
     rustix::fs::sync();
     let p = Path::new("/proc/sys/vm/drop_caches");
-    std::fs::write(p, b"3\n").map_err(|e| io_err(p, "drop caches (needs root)", e))
+    std::fs::write(p, b"3\n").map_err(|e| Error::io(p, "drop caches (needs root)", e))
 }
 
 /// FITRIM on a mounted file system: tells the device (for an image on a loop device: punches
@@ -344,7 +346,15 @@ pub fn trim(mount_point: &Path) -> Result<u64> {
     use linux_raw_sys::general::fstrim_range;
     // _IOWR('X', 121, struct fstrim_range)
     const FITRIM: IoctlOpcode = opcode::read_write::<fstrim_range>(b'X', 121);
-    let f = std::fs::File::open(mount_point).map_err(|e| io_err(mount_point, "", e))?;
+    // FITRIM trims the whole file system holding a path: a directory inside another file system
+    // (the root disk, say) would trim that one.
+    if !fsage_sys::is_mount_point(mount_point) {
+        crate::bail!(
+            "{}: not a mount point: trimming it would trim the whole file system holding it",
+            mount_point.display()
+        );
+    }
+    let f = std::fs::File::open(mount_point).map_err(|e| Error::io(mount_point, "", e))?;
     let mut r = fstrim_range {
         start: 0,
         len: u64::MAX,
@@ -352,6 +362,6 @@ pub fn trim(mount_point: &Path) -> Result<u64> {
     };
     // SAFETY: FITRIM reads and writes exactly one struct fstrim_range.
     unsafe { rustix::ioctl::ioctl(&f, Updater::<FITRIM, fstrim_range>::new(&mut r)) }
-        .map_err(|e| io_err(mount_point, "FITRIM", e.into()))?;
+        .map_err(|e| Error::io(mount_point, "FITRIM", e.into()))?;
     Ok(r.len)
 }

@@ -13,7 +13,7 @@ use crate::mount::{MountOptions, Mounted};
 use crate::sparse::{self, BLOCK};
 use crate::sys::{self, TempPath};
 use crate::trace::{BlockTrace, RqFilter};
-use crate::{io_err, Error, Remedy, Result};
+use crate::{Error, Remedy, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -30,6 +30,16 @@ pub enum Method {
     Trace,
     /// Compare the image with the snapshot at restore time.
     Compare,
+}
+
+impl Method {
+    /// How the written blocks were found, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Method::Trace => "the blocks traced while the benchmark ran",
+            Method::Compare => "the blocks that differ from the snapshot",
+        }
+    }
 }
 
 /// The log `rollback track` writes and `rollback restore` reads (`IMAGE.rollback.json`).
@@ -163,7 +173,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
                 std::process::id(),
                 t0.elapsed().as_nanos()
             )));
-            fs::create_dir(d.path()).map_err(|e| io_err(d.path(), "", e))?;
+            fs::create_dir(d.path()).map_err(|e| Error::io(d.path(), "", e))?;
             let p = d.path().to_path_buf();
             tmpdir = Some(d);
             p
@@ -290,7 +300,7 @@ pub struct RestoreReport {
 
 /// Reads a track log.
 pub fn read_log(path: &Path) -> Result<TrackLog> {
-    let text = fs::read_to_string(path).map_err(|e| io_err(path, "the rollback log", e))?;
+    let text = fs::read_to_string(path).map_err(|e| Error::io(path, "the rollback log", e))?;
     let l: TrackLog = serde_json::from_str(&text)
         .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
     if l.format != LOG_FORMAT {
@@ -334,8 +344,8 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
     let fi = OpenOptions::new()
         .write(true)
         .open(image)
-        .map_err(|e| io_err(image, "", e))?;
-    let fsn = File::open(snap).map_err(|e| io_err(snap, "", e))?;
+        .map_err(|e| Error::io(image, "", e))?;
+    let fsn = File::open(snap).map_err(|e| Error::io(snap, "", e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0;
     for &(off, len) in &ranges {
@@ -344,7 +354,7 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
         while o < end {
             let n = (end - o).min(buf.len() as u64) as usize;
             fsn.read_exact_at(&mut buf[..n], o)
-                .map_err(|e| io_err(snap, &format!("read at byte {o}"), e))?;
+                .map_err(|e| Error::io(snap, &format!("read at byte {o}"), e))?;
             // Zero blocks become holes again, so the image stays as sparse as the snapshot.
             let mut i = 0;
             while i < n {
@@ -354,7 +364,7 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
                     sparse::zero_range(&fi, image, o + i as u64, k as u64)?;
                 } else {
                     fi.write_all_at(blk, o + i as u64).map_err(|e| {
-                        io_err(image, &format!("write at byte {}", o + i as u64), e)
+                        Error::io(image, &format!("write at byte {}", o + i as u64), e)
                     })?;
                 }
                 i += k;
@@ -363,7 +373,7 @@ pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreRe
             o += n as u64;
         }
     }
-    fi.sync_all().map_err(|e| io_err(image, "fsync", e))?;
+    fi.sync_all().map_err(|e| Error::io(image, "fsync", e))?;
     let seconds = t0.elapsed().as_secs_f64();
     let mut verify_seconds = 0.0;
     if verify {

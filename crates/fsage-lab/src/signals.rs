@@ -6,7 +6,9 @@ pub use fsage_signals::{install, interrupted};
 /// `Err` naming `what` when interrupted.
 pub fn check(what: &str) -> crate::Result<()> {
     if interrupted() {
-        crate::bail!("{what}: interrupted by a signal; cleaned up");
+        return Err(crate::Error::interrupted(format!(
+            "{what}: interrupted by a signal; cleaned up"
+        )));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! of an image's file system into holes too, trim it first (`fsage fs trim IMAGE`).
 
 use crate::sys::{self, is_block_device, TempPath};
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -32,10 +32,10 @@ pub fn data_extents(f: &File, path: &Path) -> Result<Vec<(u64, u64)>> {
             Err(Errno::NXIO) => break,
             // File systems without SEEK_DATA: everything is data.
             Err(Errno::INVAL | Errno::OPNOTSUPP) => return Ok(vec![(0, size)]),
-            Err(e) => return Err(io_err(path, "SEEK_DATA", e.into())),
+            Err(e) => return Err(Error::io(path, "SEEK_DATA", e.into())),
         };
         let hole =
-            seek(f, SeekFrom::Hole(data)).map_err(|e| io_err(path, "SEEK_HOLE", e.into()))?;
+            seek(f, SeekFrom::Hole(data)).map_err(|e| Error::io(path, "SEEK_HOLE", e.into()))?;
         let end = hole.min(size);
         if end > data {
             out.push((data, end - data));
@@ -63,7 +63,7 @@ pub fn scan_nonzero(
             let n = (end - off).min(CHUNK as u64) as usize;
             let b = &mut buf[..n];
             f.read_exact_at(b, off)
-                .map_err(|e| io_err(path, &format!("read at byte {off}"), e))?;
+                .map_err(|e| Error::io(path, &format!("read at byte {off}"), e))?;
             let mut i = 0;
             while i < n {
                 let bl = (n - i).min(BLOCK as usize);
@@ -102,7 +102,7 @@ pub fn hex(d: &[u8]) -> String {
 
 /// SHA-256 of the whole content of a file or device (holes read as zeros): equal to `sha256sum`.
 pub fn sha256_image(path: &Path) -> Result<String> {
-    let f = File::open(path).map_err(|e| io_err(path, "", e))?;
+    let f = File::open(path).map_err(|e| Error::io(path, "", e))?;
     let mut h = Sha256::new();
     let mut pos = 0u64;
     let size = scan_nonzero(&f, path, |off, data| {
@@ -146,7 +146,7 @@ pub fn zero_range(f: &File, path: &Path, off: u64, len: u64) -> Result<()> {
     while o < off + len {
         let k = (off + len - o).min(CHUNK as u64) as usize;
         f.write_all_at(&ZEROS[..k], o)
-            .map_err(|e| io_err(path, &format!("write zeros at byte {o}"), e))?;
+            .map_err(|e| Error::io(path, &format!("write zeros at byte {o}"), e))?;
         o += k as u64;
     }
     Ok(())
@@ -172,8 +172,8 @@ pub fn merge_ranges(v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 /// The 4 KiB-aligned ranges where `a` and `b` differ (both read with holes as zeros; only their
 /// data extents are read). `Err` if the sizes differ.
 pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
-    let fa = File::open(a).map_err(|e| io_err(a, "", e))?;
-    let fb = File::open(b).map_err(|e| io_err(b, "", e))?;
+    let fa = File::open(a).map_err(|e| Error::io(a, "", e))?;
+    let fb = File::open(b).map_err(|e| Error::io(b, "", e))?;
     let (sa, sb) = (sys::file_size(&fa, a)?, sys::file_size(&fb, b)?);
     // A device may be larger than the image copied onto it: compare the image's length.
     if sa != sb && !(is_block_device(b) && sb > sa) {
@@ -203,9 +203,9 @@ pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
             crate::signals::check("comparing images")?;
             let n = (s + l - off).min(CHUNK as u64) as usize;
             fa.read_exact_at(&mut ba[..n], off)
-                .map_err(|e| io_err(a, &format!("read at byte {off}"), e))?;
+                .map_err(|e| Error::io(a, &format!("read at byte {off}"), e))?;
             fb.read_exact_at(&mut bb[..n], off)
-                .map_err(|e| io_err(b, &format!("read at byte {off}"), e))?;
+                .map_err(|e| Error::io(b, &format!("read at byte {off}"), e))?;
             if ba[..n] != bb[..n] {
                 let mut i = 0;
                 while i < n {
@@ -260,7 +260,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
             src.display()
         );
     }
-    let fs_ = File::open(src).map_err(|e| io_err(src, "", e))?;
+    let fs_ = File::open(src).map_err(|e| Error::io(src, "", e))?;
     let size = sys::file_size(&fs_, src)?;
     crate::fs::check_target_safe(dest, opts.force)?;
     let mut st = CopyStats {
@@ -272,7 +272,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         let f = OpenOptions::new()
             .write(true)
             .open(dest)
-            .map_err(|e| io_err(dest, "", e))?;
+            .map_err(|e| Error::io(dest, "", e))?;
         let dsize = sys::file_size(&f, dest)?;
         if dsize < size {
             crate::bail!(
@@ -288,8 +288,8 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
             .write(true)
             .create_new(true)
             .open(tmp.path())
-            .map_err(|e| io_err(tmp.path(), "", e))?;
-        f.set_len(size).map_err(|e| io_err(tmp.path(), "", e))?;
+            .map_err(|e| Error::io(tmp.path(), "", e))?;
+        f.set_len(size).map_err(|e| Error::io(tmp.path(), "", e))?;
         (f, Some(tmp))
     };
     let wpath = tmp.as_ref().map_or(dest, |t| t.path());
@@ -300,7 +300,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
             st.zeroed_bytes += off - pos;
         }
         f.write_all_at(data, off)
-            .map_err(|e| io_err(wpath, &format!("write at byte {off}"), e))?;
+            .map_err(|e| Error::io(wpath, &format!("write at byte {off}"), e))?;
         st.data_bytes += data.len() as u64;
         pos = off + data.len() as u64;
         Ok(())
@@ -309,7 +309,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         zero_range(&f, wpath, pos, size - pos)?;
         st.zeroed_bytes += size - pos;
     }
-    f.sync_all().map_err(|e| io_err(wpath, "fsync", e))?;
+    f.sync_all().map_err(|e| Error::io(wpath, "fsync", e))?;
     drop(f);
     if opts.verify {
         let d = if device && !opts.zero_holes {

@@ -1,6 +1,6 @@
 //! System helpers: running tools, the mount table, loop devices' backing files, block devices.
 
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -36,13 +36,13 @@ pub use fsage_sys::mountinfo::{dev_parts, is_mount_point, MountEntry};
 
 /// The mount table.
 pub fn mounts() -> Result<Vec<MountEntry>> {
-    fsage_sys::mounts().map_err(|e| io_err(Path::new("/proc/self/mountinfo"), "", e))
+    fsage_sys::mounts().map_err(|e| Error::io(Path::new("/proc/self/mountinfo"), "", e))
 }
 
 /// Mounts whose source is the block device `dev` (by number, or by path for file systems such as
 /// btrfs that report an anonymous device number).
 pub fn mounts_of_device(dev: &Path) -> Result<Vec<MountEntry>> {
-    let m = fs::metadata(dev).map_err(|e| io_err(dev, "", e))?;
+    let m = fs::metadata(dev).map_err(|e| Error::io(dev, "", e))?;
     let want = dev_parts(m.rdev());
     let canon = dev.canonicalize().unwrap_or_else(|_| dev.to_path_buf());
     Ok(mounts()?
@@ -103,19 +103,19 @@ pub fn is_block_device(path: &Path) -> bool {
 
 /// Size in bytes of a block device or regular file.
 pub fn size_of(path: &Path) -> Result<u64> {
-    let f = fs::File::open(path).map_err(|e| io_err(path, "", e))?;
+    let f = fs::File::open(path).map_err(|e| Error::io(path, "", e))?;
     file_size(&f, path)
 }
 
 /// Size in bytes of an open block device or regular file.
 pub fn file_size(f: &fs::File, path: &Path) -> Result<u64> {
-    let m = f.metadata().map_err(|e| io_err(path, "", e))?;
+    let m = f.metadata().map_err(|e| Error::io(path, "", e))?;
     if m.file_type().is_block_device() {
         use fsage_sys::ioctl::{Getter, IoctlOpcode};
         const BLKGETSIZE64: IoctlOpcode = linux_raw_sys::ioctl::BLKGETSIZE64 as IoctlOpcode;
         // SAFETY: BLKGETSIZE64 writes one u64 (a size_t on 64-bit) through the pointer.
         unsafe { rustix::ioctl::ioctl(f, Getter::<BLKGETSIZE64, u64>::new()) }
-            .map_err(|e| io_err(path, "BLKGETSIZE64", e.into()))
+            .map_err(|e| Error::io(path, "BLKGETSIZE64", e.into()))
     } else {
         Ok(m.len())
     }
@@ -128,9 +128,7 @@ pub fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
+pub use fsage_sys::is_root;
 
 /// A sibling temporary path of `path` ([`fsage_sys::temp_sibling`]), refusing a path with no
 /// file name (`/`, `..`) instead of inventing one.
@@ -156,7 +154,7 @@ impl TempPath {
         let p = self.0.take().unwrap_or_default();
         fs::rename(&p, dest).map_err(|e| {
             let _ = fs::remove_file(&p);
-            io_err(dest, &format!("rename from {}", p.display()), e)
+            Error::io(dest, &format!("rename from {}", p.display()), e)
         })
     }
 }
@@ -176,6 +174,6 @@ impl Drop for TempPath {
 /// Free bytes (as root counts them) on the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> Result<u64> {
     Ok(fsage_sys::fs_stat(dir)
-        .map_err(|e| io_err(dir, "statvfs", e))?
+        .map_err(|e| Error::io(dir, "statvfs", e))?
         .free)
 }

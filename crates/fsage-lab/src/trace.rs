@@ -4,7 +4,7 @@
 //! instance and buffer, so they never see or disturb each other's events. tracefs is mounted if
 //! it is not, and unmounted again when the last trace this process started is gone.
 
-use crate::{io_err, sys, Error, Result};
+use crate::{sys, Error, Result};
 use std::fs::{self, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -65,7 +65,7 @@ pub struct BlockTrace {
 }
 
 fn wr(p: &Path, v: &str) -> Result<()> {
-    fs::write(p, v).map_err(|e| io_err(p, &format!("write {v:?}"), e))
+    fs::write(p, v).map_err(|e| Error::io(p, &format!("write {v:?}"), e))
 }
 
 fn register() -> Result<()> {
@@ -131,7 +131,7 @@ impl BlockTrace {
             registered: true,
         };
         fs::create_dir(&t.instance)
-            .map_err(|e| io_err(&t.instance, "cannot make a trace instance", e))?;
+            .map_err(|e| Error::io(&t.instance, "cannot make a trace instance", e))?;
         let ev = t.instance.join("events/block/block_rq_issue");
         if !ev.is_dir() {
             crate::bail!("{}: no block_rq_issue tracepoint", ev.display());
@@ -148,7 +148,7 @@ impl BlockTrace {
             .read(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
             .open(&pipe)
-            .map_err(|e| io_err(&pipe, "", e))?;
+            .map_err(|e| Error::io(&pipe, "", e))?;
         let stop = t.stop.clone();
         let want_dev = format!("{ma},{mi} ");
         t.reader = Some(std::thread::spawn(move || {

@@ -136,8 +136,14 @@ pub fn frag(mount: &Path, opts: &FragOptions) -> Result<(FragReport, Vec<String>
             mount.display()
         )));
     }
+    if !mount.is_dir() {
+        return Err(Error::Input(format!(
+            "{}: not a directory: give the mount point of a file system (or a directory on it)",
+            mount.display()
+        )));
+    }
     let mut warnings = Vec::new();
-    if mount.is_dir() && !fsage_sys::is_mount_point(mount) {
+    if !fsage_sys::is_mount_point(mount) {
         warnings.push(format!(
             "{} is not a mount point: the free space reported is that of the whole file system \
              holding it, the file measures only those below it",

@@ -34,4 +34,4 @@ pub use geriatrix::{import_geriatrix, import_geriatrix_files, IMPORT_FULLNESS};
 pub use model::{fractions, AgeBin, DepthBin, Fullness, Profile, SizeBin};
 pub use render::render_tables;
 pub use toml_format::{load, parse, to_toml};
-pub use units::{human_bytes, parse_size};
+pub use units::{human_bytes, human_duration, parse_size, percent};

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::check::number;
 use crate::model::Profile;
-use crate::units::human_bytes;
+use crate::units::{human_bytes, percent};
 
 /// Name, description, source, default fullness and the three histograms as aligned tables.
 pub fn render_tables(p: &Profile) -> String {
@@ -108,16 +108,6 @@ fn share(p: f64) -> String {
     }
 }
 
-/// A percentage to three significant digits: relative age edges span many orders of magnitude
-/// (1/8192 of the oldest age is a bin of its own).
-fn percent(p: f64) -> String {
-    if p <= 0.0 || !p.is_finite() {
-        return format!("{p}%");
-    }
-    let decimals = (2.0 - p.log10().floor()).clamp(0.0, 12.0) as usize;
-    format!("{p:.decimals$}%")
-}
-
 /// Rows under a header, right-aligned except for a textual first column.
 fn table(header: &[&str], text_first: bool, rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -149,13 +139,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percent_keeps_small_values_readable() {
-        assert_eq!(percent(100.0), "100%");
-        assert_eq!(percent(41.234), "41.2%");
-        assert_eq!(percent(1.5625), "1.56%");
-        assert_eq!(percent(0.0122), "0.0122%");
-        assert_eq!(percent(0.5), "0.500%");
-        assert_eq!(percent(0.0), "0%");
+    fn shares_keep_small_values_readable() {
         assert_eq!(share(55.2149), "55.21%");
         assert_eq!(share(0.001), "<0.01%");
         assert_eq!(share(0.0), "0.00%");

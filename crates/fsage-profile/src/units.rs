@@ -170,3 +170,59 @@ mod tests {
         }
     }
 }
+
+/// A duration for people: "7.4s", "42s", "3m 05s", "1h 02m", "12 days" (estimates of long runs
+/// reach years). The one duration formatter of fsage.
+pub fn human_duration(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return format!("{secs}s");
+    }
+    if secs < 10.0 {
+        return format!("{secs:.1}s");
+    }
+    let s = secs.round() as u64;
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m {sec:02}s"),
+        (h, m, _) if h < 48 => format!("{h}h {m:02}m"),
+        (h, _, _) => format!("{} days", (h as f64 / 24.0).round()),
+    }
+}
+
+/// A percentage (`p` in percent) to three significant digits, with its sign: relative age edges
+/// span many orders of magnitude (age bins of extracted profiles reach 1e-7 %). The one percentage
+/// formatter of fsage's tables.
+pub fn percent(p: f64) -> String {
+    if p <= 0.0 || !p.is_finite() {
+        return format!("{p}%");
+    }
+    let decimals = (2.0 - p.log10().floor()).clamp(0.0, 12.0) as usize;
+    format!("{p:.decimals$}%")
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(human_duration(7.44), "7.4s");
+        assert_eq!(human_duration(42.0), "42s");
+        assert_eq!(human_duration(185.0), "3m 05s");
+        assert_eq!(human_duration(3720.0), "1h 02m");
+        assert_eq!(human_duration(47.0 * 3600.0), "47h 00m");
+        assert_eq!(human_duration(12.0 * 86400.0), "12 days");
+    }
+
+    #[test]
+    fn percentages_keep_small_values_readable() {
+        assert_eq!(percent(100.0), "100%");
+        assert_eq!(percent(41.234), "41.2%");
+        assert_eq!(percent(1.5625), "1.56%");
+        assert_eq!(percent(0.0122), "0.0122%");
+        assert_eq!(percent(0.5), "0.500%");
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(0.000_012_34), "0.0000123%");
+        assert_ne!(percent(1e-9), "0.000%");
+    }
+}

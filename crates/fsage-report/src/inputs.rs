@@ -172,8 +172,8 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
     }
     if set.is_empty() {
         return Err(Error::input(
-            "nothing to report: no fsage result among the inputs (aging run reports from `fsage \
-             age --json`, `fsage frag --json` reports, cell results or analyses)",
+            "nothing to report: no fsage result among the inputs (aging run reports, \
+             fragmentation reports and comparisons, cell results, analyses or Git-aging series)",
         ));
     }
     Ok(set)

@@ -5,15 +5,7 @@ use fsage_experiment::analysis::sweep::fmt_latency;
 use fsage_experiment::spec::{Plan, StateSpec, WorkloadSource};
 use std::fmt::Write as _;
 
-/// "1h 02m", "3m 05s", "42s".
-pub fn human_duration(s: f64) -> String {
-    let s = s.round() as u64;
-    match (s / 3600, (s % 3600) / 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m {sec:02}s"),
-        (h, m, _) => format!("{h}h {m:02}m"),
-    }
-}
+pub use fsage_profile::human_duration;
 
 pub fn render(p: &Plan) -> String {
     let mut o = String::new();

@@ -97,10 +97,10 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
         .write(true)
         .create_new(true)
         .open(&image)
-        .map_err(|e| crate::io_err(&image, "", e))?;
+        .map_err(|e| crate::Error::io(&image, "", e))?;
     // Real data, not holes: both devices then read what a used disk holds.
     f.set_len(spec.size)
-        .map_err(|e| crate::io_err(&image, "", e))?;
+        .map_err(|e| crate::Error::io(&image, "", e))?;
     drop(f);
     struct Remove(PathBuf);
     impl Drop for Remove {

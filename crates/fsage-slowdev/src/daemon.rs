@@ -6,7 +6,7 @@ use crate::control::{socket_path, Request, Response};
 use crate::registry::{read_record, write_record, DeviceRecord};
 use crate::stats::{Collector, DeviceStats, DiskStats, Kind};
 use crate::timing::{Answer, Completer, Model, Pending};
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -258,19 +258,15 @@ impl Filesystem for SlowFs {
             reply.error(Errno::EOPNOTSUPP);
             return;
         }
-        use std::os::fd::AsRawFd;
-        // SAFETY: fallocate on our own open descriptor.
-        let r = unsafe {
-            libc::fallocate(
-                self.s.file.as_raw_fd(),
-                mode,
-                offset as libc::off_t,
-                length as libc::off_t,
-            )
-        };
-        if r != 0 {
+        let r = rustix::fs::fallocate(
+            &self.s.file,
+            rustix::fs::FallocateFlags::from_bits_retain(mode as u32),
+            offset,
+            length,
+        );
+        if let Err(e) = r {
             self.error();
-            reply.error(errno_of(&std::io::Error::last_os_error()));
+            reply.error(errno_of(&e.into()));
             return;
         }
         self.delayed(arrival, Kind::Discard, length, Answer::Empty(reply));
@@ -330,7 +326,7 @@ pub fn serve(dir: &Path) -> Result<()> {
         .read(true)
         .write(true)
         .open(&rec.backing_file)
-        .map_err(|e| io_err(&rec.backing_file, "cannot open the backing file", e))?;
+        .map_err(|e| Error::io(&rec.backing_file, "cannot open the backing file", e))?;
     let stats = Arc::new(Collector::new());
     let completer = Completer::new(stats.clone());
     let window = completer.calibrate();
@@ -365,7 +361,7 @@ pub fn serve(dir: &Path) -> Result<()> {
     }
 
     std::fs::create_dir_all(&rec.fuse_mountpoint)
-        .map_err(|e| io_err(&rec.fuse_mountpoint, "", e))?;
+        .map_err(|e| Error::io(&rec.fuse_mountpoint, "", e))?;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName(format!("fsage-slowdev:{}", rec.name)),
@@ -375,7 +371,7 @@ pub fn serve(dir: &Path) -> Result<()> {
     config.n_threads = Some(rec.threads);
     config.clone_fd = true;
     let session = fuser::Session::new(SlowFs { s: shared.clone() }, &rec.fuse_mountpoint, &config)
-        .map_err(|e| io_err(&rec.fuse_mountpoint, "cannot mount the FUSE file system", e))?;
+        .map_err(|e| Error::io(&rec.fuse_mountpoint, "cannot mount the FUSE file system", e))?;
     let session = session
         .spawn()
         .map_err(|e| Error::operation(format!("cannot start the FUSE session: {e}")))?;
@@ -404,7 +400,7 @@ pub fn serve(dir: &Path) -> Result<()> {
         .minus(&DiskStats::from_kinds(&shared.stats.summary()));
     let sock = socket_path(dir);
     let _ = std::fs::remove_file(&sock);
-    let listener = UnixListener::bind(&sock).map_err(|e| io_err(&sock, "cannot listen", e))?;
+    let listener = UnixListener::bind(&sock).map_err(|e| Error::io(&sock, "cannot listen", e))?;
     rec.device = Some(loop_path.clone());
     rec.daemon_pid = Some(std::process::id());
     write_record(dir, &rec)?;
@@ -533,6 +529,7 @@ pub fn serve(dir: &Path) -> Result<()> {
 }
 
 /// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
+/// libc, because rustix does not wrap sched_setscheduler (`rustix::not_implemented`).
 pub(crate) fn set_realtime() -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 20 };
     // SAFETY: a plain system call on the calling thread with a valid parameter.

@@ -3,7 +3,7 @@
 use crate::control::{call, Request, Response};
 use crate::daemon::{finish_dir, lazy_umount, mountpoint_of};
 use crate::registry::{read_record, write_record, DeviceRecord, Registry};
-use crate::{io_err, Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
+use crate::{Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -48,7 +48,7 @@ impl SlowDevice {
         // The backing file, and whether destroy removes it.
         let (backing, size, made) = match &spec.backing {
             Backing::Image(p) => {
-                let m = std::fs::metadata(p).map_err(|e| io_err(p, "", e))?;
+                let m = std::fs::metadata(p).map_err(|e| Error::io(p, "", e))?;
                 if !m.is_file() {
                     return Err(Error::input(format!(
                         "{}: not a regular file (give an image file)",
@@ -70,8 +70,8 @@ impl SlowDevice {
                     .write(true)
                     .create_new(true)
                     .open(path)
-                    .map_err(|e| io_err(path, "cannot make the image", e))?;
-                f.set_len(*size).map_err(|e| io_err(path, "", e))?;
+                    .map_err(|e| Error::io(path, "cannot make the image", e))?;
+                f.set_len(*size).map_err(|e| Error::io(path, "", e))?;
                 (absolute(path)?, *size, Some(path.clone()))
             }
             Backing::Scratch { size } => {
@@ -87,8 +87,8 @@ impl SlowDevice {
                     .write(true)
                     .create_new(true)
                     .open(&path)
-                    .map_err(|e| io_err(&path, "cannot make the scratch file", e))?;
-                f.set_len(*size).map_err(|e| io_err(&path, "", e))?;
+                    .map_err(|e| Error::io(&path, "cannot make the scratch file", e))?;
+                f.set_len(*size).map_err(|e| Error::io(&path, "", e))?;
                 (path.clone(), *size, Some(path))
             }
         };
@@ -433,7 +433,7 @@ pub fn destroy_all(registry: &Registry, force: bool) -> Vec<(String, Result<()>)
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
-    p.canonicalize().map_err(|e| io_err(p, "", e))
+    p.canonicalize().map_err(|e| Error::io(p, "", e))
 }
 
 /// The name of the registered device whose backing file is `file` (same device and inode).
@@ -458,8 +458,8 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
         }
     };
     let log_path = dir.join("daemon.log");
-    let log = std::fs::File::create(&log_path).map_err(|e| io_err(&log_path, "", e))?;
-    let log2 = log.try_clone().map_err(|e| io_err(&log_path, "", e))?;
+    let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, "", e))?;
+    let log2 = log.try_clone().map_err(|e| Error::io(&log_path, "", e))?;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .arg(dir)
@@ -470,7 +470,7 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
     // so that a Ctrl-C or a dying fsage does not take it (and the device's I/O) down.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setsid();
+            rustix::process::setsid()?;
             Ok(())
         });
     }

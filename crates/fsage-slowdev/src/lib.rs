@@ -59,16 +59,3 @@ pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary};
 pub use fsage_sys::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
-
-pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
-    use std::io::ErrorKind::*;
-    let message = if what.is_empty() {
-        format!("{}: {e}", path.display())
-    } else {
-        format!("{}: {what}: {e}", path.display())
-    };
-    match e.kind() {
-        NotFound | PermissionDenied | AlreadyExists | InvalidInput => Error::input(message),
-        _ => Error::operation(message),
-    }
-}

@@ -3,7 +3,7 @@
 //! flight), like `fio --direct=1 --rw=randread --iodepth=1 --numjobs=N`.
 
 use crate::stats::LatencySummary;
-use crate::{io_err, Error, Result};
+use crate::{Error, Result};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -133,7 +133,7 @@ pub fn measure(spec: &MeasureSpec) -> Result<Measurement> {
             .write(spec.pattern.writes())
             .custom_flags(libc::O_DIRECT)
             .open(dev)
-            .map_err(|e| io_err(dev, "cannot open with O_DIRECT", e))
+            .map_err(|e| Error::io(dev, "cannot open with O_DIRECT", e))
     };
     let size = {
         let f = open()?;
@@ -214,7 +214,7 @@ pub fn measure(spec: &MeasureSpec) -> Result<Measurement> {
                                     dev.display()
                                 )))
                             }
-                            Err(e) => return Err(io_err(dev, &format!("I/O at {off}"), e)),
+                            Err(e) => return Err(Error::io(dev, &format!("I/O at {off}"), e)),
                         }
                         n += 1;
                         if n == spec.warmup_ops {

@@ -3,7 +3,7 @@
 //! control socket `ctl.sock` and `daemon.log`. list, set, stats and destroy only ever act on
 //! what is recorded here.
 
-use crate::{io_err, Error, Latencies, Result};
+use crate::{Error, Latencies, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -57,14 +57,14 @@ impl Registry {
     /// Makes a new, empty device directory with the first free name.
     pub(crate) fn allocate(&self) -> Result<(String, PathBuf)> {
         std::fs::create_dir_all(&self.root)
-            .map_err(|e| io_err(&self.root, "cannot make the registry", e))?;
+            .map_err(|e| Error::io(&self.root, "cannot make the registry", e))?;
         for n in 0..10_000 {
             let name = format!("sd{n}");
             let dir = self.root.join(&name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => return Ok((name, dir)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_err(&dir, "", e)),
+                Err(e) => return Err(Error::io(&dir, "", e)),
             }
         }
         Err(Error::operation(format!(
@@ -142,7 +142,7 @@ pub(crate) fn record_path(dir: &Path) -> PathBuf {
 
 pub(crate) fn read_record(dir: &Path) -> Result<DeviceRecord> {
     let p = record_path(dir);
-    let text = std::fs::read_to_string(&p).map_err(|e| io_err(&p, "", e))?;
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, "", e))?;
     serde_json::from_str(&text)
         .map_err(|e| Error::operation(format!("{}: not a device record: {e}", p.display())))
 }

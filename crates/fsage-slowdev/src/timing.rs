@@ -300,6 +300,7 @@ impl Completer {
     /// waits (spun by the reading thread) need none, so the 0-latency floor is untouched.
     pub(crate) fn warm(self: &Arc<Completer>, cpu: usize) {
         let param = libc::sched_param { sched_priority: 0 };
+        // libc: rustix does not wrap sched_setscheduler (`rustix::not_implemented`).
         // SAFETY: a plain system call on the calling thread with a valid parameter.
         if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
             // Spinning above the idle priority would take CPU time from other work: don't.

@@ -25,6 +25,8 @@ pub enum Remedy {
     Force,
     /// A size must be given or changed (an image file has none of its own).
     Size,
+    /// The size given is below the least the file system can be made in: this many bytes.
+    SizeAtLeast(u64),
     /// Another name must be chosen (or the existing one forced out).
     Name,
     /// The zstd compression level is out of range.
@@ -60,6 +62,14 @@ impl Error {
             remedy: None,
         }
     }
+    /// A signal stopped the operation (exit code 130).
+    pub fn interrupted(message: impl Into<String>) -> Error {
+        Error {
+            message: message.into(),
+            blame: Blame::Interrupted,
+            remedy: None,
+        }
+    }
     /// The same error, saying which setting gets past it.
     pub fn with_remedy(self, remedy: Remedy) -> Error {
         Error {
@@ -69,6 +79,20 @@ impl Error {
     }
     pub fn blame(&self) -> Blame {
         self.blame
+    }
+    /// A failed system call on `path` (`what`: the operation, or empty), blamed by
+    /// [`crate::io_blame`]: `PATH: WHAT: ERROR`.
+    pub fn io(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
+        let message = if what.is_empty() {
+            format!("{}: {e}", path.display())
+        } else {
+            format!("{}: {what}: {e}", path.display())
+        };
+        Error {
+            message,
+            blame: crate::io_blame(e.kind()),
+            remedy: None,
+        }
     }
 }
 
@@ -93,6 +117,20 @@ impl From<WriteError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_io_error_is_blamed_by_its_kind() {
+        use std::io::{Error as Io, ErrorKind};
+        let p = std::path::Path::new("/x");
+        let e = Error::io(p, "open", Io::from(ErrorKind::NotFound));
+        assert_eq!(e.blame(), Blame::Input);
+        assert!(e.message.starts_with("/x: open: "), "{e}");
+        assert_eq!(e.message.matches("not found").count(), 1, "{e}");
+        let e = Error::io(p, "", Io::from_raw_os_error(5));
+        assert_eq!(e.blame(), Blame::Operation, "EIO: {e}");
+        assert_eq!(crate::io_blame(ErrorKind::StorageFull), Blame::Operation);
+        assert_eq!(crate::io_blame(ErrorKind::AlreadyExists), Blame::Input);
+    }
 
     #[test]
     fn blame_follows_the_constructor_and_the_write_error() {

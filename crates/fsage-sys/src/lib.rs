@@ -126,13 +126,26 @@ impl WriteError {
     /// A missing directory or a permission refused is the caller's to fix; anything else (a
     /// full disk, an I/O error) is a failed operation.
     pub fn blame(&self) -> Blame {
-        use io::ErrorKind::*;
-        match self.err.kind() {
-            NotFound | PermissionDenied | NotADirectory | IsADirectory | ReadOnlyFilesystem => {
-                Blame::Input
-            }
-            _ => Blame::Operation,
-        }
+        io_blame(self.err.kind())
+    }
+}
+
+/// Whether this process runs as root (effective uid 0): mounts, loop devices and tracing need it.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Who is to act on a failed system call, by its kind: the one table of fsage. A path that does
+/// not exist or is of the wrong kind (a directory where a file is wanted, or the reverse), a
+/// permission refused, a name already taken, a read-only file system and an invalid argument are
+/// the caller's to fix (bad input); anything else (EIO, a full disk, a broken pipe, a timeout, an
+/// unknown errno) is a failed operation.
+pub fn io_blame(kind: io::ErrorKind) -> Blame {
+    use io::ErrorKind::*;
+    match kind {
+        NotFound | PermissionDenied | NotADirectory | IsADirectory | AlreadyExists
+        | ReadOnlyFilesystem | InvalidInput | InvalidFilename => Blame::Input,
+        _ => Blame::Operation,
     }
 }
 

@@ -25,9 +25,7 @@ pub fn skip(test: &str, reason: &str) {
     let _ = writeln!(std::io::stderr(), "SKIP: {test}: {reason}");
 }
 
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
+pub use fsage_sys::is_root;
 
 /// `Err(reason)` unless we are root and every command exists.
 pub fn need_root_and(cmds: &[&str]) -> Result<(), String> {

@@ -18,7 +18,8 @@ pub enum Error {
     UnknownVar { origin: String, var: String },
     #[error("bad variable override {0:?}: expected VAR=VALUE")]
     BadOverride(String),
-    #[error("{path}: {source}")]
+    // The cause is the source, not in the text: `{:#}` prints it after this once.
+    #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
         source: std::io::Error,
@@ -36,11 +37,12 @@ pub enum Error {
     #[error("flowop {flowop}: {msg}")]
     Workload { flowop: String, msg: String },
     /// A system call of a flowop or of the layout failed (other than ENOSPC, which is counted).
-    #[error("{what} {path}: {source}")]
+    // The cause in the text, and not a source, which would print it twice.
+    #[error("{what} {}: {err}", path.display())]
     Io {
         what: String,
         path: PathBuf,
-        source: std::io::Error,
+        err: std::io::Error,
     },
     #[error("memory cgroup: {0}")]
     Cgroup(String),
@@ -58,25 +60,28 @@ impl Error {
             | Error::UnknownWorkload(_)
             | Error::UnknownVar { .. }
             | Error::BadOverride(_)
-            | Error::Read { .. }
             | Error::Target(_)
             | Error::Config(_)
             | Error::RunDry { .. }
             | Error::Workload { .. } => Blame::Input,
             Error::Interrupted => Blame::Interrupted,
-            Error::Io { .. } | Error::Cgroup(_) | Error::NoResult(_) => Blame::Operation,
+            // A missing path, a permission refused, a read-only file system: the user's to fix.
+            Error::Read { source: e, .. } | Error::Io { err: e, .. } => {
+                fsage_sys::io_blame(e.kind())
+            }
+            Error::Cgroup(_) | Error::NoResult(_) => Blame::Operation,
         }
     }
 
     pub(crate) fn io(
         what: impl Into<String>,
         path: impl Into<PathBuf>,
-        source: std::io::Error,
+        err: std::io::Error,
     ) -> Error {
         Error::Io {
             what: what.into(),
             path: path.into(),
-            source,
+            err,
         }
     }
 }

@@ -35,7 +35,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Benchmarks of fsage itself.
+    /// Benchmarks: Filebench workloads on a directory (run, list, show) and the planner's own
+    /// speed and memory (planner).
     #[command(subcommand)]
     Bench(BenchCmd),
     /// File systems on image files or devices: create, mount, umount, drop-caches, trim, check.
@@ -54,7 +55,8 @@ pub enum Command {
     Dev(crate::dev_cmd::DevCmd),
     /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
     GitAge(Box<crate::git_cmd::GitAgeArgs>),
-    /// Experiments: expand a file into its cells (plan).
+    /// Experiments: list a file's cells and estimate their time (plan), run them resumably (run),
+    /// show what is done, failed and left (status).
     #[command(subcommand)]
     Experiment(crate::experiment_cmd::ExperimentCmd),
     /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from

@@ -49,6 +49,12 @@ pub fn blame(e: &anyhow::Error) -> Blame {
         if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::TargetError>() {
             return e.blame();
         }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::preflight::PreflightError>() {
+            return e.blame();
+        }
+        if let Some(e) = cause.downcast_ref::<fsage_exec::planner_bench::PlannerBenchError>() {
+            return e.blame();
+        }
         // The lab, the slow device, Git aging and experiments share this one type.
         if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
             return e.blame();
@@ -74,7 +80,7 @@ pub fn blame(e: &anyhow::Error) -> Blame {
 
 /// The flag that gets past `e`, when a library error in its chain says which setting does:
 /// libraries speak of settings, the command line of its flags.
-pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
+pub fn hint(e: &anyhow::Error) -> Option<String> {
     use fsage_sys::Remedy;
     let remedy = e.chain().find_map(|cause| {
         if let Some(e) = cause.downcast_ref::<fsage_sys::Error>() {
@@ -85,18 +91,28 @@ pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 .and_then(|e| e.remedy())
         }
     })?;
-    Some(match remedy {
-        Remedy::Force => "--force overrides this refusal",
-        Remedy::Size => "give the size with --size (e.g. --size 4GiB)",
-        Remedy::Name => "--name picks another name; --force replaces the stored image",
-        Remedy::Level => "--level takes 1 (fast) to 19 (small)",
-        Remedy::Capacity => "give the capacity with --capacity (e.g. --capacity 4GiB)",
-        Remedy::Probe => "--probe SIZE sets the probe's size",
-        Remedy::SizeBase => "--size-base sets the base of the size bins",
-        Remedy::AgeBase => "--age-base sets the base of the age bins",
-        Remedy::Snapshot => "--snapshot names another snapshot",
-        Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
-    })
+    Some(
+        match remedy {
+            Remedy::SizeAtLeast(min) => {
+                return Some(format!(
+                    "give a size of at least {} with --size (e.g. --size {})",
+                    fsage_profile::human_bytes(min),
+                    fsage_profile::human_bytes(min.max(64 << 20))
+                ))
+            }
+            Remedy::Force => "--force overrides this refusal",
+            Remedy::Size => "give the size with --size (e.g. --size 4GiB)",
+            Remedy::Name => "--name picks another name; --force replaces the stored image",
+            Remedy::Level => "--level takes 1 (fast) to 19 (small)",
+            Remedy::Capacity => "give the capacity with --capacity (e.g. --capacity 4GiB)",
+            Remedy::Probe => "--probe SIZE sets the probe's size",
+            Remedy::SizeBase => "--size-base sets the base of the size bins",
+            Remedy::AgeBase => "--age-base sets the base of the age bins",
+            Remedy::Snapshot => "--snapshot names another snapshot",
+            Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
+        }
+        .to_string(),
+    )
 }
 
 pub fn code(e: &anyhow::Error) -> u8 {

@@ -3,7 +3,7 @@
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
 use clap::{Args, Subcommand};
-use fsage_lab::image::{default_library_dir, Library, ProfileRecord, SaveOptions};
+use fsage_lab::image::{default_library_dir, Library, SaveOptions};
 use fsage_lab::mount::MountOptions;
 use fsage_lab::{rollback, signals, sparse, FsKind, Mounted};
 use fsage_profile::{human_bytes, parse_size};
@@ -382,53 +382,16 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     .map(|s| s.to_string_lossy().into_owned())
                     .ok_or_else(|| bad_input(format!("{}: give --name", a.image.display())))?,
             };
-            // An image made by `age --fs` has its report beside it: take it unless told otherwise.
-            let beside = fsage_sys::with_suffix(&a.image, ".report.json");
-            let report_path = a.report.clone().or_else(|| {
-                beside.is_file().then(|| {
-                    eprintln!("fsage: taking the aging report {}", beside.display());
-                    beside.clone()
-                })
-            });
-            let report = match &report_path {
-                Some(p) => {
-                    let t = std::fs::read_to_string(p)
-                        .map_err(|e| bad_input(format!("--report {}: {e}", p.display())))?;
-                    let v: serde_json::Value = serde_json::from_str(&t).map_err(|e| {
-                        bad_input(format!("--report {}: not JSON: {e}", p.display()))
-                    })?;
-                    // A Git-aging series (`fsage git-age --json`) is a report too.
-                    let git_series = v["format"]
-                        .as_str()
-                        .is_some_and(|f| f.starts_with("fsage-git-series/"));
-                    if !git_series && (v.get("profile").is_none() || v.get("seed").is_none()) {
-                        return Err(bad_input(format!(
-                            "--report {}: not an fsage age or git-age report (no profile or seed)",
-                            p.display()
-                        )));
-                    }
-                    Some(v)
-                }
-                None => None,
-            };
-            let profile_name = a.profile.clone().or_else(|| {
-                report
-                    .as_ref()
-                    .and_then(|r| r["profile"].as_str())
-                    .filter(|n| fsage_profile::builtin(n).is_some())
-                    .map(String::from)
-            });
-            let profile = match &profile_name {
-                Some(n) => {
-                    let p = fsage_profile::resolve(n)
-                        .map_err(|e| bad_input(format!("--profile: {e}")))?;
-                    Some(ProfileRecord {
-                        name: p.name.clone(),
-                        toml: fsage_profile::to_toml(&p),
-                    })
-                }
-                None => None,
-            };
+            // An image made by `age --fs` has its report beside it: taken unless told otherwise.
+            let g = fsage_lab::image::gather(&a.image, a.report.as_deref(), a.profile.as_deref())?;
+            if let Some(p) = &g.report_found {
+                eprintln!("fsage: taking the aging report {}", p.display());
+            }
+            let git_series = g
+                .report
+                .as_ref()
+                .is_some_and(fsage_lab::image::is_git_series);
+            let (report, profile) = (g.report, g.profile);
             let m = lib.save(
                 &a.image,
                 &SaveOptions {
@@ -451,8 +414,18 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                 human_bytes(m.compressed_bytes),
                 m.checksums.image_sha256
             );
-            if m.profile.is_none() {
-                println!("note: no profile recorded (give --profile or --report)");
+            match (&m.profile, g.profile_from) {
+                (Some(p), Some(from)) if from != "given" => {
+                    println!("profile {} recorded, from {from}", p.name)
+                }
+                (Some(_), _) => {}
+                (None, _) if git_series => {
+                    println!("recorded the Git-aging series (no profile: it was aged by a repository's history)")
+                }
+                (None, _) if m.aging.is_some() => println!(
+                    "note: no profile recorded (the report names one fsage cannot find; give --profile)"
+                ),
+                (None, _) => println!("note: no profile recorded (give --profile or --report)"),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -500,7 +473,8 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
             let lib = lib.open();
             let m = lib.load(&name)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&m)?);
+                use fsage_report::Exporter;
+                print!("{}", fsage_report::Json.export(&m));
                 return Ok(ExitCode::SUCCESS);
             }
             if profile_toml {
@@ -550,21 +524,42 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                 "seed:          {}",
                 m.seed.map_or("unknown".into(), |s| s.to_string())
             );
-            if let Some(r) = &m.aging {
-                let g = |k: &str| r.get(k).map_or("-".to_string(), |v| v.to_string());
-                println!(
-                    "aging:         stop {}, {} ticks of T = {}, {} live files, {} live bytes of \
-                     capacity {}, fullness {}",
-                    g("stop_reason"),
-                    g("ticks"),
-                    g("t_estimate"),
-                    g("live_files"),
-                    g("live_bytes"),
-                    g("capacity"),
-                    g("fullness")
-                );
-            } else {
-                println!("aging:         no report recorded");
+            use fsage_lab::image::AgingRecord;
+            let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+            match m.aging_record() {
+                AgingRecord::Run {
+                    stop,
+                    ticks,
+                    t_estimate,
+                    live_files,
+                    live_bytes,
+                    capacity,
+                    fullness,
+                } => println!(
+                    "aging:         {stop}; {} ticks of T = {}, {} live files, {} live of capacity \
+                     {}, fullness {}",
+                    opt(ticks),
+                    opt(t_estimate),
+                    opt(live_files),
+                    live_bytes.map_or("-".into(), human_bytes),
+                    capacity.map_or("-".into(), human_bytes),
+                    fullness.map_or("-".into(), |f| format!("{f}"))
+                ),
+                AgingRecord::GitSeries {
+                    repo,
+                    mode,
+                    fs,
+                    pulls_done,
+                    commits_total,
+                    first_commit,
+                    last_commit,
+                } => println!(
+                    "aging:         Git history of {repo} ({mode} mode) on {fs}: {} of {} commits \
+                     replayed, {first_commit}..{last_commit}",
+                    opt(pulls_done),
+                    opt(commits_total)
+                ),
+                AgingRecord::None => println!("aging:         no report recorded"),
             }
             if let Some(n) = &m.note {
                 println!("note:          {n}");
@@ -690,8 +685,8 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
                 Some(0) => Ok(ExitCode::SUCCESS),
                 c => {
                     eprintln!(
-                        "fsage: the benchmark command {:?} failed ({}); its writes are logged",
-                        log.command,
+                        "fsage: the benchmark command `{}` failed ({}); its writes are logged",
+                        log.command.join(" "),
                         c.map_or("killed by a signal".into(), |c| format!("exit code {c}"))
                     );
                     Ok(ExitCode::from(1))
@@ -719,9 +714,9 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
             }
             let r = rollback::restore(&log, compare, !no_verify)?;
             println!(
-                "rolled back {} ({:?}): {} in {} ranges rewritten in {:.3}s{}",
+                "rolled back {} ({}): {} in {} ranges rewritten in {:.3}s{}",
                 image.display(),
-                r.method,
+                r.method.describe(),
                 human_bytes(r.bytes),
                 r.ranges,
                 r.seconds,

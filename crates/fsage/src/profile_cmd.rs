@@ -3,8 +3,7 @@
 use crate::cli::ProfileCmd;
 #[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
-use fsage_exec::preflight::{estimate_seconds, fmt_duration};
-use fsage_plan::{PlanConfig, Planner};
+use fsage_exec::preflight::estimate_seconds;
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
 };
@@ -50,48 +49,34 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                 .map_err(|e| bad_input(format!("--capacity {capacity:?}: {e}")))?;
             let block_size = parse_size(&block_size)
                 .map_err(|e| bad_input(format!("--block-size {block_size:?}: {e}")))?;
-            let u = fullness.unwrap_or(p.fullness.get());
-            if Fullness::new(u).is_none() {
-                return Err(bad_input(format!("--fullness {u}: must lie in (0, 1]")));
-            }
+            // The same checks as `fsage age`, before anything is printed.
+            let (plan, mem) = fsage_lab::age::plan_at(&p, capacity, fullness, block_size, seed)?;
+            let u = plan.config().fullness;
             print!("{}", render_tables(&p));
-            let cfg = PlanConfig {
-                capacity,
-                fullness: u,
-                block_size,
-                seed,
-                exact_sizes: false,
-            };
-            let mem = fsage_exec::preflight::check_memory(&p, &cfg, None)?;
-            match Planner::new(&p, cfg) {
-                Ok(plan) => {
-                    let t = plan.total();
-                    let k = plan.rapid_files();
-                    println!(
-                        "\nAt {} and fullness {u} (seed {seed}): {} directories, K = {k} files after the rapid phase, \
-                         T = {t} ticks to converge ({:.1} × K), about {} written; planner memory about {}.",
-                        human_bytes(capacity),
-                        plan.tree().len() - 1,
-                        t as f64 / k.max(1) as f64,
-                        human_bytes(plan.expected_bytes_written()),
-                        human_bytes(mem.bytes)
-                    );
-                    println!(
-                        "Estimated time to T: {} as a dry run, {} on ext4 in memory (measured speeds, \
-                         BENCHMARKS.md; slower devices take longer).",
-                        fmt_duration(estimate_seconds(t, true)),
-                        fmt_duration(estimate_seconds(t, false))
-                    );
-                    for u in plan.unmeetable_bins() {
-                        println!(
-                            "Size bin {} (target {:.4}%) cannot be met at this capacity: {}.",
-                            u.bin,
-                            100.0 * u.target_fraction,
-                            u.reason
-                        );
-                    }
-                }
-                Err(e) => println!("\nAt {}: {e}", human_bytes(capacity)),
+            let t = plan.total();
+            let k = plan.rapid_files();
+            println!(
+                "\nAt {} and fullness {u} (seed {seed}): {} directories, K = {k} files after the rapid phase, \
+                 T = {t} ticks to converge ({:.1} × K), about {} written; planner memory about {}.",
+                human_bytes(capacity),
+                plan.tree().len() - 1,
+                t as f64 / k.max(1) as f64,
+                human_bytes(plan.expected_bytes_written()),
+                human_bytes(mem.bytes)
+            );
+            println!(
+                "Estimated time to T: {} as a dry run, {} on ext4 in memory (measured speeds, \
+                 BENCHMARKS.md; slower devices take longer).",
+                fsage_profile::human_duration(estimate_seconds(t, true)),
+                fsage_profile::human_duration(estimate_seconds(t, false))
+            );
+            for u in plan.unmeetable_bins() {
+                println!(
+                    "Size bin {} (target {:.4}%) cannot be met at this capacity: {}.",
+                    u.bin,
+                    100.0 * u.target_fraction,
+                    u.reason
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

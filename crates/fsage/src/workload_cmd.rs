@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_latency: bool,
     /// No progress line and no table (the exit code and --json only).
-    #[arg(long)]
+    #[arg(long, short)]
     pub quiet: bool,
 }
 

@@ -646,9 +646,11 @@ fn a_run_leaves_no_lock_file_behind() {
     assert!(left.is_empty(), "lock files left: {left:?}");
 }
 
-/// A run whose T would take days says so before it starts, naming the options that bound it.
+/// A run whose T would take days says so before it starts, naming the options that bound it;
+/// a run those options already bound (to less than a day) is not warned about.
 #[test]
 fn a_run_longer_than_a_day_is_warned_about() {
+    use std::io::BufRead;
     let d = tmp();
     let p = d.path().join("slow.toml");
     fs::write(
@@ -657,21 +659,36 @@ fn a_run_longer_than_a_day_is_warned_about() {
          [depth]\nbins = [[0, 1, 0]]\n[age]\nbins = [[1, 1], [1000000000, 1]]\n",
     )
     .unwrap();
-    let o = fsage_ok([
-        "age",
-        "--dry-run",
-        "-p",
-        s(&p),
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "100",
-    ]);
-    let e = stderr(&o);
+    let base = ["age", "--dry-run", "-p", s(&p), "--capacity", "64MiB"];
+    // Unbounded: warned before it starts (then stopped here).
+    let mut child = std::process::Command::new(bin())
+        .args(base)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut warned = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.contains("would take about") {
+            warned = line;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
     assert!(
-        e.contains("would take about") && e.contains("max-ops"),
-        "{e}"
+        warned.contains("max-ops"),
+        "no warning naming the bound: {warned:?}"
     );
+    // Regression: bounded by --max-ops or --max-time, it warned all the same.
+    for bound in [["--max-ops", "100"], ["--max-time", "1s"]] {
+        let mut a = base.to_vec();
+        a.extend(bound);
+        let o = fsage_ok(&a);
+        let e = stderr(&o);
+        assert!(!e.contains("would take about"), "{bound:?}: {e}");
+    }
     let show = stdout(&fsage_ok(["profile", "show", s(&p), "--capacity", "64MiB"]));
     assert!(show.contains("Estimated time to T"), "{show}");
 }

@@ -373,12 +373,15 @@ fn an_extracted_profile_with_epoch_and_fresh_files_ages_and_matches() {
     );
     assert!(err.contains("60 with one in the future"), "{err}");
     assert!(err.contains("youngest age bins"), "{err}");
+    // At the tree's own tiny fullness no file fits: `profile show` refuses that as `age` does.
     let show = stdout(&fsage_ok([
         "profile",
         "show",
         s(&out),
         "--capacity",
         "4GiB",
+        "--fullness",
+        "0.5",
     ]));
     let factor: f64 = show
         .split(" ticks to converge (")

@@ -87,3 +87,87 @@ fn age_and_status_json_parse_with_the_documented_fields() {
     assert_eq!(st["stop"]["max_ops"], 5000);
     assert_eq!(st["phase"], "stable");
 }
+
+/// `image save` of an image aged from a profile FILE records that profile (from the report's own
+/// copy of its TOML), `image show` tells the stop reason in words, `image show --json` parses;
+/// an image saved with a Git-aging series says so instead of "no profile". No root: the ext4
+/// image is made by mkfs.ext4 on a plain file and never mounted.
+#[test]
+fn image_save_and_show_record_a_profile_file_and_a_git_series() {
+    let d = tmp();
+    if run_cmd("mkfs.ext4", &["-V"]).is_err() {
+        skip(
+            "image_save_and_show_record_a_profile_file_and_a_git_series",
+            "no mkfs.ext4",
+        );
+        return;
+    }
+    let toml = stdout(&fsage_ok(["profile", "show", "meyer", "--toml"]))
+        .replace("name = \"meyer\"", "name = \"share\"");
+    let prof = d.path().join("share.toml");
+    std::fs::write(&prof, toml).unwrap();
+    let img = d.path().join("a.img");
+    run_cmd("mkfs.ext4", &["-q", "-F", s(&img), "16M"]).expect("mkfs.ext4");
+    // The report beside the image, as `age --fs` leaves it.
+    let beside = d.path().join("a.img.report.json");
+    fsage_ok([
+        "age",
+        "--dry-run",
+        "-q",
+        "-p",
+        s(&prof),
+        "--capacity",
+        "64MiB",
+        "--max-ops",
+        "2000",
+        "--json",
+        s(&beside),
+    ]);
+    let lib = d.path().join("lib");
+    let o = fsage_ok(["image", "save", s(&img), "--library", s(&lib)]);
+    let out = stdout(&o);
+    assert!(out.contains("profile share recorded"), "{out}");
+    assert!(!out.contains("no profile recorded"), "{out}");
+    let o = fsage_ok(["image", "show", "a", "--json", "--library", s(&lib)]);
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).expect("image show --json parses");
+    assert_eq!(m["profile"]["name"], "share");
+    assert_eq!(m["aging"]["stop_reason"], "max_ops");
+    assert_eq!(m["note"], serde_json::Value::Null);
+    let shown = stdout(&fsage_ok(["image", "show", "a", "--library", s(&lib)]));
+    assert!(shown.contains("profile:       share"), "{shown}");
+    assert!(shown.contains("the operation limit reached"), "{shown}");
+    assert!(!shown.contains('"'), "Debug quoting in {shown}");
+
+    // A Git-aging series given with --report.
+    let series = d.path().join("series.json");
+    std::fs::write(
+        &series,
+        serde_json::json!({
+            "format": "fsage-git-series/1", "repo": "/r/zlib.bundle", "mode": "git", "fs": "ext4",
+            "pulls_done": 684, "commits_total": 684, "first_commit": "abc", "last_commit": "def",
+            "rows": [],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let o = fsage_ok([
+        "image",
+        "save",
+        s(&img),
+        "--name",
+        "z",
+        "--report",
+        s(&series),
+        "--library",
+        s(&lib),
+    ]);
+    let out = stdout(&o);
+    assert!(!out.contains("give --profile or --report"), "{out}");
+    assert!(out.contains("Git-aging series"), "{out}");
+    let shown = stdout(&fsage_ok(["image", "show", "z", "--library", s(&lib)]));
+    assert!(
+        shown.contains("Git history of /r/zlib.bundle (git mode) on ext4: 684 of 684 commits"),
+        "{shown}"
+    );
+    assert!(!shown.contains("stop -"), "{shown}");
+}

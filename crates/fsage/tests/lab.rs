@@ -333,11 +333,23 @@ fn lab_rollback_after_benchmark() {
     lab.assert_clean();
     let o = fsage_ok(["rollback", "restore", &img]);
     assert!(stdout(&o).contains("identical"), "{}", stdout(&o));
+    assert!(
+        !stdout(&o).contains("(Trace)"),
+        "Debug text: {}",
+        stdout(&o)
+    );
     assert_eq!(
         sha256sum(Path::new(&img)),
         want,
         "rollback did not restore the snapshot"
     );
+
+    // Regression: a benchmark's failure was hidden. Exit 3: fsage exits 1 and names the code.
+    let o = fsage(["rollback", "track", &img, "--", "sh", "-c", "exit 3"]);
+    expect_code(&o, 1, "a benchmark that exits 3");
+    assert!(stderr(&o).contains("exit code 3"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`sh -c exit 3`"), "{}", stderr(&o));
+    fsage_ok(["rollback", "restore", &img]);
 
     // The content-comparison fallback.
     fsage_ok([
@@ -455,6 +467,31 @@ fn lab_safety_and_cleanup() {
     fsage_ok(["image", "restore", "a", &out, "--library", &lib]);
     let o = fsage(["image", "restore", "a", &out, "--library", &lib]);
     expect_code(&o, 2, "restore over an existing file");
+    // Regression: a restore into a missing directory named a temporary file, then statvfs.
+    let o = fsage([
+        "image",
+        "restore",
+        "a",
+        &lab.s("missingdir/x.img"),
+        "--library",
+        &lib,
+    ]);
+    expect_code(&o, 2, "restore into a missing directory");
+    assert!(
+        stderr(&o).contains("missingdir: the directory does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    // Regression: `fs create` on a device of 0 bytes suggested "--size 0".
+    let empty = lab.p("empty.img");
+    fs::File::create(&empty).unwrap();
+    {
+        let dev = LoopGuard::attach(&empty).expect("losetup");
+        let o = fsage(["fs", "create", "--fs", "ext4", dev.dev()]);
+        expect_code(&o, 2, "fs create on a 0-byte device");
+        assert!(stderr(&o).contains("has 0 bytes"), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("--size 0"), "{}", stderr(&o));
+    }
     let tiny = lab.p("tiny.img");
     fs::File::create(&tiny).unwrap().set_len(8 << 20).unwrap();
     {
@@ -499,7 +536,7 @@ fn lab_safety_and_cleanup() {
         "-c",
         "kill -INT $PPID; sleep 0.5",
     ]);
-    assert_ne!(o.status.code(), Some(0), "an interrupted track must fail");
+    expect_code(&o, 130, "an interrupted track");
     assert!(!lab.p("a.img.rollback.json").exists());
     // No trace instance of a dead fsage is left.
     for e in fs::read_dir("/sys/kernel/tracing/instances")

@@ -510,6 +510,29 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
     assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
     assert_eq!(fs::read(&done).unwrap(), before_state);
     assert_eq!(fs::read(&done_log).unwrap(), before_log);
+    // Regression: a finished run's report, lost to a bad path the first time, can be had again:
+    // resume with --json writes it, from the state alone.
+    let again = d.path().join("again.json");
+    let o = fsage_ok([
+        "age",
+        "--resume",
+        s(&done),
+        "--dry-run",
+        "--json",
+        s(&again),
+    ]);
+    assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
+    let j = read_json(&again);
+    assert_eq!(j["stop_reason"], "converged");
+    assert_eq!(j["profile"], "agrawal");
+    assert_eq!(j["capacity"], 64u64 << 20);
+    assert_eq!(j["ticks"], j["t_estimate"]);
+    assert!(
+        !j["backend"].as_str().unwrap().contains('('),
+        "backend in words: {}",
+        j["backend"]
+    );
+    assert_eq!(fs::read(&done).unwrap(), before_state);
 }
 
 /// Regression: a resumed run forgot the stopping conditions it was started with (started with

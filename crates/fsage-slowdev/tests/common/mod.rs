@@ -8,17 +8,11 @@ use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, SlowDevice};
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
-pub fn skip(test: &str, reason: &str) {
-    if std::env::var_os("FSAGE_REQUIRE_MOUNT_TESTS").is_some_and(|v| v != "0") {
-        panic!("{test}: cannot run ({reason}) but FSAGE_REQUIRE_MOUNT_TESTS is set");
-    }
-    eprintln!("SKIP: {test}: {reason}");
-}
+pub use fsage_testkit::skip;
 
 /// Can this test make slow devices? Says why not (and skips) otherwise.
 pub fn can_run(test: &str) -> bool {
-    // SAFETY: a plain getter.
-    if unsafe { libc::geteuid() } != 0 {
+    if !fsage_testkit::is_root() {
         skip(test, "needs root");
         return false;
     }

@@ -124,28 +124,49 @@ impl Replayed {
     }
 }
 
+/// The op log's lines, read by fsage's own op-log reader (`fsage_exec::oplog::read_entries`):
+/// one parser, beside its writer. Planner files come back with their paths.
 pub fn parse_log(text: &str) -> Vec<LogLine> {
-    text.lines()
-        .enumerate()
-        .map(|(i, line)| {
-            let f: Vec<&str> = line.split(' ').collect();
-            assert_eq!(f.len(), 4, "op log line {}: not 4 fields: {line:?}", i + 1);
-            if f[1] == "mkdir" {
-                assert_eq!((f[0], f[3]), ("-", "-"), "op log line {}: {line:?}", i + 1);
-                return LogLine::Mkdir(f[2].to_string());
-            }
-            let tick: u64 = f[0]
-                .parse()
-                .unwrap_or_else(|_| panic!("op log line {}: bad tick: {line:?}", i + 1));
-            let size: u64 = f[3]
-                .parse()
-                .unwrap_or_else(|_| panic!("op log line {}: bad size: {line:?}", i + 1));
-            let path = f[2].to_string();
-            match f[1] {
-                "create" => LogLine::Create { tick, path, size },
-                "delete" => LogLine::Delete { tick, path, size },
-                "enospc" => LogLine::Enospc { tick, path, size },
-                v => panic!("op log line {}: unknown verb {v:?}: {line:?}", i + 1),
+    use fsage_exec::oplog::{read_entries, Entry};
+    use fsage_exec::{FileRef, Operation};
+    let (tree, entries) =
+        read_entries(text, "op log").unwrap_or_else(|e| panic!("op log does not read: {e}"));
+    let path = |f: &FileRef| match f {
+        FileRef::Planned { dir, created } => match tree.path(*dir) {
+            "" => format!("f{created}"),
+            d => format!("{d}/f{created}"),
+        },
+        FileRef::Path(p) => p.clone(),
+    };
+    entries
+        .into_iter()
+        .map(|e| {
+            let (st, refused) = match e {
+                Entry::Mkdir(p) => return LogLine::Mkdir(p),
+                Entry::Step(st) => (st, false),
+                Entry::Refused(st) => (st, true),
+            };
+            let tick = st.tick;
+            match st.op {
+                Operation::Create { file, size } if refused => LogLine::Enospc {
+                    tick,
+                    path: path(&file),
+                    size,
+                },
+                Operation::Create { file, size } => LogLine::Create {
+                    tick,
+                    path: path(&file),
+                    size,
+                },
+                Operation::Delete {
+                    file,
+                    size: Some(size),
+                } => LogLine::Delete {
+                    tick,
+                    path: path(&file),
+                    size,
+                },
+                op => panic!("op log tick {tick}: not a planner operation: {op:?}"),
             }
         })
         .collect()

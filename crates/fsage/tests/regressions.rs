@@ -1,0 +1,150 @@
+//! Regression tests for defects a new-user test found in `fsage age`'s summary (issue 9).
+
+mod common;
+
+use common::*;
+
+/// A size bin from 1 KiB to 8 EiB holding a third of the files: "perfect convergence" was printed
+/// while the fullness was 20 points off. The bin is flagged as clipped, the JSON has `fit`, and
+/// the verdict line follows it: NOT on target, naming the fullness, when the fullness is off.
+const HUGE_BIN: &str = r#"name = "huge"
+fullness = 0.8
+[size]
+bins = [[1024, 67], [9223372036854775807, 33]]
+[depth]
+bins = [[0, 50, 4], [1, 50, 0]]
+[age]
+bins = [[1, 50], [2, 50]]
+"#;
+
+#[test]
+fn a_size_bin_up_to_8_eib_is_flagged_and_the_verdict_follows_the_fit() {
+    let d = tmp();
+    let prof = d.path().join("huge.toml");
+    std::fs::write(&prof, HUGE_BIN).unwrap();
+    let json = d.path().join("r.json");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "age",
+            "--dry-run",
+            "-p",
+            s(&prof),
+            "--capacity",
+            "64MiB",
+            "--json",
+            s(&json),
+        ];
+        a.extend(extra);
+        let o = fsage_ok(&a);
+        (stdout(&o), read_json(&json))
+    };
+    // To the end: the bin is clipped, and the verdict agrees with `fit`.
+    let (out, j) = run(&[]);
+    let clipped = j["clipped_size_bins"]
+        .as_array()
+        .expect("clipped_size_bins");
+    assert_eq!(clipped.len(), 1, "{j}");
+    assert_eq!(clipped[0]["label"], "1 KiB - 8.0 EiB");
+    assert!(clipped[0]["max_bytes"].as_u64().unwrap() < 1 << 20);
+    assert!(
+        out.contains("clipped at this capacity: size bin 1 KiB - 8.0 EiB"),
+        "{out}"
+    );
+    let fit = &j["fit"];
+    for k in ["age", "size", "depth", "fullness"] {
+        assert!(fit[k].is_boolean(), "fit.{k}: {fit}");
+    }
+    assert!(fit["fullness_off"].is_number(), "{fit}");
+    assert!(
+        fit["fullness"].as_bool().unwrap(),
+        "fullness on target at the end: {fit}"
+    );
+    let all = ["age", "size", "depth", "fullness"]
+        .iter()
+        .all(|k| fit[k].as_bool().unwrap());
+    assert_eq!(out.contains("NOT on target"), !all, "{out}");
+    assert!(!out.contains("perfect convergence"), "{out}");
+    // Stopped early, far below the fullness: NOT on target, naming the fullness.
+    let (out, j) = run(&["--max-ops", "100"]);
+    assert_eq!(j["fit"]["fullness"], false, "{}", j["fit"]);
+    assert!(j["fit"]["fullness_off"].as_f64().unwrap() < -0.1);
+    let verdict = out
+        .lines()
+        .find(|l| l.contains("on target"))
+        .unwrap_or_else(|| panic!("no verdict line: {out}"));
+    assert!(verdict.starts_with("NOT on target"), "{verdict}");
+    assert!(verdict.contains("fullness"), "{verdict}");
+}
+
+/// A converged run's summary does not tell the user to continue it.
+#[test]
+fn a_converged_run_does_not_say_continue_with() {
+    let d = tmp();
+    let state = d.path().join("s");
+    let o = fsage_ok([
+        "age",
+        "--dry-run",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--state",
+        s(&state),
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("stopped: all T ticks"), "{out}");
+    assert!(!out.contains("continue with"), "{out}");
+    assert!(out.contains("the run is finished"), "{out}");
+    // An unfinished one does.
+    let o = fsage_ok([
+        "age",
+        "--dry-run",
+        "-p",
+        "agrawal",
+        "--capacity",
+        "64MiB",
+        "--max-ops",
+        "100",
+        "--state",
+        s(&d.path().join("t")),
+    ]);
+    assert!(stdout(&o).contains("continue with"), "{}", stdout(&o));
+}
+
+/// Help texts say what the commands do, and the flags agree between commands.
+#[test]
+fn help_texts_name_every_subcommand_and_flags_agree() {
+    let top = stdout(&fsage_ok(["--help"]));
+    let line = |name: &str| {
+        top.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {top}"))
+            .to_string()
+    };
+    let exp = line("experiment");
+    for sub in ["plan", "run", "status"] {
+        assert!(exp.contains(sub), "{exp}");
+    }
+    assert!(line("bench").contains("Filebench"), "{}", line("bench"));
+    let run = stdout(&fsage_ok(["bench", "run", "--help"]));
+    assert!(run.contains("-q, --quiet"), "{run}");
+}
+
+/// `fs create --size 1KiB`: the hint says the least size, not only "give the size".
+#[test]
+fn a_size_below_the_minimum_is_told_with_the_minimum() {
+    let d = tmp();
+    let o = fsage([
+        "fs",
+        "create",
+        "--fs",
+        "ext4",
+        "--size",
+        "1KiB",
+        s(&d.path().join("x.img")),
+    ]);
+    expect_code(&o, 2, "fs create --size 1KiB");
+    let err = stderr(&o);
+    assert!(err.contains("hint: give a size of at least 1 MiB"), "{err}");
+    assert!(!d.path().join("x.img").exists());
+}
