@@ -92,7 +92,7 @@ fn remove_clone(path: &Path) -> Result<()> {
     };
     let ours = m.is_dir()
         && std::fs::read_dir(path)
-            .map_err(|e| crate::io_err(path, "readdir", e))?
+            .map_err(|e| crate::Error::io(path, "readdir", e))?
             .filter_map(|e| e.ok())
             .all(|e| {
                 let n = e.file_name();
@@ -119,7 +119,7 @@ fn remove_clone(path: &Path) -> Result<()> {
             path.display()
         )));
     }
-    std::fs::remove_dir_all(path).map_err(|e| crate::io_err(path, "remove", e))
+    std::fs::remove_dir_all(path).map_err(|e| crate::Error::io(path, "remove", e))
 }
 
 /// Whether `path` is a complete bare repository (a clone a killed run left).
@@ -135,8 +135,8 @@ fn is_bare_repo(path: &Path) -> bool {
 /// [`Source`] is dropped.
 pub fn open_source(repo: &Path, clone: &Path, reuse: bool) -> Result<Source> {
     // Pulls run in the aged tree: the clone is named by an absolute path.
-    let clone = &std::path::absolute(clone).map_err(|e| crate::io_err(clone, "", e))?;
-    let meta = std::fs::metadata(repo).map_err(|e| crate::io_err(repo, "the repository", e))?;
+    let clone = &std::path::absolute(clone).map_err(|e| crate::Error::io(clone, "", e))?;
+    let meta = std::fs::metadata(repo).map_err(|e| crate::Error::io(repo, "the repository", e))?;
     let origin = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
     let stem = origin
         .file_name()
@@ -189,7 +189,7 @@ pub fn open_source(repo: &Path, clone: &Path, reuse: bool) -> Result<Source> {
                 ],
             )
             .and_then(|_| {
-                std::fs::rename(&partial, clone).map_err(|e| crate::io_err(clone, "rename", e))
+                std::fs::rename(&partial, clone).map_err(|e| crate::Error::io(clone, "rename", e))
             });
             if let Err(e) = made {
                 let _ = std::fs::remove_dir_all(&partial);
@@ -386,7 +386,7 @@ pub fn pull(aged: &Path, src: &Path, id: &str) -> Result<()> {
 pub fn head(dir: &Path) -> Result<Option<String>> {
     let gd = dir.join(".git");
     let h = std::fs::read_to_string(gd.join("HEAD"))
-        .map_err(|e| crate::io_err(&gd.join("HEAD"), "read", e))?;
+        .map_err(|e| crate::Error::io(&gd.join("HEAD"), "read", e))?;
     let h = h.trim();
     let Some(r) = h.strip_prefix("ref: ") else {
         return Ok(Some(h.to_string()));
@@ -411,7 +411,7 @@ pub fn head(dir: &Path) -> Result<Option<String>> {
 pub fn restore_worktree(dir: &Path) -> Result<()> {
     let lock = dir.join(".git/index.lock");
     if lock.exists() {
-        std::fs::remove_file(&lock).map_err(|e| crate::io_err(&lock, "remove", e))?;
+        std::fs::remove_file(&lock).map_err(|e| crate::Error::io(&lock, "remove", e))?;
     }
     run(dir, &["reset", "-q", "--hard"])?;
     run(dir, &["clean", "-q", "-ffdx"])?;

@@ -30,14 +30,3 @@ pub use slow::MeasureDevice;
 pub use fsage_sys::Error;
 
 pub type Result<T> = std::result::Result<T, Error>;
-
-pub(crate) fn io_err(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
-    use std::io::ErrorKind::*;
-    let message = format!("{}: {what}: {e}", path.display());
-    match e.kind() {
-        NotFound | PermissionDenied | AlreadyExists | NotADirectory | IsADirectory => {
-            Error::input(message)
-        }
-        _ => Error::operation(message),
-    }
-}

@@ -97,22 +97,23 @@ pub fn read_tree(root: &Path) -> Result<(u64, u64)> {
     let (mut bytes, mut files) = (0u64, 0u64);
     let mut stack: Vec<PathBuf> = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let rd = std::fs::read_dir(&dir).map_err(|e| crate::io_err(&dir, "readdir", e))?;
+        let rd = std::fs::read_dir(&dir).map_err(|e| crate::Error::io(&dir, "readdir", e))?;
         let mut subdirs = Vec::new();
         for e in rd {
-            let e = e.map_err(|e| crate::io_err(&dir, "readdir", e))?;
+            let e = e.map_err(|e| crate::Error::io(&dir, "readdir", e))?;
             let ft = e
                 .file_type()
-                .map_err(|er| crate::io_err(&e.path(), "stat", er))?;
+                .map_err(|er| crate::Error::io(&e.path(), "stat", er))?;
             if ft.is_dir() {
                 subdirs.push(e.path());
             } else if ft.is_file() {
                 let p = e.path();
-                let mut f = std::fs::File::open(&p).map_err(|er| crate::io_err(&p, "open", er))?;
+                let mut f =
+                    std::fs::File::open(&p).map_err(|er| crate::Error::io(&p, "open", er))?;
                 loop {
                     let n = f
                         .read(&mut buf)
-                        .map_err(|er| crate::io_err(&p, "read", er))?;
+                        .map_err(|er| crate::Error::io(&p, "read", er))?;
                     if n == 0 {
                         break;
                     }
@@ -266,7 +267,7 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
     }
     let _ = std::fs::remove_dir(mount_dir(image));
     if image.exists() {
-        std::fs::remove_file(image).map_err(|e| crate::io_err(image, "remove", e))?;
+        std::fs::remove_file(image).map_err(|e| crate::Error::io(image, "remove", e))?;
     }
     let _ = std::fs::remove_file(fsage_lab::fs::sidecar_path(image));
     Ok(())
@@ -294,7 +295,7 @@ pub fn clean_instance(
         mounted: None,
         slow: None,
     };
-    std::fs::create_dir_all(&mnt).map_err(|e| crate::io_err(&mnt, "mkdir", e))?;
+    std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
     g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
     let out = Command::new("cp")
         .arg("-a")

@@ -165,7 +165,7 @@ fn save_state(path: &Path, st: &State) -> Result<()> {
 
 fn load_state(path: &Path) -> Result<State> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        crate::io_err(
+        crate::Error::io(
             path,
             "no checkpoint to resume from (was the run started?)",
             e,
@@ -229,7 +229,7 @@ fn check_dir_of(path: &Path) -> Result<()> {
 
 /// The mount-table entry of the file system holding `path`.
 fn mount_of(path: &Path) -> Result<fsage_sys::mountinfo::MountEntry> {
-    let dev = fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
+    let dev = fsage_sys::device_of(path).map_err(|e| crate::Error::io(path, "stat", e))?;
     let parts = fsage_lab::sys::dev_parts(dev);
     let mounts = fsage_sys::mountinfo::mounts()
         .map_err(|e| Error::operation(format!("/proc/self/mountinfo: {e}")))?;
@@ -293,7 +293,7 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             }
             if !opts.resume {
                 let mut rd =
-                    std::fs::read_dir(path).map_err(|e| crate::io_err(path, "readdir", e))?;
+                    std::fs::read_dir(path).map_err(|e| crate::Error::io(path, "readdir", e))?;
                 if rd.next().is_some() {
                     return Err(Error::input(format!(
                         "{}: not empty; Git aging needs an empty directory",
@@ -345,7 +345,7 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
                 }
             };
             let aged_dev =
-                fsage_sys::device_of(path).map_err(|e| crate::io_err(path, "stat", e))?;
+                fsage_sys::device_of(path).map_err(|e| crate::Error::io(path, "stat", e))?;
             if !opts.no_measure
                 && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev)
             {
@@ -392,8 +392,9 @@ impl Aged {
             None => {
                 // Only the aged file system: a global sync would wait on every other disk.
                 let d = std::fs::File::open(&self.mnt)
-                    .map_err(|e| crate::io_err(&self.mnt, "open", e))?;
-                rustix::fs::syncfs(&d).map_err(|e| crate::io_err(&self.mnt, "syncfs", e.into()))?;
+                    .map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
+                rustix::fs::syncfs(&d)
+                    .map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))?;
                 Ok(self.dir_rdev)
             }
         }
@@ -516,7 +517,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                 ));
                 fsage_lab::mount::umount(path)?;
             }
-            std::fs::create_dir_all(&mnt).map_err(|e| crate::io_err(&mnt, "mkdir", e))?;
+            std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
             let m = Mounted::attach_and_mount(path, &mnt)?;
             let tree = mnt.join(&source.name);
             Aged {
@@ -530,7 +531,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         Target::Dir { path, .. } => {
             let p = path
                 .canonicalize()
-                .map_err(|e| crate::io_err(path, "", e))?;
+                .map_err(|e| crate::Error::io(path, "", e))?;
             Aged {
                 image: None,
                 dir_rdev: facts.dir_rdev,
@@ -582,7 +583,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         Mode::Git => {
             if prior.is_none() {
                 std::fs::create_dir_all(&aged.tree)
-                    .map_err(|e| crate::io_err(&aged.tree, "mkdir", e))?;
+                    .map_err(|e| crate::Error::io(&aged.tree, "mkdir", e))?;
                 git::init_aged(&aged.tree, opts.gc)?;
             } else {
                 if !aged.tree.join(".git").is_dir() {
@@ -595,7 +596,8 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                 // Remove the index lock a killed pull left before asking git anything.
                 let lock = aged.tree.join(".git/index.lock");
                 if lock.exists() {
-                    std::fs::remove_file(&lock).map_err(|e| crate::io_err(&lock, "remove", e))?;
+                    std::fs::remove_file(&lock)
+                        .map_err(|e| crate::Error::io(&lock, "remove", e))?;
                 }
                 match git::head(&aged.tree)? {
                     None if want == 0 => {}
@@ -638,7 +640,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             let (files, log, tick) = match &prior {
                 None => {
                     std::fs::create_dir_all(&aged.tree)
-                        .map_err(|e| crate::io_err(&aged.tree, "mkdir", e))?;
+                        .map_err(|e| crate::Error::io(&aged.tree, "mkdir", e))?;
                     (
                         tree::Files::new(),
                         opts.op_log.as_deref().map(|p| (p, None)),

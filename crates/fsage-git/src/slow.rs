@@ -68,7 +68,7 @@ impl SlowMount {
         }
         let guard = SlowDevice::create(&spec).map_err(slow_err)?.into_guard();
         let rdev = std::fs::metadata(guard.path())
-            .map_err(|e| crate::io_err(guard.path(), "stat", e))?
+            .map_err(|e| crate::Error::io(guard.path(), "stat", e))?
             .rdev();
         let mut m = SlowMount {
             mounted: None,

@@ -9,9 +9,9 @@ use std::path::Path;
 fn write(root: &Path, rel: &str, content: &[u8]) -> Result<()> {
     let p = root.join(rel);
     if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d).map_err(|e| crate::io_err(d, "mkdir", e))?;
+        std::fs::create_dir_all(d).map_err(|e| crate::Error::io(d, "mkdir", e))?;
     }
-    std::fs::write(&p, content).map_err(|e| crate::io_err(&p, "write", e))
+    std::fs::write(&p, content).map_err(|e| crate::Error::io(&p, "write", e))
 }
 
 fn text(seed: u64, lines: usize) -> Vec<u8> {
@@ -50,7 +50,7 @@ fn git_at(dir: &Path, n: u64, args: &[&str]) -> Result<()> {
 /// Makes a repository of `commits` (at least 10) commits on branch `master` in the empty or
 /// missing directory `dir`.
 pub fn make_repo(dir: &Path, commits: u64) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| crate::io_err(dir, "mkdir", e))?;
+    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, "mkdir", e))?;
     git::run(dir, &["init", "-q", "-b", "master", "."])?;
     let commit = |n: u64| -> Result<()> {
         git_at(dir, n, &["add", "-A", "."])?;
@@ -59,17 +59,17 @@ pub fn make_repo(dir: &Path, commits: u64) -> Result<()> {
     let rm = |rel: &str| -> Result<()> {
         let p = dir.join(rel);
         if p.is_dir() {
-            std::fs::remove_dir_all(&p).map_err(|e| crate::io_err(&p, "remove", e))
+            std::fs::remove_dir_all(&p).map_err(|e| crate::Error::io(&p, "remove", e))
         } else {
-            std::fs::remove_file(&p).map_err(|e| crate::io_err(&p, "remove", e))
+            std::fs::remove_file(&p).map_err(|e| crate::Error::io(&p, "remove", e))
         }
     };
     let mv = |a: &str, b: &str| -> Result<()> {
         let (pa, pb) = (dir.join(a), dir.join(b));
         if let Some(d) = pb.parent() {
-            std::fs::create_dir_all(d).map_err(|e| crate::io_err(d, "mkdir", e))?;
+            std::fs::create_dir_all(d).map_err(|e| crate::Error::io(d, "mkdir", e))?;
         }
-        std::fs::rename(&pa, &pb).map_err(|e| crate::io_err(&pa, "rename", e))
+        std::fs::rename(&pa, &pb).map_err(|e| crate::Error::io(&pa, "rename", e))
     };
     // 1: a first tree.
     write(dir, "README", b"synthetic repository\n")?;
@@ -124,7 +124,7 @@ pub fn make_repo(dir: &Path, commits: u64) -> Result<()> {
         }
         write(dir, "src/a.c", &text(200 + n, 40 + n as usize))?;
         let mut b = std::fs::read(dir.join("data/blob.bin"))
-            .map_err(|e| crate::io_err(&dir.join("data/blob.bin"), "read", e))?;
+            .map_err(|e| crate::Error::io(&dir.join("data/blob.bin"), "read", e))?;
         b.extend((0..5000u32).map(|i| (i ^ n as u32) as u8));
         write(dir, "data/blob.bin", &b)?;
         if n % 4 == 0 {

@@ -44,8 +44,8 @@ pub fn disk_files(dir: &Path) -> Result<Files> {
         } else {
             root.join(rel)
         };
-        for e in std::fs::read_dir(&d).map_err(|e| crate::io_err(&d, "readdir", e))? {
-            let e = e.map_err(|e| crate::io_err(&d, "readdir", e))?;
+        for e in std::fs::read_dir(&d).map_err(|e| crate::Error::io(&d, "readdir", e))? {
+            let e = e.map_err(|e| crate::Error::io(&d, "readdir", e))?;
             let name = e.file_name().to_string_lossy().into_owned();
             let p = if rel.is_empty() {
                 name
@@ -54,7 +54,7 @@ pub fn disk_files(dir: &Path) -> Result<Files> {
             };
             let m = e
                 .metadata()
-                .map_err(|er| crate::io_err(&e.path(), "stat", er))?;
+                .map_err(|er| crate::Error::io(&e.path(), "stat", er))?;
             if m.is_dir() {
                 walk(root, &p, out)?;
             } else {
@@ -190,11 +190,11 @@ impl TreeReplay {
         let log = match op_log {
             None => None,
             Some((p, None)) => {
-                Some(OpLog::create(p).map_err(|e| crate::io_err(p, "create the op log", e))?)
+                Some(OpLog::create(p).map_err(|e| crate::Error::io(p, "create the op log", e))?)
             }
-            Some((p, Some(len))) => {
-                Some(OpLog::resume(p, len).map_err(|e| crate::io_err(p, "reopen the op log", e))?)
-            }
+            Some((p, Some(len))) => Some(
+                OpLog::resume(p, len).map_err(|e| crate::Error::io(p, "reopen the op log", e))?,
+            ),
         };
         let mut t = TreeReplay {
             src: src.to_path_buf(),
@@ -221,7 +221,7 @@ impl TreeReplay {
     fn backend(&mut self) -> Result<&mut Posix> {
         if self.backend.is_none() {
             let mut b = Posix::open(&self.dir, WriteMode::Write, 1)
-                .map_err(|e| crate::io_err(&self.dir, "open the working tree", e))?;
+                .map_err(|e| crate::Error::io(&self.dir, "open the working tree", e))?;
             b.make_dirs(&self.tree)
                 .map_err(|e| Error::operation(e.to_string()))?;
             self.backend = Some(b);
