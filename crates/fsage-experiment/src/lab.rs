@@ -557,11 +557,15 @@ impl LabExecutor {
     fn base_key(&self, cell: &Cell) -> Result<String, String> {
         let source = match &cell.state {
             StateSpec::Fresh => String::new(),
-            StateSpec::Aged { profile, .. } => match fsage_profile::builtin(profile) {
-                Some(_) => format!("builtin:{profile}"),
-                None => std::fs::read_to_string(profile)
-                    .map_err(|e| format!("profile {profile}: {e}"))?,
-            },
+            // A profile file by the text the cell (and its id) was planned with.
+            StateSpec::Aged { profile, .. } => {
+                match (fsage_profile::builtin(profile), &cell.profile_file) {
+                    (Some(_), _) => format!("builtin:{profile}"),
+                    (None, Some(pf)) => pf.text.clone(),
+                    (None, None) => std::fs::read_to_string(profile)
+                        .map_err(|e| format!("profile {profile}: {e}"))?,
+                }
+            }
             StateSpec::Image { name, .. } => {
                 self.library
                     .load(name)

@@ -710,8 +710,9 @@ fn state(
                         ),
                     )
                 };
-                fsage_profile::load(&path).map_err(|e| unreadable(&e))?;
                 let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
+                fsage_profile::parse(&text, &path.display().to_string())
+                    .map_err(|e| unreadable(&e))?;
                 let path = std::fs::canonicalize(&path).unwrap_or(path);
                 (
                     path.display().to_string(),

@@ -346,12 +346,20 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             };
             let aged_dev =
                 fsage_sys::device_of(path).map_err(|e| crate::Error::io(path, "stat", e))?;
-            if !opts.no_measure
-                && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev)
+            // Measuring, the clean image must not be on the aged file system; without
+            // measurements it must still not be inside the tree: the checkpoint and the bundle's
+            // clone go beside it, and a resume's `git clean` there would remove them.
+            let inside_tree = match (parent_dir(clean_image).canonicalize(), path.canonicalize()) {
+                (Ok(c), Ok(t)) => c.starts_with(t),
+                _ => false,
+            };
+            if inside_tree
+                || (!opts.no_measure
+                    && fsage_sys::device_of(&parent_dir(clean_image)).ok() == Some(aged_dev))
             {
                 return Err(Error::input(format!(
-                    "{}: the clean instance's image would be on the file system being aged ({}); \
-                     put it elsewhere",
+                    "{}: the clean instance's image (and the checkpoint beside it) would be on the \
+                     file system being aged ({}); put it elsewhere",
                     clean_image.display(),
                     m.mount_point.display()
                 )));
@@ -449,6 +457,10 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     // Every check of the input before anything is made.
     let state_file = state_path(&opts.target);
     let facts = check_target(opts, &state_file)?;
+    // One run per target at a time: a second one (a resume given twice, say) must not reuse, and
+    // on its way out remove, the bundle clone the first is pulling from.
+    let _lock =
+        fsage_exec::preflight::lock_run(&state_file).map_err(|e| Error::input(e.to_string()))?;
     if let Some(p) = &opts.op_log {
         if !opts.resume {
             check_dir_of(p)?;

@@ -105,7 +105,7 @@ impl AgeError {
         use fsage_sys::Blame;
         match self {
             AgeError::Input(_) | AgeError::Profile(_) | AgeError::Preflight(_) => Blame::Input,
-            AgeError::Open { .. } => Blame::Input,
+            AgeError::Open { err, .. } => fsage_sys::io_blame(err.kind()),
             AgeError::Target(e) => e.blame(),
             AgeError::State(e) => e.blame(),
             AgeError::OpLog(e) => e.blame(),
@@ -701,7 +701,11 @@ fn fresh(req: &AgeRequest, profile: Profile, obs: &mut dyn AgeObserver) -> Resul
                 "T = {t} ticks (about {} written) would take about {} at the measured {} speed; \
                  bound the run with a max-ops, max-time or max-overwrites limit, or give a \
                  smaller capacity",
-                human_bytes(planner.expected_bytes_written()),
+                human_bytes(if bytes > 0 {
+                    bytes
+                } else {
+                    planner.expected_bytes_written()
+                }),
                 fsage_profile::human_duration(secs),
                 if req.dry_run {
                     "dry-run"

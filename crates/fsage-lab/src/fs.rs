@@ -345,12 +345,16 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         })?
     };
     if size < opts.kind.min_size() {
-        return Err(Error::input(format!(
+        let e = Error::input(format!(
             "a size of {size} bytes: {} needs at least {} MiB",
             opts.kind,
             opts.kind.min_size() >> 20
-        ))
-        .with_remedy(Remedy::SizeAtLeast(opts.kind.min_size())));
+        ));
+        // A larger --size helps only when the size was given (a device's own size cannot grow).
+        return Err(match opts.size {
+            Some(_) => e.with_remedy(Remedy::SizeAtLeast(opts.kind.min_size())),
+            None => e,
+        });
     }
     let mut args = mkfs_args(opts.kind, &opts.mkfs_opts, Some(size), device);
     let info = |args: &[String]| CreateInfo {

@@ -184,7 +184,7 @@ mod tests {
         // The right-aligned columns end, and the last one starts, at the same place.
         let run = lines[0].find(" run").unwrap() + 1;
         for l in &lines[1..] {
-            assert_eq!(l.find("0s+1s"), Some(run), "{l:?}\n{text}");
+            assert_eq!(l.find("0.0s+1.0s"), Some(run), "{l:?}\n{text}");
         }
     }
 }

@@ -95,9 +95,9 @@ pub fn hint(e: &anyhow::Error) -> Option<String> {
         match remedy {
             Remedy::SizeAtLeast(min) => {
                 return Some(format!(
-                    "give a size of at least {} with --size (e.g. --size {})",
+                    "give a size of at least {} with --size (e.g. --size {}MiB)",
                     fsage_profile::human_bytes(min),
-                    fsage_profile::human_bytes(min.max(64 << 20))
+                    min.max(64 << 20).div_ceil(1 << 20)
                 ))
             }
             Remedy::Force => "--force overrides this refusal",

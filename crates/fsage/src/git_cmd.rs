@@ -167,13 +167,12 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
                     } else {
                         std::env::temp_dir()
                     };
-                    // Named after the target's inode, so a resumed run finds (and removes) what a
-                    // killed one left.
-                    let id = std::os::unix::fs::MetadataExt::ino(
-                        &std::fs::metadata(&a.target)
-                            .map_err(|e| bad_input(format!("{}: {e}", a.target.display())))?,
-                    );
-                    dir.join(format!("fsage-git-clean-{id}.img"))
+                    // Named after the target's device and inode (mount roots of one kind share
+                    // inode numbers), so a resumed run finds (and removes) what a killed one left.
+                    use std::os::unix::fs::MetadataExt;
+                    let m = std::fs::metadata(&a.target)
+                        .map_err(|e| bad_input(format!("{}: {e}", a.target.display())))?;
+                    dir.join(format!("fsage-git-clean-{:x}-{}.img", m.dev(), m.ino()))
                 }
             },
         },

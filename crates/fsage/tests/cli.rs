@@ -667,16 +667,31 @@ fn a_run_longer_than_a_day_is_warned_about() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let err = child.stderr.take().unwrap();
+    // The run would go on for more than a day without the warning: stopped after 60 s, so a
+    // missing warning fails the test instead of hanging it.
+    let child = std::sync::Arc::new(std::sync::Mutex::new(child));
+    let watchdog = {
+        let child = child.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            let _ = child.lock().unwrap().kill();
+        })
+    };
     let mut warned = String::new();
-    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+    for line in std::io::BufReader::new(err).lines() {
         let line = line.unwrap();
         if line.contains("would take about") {
             warned = line;
             break;
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    {
+        let mut c = child.lock().unwrap();
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    drop(watchdog);
     assert!(
         warned.contains("max-ops"),
         "no warning naming the bound: {warned:?}"

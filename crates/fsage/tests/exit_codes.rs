@@ -55,7 +55,10 @@ fn bench_planner_refuses_a_count_beyond_memory_before_building_it() {
 
 #[test]
 fn bench_planner_refuses_zero_live_files() {
-    let o = expect_bad_input(&["bench", "planner", "--live", "0", "--ticks", "10"], "0");
+    let o = expect_bad_input(
+        &["bench", "planner", "--live", "0", "--ticks", "10"],
+        "a live-file count of 0",
+    );
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
 }
 

@@ -109,8 +109,31 @@ fn chromium_renders_every_section_without_console_errors() {
     let html = d.path().join("report.html");
     let mut args = vec!["report".to_string()];
     args.extend(inputs());
+    // An experiment's output directory with the frag measurements of a fresh and an aged base:
+    // its section of verdicts must draw too.
+    let toml =
+        "name = \"x\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+                [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
+                [[workload]]\nname = \"varmail\"\n";
+    let exp = d.path().join("exp");
+    let spec = fsage_experiment::spec::parse(toml, "x.toml", d.path()).unwrap();
+    fsage_experiment::runner::prepare_out(&exp, &spec.plan(), toml).unwrap();
+    std::fs::create_dir_all(exp.join("frag")).unwrap();
+    for (to, from) in [
+        ("ext4-fresh-0123abcd.json", "fresh-ext4.frag.json"),
+        ("ext4-aged.meyer-4567cdef.json", "aged-ext4.frag.json"),
+    ] {
+        std::fs::copy(fx(from), exp.join("frag").join(to)).unwrap();
+    }
+    args.push(s(&exp).into());
     args.extend(["-o".into(), s(&html).into()]);
     fsage_ok(&args);
+    let html_text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html_text.contains("How far from fresh: the experiment&#39;s base images")
+            || html_text.contains("How far from fresh: the experiment's base images"),
+        "no verdict section for the experiment directory"
+    );
     let url = format!("file://{}", html.display());
     let (dom, log) = chromium(
         &bin,
@@ -133,7 +156,7 @@ fn chromium_renders_every_section_without_console_errors() {
             .to_string()
     };
     let total: usize = attr("data-sections").parse().unwrap();
-    assert_eq!(total, 9, "sections on the page");
+    assert_eq!(total, 10, "sections on the page");
     assert_eq!(attr("data-sections-ok"), total.to_string());
     assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
 

@@ -526,8 +526,16 @@ pub fn inversions(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<Inversion>
                     .collect();
                 let sure: Vec<(f64, i8, bool)> = all.iter().copied().filter(|p| p.2).collect();
                 let mut found = changes(&all);
-                // An unconfirmed point between two confirmed ones hides their change.
-                for ch in changes(&sure) {
+                // An unconfirmed point between two confirmed ones hides their change: the
+                // confirmed change is reported, and the unconfirmed one inside it (the same
+                // crossing, seen at the single-repetition point) is not reported again.
+                let sure_changes = changes(&sure);
+                found.retain(|f| {
+                    f.3 || !sure_changes
+                        .iter()
+                        .any(|c| c.2 == f.2 && f.0 <= c.0 && f.1 >= c.1)
+                });
+                for ch in sure_changes {
                     if !found.iter().any(|f| (f.0, f.1) == (ch.0, ch.1)) {
                         found.push(ch);
                     }
@@ -802,12 +810,13 @@ mod tests {
             means.push(gm("b", l, model(l)));
         }
         let inv = inversions(&means, &AnalysisOptions::default());
-        // 2 ms -> 1 ms rests on one repetition; 2 ms -> 0 is the confirmed change.
+        // 2 ms -> 1 ms rests on one repetition; 2 ms -> 0 is the confirmed change, and the
+        // same crossing is reported once.
         let got: Vec<(f64, f64, bool)> = inv
             .iter()
             .map(|i| (i.from_us, i.to_us, i.confirmed))
             .collect();
-        assert_eq!(got, vec![(2000.0, 1000.0, false), (2000.0, 0.0, true)]);
+        assert_eq!(got, vec![(2000.0, 0.0, true)]);
     }
 
     #[test]

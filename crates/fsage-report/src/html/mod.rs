@@ -766,6 +766,53 @@ fn experiment_verdicts(p: &mut Page, items: &[crate::verdicts::BaseVerdict]) {
     for v in items {
         let _ = write!(c, "<p class=\"verdict\">{}</p>", esc(&v.line()));
     }
+    // The two ratios that separate aged from fresh, per image with a verdict, on a log axis (the
+    // verdict's thresholds are 2x and 10x).
+    let judged: Vec<_> = items
+        .iter()
+        .filter_map(|v| v.against.as_ref().map(|a| (v, a)))
+        .collect();
+    if judged.is_empty() {
+        c.push_str(
+            "<p class=\"note\">(no plot: no aged base image has a fresh base to compare with)</p>",
+        );
+    } else {
+        let ratio = |r: Option<f64>| {
+            r.map(|value| Bar {
+                value,
+                interval: None,
+                flag: false,
+            })
+        };
+        let chart = BarChart {
+            title: "aged base images against the fresh base".into(),
+            x_desc: "base image (file system, state)".into(),
+            y_desc: "this image / fresh (×, log)".into(),
+            groups: judged
+                .iter()
+                .map(|(v, _)| format!("{} {}", v.fs, v.state))
+                .collect(),
+            series: vec![
+                BarSeries {
+                    name: "free extents per GiB free".into(),
+                    bars: judged
+                        .iter()
+                        .map(|(_, a)| ratio(a.free_extents_ratio))
+                        .collect(),
+                },
+                BarSeries {
+                    name: "probe fragments per 100 MiB".into(),
+                    bars: judged
+                        .iter()
+                        .map(|(_, a)| ratio(a.probe_fragments_ratio))
+                        .collect(),
+                },
+            ],
+            log_y: true,
+            size: (760, 360),
+        };
+        c.push_str(&plot_or_note(plots::bars(&chart)));
+    }
     p.section(
         "against-fresh",
         "How far from fresh: the experiment's base images",
