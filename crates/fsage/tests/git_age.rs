@@ -86,30 +86,8 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     };
     let mut child = Command::new(bin()).args(args(&[])).spawn().unwrap();
     // Kill it once the first measurement is checkpointed, in the middle of what follows.
-    let t0 = Instant::now();
-    loop {
-        let done = std::fs::read_to_string(&state)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|j| {
-                j["series"]["rows"]
-                    .as_array()
-                    .is_some_and(|r| !r.is_empty())
-            });
-        if done {
-            std::thread::sleep(Duration::from_millis(150));
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it could be killed"
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no checkpoint after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_first_row(&mut child, &state);
+    std::thread::sleep(Duration::from_millis(150));
     child.kill().unwrap();
     let st = child.wait().unwrap();
     assert_eq!(st.code(), None, "killed by a signal");
