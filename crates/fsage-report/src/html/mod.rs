@@ -1020,49 +1020,31 @@ fn latency_panels(
             .map(|(_, p)| p.to_string())
             .filter(|p| mine.iter().any(|c| c.points.iter().any(|(q, _)| q == p)))
             .collect();
-        let panels = fos
-            .iter()
-            .map(|fo| {
-                let per_state = states
-                    .iter()
-                    .map(|st| {
-                        let c = mine.iter().find(|c| &c.flowop == fo && &c.state == st);
-                        pcts.iter()
-                            .map(|p| {
-                                c.and_then(|c| c.points.iter().find(|(q, _)| q == p))
-                                    .map(|x| x.1)
-                            })
-                            .collect()
-                    })
-                    .collect();
-                (fo.clone(), per_state)
-            })
-            .collect();
+        let panels = panels_of(&fos, &states, |fo, st| {
+            let c = mine.iter().find(|c| c.flowop == fo && &c.state == st);
+            pcts.iter()
+                .map(|p| {
+                    c.and_then(|c| c.points.iter().find(|(q, _)| q == p))
+                        .map(|x| x.1)
+                })
+                .collect()
+        });
         (pcts, states, panels)
     } else {
         let mut states = vec![State::Fresh];
         states.extend(state_order(&rows.iter().map(|r| r.state.clone()).collect()));
-        let panels = fos
-            .iter()
-            .map(|fo| {
-                let per_state = states
-                    .iter()
-                    .map(|st| {
-                        if st.is_fresh() {
-                            let r = rows.iter().find(|r| &r.flowop == fo);
-                            vec![
-                                r.and_then(|r| r.fresh_p99_us),
-                                r.and_then(|r| r.fresh_max_us),
-                            ]
-                        } else {
-                            let r = rows.iter().find(|r| &r.flowop == fo && &r.state == st);
-                            vec![r.map(|r| r.aged_p99_us), r.map(|r| r.aged_max_us)]
-                        }
-                    })
-                    .collect();
-                (fo.clone(), per_state)
-            })
-            .collect();
+        let panels = panels_of(&fos, &states, |fo, st| {
+            if st.is_fresh() {
+                let r = rows.iter().find(|r| r.flowop == fo);
+                vec![
+                    r.and_then(|r| r.fresh_p99_us),
+                    r.and_then(|r| r.fresh_max_us),
+                ]
+            } else {
+                let r = rows.iter().find(|r| r.flowop == fo && &r.state == st);
+                vec![r.map(|r| r.aged_p99_us), r.map(|r| r.aged_max_us)]
+            }
+        });
         (vec!["p99".to_string(), "max".to_string()], states, panels)
     };
     plots::PercentilePanels {
@@ -1073,6 +1055,19 @@ fn latency_panels(
         columns: 4,
         panel_size: (250, 200),
     }
+}
+
+/// One panel per flowop, one series per state, the values `of` gives for each pair.
+#[allow(clippy::type_complexity)]
+fn panels_of(
+    flowops: &[String],
+    states: &[State],
+    of: impl Fn(&str, &State) -> Vec<Option<f64>>,
+) -> Vec<(String, Vec<Vec<Option<f64>>>)> {
+    flowops
+        .iter()
+        .map(|fo| (fo.clone(), states.iter().map(|st| of(fo, st)).collect()))
+        .collect()
 }
 
 fn latency(p: &mut Page, a: &Analysis, suffix: &str, curves: &[FlowopCurve]) {
