@@ -141,26 +141,12 @@ fn expected_free(dev: &str, sectorsize: u64) -> (Bins, u64, u64) {
     for &(start, len, bg_used) in &bgs {
         let end = start + len;
         by_used += len - bg_used;
-        let mut cursor = start;
-        let mut gaps = Vec::new();
-        for &(s, l) in used.iter().filter(|(s, _)| *s >= start && *s < end) {
-            if s > cursor {
-                gaps.push(s - cursor);
-            }
-            cursor = cursor.max(s + l);
-        }
-        if cursor < end {
-            gaps.push(end - cursor);
-        }
-        for g in gaps {
-            let blocks = g / sectorsize;
-            let mut bin = 1u64;
-            while bin * 2 <= blocks {
-                bin *= 2;
-            }
-            let e = hist.entry(bin).or_default();
-            e.0 += 1;
-            e.1 += blocks;
+        let inside = used
+            .iter()
+            .copied()
+            .filter(|(s, _)| *s >= start && *s < end);
+        for g in gaps_between(inside, start, end) {
+            add_gap(&mut hist, g / sectorsize);
             total += 1;
         }
     }
@@ -185,29 +171,10 @@ fn expected_free(dev: &str, sectorsize: u64) -> (Bins, u64, u64) {
     }
     taken.sort_unstable();
     let mut unallocated = 0u64;
-    let mut cursor = 1u64 << 20;
-    let mut un_gaps = Vec::new();
-    for (s, l) in taken {
-        if s >= size {
-            break;
-        }
-        if s > cursor {
-            un_gaps.push(s - cursor);
-        }
-        cursor = cursor.max(s + l);
-    }
-    if cursor < size {
-        un_gaps.push(size - cursor);
-    }
-    for g in un_gaps {
+    let below = taken.into_iter().take_while(|(s, _)| *s < size);
+    for g in gaps_between(below, 1 << 20, size) {
         let blocks = g / sectorsize;
-        let mut bin = 1u64;
-        while bin * 2 <= blocks {
-            bin *= 2;
-        }
-        let e = hist.entry(bin).or_default();
-        e.0 += 1;
-        e.1 += blocks;
+        add_gap(&mut hist, blocks);
         total += 1;
         unallocated += blocks * sectorsize;
     }
@@ -307,4 +274,31 @@ fn not_mounted_btrfs_errors_name_the_path() {
     let e = fsage_measure::btrfs::free_space(dir.path(), &info).unwrap_err();
     assert!(e.contains(&dir.path().display().to_string()), "{e}");
     assert!(e.contains("BTRFS_IOC"), "{e}");
+}
+
+/// The gaps (bytes) between sorted extents (start, length) within [from, to).
+fn gaps_between(extents: impl Iterator<Item = (u64, u64)>, from: u64, to: u64) -> Vec<u64> {
+    let mut cursor = from;
+    let mut gaps = Vec::new();
+    for (s, l) in extents {
+        if s > cursor {
+            gaps.push(s - cursor);
+        }
+        cursor = cursor.max(s + l);
+    }
+    if cursor < to {
+        gaps.push(to - cursor);
+    }
+    gaps
+}
+
+/// Counts a free extent of `blocks` in its power-of-two bin: (extents, blocks) per bin.
+fn add_gap(hist: &mut std::collections::BTreeMap<u64, (u64, u64)>, blocks: u64) {
+    let mut bin = 1u64;
+    while bin * 2 <= blocks {
+        bin *= 2;
+    }
+    let e = hist.entry(bin).or_default();
+    e.0 += 1;
+    e.1 += blocks;
 }
