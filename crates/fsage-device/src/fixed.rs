@@ -1,0 +1,150 @@
+//! A fixed latency per request (dm-delay's model, as in the slippery-slope study): each request
+//! completes at `arrival + latency(kind) + bytes / bandwidth`, independently of the others; with
+//! a queue depth N, at most N are in service at once and the rest wait for a free slot.
+
+use crate::{DeviceModel, ModelStats, Ns, Rq, RqKind};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The fixed-latency model.
+#[derive(Debug, Clone)]
+pub struct FixedLatency {
+    pub read_ns: Ns,
+    pub write_ns: Ns,
+    /// A flush (fsync reaching the device).
+    pub flush_ns: Ns,
+    /// Bytes per second added as `bytes / bandwidth` to reads and writes (none: no transfer time).
+    pub bandwidth: Option<u64>,
+    /// Free times of the service slots (a min-heap), with a queue depth.
+    slots: Option<BinaryHeap<Reverse<Ns>>>,
+    stats: ModelStats,
+}
+
+impl FixedLatency {
+    pub fn new(
+        read_ns: Ns,
+        write_ns: Ns,
+        flush_ns: Ns,
+        bandwidth: Option<u64>,
+        queue_depth: Option<u32>,
+    ) -> FixedLatency {
+        FixedLatency {
+            read_ns,
+            write_ns,
+            flush_ns,
+            bandwidth: bandwidth.filter(|&b| b > 0),
+            slots: queue_depth.map(|n| (0..n.max(1)).map(|_| Reverse(0)).collect()),
+            stats: ModelStats::default(),
+        }
+    }
+
+    /// One latency for everything, no bandwidth, no queue limit.
+    pub fn uniform(ns: Ns) -> FixedLatency {
+        FixedLatency::new(ns, ns, ns, None, None)
+    }
+
+    /// The service time of a request: its kind's latency plus its transfer time. Discards and
+    /// write-zeroes cost a write's latency and no transfer.
+    pub fn service_ns(&self, kind: RqKind, bytes: u64) -> Ns {
+        let base = match kind {
+            RqKind::Read => self.read_ns,
+            RqKind::Write | RqKind::Discard | RqKind::WriteZeroes => self.write_ns,
+            RqKind::Flush => self.flush_ns,
+        };
+        let transfer = match self.bandwidth {
+            Some(bw) if kind.moves_data() => (bytes as u128 * 1_000_000_000 / bw as u128) as Ns,
+            _ => 0,
+        };
+        base + transfer
+    }
+}
+
+impl DeviceModel for FixedLatency {
+    fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
+        let d = self.service_ns(rq.kind, rq.len);
+        let done = match &mut self.slots {
+            None => now + d,
+            Some(slots) => {
+                let Reverse(free) = slots.pop().unwrap_or(Reverse(now));
+                let done = free.max(now) + d;
+                slots.push(Reverse(done));
+                done
+            }
+        };
+        self.stats.count(rq.kind);
+        self.stats.busy_ns += d;
+        Some(done)
+    }
+
+    fn next_event(&self) -> Option<Ns> {
+        None
+    }
+
+    fn advance(&mut self, _now: Ns, _done: &mut Vec<(u64, Ns)>) {}
+
+    fn stats(&self) -> ModelStats {
+        self.stats.clone()
+    }
+
+    fn describe(&self) -> String {
+        use fsage_units::format_latency as f;
+        let mut s = format!(
+            "fixed latency: read {}, write {}, flush {}",
+            f(self.read_ns),
+            f(self.write_ns),
+            f(self.flush_ns)
+        );
+        if let Some(bw) = self.bandwidth {
+            s += &format!(", {}", fsage_units::format_bandwidth(bw as f64));
+        }
+        if let Some(slots) = &self.slots {
+            s += &format!(", queue depth {}", slots.len());
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rq(kind: RqKind, len: u64) -> Rq {
+        Rq {
+            id: 0,
+            kind,
+            offset: 0,
+            len,
+        }
+    }
+
+    #[test]
+    fn queue_depth_serialises_beyond_n() {
+        let mut m = FixedLatency::new(1_000_000, 1_000_000, 1_000_000, None, Some(2));
+        let t0 = 5_000_000;
+        let d: Vec<Ns> = (0..5)
+            .map(|_| m.submit(t0, rq(RqKind::Read, 4096)).unwrap() - t0)
+            .collect();
+        assert_eq!(
+            d,
+            vec![1_000_000, 1_000_000, 2_000_000, 2_000_000, 3_000_000]
+        );
+        let mut free = FixedLatency::uniform(1_000_000);
+        for _ in 0..5 {
+            assert_eq!(
+                free.submit(t0, rq(RqKind::Read, 4096)),
+                Some(t0 + 1_000_000)
+            );
+        }
+        assert_eq!(free.stats().reads, 5);
+    }
+
+    #[test]
+    fn bandwidth_adds_transfer_time_to_data_only() {
+        let m = FixedLatency::new(10_000, 20_000, 5_000, Some(1 << 20), None);
+        assert_eq!(m.service_ns(RqKind::Read, 1 << 20), 1_000_010_000);
+        assert_eq!(m.service_ns(RqKind::Write, 0), 20_000);
+        assert_eq!(m.service_ns(RqKind::Flush, 4096), 5_000);
+        assert_eq!(m.service_ns(RqKind::Discard, 1 << 30), 20_000);
+        assert_eq!(m.service_ns(RqKind::WriteZeroes, 1 << 30), 20_000);
+    }
+}

@@ -1,0 +1,148 @@
+//! Device models: what each block request costs on a device, computed in simulated time.
+//!
+//! A fixed latency per request (dm-delay's model, the slippery-slope study's devices) cannot show
+//! what a fragmented layout costs: on a hard disk a file in pieces costs seeks and rotations, and
+//! an aged file system's reads scatter over the platter. A model here keeps the device's state
+//! (head position, rotational angle, caches, queue) and answers, per request, when it completes.
+//!
+//! The same model is driven two ways, so that they agree by construction:
+//! - in real time by the slow device (`fsage-slowdev`): arrivals stamped with the clock, the
+//!   daemon answers each request at the completion time the model gives;
+//! - in simulated time by [`cost`](crate::cost): a recorded trace's requests are submitted at the
+//!   times the trace's dependencies allow, and nothing sleeps.
+//!
+//! # The interface
+//!
+//! [`DeviceModel`] is event-driven: [`DeviceModel::submit`] hands it a request at its arrival
+//! time, [`DeviceModel::next_event`] says when it next has something to do and
+//! [`DeviceModel::advance`] runs it up to a time, reporting the requests completed. A model whose
+//! answer is known at arrival (a fixed latency; a write taken into a drive's write cache) returns
+//! the completion time from `submit` at once. Times are nanoseconds ([`Ns`]) on the model's own
+//! clock, which starts at 0; callers never go back in time.
+
+pub mod fixed;
+pub mod trace;
+
+pub use fixed::FixedLatency;
+pub use trace::{Trace, TraceRq};
+
+use serde::{Deserialize, Serialize};
+
+/// A time or a duration in nanoseconds, on the model's clock.
+pub type Ns = u64;
+
+/// What a request asks of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RqKind {
+    Read,
+    Write,
+    /// A cache flush (an fsync reaching the device): no data.
+    Flush,
+    /// A discard (TRIM): the range's contents are no longer needed.
+    Discard,
+    /// Zeroes written without data (`BLKZEROOUT`, `blkdiscard -z`, mkfs).
+    WriteZeroes,
+}
+
+impl RqKind {
+    pub const ALL: [RqKind; 5] = [
+        RqKind::Read,
+        RqKind::Write,
+        RqKind::Flush,
+        RqKind::Discard,
+        RqKind::WriteZeroes,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RqKind::Read => "read",
+            RqKind::Write => "write",
+            RqKind::Flush => "flush",
+            RqKind::Discard => "discard",
+            RqKind::WriteZeroes => "write_zeroes",
+        }
+    }
+
+    /// Does the request move data between host and media?
+    pub fn moves_data(self) -> bool {
+        matches!(self, RqKind::Read | RqKind::Write)
+    }
+}
+
+/// One request to a model. `id` is the caller's, unique among the requests in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rq {
+    pub id: u64,
+    pub kind: RqKind,
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// Length in bytes (0 for a flush).
+    pub len: u64,
+}
+
+/// A model of a device's timing. See the crate documentation for the protocol.
+pub trait DeviceModel: Send {
+    /// Takes `rq`, arriving at `now` (never earlier than any time given before). Returns its
+    /// completion time when that is known at once; otherwise the request completes through
+    /// [`DeviceModel::advance`]. Each request completes exactly once, one way or the other.
+    fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns>;
+
+    /// When the model next has something to do (a request to complete, a service to start, a
+    /// write-back), if anything; never earlier than the last time given.
+    fn next_event(&self) -> Option<Ns>;
+
+    /// Runs every event due at or before `now` and pushes the requests completed, with their
+    /// completion times (each at or before `now`), onto `done`.
+    fn advance(&mut self, now: Ns, done: &mut Vec<(u64, Ns)>);
+
+    /// What the model has done so far.
+    fn stats(&self) -> ModelStats;
+
+    /// A one-line description for tables (`hdd-7200: 7200 rpm, ...`).
+    fn describe(&self) -> String;
+}
+
+/// Counters every model keeps (those that do not apply stay 0).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelStats {
+    /// Requests completed, by kind.
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    pub discards: u64,
+    pub write_zeroes: u64,
+    /// Time the mechanism (or media) was busy serving requests and write-backs.
+    pub busy_ns: Ns,
+    /// Head movements to another cylinder, and the time they took.
+    pub seeks: u64,
+    pub seek_ns: Ns,
+    /// Time spent waiting for the platter to bring the first sector under the head.
+    pub rotation_ns: Ns,
+    /// Time spent transferring data to or from the media (head and track switches included).
+    pub transfer_ns: Ns,
+    /// Reads served entirely from the drive's cache (read-ahead or dirty write data).
+    pub read_hits: u64,
+    /// Writes acknowledged from the write cache before reaching the media.
+    pub cached_writes: u64,
+    /// Write-backs from the write cache to the media.
+    pub write_backs: u64,
+}
+
+impl ModelStats {
+    pub(crate) fn count(&mut self, kind: RqKind) {
+        match kind {
+            RqKind::Read => self.reads += 1,
+            RqKind::Write => self.writes += 1,
+            RqKind::Flush => self.flushes += 1,
+            RqKind::Discard => self.discards += 1,
+            RqKind::WriteZeroes => self.write_zeroes += 1,
+        }
+    }
+}
+
+/// An error of this crate: a model file or trace that cannot be used, or a request the model
+/// cannot serve. The type every lab-side crate shares.
+pub use fsage_sys::Error;
+
+pub type Result<T> = std::result::Result<T, Error>;
