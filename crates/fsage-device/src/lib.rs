@@ -20,10 +20,14 @@
 //! the completion time from `submit` at once. Times are nanoseconds ([`Ns`]) on the model's own
 //! clock, which starts at 0; callers never go back in time.
 
+pub mod cost;
 pub mod fixed;
+pub mod models;
 pub mod trace;
 
+pub use cost::{cost, CostReport, Dist};
 pub use fixed::FixedLatency;
+pub use models::{resolve, ModelKind, ModelSpec};
 pub use trace::{Trace, TraceRq};
 
 use serde::{Deserialize, Serialize};
