@@ -8,7 +8,8 @@
 //!   [`Observer`]; it returns the [`GitSeries`] (a plain serde type; `fsage-report` exports it).
 //! - [`git`]: the source repository (a directory or a bundle) and its commit list.
 //! - [`tree`]: `--mode tree`, each commit's changes as fsage-exec operations.
-//! - [`measure`]: one measurement of an instance (grep, own read, layout score, frag figures).
+//! - [`measure`]: one measurement of an instance (grep, own read, layout score, frag figures),
+//!   and the greps' traces costed on device models ([`measure::cost_on_models`]).
 //! - [`slow`]: measurements taken through a slow device of a chosen latency ([`MeasureDevice`]).
 
 pub mod git;
@@ -20,9 +21,12 @@ pub mod synthetic;
 pub mod tree;
 
 pub use run::{
-    git_age, source_clone_path, state_path, GitAgeOptions, Mode, Observer, Outcome, Target,
+    git_age, source_clone_path, state_path, traces_path, GitAgeOptions, Mode, Observer, Outcome,
+    Target,
 };
-pub use series::{FragFigures, GitRow, GitSeries, InstanceFigures, SERIES_FORMAT};
+pub use series::{
+    FragFigures, GitRow, GitSeries, InstanceFigures, ModeledFigures, ModeledRatio, SERIES_FORMAT,
+};
 pub use slow::MeasureDevice;
 
 /// An error of Git aging: what went wrong, where, and who has to act on it (the type every

@@ -1,11 +1,12 @@
-//! One measurement of one instance, on a file system just mounted: drop caches, the timed grep
-//! of the whole mount (its block reads traced for the layout score), drop caches, fsage's own
-//! recursive read, then the `fsage frag` figures (last: FIEMAP warms the caches).
+//! One measurement of one instance, on a file system just mounted: drop caches and the timed grep
+//! of the whole mount (its block reads traced with their times, for the layout score and for
+//! costing on device models), repeated; drop caches, fsage's own recursive read, then the
+//! `fsage frag` figures (last: FIEMAP warms the caches).
 
-use crate::series::{FragFigures, InstanceFigures};
+use crate::series::{FragFigures, InstanceFigures, ModeledFigures};
 use crate::slow::{MeasureDevice, SlowMount};
 use crate::{Error, Result};
-use fsage_lab::trace::{read_layout, BlockTrace, RqFilter};
+use fsage_lab::trace::{device_trace, read_layout, BlockRq, BlockTrace, RqFilter};
 use fsage_lab::{FsKind, Mounted};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -167,30 +168,63 @@ pub fn frag_figures(mount: &Path) -> FragFigures {
     }
 }
 
+/// The median of `v` (the mean of the middle two for an even count); 0 for none.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// An instance's figures and the first grep's block trace (its reads with issue and completion
+/// times), when it could be traced.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub figures: InstanceFigures,
+    pub trace: Option<fsage_device::Trace>,
+}
+
 /// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
-/// trace, `du` the size the seconds per GiB are computed over.
+/// trace, `du` the size the seconds per GiB are computed over. The grep runs `reps` times (at
+/// least once), caches dropped before each; the figures keep the median and every sample, the
+/// layout score and the trace come from the first (each grep is traced the same way, so that
+/// the samples are alike).
 pub fn measure_instance(
     mount: &Path,
     rdev: Option<u64>,
     du: u64,
     pattern: &str,
-) -> Result<InstanceFigures> {
-    fsage_lab::drop_caches()?;
-    let trace = match rdev {
-        Some(d) => BlockTrace::start(d, RqFilter::Reads).map_err(|e| e.message),
-        None => Err("no block device to trace".to_string()),
-    };
-    let grep = timed_grep(mount, pattern);
+    reps: u32,
+) -> Result<Measured> {
+    let mut samples = Vec::new();
+    let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
+    for _ in 0..reps.max(1) {
+        fsage_lab::drop_caches()?;
+        let trace = match rdev {
+            Some(d) => BlockTrace::start_timed(d, RqFilter::Reads).map_err(|e| e.message),
+            None => Err("no block device to trace".to_string()),
+        };
+        let grep = timed_grep(mount, pattern);
+        let traced = match trace {
+            Ok(t) => match t.finish() {
+                Ok(rqs) => (Some(rqs), None),
+                Err(e) => (None, Some(e.message)),
+            },
+            Err(e) => (None, Some(e)),
+        };
+        samples.push(grep?);
+        if first.is_none() {
+            first = Some(traced);
+        }
+    }
+    let (rqs, trace_error) = first.unwrap_or((None, None));
     // Blocks are the file system's (1 KiB on a small ext4, 4 KiB usually).
     let block = fsage_sys::fs_stat(mount).map_or(4096, |s| s.block_size);
-    let (layout, trace_error) = match trace {
-        Ok(t) => match t.finish() {
-            Ok(rqs) => (Some(read_layout(&rqs, block)), None),
-            Err(e) => (None, Some(e.message)),
-        },
-        Err(e) => (None, Some(e)),
-    };
-    let grep_seconds = grep?;
+    let layout = rqs.as_ref().map(|r| read_layout(r, block));
+    let grep_seconds = median(&samples);
     fsage_lab::drop_caches()?;
     let t = Instant::now();
     let (read_bytes, read_files) = read_tree(mount)?;
@@ -199,7 +233,7 @@ pub fn measure_instance(
     let frag = frag_figures(mount);
     let frag_seconds = t.elapsed().as_secs_f64();
     let gib = du as f64 / GIB;
-    Ok(InstanceFigures {
+    let figures = InstanceFigures {
         grep_seconds,
         grep_seconds_per_gib: if gib > 0.0 { grep_seconds / gib } else { 0.0 },
         layout_score: layout.and_then(|l| l.score),
@@ -215,7 +249,40 @@ pub fn measure_instance(
         frag_seconds,
         device_reads: None,
         device_read_mean_ns: None,
+        grep_samples: samples,
+        trace_file: None,
+        modeled: Vec::new(),
+        cost_seconds: 0.0,
+    };
+    Ok(Measured {
+        figures,
+        trace: rqs.map(|r| device_trace(&r, format!("cold grep -r of {}", mount.display()), None)),
     })
+}
+
+/// Costs `trace` on each model, each built fresh for a device of `device_size` bytes; seconds
+/// per GiB over `du`.
+pub fn cost_on_models(
+    trace: &fsage_device::Trace,
+    models: &[fsage_device::ModelSpec],
+    device_size: u64,
+    du: u64,
+) -> Result<Vec<ModeledFigures>> {
+    let gib = du as f64 / GIB;
+    models
+        .iter()
+        .map(|m| {
+            let mut dev = m.build(device_size)?;
+            let r = fsage_device::cost(trace, dev.as_mut());
+            let seconds = r.total_ns as f64 / 1e9;
+            Ok(ModeledFigures {
+                model: m.name.clone(),
+                seconds,
+                seconds_per_gib: if gib > 0.0 { seconds / gib } else { 0.0 },
+                requests: r.requests,
+            })
+        })
+        .collect()
 }
 
 /// mkfs options of the clean instance: ext4 initialised fully at mkfs time, as the scripts do.
@@ -283,8 +350,9 @@ pub fn clean_instance(
     aged_tree: &Path,
     du: u64,
     pattern: &str,
+    reps: u32,
     device: Option<&MeasureDevice>,
-) -> Result<InstanceFigures> {
+) -> Result<Measured> {
     let t = Instant::now();
     remove_stale_clean(image)?;
     let mnt = mount_dir(image);
@@ -330,13 +398,13 @@ pub fn clean_instance(
         }
     };
     let prepare_seconds = t.elapsed().as_secs_f64();
-    let mut fig = measure_instance(&mnt, rdev, du, pattern)?;
-    fig.prepare_seconds = prepare_seconds;
+    let mut m = measure_instance(&mnt, rdev, du, pattern, reps)?;
+    m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
-        fig.set_device_reads(s.finish()?);
+        m.figures.set_device_reads(s.finish()?);
     }
     drop(g);
-    Ok(fig)
+    Ok(m)
 }
 
 #[cfg(test)]

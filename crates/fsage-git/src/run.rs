@@ -85,6 +85,10 @@ pub struct GitAgeOptions {
     /// Take every measurement with the instance on a slow device of these latencies (an image
     /// target only); none: on plain loop devices.
     pub device: Option<MeasureDevice>,
+    /// Timed greps per instance and measurement (their median is the series' time).
+    pub grep_reps: u32,
+    /// Device models the first grep's trace of every measurement is costed on.
+    pub cost_models: Vec<fsage_device::ModelSpec>,
 }
 
 /// What the caller sees as the run goes.
@@ -112,7 +116,7 @@ pub struct Outcome {
 const STATE_FORMAT: &str = "fsage-git-state/1";
 
 /// What must not change between a run and its resume.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct RunKey {
     repo: String,
     mode: String,
@@ -131,6 +135,16 @@ struct RunKey {
     /// The measuring device's latencies (absent in checkpoints from before the option).
     #[serde(default)]
     device: Option<Latencies>,
+    /// Timed greps per measurement (1 in checkpoints from before repetitions).
+    #[serde(default = "one")]
+    grep_reps: u32,
+    /// The cost models, text included (none in checkpoints from before them).
+    #[serde(default)]
+    cost_models: Vec<fsage_device::ModelSpec>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,6 +169,14 @@ pub fn state_path(target: &Target) -> PathBuf {
 pub fn source_clone_path(target: &Target) -> PathBuf {
     let t = target.files_base().to_string_lossy();
     PathBuf::from(format!("{}.source.git", t.trim_end_matches('/')))
+}
+
+/// Where the greps' traces are kept: `IMAGE.traces/` (or `CLEAN_IMAGE.traces/`), one file per
+/// instance and measurement, `NNNNN-aged.json` and `NNNNN-clean.json` by pulls (a measurement
+/// taken again after a stop writes over its own files).
+pub fn traces_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
+    PathBuf::from(format!("{}.traces", t.trim_end_matches('/')))
 }
 
 fn save_state(path: &Path, st: &State) -> Result<()> {
@@ -416,7 +438,8 @@ impl Aged {
         dev: &MeasureDevice,
         du: u64,
         pattern: &str,
-    ) -> Result<crate::series::InstanceFigures> {
+        reps: u32,
+    ) -> Result<measure::Measured> {
         let Some(img) = self.image.clone() else {
             return Err(Error::input(
                 "a slow device needs an image target (a mounted directory cannot be put on one)",
@@ -426,11 +449,11 @@ impl Aged {
             m.finish()?;
         }
         let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|s| {
-            let fig = measure::measure_instance(&self.mnt, Some(s.rdev()), du, pattern);
+            let m = measure::measure_instance(&self.mnt, Some(s.rdev()), du, pattern, reps);
             let done = s.finish();
-            let mut fig = fig?;
-            fig.set_device_reads(done?);
-            Ok(fig)
+            let mut m = m?;
+            m.figures.set_device_reads(done?);
+            Ok(m)
         });
         let again = Mounted::attach_and_mount(&img, &self.mnt);
         let again = again.map(|m| self.mounted = Some(m));
@@ -454,9 +477,38 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
              the device); a directory on a mounted file system cannot be",
         ));
     }
+    if opts.grep_reps == 0 {
+        return Err(Error::input("--grep-reps: at least 1 grep per measurement"));
+    }
+    for (i, m) in opts.cost_models.iter().enumerate() {
+        if opts.cost_models[..i].iter().any(|o| o.name == m.name) {
+            return Err(Error::input(format!(
+                "--cost-models: `{}` is given twice",
+                m.name
+            )));
+        }
+    }
     // Every check of the input before anything is made.
     let state_file = state_path(&opts.target);
+    let traces_dir = traces_path(&opts.target);
     let facts = check_target(opts, &state_file)?;
+    for m in &opts.cost_models {
+        m.build(facts.size).map_err(|e| {
+            Error::input(format!(
+                "--cost-models: {}: {} (for a device of {} bytes)",
+                m.name, e.message, facts.size
+            ))
+        })?;
+    }
+    if !opts.resume
+        && !opts.no_measure
+        && std::fs::read_dir(&traces_dir).is_ok_and(|mut d| d.next().is_some())
+    {
+        return Err(Error::input(format!(
+            "{}: traces of an earlier run are there; move or remove them to start again",
+            traces_dir.display()
+        )));
+    }
     // One run per target at a time: a second one (a resume given twice, say) must not reuse, and
     // on its way out remove, the bundle clone the first is pulling from.
     let _lock =
@@ -500,6 +552,8 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         last: commits[n - 1].id.clone(),
         commits: n as u64,
         device: opts.device.as_ref().map(|d| d.latencies),
+        grep_reps: opts.grep_reps,
+        cost_models: opts.cost_models.clone(),
     };
 
     // The aged instance, new or resumed.
@@ -508,7 +562,8 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         if st.key != key {
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
-                 repository, range, file systems, size, mode, every, gc and device latency",
+                 repository, range, file systems, size, mode, every, gc, device latency, grep \
+                 repetitions and cost models",
                 state_file.display(),
                 st.key
             )));
@@ -579,6 +634,9 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             finished: false,
             remounted: matches!(opts.target, Target::Image { .. }),
             device_latencies: key.device,
+            grep_reps: opts.grep_reps,
+            cost_models: opts.cost_models.clone(),
+            traces_dir: None,
             replay_seconds: 0.0,
             measure_seconds: 0.0,
             commits_per_second: None,
@@ -735,11 +793,12 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         let rdev = aged.remount()?;
         let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
+        let reps = opts.grep_reps;
         let mut a = match &opts.device {
-            None => measure::measure_instance(&aged.mnt, rdev, du, &pattern)?,
-            Some(d) => aged.measure_slow(d, du, &pattern)?,
+            None => measure::measure_instance(&aged.mnt, rdev, du, &pattern, reps)?,
+            Some(d) => aged.measure_slow(d, du, &pattern, reps)?,
         };
-        a.prepare_seconds = prepare_seconds;
+        a.figures.prepare_seconds = prepare_seconds;
         let c = measure::clean_instance(
             kind,
             size,
@@ -747,15 +806,59 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             &aged.tree,
             du,
             &pattern,
+            reps,
             opts.device.as_ref(),
         )?;
         let c0: &Commit = &commits[i];
+        let pulls = i as u64 + 1;
+        let mut figs = Vec::new();
+        for (which, m) in [("aged", a), ("clean", c)] {
+            let mut f = m.figures;
+            if let Some(mut tr) = m.trace {
+                tr.source =
+                    format!(
+                    "cold grep -r of the {which} instance ({} on {}) at pull {pulls}, commit {}, \
+                     of {}",
+                    if which == "aged" { &key.fs } else { kind.name() },
+                    fsage_units::format_size(size),
+                    c0.id,
+                    key.repo
+                );
+                tr.device_size = Some(size);
+                std::fs::create_dir_all(&traces_dir)
+                    .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
+                let file = traces_dir.join(format!("{pulls:05}-{which}.json"));
+                tr.write(&file)?;
+                f.trace_file = Some(file.to_string_lossy().into_owned());
+                series.traces_dir = Some(traces_dir.to_string_lossy().into_owned());
+                let t = Instant::now();
+                f.modeled = measure::cost_on_models(&tr, &opts.cost_models, size, du)?;
+                f.cost_seconds = t.elapsed().as_secs_f64();
+            }
+            figs.push(f);
+        }
+        let (c, a) = (
+            figs.pop().unwrap_or_default(),
+            figs.pop().unwrap_or_default(),
+        );
+        let modeled_ratio = opts
+            .cost_models
+            .iter()
+            .map(|m| crate::series::ModeledRatio {
+                model: m.name.clone(),
+                ratio: match (a.modeled_on(&m.name), c.modeled_on(&m.name)) {
+                    (Some(x), Some(y)) if y.seconds > 0.0 => Some(x.seconds / y.seconds),
+                    _ => None,
+                },
+            })
+            .collect();
         let row = GitRow {
-            pulls: i as u64 + 1,
+            pulls,
             commit: c0.id.clone(),
             commit_date: c0.date.clone(),
             du_bytes: du,
             ratio: (c.grep_seconds > 0.0).then(|| a.grep_seconds / c.grep_seconds),
+            modeled_ratio,
             aged: a,
             clean: c,
         };

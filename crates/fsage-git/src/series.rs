@@ -57,9 +57,60 @@ pub struct InstanceFigures {
     pub device_reads: Option<u64>,
     #[serde(default)]
     pub device_read_mean_ns: Option<f64>,
+    /// Every timed grep's wall time (caches dropped before each); `grep_seconds` is their median.
+    /// (Empty in series written before repetitions: one sample, `grep_seconds`.)
+    #[serde(default)]
+    pub grep_samples: Vec<f64>,
+    /// The first grep's block trace (`fsage dev cost` reads it), when one was kept.
+    #[serde(default)]
+    pub trace_file: Option<String>,
+    /// The first grep's trace costed on each of the run's models, in their order.
+    #[serde(default)]
+    pub modeled: Vec<ModeledFigures>,
+    /// Time spent costing the trace on the models.
+    #[serde(default)]
+    pub cost_seconds: f64,
+}
+
+/// What one grep's trace costs on one device model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ModeledFigures {
+    /// The model's name (as `--cost-models` gave it).
+    pub model: String,
+    /// From the first request's issue to the last completion on the model.
+    pub seconds: f64,
+    /// Seconds per GiB of the `du -s` size.
+    pub seconds_per_gib: f64,
+    pub requests: u64,
+}
+
+/// The aged over clean modeled time on one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ModeledRatio {
+    pub model: String,
+    pub ratio: Option<f64>,
 }
 
 impl InstanceFigures {
+    /// The fastest and slowest timed grep (the one sample of an older series).
+    pub fn grep_spread(&self) -> (f64, f64) {
+        if self.grep_samples.is_empty() {
+            return (self.grep_seconds, self.grep_seconds);
+        }
+        let lo = self
+            .grep_samples
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let hi = self.grep_samples.iter().copied().fold(0.0, f64::max);
+        (lo, hi)
+    }
+
+    /// The modeled figures on `model`, if costed.
+    pub fn modeled_on(&self, model: &str) -> Option<&ModeledFigures> {
+        self.modeled.iter().find(|m| m.model == model)
+    }
+
     pub(crate) fn set_device_reads(&mut self, r: Option<crate::slow::DeviceReads>) {
         self.device_reads = r.map(|r| r.requests);
         self.device_read_mean_ns = r.map(|r| r.mean_ns);
@@ -81,8 +132,21 @@ pub struct GitRow {
     pub du_bytes: u64,
     pub aged: InstanceFigures,
     pub clean: InstanceFigures,
-    /// Aged over clean grep time.
+    /// Aged over clean grep time (medians).
     pub ratio: Option<f64>,
+    /// Aged over clean modeled time, per model of the run (empty without models).
+    #[serde(default)]
+    pub modeled_ratio: Vec<ModeledRatio>,
+}
+
+impl GitRow {
+    /// The aged/clean modeled ratio on `model`.
+    pub fn modeled_ratio_on(&self, model: &str) -> Option<f64> {
+        self.modeled_ratio
+            .iter()
+            .find(|m| m.model == model)
+            .and_then(|m| m.ratio)
+    }
 }
 
 /// A whole run (also its checkpoint's content).
@@ -120,6 +184,15 @@ pub struct GitSeries {
     /// through it); none: plain loop devices over the images.
     #[serde(default)]
     pub device_latencies: Option<fsage_slowdev::Latencies>,
+    /// Timed greps per instance and measurement (1 in series written before repetitions).
+    #[serde(default = "one")]
+    pub grep_reps: u32,
+    /// The device models every kept trace is costed on (`--cost-models`), with their text.
+    #[serde(default)]
+    pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
+    #[serde(default)]
+    pub traces_dir: Option<String>,
     /// Time spent replaying (git or tree operations), over every session.
     pub replay_seconds: f64,
     /// Time spent measuring, over every session.
@@ -130,7 +203,16 @@ pub struct GitSeries {
     pub rows: Vec<GitRow>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 impl GitSeries {
+    /// The names of the models the series was costed on, in order.
+    pub fn model_names(&self) -> Vec<&str> {
+        self.cost_models.iter().map(|m| m.name.as_str()).collect()
+    }
+
     /// The clean instance's kind (`fs` in series from before `clean_fs` was recorded).
     pub fn clean_fs(&self) -> &str {
         if self.clean_fs.is_empty() {

@@ -96,6 +96,8 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         op_log: None,
         no_measure: true,
         device: None,
+        grep_reps: 1,
+        cost_models: Vec::new(),
     }
 }
 
@@ -326,4 +328,114 @@ fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
     o2.resume = false;
     let e = git_age(&o2, &mut fsage_git::run::Silent).unwrap_err();
     assert!(e.message.contains("checkpoint"), "{}", e.message);
+}
+
+#[test]
+fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
+    if !have_git() {
+        return skip("image_costed", "git is not installed");
+    }
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/shm").is_dir() {
+        return skip(
+            "image_costed",
+            "needs root (loop devices, mounts, tracefs) and /dev/shm",
+        );
+    }
+    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let repo = repo(tmp.path());
+    let image = tmp.path().join("aged.img");
+    let _g = ImageGuard(image.clone());
+    let t = Target::Image {
+        path: image.clone(),
+        kind: fsage_lab::FsKind::Ext4,
+        size: 64 << 20,
+    };
+    let mut o = options(&repo, t.clone(), Mode::Git);
+    o.no_measure = false;
+    o.every = 10;
+    o.grep_reps = 3;
+    let ms = fsage_device::resolve("1ms").unwrap();
+    let us = fsage_device::resolve("100us").unwrap();
+    o.cost_models = vec![ms.clone(), us.clone()];
+    let out = git_age(&o, &mut fsage_git::run::Silent).unwrap();
+    let s = &out.series;
+    assert_eq!(s.grep_reps, 3);
+    assert_eq!(s.model_names(), vec![ms.name.as_str(), us.name.as_str()]);
+    let dir = fsage_git::traces_path(&t);
+    assert_eq!(s.traces_dir.as_deref(), Some(dir.to_str().unwrap()));
+    let pulls: Vec<u64> = s.rows.iter().map(|r| r.pulls).collect();
+    assert_eq!(pulls, vec![1, 11, 20]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "00001-aged.json",
+            "00001-clean.json",
+            "00011-aged.json",
+            "00011-clean.json",
+            "00020-aged.json",
+            "00020-clean.json"
+        ]
+    );
+    for r in &s.rows {
+        let mut secs = Vec::new();
+        for (name, i) in [("aged", &r.aged), ("clean", &r.clean)] {
+            assert_eq!(i.grep_samples.len(), 3, "{name}: three timed greps");
+            let mut sorted = i.grep_samples.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(i.grep_seconds, sorted[1], "{name}: the median");
+            let file = i.trace_file.as_deref().expect("a kept trace");
+            assert_eq!(
+                Path::new(file),
+                dir.join(format!("{:05}-{name}.json", r.pulls))
+            );
+            let tr = fsage_device::Trace::read(Path::new(file)).unwrap();
+            assert_eq!(tr.device_size, Some(64 << 20));
+            assert!(!tr.requests.is_empty(), "{name}: the grep read nothing");
+            assert!(tr
+                .requests
+                .iter()
+                .all(|q| q.kind == fsage_device::RqKind::Read));
+            assert!(
+                tr.requests.iter().all(|q| q.complete_ns.is_some()),
+                "{name}: every read has its completion"
+            );
+            assert_eq!(i.modeled.len(), 2);
+            for (spec, m) in [&ms, &us].into_iter().zip(&i.modeled) {
+                assert_eq!(m.model, spec.name);
+                let mut dev = spec.build(64 << 20).unwrap();
+                let want = fsage_device::cost(&tr, dev.as_mut());
+                assert_eq!(
+                    m.seconds,
+                    want.total_ns as f64 / 1e9,
+                    "{name} on {}",
+                    m.model
+                );
+                assert_eq!(m.requests, tr.requests.len() as u64);
+                let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
+                assert!((m.seconds_per_gib - m.seconds / gib).abs() < 1e-9);
+            }
+            // On a fixed 1 ms device, no request can finish sooner than 1 ms, and a chain of
+            // dependent reads costs at least its last read's 1 ms.
+            assert!(i.modeled[0].seconds >= 1e-3);
+            assert!(i.modeled[0].seconds > i.modeled[1].seconds);
+            secs.push(i.modeled[0].seconds);
+        }
+        assert_eq!(r.modeled_ratio_on(&ms.name), Some(secs[0] / secs[1]));
+        assert_eq!(r.modeled_ratio.len(), 2);
+    }
+    // A second run over the traces of the first is refused before anything is made.
+    std::fs::remove_file(&out.state).unwrap();
+    std::fs::remove_file(&image).unwrap();
+    let e = git_age(&o, &mut fsage_git::run::Silent).unwrap_err();
+    assert!(
+        e.message.contains("traces of an earlier run"),
+        "{}",
+        e.message
+    );
+    assert!(!image.exists());
 }

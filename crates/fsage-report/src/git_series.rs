@@ -66,11 +66,29 @@ pub fn render(s: &GitSeries) -> String {
             fsage_slowdev::format_ns(l.flush_ns)
         );
     }
+    if s.grep_reps > 1 {
+        let _ = writeln!(
+            o,
+            "each grep timed {} times: the median, and the fastest to the slowest (range)",
+            s.grep_reps
+        );
+    }
+    for m in &s.cost_models {
+        let _ = writeln!(
+            o,
+            "costed on {}: {} (the first grep's block reads, replayed in simulated time)",
+            m.name, m.description
+        );
+    }
+    if let Some(d) = &s.traces_dir {
+        let _ = writeln!(o, "traces: {d} (fsage dev cost reads them)");
+    }
     if s.rows.is_empty() {
         o.push_str("no measurements\n");
         return o;
     }
-    let head = [
+    let models = s.model_names();
+    let mut head: Vec<String> = [
         "pulls",
         "commit",
         "date",
@@ -86,12 +104,28 @@ pub fn render(s: &GitSeries) -> String {
         "clean frag/f",
         "aged free ext",
         "clean free ext",
-    ];
-    let rows: Vec<[String; 15]> = s
+    ]
+    .map(String::from)
+    .to_vec();
+    if s.grep_reps > 1 {
+        head.extend(["aged range", "clean range"].map(String::from));
+    }
+    for m in &models {
+        head.extend([
+            format!("{m} aged s/GiB"),
+            format!("{m} clean s/GiB"),
+            format!("{m} ratio"),
+        ]);
+    }
+    let range = |i: &InstanceFigures| {
+        let (lo, hi) = i.grep_spread();
+        format!("{lo:.3}-{hi:.3}")
+    };
+    let rows: Vec<Vec<String>> = s
         .rows
         .iter()
         .map(|r| {
-            [
+            let mut v = vec![
                 r.pulls.to_string(),
                 r.commit.get(..10).unwrap_or(&r.commit).to_string(),
                 r.commit_date
@@ -110,7 +144,23 @@ pub fn render(s: &GitSeries) -> String {
                 opt3(r.clean.frag.fragments_per_file),
                 optu(r.aged.frag.free_extents),
                 optu(r.clean.frag.free_extents),
-            ]
+            ];
+            if s.grep_reps > 1 {
+                v.extend([range(&r.aged), range(&r.clean)]);
+            }
+            for m in &models {
+                let per = |i: &InstanceFigures| {
+                    i.modeled_on(m)
+                        .map_or("-".into(), |x| format!("{:.2}", x.seconds_per_gib))
+                };
+                v.extend([
+                    per(&r.aged),
+                    per(&r.clean),
+                    r.modeled_ratio_on(m)
+                        .map_or("-".into(), |v| format!("{v:.2}")),
+                ]);
+            }
+            v
         })
         .collect();
     let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
@@ -139,7 +189,8 @@ pub fn render(s: &GitSeries) -> String {
     o
 }
 
-/// CSV columns, in order.
+/// CSV columns, in order (then, for a series with repetitions or cost models, the columns of
+/// [`csv_header`]).
 pub const CSV_HEADER: &str = "pulls,du_bytes,aged_seconds,aged_layout_score,clean_seconds,\
 clean_layout_score,commit,commit_date,aged_seconds_per_gib,clean_seconds_per_gib,ratio,\
 aged_read_seconds,aged_read_bytes,aged_read_files,clean_read_seconds,clean_read_bytes,\
@@ -154,8 +205,43 @@ fn u(x: Option<u64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
-fn csv_row(r: &GitRow) -> String {
+/// The header of `s`'s CSV: [`CSV_HEADER`], the greps' spread, then per cost model `M`:
+/// `M_aged_seconds,M_aged_seconds_per_gib,M_clean_seconds,M_clean_seconds_per_gib,M_ratio`.
+pub fn csv_header(s: &GitSeries) -> String {
+    let mut h = String::from(CSV_HEADER);
+    h.push_str(",aged_seconds_min,aged_seconds_max,clean_seconds_min,clean_seconds_max");
+    for m in s.model_names() {
+        for c in [
+            "aged_seconds",
+            "aged_seconds_per_gib",
+            "clean_seconds",
+            "clean_seconds_per_gib",
+            "ratio",
+        ] {
+            let _ = write!(h, ",{m}_{c}");
+        }
+    }
+    h
+}
+
+fn csv_row(r: &GitRow, models: &[&str]) -> String {
     let (a, c): (&InstanceFigures, &InstanceFigures) = (&r.aged, &r.clean);
+    let (a_lo, a_hi) = a.grep_spread();
+    let (c_lo, c_hi) = c.grep_spread();
+    let mut extra = vec![
+        a_lo.to_string(),
+        a_hi.to_string(),
+        c_lo.to_string(),
+        c_hi.to_string(),
+    ];
+    for m in models {
+        for i in [a, c] {
+            let x = i.modeled_on(m);
+            extra.push(f(x.map(|x| x.seconds)));
+            extra.push(f(x.map(|x| x.seconds_per_gib)));
+        }
+        extra.push(f(r.modeled_ratio_on(m)));
+    }
     [
         r.pulls.to_string(),
         r.du_bytes.to_string(),
@@ -187,14 +273,18 @@ fn csv_row(r: &GitRow) -> String {
         f(a.frag.dynamic_layout_score),
         f(c.frag.dynamic_layout_score),
     ]
+    .into_iter()
+    .chain(extra)
+    .collect::<Vec<_>>()
     .join(",")
 }
 
 pub fn csv(s: &GitSeries) -> String {
-    let mut o = String::from(CSV_HEADER);
+    let mut o = csv_header(s);
     o.push('\n');
+    let models = s.model_names();
     for r in &s.rows {
-        o.push_str(&csv_row(r));
+        o.push_str(&csv_row(r, &models));
         o.push('\n');
     }
     o
@@ -230,6 +320,9 @@ mod tests {
             finished: true,
             remounted: true,
             device_latencies: None,
+            grep_reps: 1,
+            cost_models: vec![],
+            traces_dir: None,
             replay_seconds: 1.0,
             measure_seconds: 2.0,
             commits_per_second: Some(2.0),
@@ -243,6 +336,7 @@ mod tests {
                 aged: inst(0.2, 0.7),
                 clean: inst(0.1, 0.9),
                 ratio: Some(2.0),
+                modeled_ratio: vec![],
             }],
         }
     }
@@ -259,6 +353,45 @@ mod tests {
         ));
         // A missing figure is an empty field, not a made-up number.
         assert!(lines[1].contains(",,"));
+    }
+
+    #[test]
+    fn models_and_repetitions_get_columns() {
+        let mut s = series();
+        s.grep_reps = 3;
+        s.cost_models = vec![fsage_device::ModelSpec::fixed(1_000_000)];
+        let m = |secs: f64| fsage_git::ModeledFigures {
+            model: "1ms".into(),
+            seconds: secs,
+            seconds_per_gib: secs * 100.0,
+            requests: 10,
+        };
+        let r = &mut s.rows[0];
+        r.aged.grep_samples = vec![0.3, 0.2, 0.25];
+        r.aged.modeled = vec![m(3.0)];
+        r.clean.modeled = vec![m(1.5)];
+        r.modeled_ratio = vec![fsage_git::ModeledRatio {
+            model: "1ms".into(),
+            ratio: Some(2.0),
+        }];
+        let c = csv(&s);
+        let lines: Vec<&str> = c.lines().collect();
+        let head: Vec<&str> = lines[0].split(',').collect();
+        let row: Vec<&str> = lines[1].split(',').collect();
+        assert_eq!(head.len(), row.len());
+        let col = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(col("aged_seconds_min"), "0.2");
+        assert_eq!(col("aged_seconds_max"), "0.3");
+        // An instance without samples (an older series): its one time is both ends.
+        assert_eq!(col("clean_seconds_min"), "0.1");
+        assert_eq!(col("1ms_aged_seconds"), "3");
+        assert_eq!(col("1ms_clean_seconds_per_gib"), "150");
+        assert_eq!(col("1ms_ratio"), "2");
+        let t = render(&s);
+        assert!(t.contains("1ms ratio") && t.contains("0.200-0.300"), "{t}");
+        assert!(t.contains("costed on 1ms"), "{t}");
+        // A series without models still exports the base columns first, unchanged.
+        assert!(csv(&series()).starts_with(CSV_HEADER));
     }
 
     #[test]

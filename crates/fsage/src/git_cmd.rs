@@ -75,6 +75,15 @@ pub struct GitAgeArgs {
     /// per request (e.g. 100us; reads, writes and flushes); the replay stays at full speed.
     #[arg(long, value_name = "LATENCY", requires = "fs")]
     pub device_latency: Option<String>,
+    /// Cost every grep's block trace on these device models (comma-separated: a latency such as
+    /// 1ms, a built-in model such as hdd-7200, or a model file); each gets modeled seconds,
+    /// seconds per GiB and an aged/clean ratio in the series. The traces stay in IMAGE.traces/.
+    #[arg(long, value_name = "M[,M...]", value_delimiter = ',')]
+    pub cost_models: Vec<String>,
+    /// Time each cold grep N times (caches dropped before each); the series keeps the median,
+    /// the fastest and the slowest. The first one's trace is kept and costed.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub grep_reps: u32,
     /// Write the series as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -193,6 +202,16 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         )),
         None => None,
     };
+    let cost_models = a
+        .cost_models
+        .iter()
+        .map(|m| {
+            fsage_device::resolve(m).map_err(|e| bad_input(format!("--cost-models: {}", e.message)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.grep_reps == 0 {
+        return Err(bad_input("--grep-reps: at least 1"));
+    }
     for p in [&a.json, &a.csv].into_iter().flatten() {
         fsage_sys::check_writable_file(p)?;
     }
@@ -215,6 +234,8 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         op_log: a.op_log.clone(),
         no_measure: a.no_measure,
         device,
+        grep_reps: a.grep_reps,
+        cost_models,
     };
     // SAFETY: isatty on a standard descriptor.
     let tty = unsafe { libc::isatty(2) } == 1 && !a.quiet;

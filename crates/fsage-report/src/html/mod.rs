@@ -1479,6 +1479,9 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
     let mut per_gib = Vec::new();
     let mut ratio = Vec::new();
     let mut layout = Vec::new();
+    let mut model_ratio = Vec::new();
+    let mut model_per_gib = Vec::new();
+    let mut model_color = 0;
     for (i, s) in series.iter().enumerate() {
         let g = &s.item;
         let name = format!("{} {}", s.name, g.fs);
@@ -1497,16 +1500,59 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
             dots: true,
             rings: vec![],
         };
-        per_gib.push(line(
+        // The spread of the timed greps, per GiB, as whiskers (none for one sample).
+        let spread = |f: &dyn Fn(&fsage_git::GitRow) -> &fsage_git::InstanceFigures| {
+            g.rows
+                .iter()
+                .filter(|r| f(r).grep_samples.len() > 1 && r.du_bytes > 0)
+                .map(|r| {
+                    let (lo, hi) = f(r).grep_spread();
+                    let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
+                    (r.pulls as f64, lo / gib, hi / gib)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut aged = line(
             format!("{name} aged"),
             pts(&|r| Some(r.aged.grep_seconds_per_gib)),
             false,
-        ));
-        per_gib.push(line(
+        );
+        aged.intervals = spread(&|r| &r.aged);
+        per_gib.push(aged);
+        let mut clean = line(
             format!("{name} clean"),
             pts(&|r| Some(r.clean.grep_seconds_per_gib)),
             true,
-        ));
+        );
+        clean.intervals = spread(&|r| &r.clean);
+        per_gib.push(clean);
+        for m in g.model_names() {
+            let ml = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
+                name,
+                color: model_color,
+                points,
+                intervals: vec![],
+                dashed,
+                dots: true,
+                rings: vec![],
+            };
+            model_ratio.push(ml(
+                format!("{name} on {m}"),
+                pts(&|r| r.modeled_ratio_on(m)),
+                false,
+            ));
+            model_per_gib.push(ml(
+                format!("{name} aged on {m}"),
+                pts(&|r| r.aged.modeled_on(m).map(|x| x.seconds_per_gib)),
+                false,
+            ));
+            model_per_gib.push(ml(
+                format!("{name} clean on {m}"),
+                pts(&|r| r.clean.modeled_on(m).map(|x| x.seconds_per_gib)),
+                true,
+            ));
+            model_color += 1;
+        }
         ratio.push(line(name.clone(), pts(&|r| r.ratio), false));
         let la = pts(&|r| r.aged.layout_score);
         if !la.is_empty() {
@@ -1536,6 +1582,18 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
         ),
         chart("Aged over clean grep time", "aged / clean", ratio),
     ];
+    if !model_ratio.is_empty() {
+        parts.push(chart(
+            "Aged over clean on device models (the first grep's trace, costed)",
+            "modeled aged / clean",
+            model_ratio,
+        ));
+        parts.push(chart(
+            "Modeled grep, seconds per GiB (aged solid, clean dashed)",
+            "modeled grep time (s/GiB)",
+            model_per_gib,
+        ));
+    }
     if !layout.is_empty() {
         parts.push(chart(
             "Layout score of the grep's reads (aged solid, clean dashed)",
@@ -1615,7 +1673,11 @@ fn git(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
          <code>cp -a</code> onto a freshly made file system of the same kind and size (the clean \
          instance) is read the same way. Time is divided by the <code>du -s</code> size. The \
          layout score is 1 − discontiguities ÷ blocks over the grep's block reads in issue \
-         order (tracefs <code>block:block_rq_issue</code>).",
+         order (tracefs <code>block:block_rq_issue</code>). With several timed greps the line is \
+         their median and the whiskers span the fastest to the slowest. With cost models, the \
+         first grep's block reads (issue and completion times, \
+         <code>block:block_rq_complete</code>) are replayed on each model in simulated time \
+         (<code>fsage dev cost</code>'s rule): one line per model.",
         &c,
     );
 }
