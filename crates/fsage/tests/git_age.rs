@@ -476,6 +476,24 @@ fn git_age_refuses_bad_input_before_making_anything() {
     let o = image_run(s(&repo), &["--last", "master", "--branch", "master"]);
     expect_code(&o, 2, "--last with --branch");
 
+    // Cost models are resolved before anything is made; a bad one is named with the flag.
+    let o = image_run(s(&repo), &["--cost-models", "1ms,warp-drive"]);
+    expect_code(&o, 2, "an unknown cost model");
+    assert!(
+        stderr(&o).contains("--cost-models") && stderr(&o).contains("warp-drive"),
+        "{}",
+        stderr(&o)
+    );
+    assert_nothing_made(tmp.path(), "bad --cost-models");
+    let o = image_run(s(&repo), &["--cost-models", "1ms,1000us"]);
+    expect_code(&o, 2, "the same model twice");
+    assert!(stderr(&o).contains("given twice"), "{}", stderr(&o));
+    assert_nothing_made(tmp.path(), "a model given twice");
+    let o = image_run(s(&repo), &["--grep-reps", "0"]);
+    expect_code(&o, 2, "no grep at all");
+    assert!(stderr(&o).contains("--grep-reps"), "{}", stderr(&o));
+    assert_nothing_made(tmp.path(), "--grep-reps 0");
+
     // A subdirectory of the working tree is not the repository.
     let sub = repo.join("subdir-of-the-tree");
     std::fs::create_dir(&sub).unwrap();
