@@ -213,6 +213,16 @@ pub fn run(
     obs: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let t0 = Instant::now();
+    // A device model needs the slow device to run one (fsage_slowdev::DeviceSpec.model), which
+    // this build's slow device does not have: refused before anything is made.
+    if let Some(c) = plan.cells.iter().find(|c| c.device_model.is_some()) {
+        let m = c.device_model.as_ref().map_or("", |m| m.name.as_str());
+        return Err(Error::input(format!(
+            "{}: cell {} runs on the device model {m:?}, but this fsage's slow device runs fixed \
+             latencies only; plan it, or list latencies instead of models to run it",
+            plan.origin, c.id
+        )));
+    }
     prepare_out(out, plan, spec_text)?;
     let (before, unreadable) = recorded_and_unreadable(out)?;
     for (p, why) in &unreadable {
@@ -612,6 +622,36 @@ mod tests {
         assert_eq!(s.ran, 1);
         assert_eq!(m.ran, vec![bad.clone()]);
         assert!(results(&out)[&bad].is_done());
+    }
+
+    #[test]
+    fn cells_on_a_device_model_are_refused_before_anything_is_made() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("disk.toml"),
+            "name = \"disk\"\nkind = \"fixed\"\n[params]\n\
+             read = { value = \"8ms\", source = \"t\" }\nwrite = { value = \"8ms\", source = \"t\" }\n",
+        )
+        .unwrap();
+        let text = SPEC.replace("[\"0\", \"1ms\"]", "[\"0\", \"disk.toml\"]");
+        let plan = spec::parse(&text, "mock.toml", d.path()).unwrap().plan();
+        let out = d.path().join("out");
+        let mut m = mock(vec![], None);
+        let e = run(
+            &plan,
+            &text,
+            &out,
+            &RunOptions::default(),
+            &mut m,
+            &mut Quiet,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("device model \"disk\"") && e.message.contains("mock.toml"),
+            "{e}"
+        );
+        assert!(!out.exists(), "nothing made");
+        assert_eq!(m.ran.len(), 0);
     }
 
     #[test]

@@ -138,6 +138,10 @@ pub struct ExperimentSpec {
     /// Added device latencies in µs; `None` is a plain image without the slow device. Sorted,
     /// `None` first, then fastest to slowest.
     pub latencies: Vec<Option<f64>>,
+    /// Device models (`hdd-7200`, a model file) in `[devices] latencies`, in the order given;
+    /// their cells come after the latencies' in each comparison.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_models: Vec<fsage_device::ModelSpec>,
     pub workloads: Vec<WorkloadSpec>,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -160,6 +164,10 @@ pub struct Cell {
     pub fs: FsSpec,
     pub state: StateSpec,
     pub latency_us: Option<f64>,
+    /// The device model the cell runs on (then `latency_us` is `None`), text included. Absent
+    /// from latency-only cells, whose ids stay what they were before models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<fsage_device::ModelSpec>,
     pub workload: WorkloadSpec,
     /// Repetition, from 0.
     pub rep: u32,
@@ -220,7 +228,12 @@ impl ExperimentSpec {
                 for w in &self.workloads {
                     for &lat in &self.latencies {
                         for st in self.states.iter().filter(|s| s.applies_to(fs)) {
-                            cells.push(self.cell(fs, st, w, rep, lat));
+                            cells.push(self.cell(fs, st, w, rep, lat, None));
+                        }
+                    }
+                    for m in &self.device_models {
+                        for st in self.states.iter().filter(|s| s.applies_to(fs)) {
+                            cells.push(self.cell(fs, st, w, rep, None, Some(m)));
                         }
                     }
                 }
@@ -264,6 +277,7 @@ impl ExperimentSpec {
         w: &WorkloadSpec,
         rep: u32,
         lat: Option<f64>,
+        model: Option<&fsage_device::ModelSpec>,
     ) -> Cell {
         let mut c = Cell {
             id: String::new(),
@@ -271,6 +285,7 @@ impl ExperimentSpec {
             fs: fs.clone(),
             state: st.clone(),
             latency_us: lat,
+            device_model: model.cloned(),
             workload: w.clone(),
             rep,
             seed: self.seed.wrapping_add(rep as u64),
@@ -316,9 +331,10 @@ pub fn cell_id(c: &Cell) -> String {
         .map(|b| format!("{b:02x}"))
         .collect();
     let state = c.state.id_part();
-    let lat = match c.latency_us {
-        None => "plain".to_string(),
-        Some(l) => format!("{}us", trim_num(l)),
+    let lat = match (&c.device_model, c.latency_us) {
+        (Some(m), _) => m.name.clone(),
+        (None, None) => "plain".to_string(),
+        (None, Some(l)) => format!("{}us", trim_num(l)),
     };
     let raw = format!(
         "{}-{}-{}-{}-r{}",
@@ -588,9 +604,9 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     }
 
     // Devices.
-    let latencies = match &raw.devices {
-        None => vec![None],
-        Some(d) => devices(&cx, d)?,
+    let (latencies, device_models) = match &raw.devices {
+        None => (vec![None], Vec::new()),
+        Some(d) => devices(&cx, d, image_size)?,
     };
 
     // Workloads.
@@ -622,6 +638,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         file_systems,
         states,
         latencies,
+        device_models,
         workloads,
         duration_s,
         warmup_s,
@@ -802,13 +819,43 @@ fn state(
     }
 }
 
-fn devices(cx: &Ctx, d: &Spanned<RawDevices>) -> Result<Vec<Option<f64>>, Error> {
+/// The devices: latencies (`"none"`, `"100us"`, ranges) and device models (a string that does
+/// not start with a digit: a built-in model's name or a model file, relative to the experiment's
+/// directory), each model checked to build for a device of `image_size`.
+fn devices(
+    cx: &Ctx,
+    d: &Spanned<RawDevices>,
+    image_size: u64,
+) -> Result<(Vec<Option<f64>>, Vec<fsage_device::ModelSpec>), Error> {
     let r = d.get_ref();
     let mut set: BTreeSet<Option<i64>> = BTreeSet::new();
+    let mut models: Vec<fsage_device::ModelSpec> = Vec::new();
     for v in &r.latencies {
         match v.get_ref() {
             toml::Value::String(s) if s.trim() == "none" => {
                 set.insert(None);
+            }
+            toml::Value::String(s)
+                if !s.trim().is_empty() && !s.trim().starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                let t = s.trim();
+                let in_dir = cx.dir.join(t);
+                let text = if Path::new(t).is_relative() && in_dir.exists() {
+                    in_dir.to_string_lossy().into_owned()
+                } else {
+                    t.to_string()
+                };
+                let m = fsage_device::resolve(&text).map_err(|e| cx.at(v.span(), e.message))?;
+                m.build(image_size).map_err(|e| {
+                    cx.at(
+                        v.span(),
+                        format!("{}: {} (image_size {image_size} bytes)", m.name, e.message),
+                    )
+                })?;
+                if models.iter().any(|o| o.name == m.name) {
+                    return Err(cx.at(v.span(), format!("device model {:?} given twice", m.name)));
+                }
+                models.push(m);
             }
             _ => {
                 set.insert(Some(ns(latency(cx, v)?)));
@@ -839,17 +886,19 @@ fn devices(cx: &Ctx, d: &Spanned<RawDevices>) -> Result<Vec<Option<f64>>, Error>
             set.insert(Some(ns(from + step * i as f64)));
         }
     }
-    if set.is_empty() {
+    if set.is_empty() && models.is_empty() {
         return Err(cx.at(
             d.span(),
             "[devices] lists no latency: give `latencies` (e.g. [\"none\", \"100us\"]) or \
              `ranges`, or leave [devices] out for plain images",
         ));
     }
-    Ok(set
-        .into_iter()
-        .map(|k| k.map(|n| n as f64 / 1000.0))
-        .collect())
+    Ok((
+        set.into_iter()
+            .map(|k| k.map(|n| n as f64 / 1000.0))
+            .collect(),
+        models,
+    ))
 }
 
 fn ns(us: f64) -> i64 {
@@ -1091,6 +1140,86 @@ set = { nfiles = 100 }
 
     fn p(text: &str) -> Result<ExperimentSpec, Error> {
         parse(text, "x.toml", Path::new("."))
+    }
+
+    /// Ids computed before device models existed: latency-only cells keep them.
+    #[test]
+    fn latency_only_cell_ids_are_pinned() {
+        let plan = p(GOOD).unwrap().plan();
+        let ids: Vec<&str> = plan.cells.iter().take(4).map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "ext4-fresh-varmail-plain-r0-71c04dcc4a52",
+                "ext4-aged.meyer-varmail-plain-r0-1e8eef77ca48",
+                "ext4-fresh-varmail-0us-r0-a8279f6633a1",
+                "ext4-aged.meyer-varmail-0us-r0-6b2fd3387579",
+            ]
+        );
+        let j = serde_json::to_string(&plan.cells[0]).unwrap();
+        assert!(!j.contains("device_model"), "{j}");
+    }
+
+    #[test]
+    fn devices_take_model_names_beside_latencies() {
+        let one = |list: &str| {
+            p(&GOOD.replace(
+                "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+                &format!("latencies = {list}"),
+            ))
+        };
+        let s = one(r#"["none", "100us"]"#).unwrap();
+        let ids: Vec<String> = s.plan().cells.iter().map(|c| c.id.clone()).collect();
+        assert_eq!(
+            ids[2], "ext4-fresh-varmail-100us-r0-1181f7ecc2af",
+            "pinned before models"
+        );
+        assert_eq!(ids[7], "xfs-aged.meyer-varmail-100us-r0-245c97396d14");
+        // A model file beside the experiment, by a name relative to its directory.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("slow.toml"),
+            "name = \"slow\"\nkind = \"fixed\"\n[params]\nread = { value = \"5ms\", source = \"t\" }\nwrite = { value = \"5ms\", source = \"t\" }\n",
+        )
+        .unwrap();
+        let text = GOOD.replace(
+            "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+            "latencies = [\"slow.toml\", \"100us\", \"0\"]",
+        );
+        let s = parse(&text, "x.toml", d.path()).unwrap();
+        assert_eq!(s.latencies, vec![Some(0.0), Some(100.0)]);
+        assert_eq!(s.device_models.len(), 1);
+        assert_eq!(s.device_models[0].name, "slow");
+        assert!(s.device_models[0].text.contains("5ms"));
+        let plan = s.plan();
+        // Per fs and workload: 2 latencies x 2 states, then the model x 2 states.
+        assert_eq!(plan.cells.len(), 2 * 2 * (2 + 1) * 2);
+        let c = &plan.cells[4];
+        assert!(c.id.starts_with("ext4-fresh-varmail-slow-r0-"), "{}", c.id);
+        assert_eq!(c.latency_us, None);
+        assert_eq!(c.device_model.as_ref().unwrap().name, "slow");
+        // The 100us cells are the same cells as in a latency-only experiment.
+        assert_eq!(plan.cells[2].id, ids[2]);
+        // A bad name is named with file, line and column.
+        let e = one(r#"["none",
+ "warp-drive"]"#)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("x.toml:") && e.contains("warp-drive"), "{e}");
+        assert!(e.contains("neither a latency"), "{e}");
+        let line = e.split(':').nth(1).unwrap();
+        let want = GOOD
+            .lines()
+            .position(|l| l.starts_with("latencies"))
+            .unwrap()
+            + 2;
+        assert_eq!(line, want.to_string(), "{e}");
+        // A latency with a bad unit stays a latency error.
+        let e = one(r#"["100 parsecs"]"#).unwrap_err().to_string();
+        assert!(e.contains("unknown unit"), "{e}");
+        let twice = text.replace("\"slow.toml\", \"100us\"", "\"slow.toml\", \"slow.toml\"");
+        let e = parse(&twice, "x.toml", d.path()).unwrap_err().to_string();
+        assert!(e.contains("\"slow\" given twice"), "{e}");
     }
 
     #[test]

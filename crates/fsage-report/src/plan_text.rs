@@ -34,7 +34,10 @@ pub fn render(p: &Plan) -> String {
             c.fs.label.clone(),
             state,
             wl,
-            c.latency_us.map_or("plain".into(), fmt_latency),
+            match &c.device_model {
+                Some(m) => format!("model {}", m.name),
+                None => c.latency_us.map_or("plain".into(), fmt_latency),
+            },
             c.rep.to_string(),
             format!(
                 "{}+{}",
