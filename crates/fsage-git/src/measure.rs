@@ -179,6 +179,14 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The timed grep: the pattern no file holds, and how many times to run it.
+#[derive(Debug, Clone, Copy)]
+pub struct Grep<'a> {
+    pub pattern: &'a str,
+    /// At least 1.
+    pub reps: u32,
+}
+
 /// An instance's figures and the first grep's block trace (its reads with issue and completion
 /// times), when it could be traced.
 #[derive(Debug, Clone)]
@@ -188,26 +196,20 @@ pub struct Measured {
 }
 
 /// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
-/// trace, `du` the size the seconds per GiB are computed over. The grep runs `reps` times (at
-/// least once), caches dropped before each; the figures keep the median and every sample, the
+/// trace, `du` the size the seconds per GiB are computed over. The grep runs `grep.reps` times
+/// (at least once), caches dropped before each; the figures keep the median and every sample, the
 /// layout score and the trace come from the first (each grep is traced the same way, so that
 /// the samples are alike).
-pub fn measure_instance(
-    mount: &Path,
-    rdev: Option<u64>,
-    du: u64,
-    pattern: &str,
-    reps: u32,
-) -> Result<Measured> {
+pub fn measure_instance(mount: &Path, rdev: Option<u64>, du: u64, grep: Grep) -> Result<Measured> {
     let mut samples = Vec::new();
     let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
-    for _ in 0..reps.max(1) {
+    for _ in 0..grep.reps.max(1) {
         fsage_lab::drop_caches()?;
         let trace = match rdev {
             Some(d) => BlockTrace::start_timed(d, RqFilter::Reads).map_err(|e| e.message),
             None => Err("no block device to trace".to_string()),
         };
-        let grep = timed_grep(mount, pattern);
+        let secs = timed_grep(mount, grep.pattern);
         let traced = match trace {
             Ok(t) => match t.finish() {
                 Ok(rqs) => (Some(rqs), None),
@@ -215,7 +217,7 @@ pub fn measure_instance(
             },
             Err(e) => (None, Some(e)),
         };
-        samples.push(grep?);
+        samples.push(secs?);
         if first.is_none() {
             first = Some(traced);
         }
@@ -349,8 +351,7 @@ pub fn clean_instance(
     image: &Path,
     aged_tree: &Path,
     du: u64,
-    pattern: &str,
-    reps: u32,
+    grep: Grep,
     device: Option<&MeasureDevice>,
 ) -> Result<Measured> {
     let t = Instant::now();
@@ -398,7 +399,7 @@ pub fn clean_instance(
         }
     };
     let prepare_seconds = t.elapsed().as_secs_f64();
-    let mut m = measure_instance(&mnt, rdev, du, pattern, reps)?;
+    let mut m = measure_instance(&mnt, rdev, du, grep)?;
     m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
         m.figures.set_device_reads(s.finish()?);

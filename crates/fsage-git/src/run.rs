@@ -437,8 +437,7 @@ impl Aged {
         &mut self,
         dev: &MeasureDevice,
         du: u64,
-        pattern: &str,
-        reps: u32,
+        grep: measure::Grep,
     ) -> Result<measure::Measured> {
         let Some(img) = self.image.clone() else {
             return Err(Error::input(
@@ -449,7 +448,7 @@ impl Aged {
             m.finish()?;
         }
         let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|s| {
-            let m = measure::measure_instance(&self.mnt, Some(s.rdev()), du, pattern, reps);
+            let m = measure::measure_instance(&self.mnt, Some(s.rdev()), du, grep);
             let done = s.finish();
             let mut m = m?;
             m.figures.set_device_reads(done?);
@@ -793,10 +792,13 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         let rdev = aged.remount()?;
         let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
-        let reps = opts.grep_reps;
+        let grep = measure::Grep {
+            pattern: &pattern,
+            reps: opts.grep_reps,
+        };
         let mut a = match &opts.device {
-            None => measure::measure_instance(&aged.mnt, rdev, du, &pattern, reps)?,
-            Some(d) => aged.measure_slow(d, du, &pattern, reps)?,
+            None => measure::measure_instance(&aged.mnt, rdev, du, grep)?,
+            Some(d) => aged.measure_slow(d, du, grep)?,
         };
         a.figures.prepare_seconds = prepare_seconds;
         let c = measure::clean_instance(
@@ -805,8 +807,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             &clean_image,
             &aged.tree,
             du,
-            &pattern,
-            reps,
+            grep,
             opts.device.as_ref(),
         )?;
         let c0: &Commit = &commits[i];
