@@ -205,7 +205,22 @@ fn u(x: Option<u64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
-/// The header of `s`'s CSV: [`CSV_HEADER`], the greps' spread, then per cost model `M`:
+/// A model's name as a CSV column prefix: `1 ms` is `1ms`, `100 µs` is `100us`, anything else
+/// outside `[A-Za-z0-9._-]` an underscore.
+pub fn column_prefix(model: &str) -> String {
+    model
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| match c {
+            'µ' | 'μ' => 'u',
+            c if c.is_ascii_alphanumeric() || "._-".contains(c) => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// The header of `s`'s CSV: [`CSV_HEADER`], the greps' spread, then per cost model `M` (its
+/// [`column_prefix`]):
 /// `M_aged_seconds,M_aged_seconds_per_gib,M_clean_seconds,M_clean_seconds_per_gib,M_ratio`.
 pub fn csv_header(s: &GitSeries) -> String {
     let mut h = String::from(CSV_HEADER);
@@ -218,7 +233,7 @@ pub fn csv_header(s: &GitSeries) -> String {
             "clean_seconds_per_gib",
             "ratio",
         ] {
-            let _ = write!(h, ",{m}_{c}");
+            let _ = write!(h, ",{}_{c}", column_prefix(m));
         }
     }
     h
@@ -360,8 +375,9 @@ mod tests {
         let mut s = series();
         s.grep_reps = 3;
         s.cost_models = vec![fsage_device::ModelSpec::fixed(1_000_000)];
+        let name = s.cost_models[0].name.clone();
         let m = |secs: f64| fsage_git::ModeledFigures {
-            model: "1ms".into(),
+            model: name.clone(),
             seconds: secs,
             seconds_per_gib: secs * 100.0,
             requests: 10,
@@ -371,7 +387,7 @@ mod tests {
         r.aged.modeled = vec![m(3.0)];
         r.clean.modeled = vec![m(1.5)];
         r.modeled_ratio = vec![fsage_git::ModeledRatio {
-            model: "1ms".into(),
+            model: name.clone(),
             ratio: Some(2.0),
         }];
         let c = csv(&s);
@@ -388,8 +404,10 @@ mod tests {
         assert_eq!(col("1ms_clean_seconds_per_gib"), "150");
         assert_eq!(col("1ms_ratio"), "2");
         let t = render(&s);
-        assert!(t.contains("1ms ratio") && t.contains("0.200-0.300"), "{t}");
-        assert!(t.contains("costed on 1ms"), "{t}");
+        assert!(t.contains("1 ms ratio") && t.contains("0.200-0.300"), "{t}");
+        assert!(t.contains("costed on 1 ms"), "{t}");
+        assert_eq!(column_prefix("100 µs"), "100us");
+        assert_eq!(column_prefix("hdd-7200"), "hdd-7200");
         // A series without models still exports the base columns first, unchanged.
         assert!(csv(&series()).starts_with(CSV_HEADER));
     }
