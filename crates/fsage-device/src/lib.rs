@@ -22,6 +22,7 @@
 
 pub mod cost;
 pub mod fixed;
+pub mod hdd;
 pub mod models;
 pub mod trace;
 

@@ -16,6 +16,7 @@
 //! latency), the name of a built-in model ([`builtins`], `fsage dev models`), or the path of a
 //! model file.
 
+use crate::hdd::{Hdd, HddParams};
 use crate::{DeviceModel, Error, FixedLatency, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,6 +56,7 @@ pub struct FixedParams {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelKind {
     Fixed(FixedParams),
+    Hdd(HddParams),
 }
 
 /// A model, read and checked: what to record with a result and what to build.
@@ -115,9 +117,10 @@ impl ModelSpec {
                     queue_depth: r.opt_count("queue_depth")?.map(|n| n as u32),
                 })
             }
+            "hdd" => ModelKind::Hdd(hdd_params(&mut r)?),
             other => {
                 return Err(Error::input(format!(
-                    "{origin}: kind `{other}` is not a model kind (known: fixed)"
+                    "{origin}: kind `{other}` is not a model kind (known: fixed, hdd)"
                 )))
             }
         };
@@ -136,8 +139,12 @@ impl ModelSpec {
     }
 
     /// Builds the model for a device of `device_size` bytes.
-    pub fn build(&self, _device_size: u64) -> Result<Box<dyn DeviceModel>> {
+    pub fn build(&self, device_size: u64) -> Result<Box<dyn DeviceModel>> {
         Ok(match &self.kind {
+            ModelKind::Hdd(p) => Box::new(
+                Hdd::new(p, device_size)
+                    .map_err(|e| Error::input(format!("model {}: {e}", self.name)))?,
+            ),
             ModelKind::Fixed(p) => Box::new(FixedLatency::new(
                 p.read_ns,
                 p.write_ns,
@@ -212,7 +219,6 @@ impl Reader<'_> {
         self.opt_quantity(key, fsage_units::parse_bandwidth)
     }
 
-    #[allow(dead_code)] // for the kinds with caches (the hard disk, next)
     pub(crate) fn opt_size(&mut self, key: &'static str) -> Result<Option<u64>> {
         self.opt_quantity(key, fsage_units::parse_size)
     }
@@ -256,12 +262,78 @@ impl Reader<'_> {
     }
 }
 
+/// A hard disk's parameters (see [`crate::hdd`] for what each does). Write seeks default to
+/// the read seeks; the rest are required unless said.
+fn hdd_params(r: &mut Reader) -> Result<HddParams> {
+    let req_lat = |r: &mut Reader, k: &'static str| r.latency(k);
+    let seek_track_ns = req_lat(r, "seek_track")?;
+    let seek_avg_ns = req_lat(r, "seek_avg")?;
+    let seek_full_ns = req_lat(r, "seek_full")?;
+    let rate = |r: &mut Reader, k: &'static str| r.opt_bandwidth(k)?.ok_or_else(|| r.missing(k));
+    let count = |r: &mut Reader, k: &'static str| r.opt_count(k)?.ok_or_else(|| r.missing(k));
+    let p = HddParams {
+        rpm: r.opt_number("rpm")?.ok_or_else(|| r.missing("rpm"))?,
+        capacity: r.opt_size("capacity")?,
+        offset: r.opt_size("offset")?.unwrap_or(0),
+        heads: count(r, "heads")?,
+        zones: count(r, "zones")?,
+        rate_outer: rate(r, "rate_outer")?,
+        rate_inner: rate(r, "rate_inner")?,
+        seek_track_ns,
+        seek_avg_ns,
+        seek_full_ns,
+        write_seek_track_ns: r.opt_latency("write_seek_track")?.unwrap_or(seek_track_ns),
+        write_seek_avg_ns: r.opt_latency("write_seek_avg")?.unwrap_or(seek_avg_ns),
+        write_seek_full_ns: r.opt_latency("write_seek_full")?.unwrap_or(seek_full_ns),
+        head_switch_ns: req_lat(r, "head_switch")?,
+        overhead_ns: req_lat(r, "overhead")?,
+        interface_rate: rate(r, "interface_rate")?,
+        read_segments: count(r, "read_segments")?,
+        read_ahead: r
+            .opt_size("read_ahead")?
+            .ok_or_else(|| r.missing("read_ahead"))?,
+        write_cache: r
+            .opt_size("write_cache")?
+            .ok_or_else(|| r.missing("write_cache"))?,
+        queue_depth: count(r, "queue_depth")?,
+        max_wait_ns: r.opt_latency("max_wait")?.unwrap_or(1_000_000_000),
+    };
+    if !(p.rpm >= 1000.0 && p.rpm <= 20000.0) {
+        return Err(r.bad("rpm", format!("{}: expected 1000 to 20000", p.rpm)));
+    }
+    if p.offset % 512 != 0 {
+        return Err(r.bad("offset", "must be a multiple of 512 bytes"));
+    }
+    // The seek figures must admit a curve: build one on a nominal disk to check them early.
+    for (what, t, a, f) in [
+        ("seek", p.seek_track_ns, p.seek_avg_ns, p.seek_full_ns),
+        (
+            "write_seek",
+            p.write_seek_track_ns,
+            p.write_seek_avg_ns,
+            p.write_seek_full_ns,
+        ),
+    ] {
+        crate::hdd::seek::SeekCurve::fit(t as f64, a as f64, f as f64, 100_000).map_err(|e| {
+            r.bad(
+                if what == "seek" {
+                    "seek_avg"
+                } else {
+                    "write_seek_avg"
+                },
+                e,
+            )
+        })?;
+    }
+    Ok(p)
+}
+
 fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
 }
 
 /// The built-in models: (name, file text).
-const BUILTINS: &[(&str, &str)] = &[];
+const BUILTINS: &[(&str, &str)] = &[("hdd-7200", include_str!("../models/hdd-7200.toml"))];
 
 /// The built-in models, read.
 pub fn builtins() -> Vec<ModelSpec> {
