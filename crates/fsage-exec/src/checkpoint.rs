@@ -127,8 +127,8 @@ pub enum StateError {
     Corrupt { path: PathBuf, what: String },
 }
 
-impl StateError {
-    pub fn blame(&self) -> fsage_sys::Blame {
+impl fsage_sys::Blamed for StateError {
+    fn blame(&self) -> fsage_sys::Blame {
         match self {
             StateError::Read { err, .. } => fsage_sys::io_blame(err.kind()),
             StateError::Write { err, .. } => err.blame(),
@@ -229,6 +229,7 @@ impl State {
 mod tests {
     use super::*;
     use fsage_plan::PlanConfig;
+    use fsage_sys::Blamed;
 
     fn record() -> RunRecord {
         let p = fsage_profile::builtin("agrawal").unwrap();

@@ -13,6 +13,7 @@ pub mod planner_bench;
 pub mod posix;
 pub mod preflight;
 pub mod reconcile;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod signals;

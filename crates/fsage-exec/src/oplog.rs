@@ -194,8 +194,8 @@ pub struct OpLogError {
     pub message: String,
 }
 
-impl OpLogError {
-    pub fn blame(&self) -> fsage_sys::Blame {
+impl fsage_sys::Blamed for OpLogError {
+    fn blame(&self) -> fsage_sys::Blame {
         fsage_sys::Blame::Input
     }
 }

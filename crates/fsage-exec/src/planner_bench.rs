@@ -45,9 +45,9 @@ pub enum PlannerBenchError {
     },
 }
 
-impl PlannerBenchError {
+impl fsage_sys::Blamed for PlannerBenchError {
     /// Every variant is a count or profile the user chose: bad input.
-    pub fn blame(&self) -> fsage_sys::Blame {
+    fn blame(&self) -> fsage_sys::Blame {
         fsage_sys::Blame::Input
     }
 }
@@ -144,6 +144,7 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fsage_sys::Blamed;
 
     #[test]
     fn zero_live_files_is_refused() {

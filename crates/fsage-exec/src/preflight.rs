@@ -19,8 +19,8 @@ pub enum PreflightError {
     },
 }
 
-impl PreflightError {
-    pub fn blame(&self) -> fsage_sys::Blame {
+impl fsage_sys::Blamed for PreflightError {
+    fn blame(&self) -> fsage_sys::Blame {
         fsage_sys::Blame::Input
     }
 }
@@ -184,8 +184,8 @@ pub enum TargetError {
     Lock { path: PathBuf, err: std::io::Error },
 }
 
-impl TargetError {
-    pub fn blame(&self) -> fsage_sys::Blame {
+impl fsage_sys::Blamed for TargetError {
+    fn blame(&self) -> fsage_sys::Blame {
         match self {
             TargetError::Lock { .. } => fsage_sys::Blame::Operation,
             _ => fsage_sys::Blame::Input,

@@ -67,7 +67,7 @@ pub fn run_file(
     }
     let _lock = fsage_exec::preflight::lock_run(&out.join("plan.json")).map_err(|e| {
         let msg = format!("{}: {e}", out.display());
-        match e.blame() {
+        match fsage_sys::Blamed::blame(&e) {
             fsage_sys::Blame::Input => Error::input(msg),
             _ => Error::operation(msg),
         }

@@ -42,6 +42,7 @@ pub fn measure_against_fresh(
 
 /// The measurement's error as the lab's, keeping who is to blame and the setting that helps.
 fn measure_error(e: fsage_measure::Error) -> Error {
+    use fsage_sys::Blamed;
     match e {
         fsage_measure::Error::Setting(e) => e,
         e => Error {

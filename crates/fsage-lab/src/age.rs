@@ -100,8 +100,8 @@ pub enum AgeError {
     Open { path: PathBuf, err: std::io::Error },
 }
 
-impl AgeError {
-    pub fn blame(&self) -> fsage_sys::Blame {
+impl fsage_sys::Blamed for AgeError {
+    fn blame(&self) -> fsage_sys::Blame {
         use fsage_sys::Blame;
         match self {
             AgeError::Input(_) | AgeError::Profile(_) | AgeError::Preflight(_) => Blame::Input,

@@ -20,8 +20,8 @@ pub enum Error {
     Write(#[from] fsage_sys::WriteError),
 }
 
-impl Error {
-    pub fn blame(&self) -> Blame {
+impl fsage_sys::Blamed for Error {
+    fn blame(&self) -> Blame {
         match self {
             Error::Input(_) => Blame::Input,
             Error::Failed(_) => Blame::Operation,
@@ -31,7 +31,7 @@ impl Error {
     }
 
     /// The setting that gets past this error, for the command line to name its flag.
-    pub fn remedy(&self) -> Option<fsage_sys::Remedy> {
+    fn remedy(&self) -> Option<fsage_sys::Remedy> {
         match self {
             Error::Setting(e) => e.remedy,
             _ => None,

@@ -71,6 +71,13 @@ impl fmt::Display for ProfileError {
 
 impl std::error::Error for ProfileError {}
 
+/// A profile that cannot be read is the user's to fix.
+impl fsage_sys::Blamed for ProfileError {
+    fn blame(&self) -> fsage_sys::Blame {
+        fsage_sys::Blame::Input
+    }
+}
+
 /// 1-based line and column (in characters) of a byte offset; offsets past the end or inside a
 /// character are tolerated so that no span can make us panic.
 pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {

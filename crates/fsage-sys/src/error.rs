@@ -2,7 +2,7 @@
 //! has to act on it. One type, so that a lab error passes through Git aging or the slow device
 //! unchanged, and the command line needs one downcast for all of them.
 
-use crate::{Blame, WriteError};
+use crate::{Blame, Blamed, WriteError};
 
 /// What went wrong (a path, a device, a value and what is wrong with it) and who has to act:
 /// bad input (a path that is no image, a mounted device refused) or a failed operation (a mount,
@@ -77,9 +77,6 @@ impl Error {
             ..self
         }
     }
-    pub fn blame(&self) -> Blame {
-        self.blame
-    }
     /// A failed system call on `path` (`what`: the operation, or empty), blamed by
     /// [`crate::io_blame`]: `PATH: WHAT: ERROR`.
     pub fn io(path: &std::path::Path, what: &str, e: std::io::Error) -> Error {
@@ -93,6 +90,15 @@ impl Error {
             blame: crate::io_blame(e.kind()),
             remedy: None,
         }
+    }
+}
+
+impl Blamed for Error {
+    fn blame(&self) -> Blame {
+        self.blame
+    }
+    fn remedy(&self) -> Option<Remedy> {
+        self.remedy
     }
 }
 

@@ -122,10 +122,10 @@ pub struct WriteError {
     pub err: io::Error,
 }
 
-impl WriteError {
+impl Blamed for WriteError {
     /// A missing directory or a permission refused is the caller's to fix; anything else (a
     /// full disk, an I/O error) is a failed operation.
-    pub fn blame(&self) -> Blame {
+    fn blame(&self) -> Blame {
         io_blame(self.err.kind())
     }
 }
@@ -301,8 +301,8 @@ pub fn utc_time(unix: u64) -> String {
 }
 
 /// Who has to act on an error: it decides the exit code (README: 1 an operation failed, 2 bad
-/// input, 130 interrupted). Every library error type says which of these it is, through a
-/// `blame()` method, so that the command line maps errors to exit codes in one place.
+/// input, 130 interrupted). Every library error type says which of these it is by implementing
+/// [`Blamed`], so that the command line maps errors to exit codes in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blame {
     /// The input was wrong (a flag, a file, a path, a profile): the user can fix it and run again.
@@ -311,4 +311,15 @@ pub enum Blame {
     Operation,
     /// A signal stopped the command before it finished.
     Interrupted,
+}
+
+/// An error that says who has to act on it. Every library error that can reach the command line
+/// implements it: the command line accepts no other, so an error type without a blame does not
+/// compile there instead of exiting 1 by omission.
+pub trait Blamed {
+    fn blame(&self) -> Blame;
+    /// The setting that gets past the error, when one does (the command line names its flag).
+    fn remedy(&self) -> Option<Remedy> {
+        None
+    }
 }

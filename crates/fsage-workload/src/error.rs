@@ -53,8 +53,8 @@ pub enum Error {
     Interrupted,
 }
 
-impl Error {
-    pub fn blame(&self) -> Blame {
+impl fsage_sys::Blamed for Error {
+    fn blame(&self) -> Blame {
         match self {
             Error::Parse { .. }
             | Error::UnknownWorkload(_)
@@ -72,7 +72,9 @@ impl Error {
             Error::Cgroup(_) | Error::NoResult(_) => Blame::Operation,
         }
     }
+}
 
+impl Error {
     pub(crate) fn io(
         what: impl Into<String>,
         path: impl Into<PathBuf>,

@@ -2,18 +2,18 @@
 //! [`fsage_lab::age::age`], print what it says and the report.
 
 use crate::cli::{AgeArgs, WriteModeArg};
-use crate::exit::{bad_input, CmdResult};
+use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use crate::progress::Bar;
 use crate::util::parse_duration;
 use fsage_exec::{Observer, Progress, State, StopConditions, StopReason, WriteMode};
 use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
+use fsage_sys::Blame;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 
-fn stop_conditions(args: &AgeArgs) -> anyhow::Result<StopConditions> {
+fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, CmdError> {
     if let Some(c) = args.confidence {
         if !(c > 0.0 && c < 1.0) {
             return Err(bad_input(format!(
@@ -43,14 +43,14 @@ fn stop_conditions(args: &AgeArgs) -> anyhow::Result<StopConditions> {
     })
 }
 
-fn size_flag(flag: &str, text: Option<&str>) -> anyhow::Result<Option<u64>> {
+fn size_flag(flag: &str, text: Option<&str>) -> Result<Option<u64>, CmdError> {
     text.map(|t| parse_size(t).map_err(|e| bad_input(format!("{flag} {t:?}: {e}"))))
         .transpose()
 }
 
 /// The flags as a library request; every value is parsed and range-checked here, so errors name
 /// the flag.
-fn request(args: &AgeArgs) -> anyhow::Result<AgeRequest> {
+fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     if args.threads == 0 || args.threads > 256 {
         return Err(bad_input(format!(
             "--threads {}: must be between 1 and 256",
@@ -188,7 +188,7 @@ pub fn run_cmd(args: AgeArgs) -> CmdResult {
         if let Some(j) = &out.json {
             eprintln!("fsage: wrote the finished run's report to {}", j.display());
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let rep = &out.report;
     if let (false, Some((image, fs))) = (args.quiet, &out.image) {
@@ -232,7 +232,7 @@ pub fn run_cmd(args: AgeArgs) -> CmdResult {
             }
         }
     }
-    Ok(match rep.stop_reason {
+    match rep.stop_reason {
         StopReason::IoError => {
             let err = rep.error.as_deref().unwrap_or("unknown");
             if out.target_refused {
@@ -244,11 +244,11 @@ pub fn run_cmd(args: AgeArgs) -> CmdResult {
                      state file lets the run resume."
                 );
             }
-            ExitCode::from(crate::exit::FAILED)
+            Err(CmdError::said(Blame::Operation))
         }
-        StopReason::Interrupted => ExitCode::from(crate::exit::INTERRUPTED),
-        _ => ExitCode::SUCCESS,
-    })
+        StopReason::Interrupted => Err(interrupted()),
+        _ => Ok(()),
+    }
 }
 
 /// `fsage status STATE`: where a run stands, read from its state file alone.
@@ -260,5 +260,5 @@ pub fn status(path: &Path, json: bool) -> CmdResult {
     } else {
         print!("{}", export(&Text, &status));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! `fsage dev ...`: block devices of chosen latency, on top of `fsage-slowdev`.
 
-use crate::exit::{bad_input, CmdResult};
+use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
@@ -8,7 +8,6 @@ use fsage_slowdev::{
     parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, Registry, SlowDevice,
 };
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum DevCmd {
@@ -122,14 +121,14 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
-fn lat(flag: &str, v: &Option<String>) -> anyhow::Result<Option<u64>> {
+fn lat(flag: &str, v: &Option<String>) -> Result<Option<u64>, CmdError> {
     v.as_deref()
         .map(|t| parse_latency(t).map_err(|e| bad_input(format!("{flag}: {e}"))))
         .transpose()
 }
 
 /// The latencies asked for, on top of `base`.
-fn latencies(a: &LatencyArgs, base: Latencies) -> anyhow::Result<(Latencies, bool)> {
+fn latencies(a: &LatencyArgs, base: Latencies) -> Result<(Latencies, bool), CmdError> {
     let all = lat("--latency", &a.latency)?;
     let r = lat("--read-latency", &a.read_latency)?;
     let w = lat("--write-latency", &a.write_latency)?;
@@ -151,7 +150,7 @@ fn latencies(a: &LatencyArgs, base: Latencies) -> anyhow::Result<(Latencies, boo
     ))
 }
 
-fn bandwidth(a: &LatencyArgs) -> anyhow::Result<Option<u64>> {
+fn bandwidth(a: &LatencyArgs) -> Result<Option<u64>, CmdError> {
     a.bandwidth
         .as_deref()
         .map(|t| parse_bandwidth(t).map_err(|e| bad_input(format!("--bandwidth: {e}"))))
@@ -249,7 +248,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                     }
                 }
                 if let Some(e) = failed {
-                    return Err(anyhow::Error::new(e).context("some devices were not destroyed"));
+                    return Err(CmdError::from(e).context("some devices were not destroyed"));
                 }
             } else if let Some(which) = dev {
                 let d = SlowDevice::open(&registry, &which)?;
@@ -265,7 +264,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                 .latencies
                 .iter()
                 .map(|t| parse_latency(t).map_err(|e| bad_input(format!("--latencies: {e}"))))
-                .collect::<anyhow::Result<Vec<u64>>>()?;
+                .collect::<Result<Vec<u64>, CmdError>>()?;
             let spec = fsage_slowdev::bench::BenchSpec {
                 size,
                 duration,
@@ -281,5 +280,5 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             print!("{}", export(&Text, &report));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,13 +1,13 @@
 //! `fsage experiment plan|run|status`.
 
-use crate::exit::{CmdResult, INTERRUPTED};
+use crate::exit::{interrupted, CmdError, CmdResult};
 use clap::Subcommand;
 use fsage_experiment::runner::{Event, RunObserver, RunOptions};
 use fsage_experiment::CellStatus;
 use fsage_report::plan_text::human_duration;
 use fsage_report::{export, Json, Text};
+use fsage_sys::Blame;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum ExperimentCmd {
@@ -62,7 +62,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
             } else {
                 print!("{}", export(&Text, &plan));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ExperimentCmd::Status { out, json } => {
             let st = fsage_experiment::runner::status(&out)?;
@@ -71,7 +71,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
             } else {
                 print!("{}", export(&Text, &st));
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ExperimentCmd::Run {
             file,
@@ -114,13 +114,13 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                     s.out.join("report.html").display()
                 );
             }
-            Ok(if s.interrupted {
-                ExitCode::from(INTERRUPTED)
+            if s.interrupted {
+                Err(interrupted())
             } else if s.failed + s.failed_kept > 0 {
-                ExitCode::from(1)
+                Err(CmdError::said(Blame::Operation))
             } else {
-                ExitCode::SUCCESS
-            })
+                Ok(())
+            }
         }
     }
 }

@@ -5,7 +5,6 @@ use clap::{Args, Subcommand};
 use fsage_measure::FragOptions;
 use fsage_report::{export, Json, Text};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -59,7 +58,7 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     if let Some(FragSub::Compare { reports }) = cmd.sub {
         let c = fsage_measure::load_reports(&reports)?;
         print!("{}", export(&Text, &c));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let a = cmd.args;
     let Some(mount) = a.mountpoint else {
@@ -108,7 +107,7 @@ pub fn run(cmd: FragCmd) -> CmdResult {
             }
             (None, None) => print!("{}{}", export(&Text, &cmp.aged_report), export(&Text, &cmp)),
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let (report, warnings) = fsage_measure::frag(&mount, &opts)?;
     for w in warnings {
@@ -122,7 +121,7 @@ pub fn run(cmd: FragCmd) -> CmdResult {
         }
         (None, None) => print!("{}", export(&Text, &report)),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,5 +208,5 @@ pub fn extract(a: ExtractArgs) -> CmdResult {
     for line in export(&Text, &x.stats).lines() {
         eprintln!("fsage: {line}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

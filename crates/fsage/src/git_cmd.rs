@@ -2,13 +2,12 @@
 //! aging (fsage-git does the work; this parses, shows progress and writes the exports).
 
 use crate::cli::FsArg;
-use crate::exit::{bad_input, CmdResult, Interrupted};
+use crate::exit::{bad_input, interrupted, CmdResult};
 use clap::{Args, ValueEnum};
 use fsage_git::{GitAgeOptions, GitRow, Mode, Observer, Target};
 use fsage_report::{export, Csv, Json, Text};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -263,7 +262,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
             "fsage: stopped after commit {} of {}; go on with --resume",
             out.series.pulls_done, out.series.commits_total
         );
-        return Err(Interrupted.into());
+        return Err(interrupted());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,14 +1,14 @@
 //! `fsage fs ...`, `fsage image ...`, `fsage rollback ...`: the lab, on top of `fsage-lab`.
 
 #[allow(unused_imports)]
-use crate::exit::{bad_input, CmdResult};
+use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_lab::image::{default_library_dir, Library, SaveOptions};
 use fsage_lab::mount::MountOptions;
 use fsage_lab::{rollback, signals, sparse, FsKind, Mounted};
 use fsage_profile::{human_bytes, parse_size};
+use fsage_sys::Blame;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum FsCmd {
@@ -227,7 +227,7 @@ fn split_opts(o: &Option<String>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn size_flag(flag: &str, s: &str) -> anyhow::Result<u64> {
+fn size_flag(flag: &str, s: &str) -> Result<u64, CmdError> {
     parse_size(s).map_err(|e| bad_input(format!("{flag} {s:?}: {e}")))
 }
 
@@ -267,7 +267,7 @@ pub fn run_fs(cmd: FsCmd) -> CmdResult {
                     mp.display()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         FsCmd::Mount(a) => {
             if let Some(t) = &a.fs {
@@ -288,7 +288,7 @@ pub fn run_fs(cmd: FsCmd) -> CmdResult {
                 dev.display(),
                 mp.display()
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         FsCmd::Umount { target } => {
             let u = fsage_lab::mount::umount(&target)?;
@@ -305,12 +305,12 @@ pub fn run_fs(cmd: FsCmd) -> CmdResult {
                     d.display()
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         FsCmd::DropCaches => {
             fsage_lab::drop_caches()?;
             println!("dropped caches");
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         FsCmd::Trim { target } => {
             let n = if target.is_dir() {
@@ -323,7 +323,7 @@ pub fn run_fs(cmd: FsCmd) -> CmdResult {
                 r?
             };
             println!("trimmed {} ({})", target.display(), human_bytes(n));
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         FsCmd::Check { target, fs } => {
             let t = match fs {
@@ -335,7 +335,7 @@ pub fn run_fs(cmd: FsCmd) -> CmdResult {
             let kind = FsKind::parse(&t)?;
             fsage_lab::fsck(&target, kind)?;
             println!("{}: {kind} clean", target.display());
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
     }
 }
@@ -356,7 +356,7 @@ impl Drop for MountDir {
     }
 }
 
-fn tempdir_for_mount() -> anyhow::Result<MountDir> {
+fn tempdir_for_mount() -> Result<MountDir, CmdError> {
     let p = std::env::temp_dir().join(format!(
         "fsage-mnt-{}-{}",
         std::process::id(),
@@ -427,7 +427,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                 ),
                 (None, _) => println!("note: no profile recorded (give --profile or --report)"),
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ImageCmd::List(l) => {
             let lib = l.open();
@@ -436,12 +436,12 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     "no image library at {} (the first `fsage image save` there makes it)",
                     lib.dir.display()
                 );
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
             let items = lib.list()?;
             if items.is_empty() {
                 println!("no images in {}", lib.dir.display());
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
             println!(
                 "{:<24} {:<6} {:>10} {:>10} {:>10}  {:<10} {:>6}",
@@ -462,7 +462,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     Err(e) => println!("(unreadable: {e})"),
                 }
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ImageCmd::Show {
             name,
@@ -475,7 +475,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
             if json {
                 use fsage_report::Exporter;
                 print!("{}", fsage_report::Json.export(&m));
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
             if profile_toml {
                 let p = m
@@ -483,7 +483,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     .as_ref()
                     .ok_or_else(|| bad_input(format!("{name}: no profile recorded")))?;
                 print!("{}", p.toml);
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
             println!("name:          {}", m.name);
             println!("stored in:     {}", lib.entry_dir(&name).display());
@@ -564,7 +564,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
             if let Some(n) = &m.note {
                 println!("note:          {n}");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ImageCmd::Verify { names, lib } => {
             let lib = lib.open();
@@ -589,11 +589,10 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     }
                 }
             }
-            Ok(if bad > 0 {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            if bad > 0 {
+                return Err(CmdError::said(Blame::Operation));
+            }
+            Ok(())
         }
         ImageCmd::Restore {
             name,
@@ -610,7 +609,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                 human_bytes(s.data_bytes),
                 s.seconds
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ImageCmd::Copy {
             source,
@@ -644,7 +643,7 @@ pub fn run_image(cmd: ImageCmd) -> CmdResult {
                     "; not verified (holes left as they were on the device)"
                 }
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
     }
 }
@@ -682,14 +681,14 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
                 ),
             }
             match log.exit_code {
-                Some(0) => Ok(ExitCode::SUCCESS),
+                Some(0) => Ok(()),
                 c => {
                     eprintln!(
                         "fsage: the benchmark command `{}` failed ({}); its writes are logged",
                         log.command.join(" "),
                         c.map_or("killed by a signal".into(), |c| format!("exit code {c}"))
                     );
-                    Ok(ExitCode::from(1))
+                    Err(CmdError::said(Blame::Operation))
                 }
             }
         }
@@ -729,7 +728,7 @@ pub fn run_rollback(cmd: RollbackCmd) -> CmdResult {
                     "; not checked (--no-verify)".into()
                 }
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
     }
 }

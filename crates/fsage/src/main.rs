@@ -43,14 +43,15 @@ fn main() -> ExitCode {
         cli::Command::Report(args) => report_cmd::run(args),
     };
     match result {
-        Ok(code) => code,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // `{:#}` prints the whole chain: the context, then each cause.
-            eprintln!("fsage: error: {e:#}");
-            if let Some(h) = exit::hint(&e) {
+            if let Some(msg) = e.message() {
+                eprintln!("fsage: error: {msg}");
+            }
+            if let Some(h) = e.hint() {
                 eprintln!("fsage: hint: {h}");
             }
-            ExitCode::from(exit::code(&e))
+            ExitCode::from(e.code())
         }
     }
 }

@@ -8,7 +8,6 @@ use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
 };
 use fsage_sys::write_atomic;
-use std::process::ExitCode;
 
 pub fn run(cmd: ProfileCmd) -> CmdResult {
     match cmd {
@@ -30,7 +29,7 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                     p.description
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ProfileCmd::Show {
             profile,
@@ -43,7 +42,7 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             let p = fsage_profile::resolve(&profile)?;
             if toml {
                 print!("{}", to_toml(&p));
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
             let capacity = parse_size(&capacity)
                 .map_err(|e| bad_input(format!("--capacity {capacity:?}: {e}")))?;
@@ -78,7 +77,7 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                     u.reason
                 );
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ProfileCmd::Import {
             dir,
@@ -118,7 +117,7 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                 }
                 None => print!("{text}"),
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
     }
 }

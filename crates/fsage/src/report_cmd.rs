@@ -1,12 +1,11 @@
 //! `fsage report INPUT... -o report.html`.
 
-use crate::exit::{bad_input, CmdResult};
+use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::Args;
 use fsage_experiment::AnalysisOptions;
 use fsage_report::{export, Html, Json, Text};
 use fsage_sys::write_atomic;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -41,7 +40,7 @@ pub struct ReportArgs {
     pub force: bool,
 }
 
-fn latency_us(flag: &str, s: &str) -> anyhow::Result<f64> {
+fn latency_us(flag: &str, s: &str) -> Result<f64, CmdError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -123,5 +122,5 @@ pub fn run(a: ReportArgs) -> CmdResult {
         }
         None => print!("{}", export(&Text, &set)),
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,10 +1,10 @@
 //! Small helpers shared by the subcommands.
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, CmdError};
 use std::time::Duration;
 
 /// "90s", "30m", "2h", "1d", "1.5h" or a bare number of seconds.
-pub fn parse_duration(flag: &str, text: &str) -> anyhow::Result<Duration> {
+pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, CmdError> {
     let t = text.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, 's')) => (&t[..i], 1.0),

@@ -1,7 +1,7 @@
 //! `fsage bench run|list|show`: the Filebench-compatible workload engine (fsage-workload).
 
 use crate::cli::BenchCmd;
-use crate::exit::{bad_input, CmdResult, INTERRUPTED};
+use crate::exit::{bad_input, interrupted, CmdResult};
 use crate::util::parse_duration;
 use clap::Args;
 use fsage_report::{export, Json, Text};
@@ -9,7 +9,6 @@ use fsage_sys::write_atomic;
 use fsage_workload::{Observer, Phase, Progress, RunConfig, Stop, Workload, BUILTINS};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -76,12 +75,12 @@ pub fn run(cmd: BenchCmd) -> CmdResult {
                 println!("{n:<12} {d}");
             }
             println!("\n`fsage bench show NAME` prints one as .f text; `fsage bench run NAME|FILE.f TARGET_DIR` runs it.");
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         BenchCmd::Show(a) => {
             let w = Workload::resolve(&a.workload)?.with_assignments(&a.set)?;
             print!("{}", w.to_f_text());
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         BenchCmd::Run(a) => run_bench(*a),
         BenchCmd::Planner(_) => unreachable!("dispatched in main"),
@@ -190,9 +189,8 @@ fn run_bench(a: RunArgs) -> CmdResult {
     if !a.quiet {
         print!("{}", export(&Text, &r));
     }
-    Ok(if r.interrupted {
-        ExitCode::from(INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if r.interrupted {
+        return Err(interrupted());
+    }
+    Ok(())
 }
