@@ -18,11 +18,12 @@ use crate::analysis::FlowopLatency;
 use crate::result::Environment;
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
-use crate::Sample;
+use crate::{Error, Sample};
 use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_lab::sparse::{copy_image, CopyOptions};
 use fsage_lab::{FsKind, Mounted};
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Registry, SlowDevice};
+use fsage_sys::Blamed;
 use fsage_workload::{RunConfig, Stop, Workload};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -53,7 +54,7 @@ pub struct LabExecutor {
     bases: BTreeMap<String, BaseImage>,
     /// Base images that could not be made in this run, with why: their other cells fail at once
     /// instead of making them again.
-    failed_bases: BTreeMap<String, String>,
+    failed_bases: BTreeMap<String, Error>,
     library: fsage_lab::image::Library,
     registry: Registry,
     _lock: fsage_exec::preflight::RunLock,
@@ -130,12 +131,13 @@ impl LabExecutor {
 
     /// The base image of a cell's file system and state, made when missing; a base that failed
     /// in this run fails its other cells at once.
-    fn base(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<BaseImage, String> {
+    fn base(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<BaseImage, Error> {
         let key = self.base_key(cell)?;
         if let Some(e) = self.failed_bases.get(&key) {
-            return Err(format!(
-                "base image {key} (failed earlier in this run): {e}"
-            ));
+            return Err(Error {
+                message: format!("base image {key} (failed earlier in this run): {e}"),
+                ..e.clone()
+            });
         }
         let r = self.make_base(&key, cell, obs);
         if let Err(e) = &r {
@@ -151,7 +153,7 @@ impl LabExecutor {
         key: &str,
         cell: &Cell,
         obs: &mut dyn RunObserver,
-    ) -> Result<BaseImage, String> {
+    ) -> Result<BaseImage, Error> {
         let key = key.to_string();
         if let Some(b) = self.bases.get(&key) {
             return Ok(b.clone());
@@ -176,7 +178,7 @@ impl LabExecutor {
         }
         let _ = std::fs::remove_dir(fsage_sys::with_suffix(&image, ".mnt"));
         let t0 = std::time::Instant::now();
-        let kind = FsKind::parse(&cell.fs.kind).map_err(|e| e.to_string())?;
+        let kind = FsKind::parse(&cell.fs.kind)?;
         let mkfs_opts: Vec<String> = cell
             .fs
             .mkfs_opts
@@ -193,7 +195,7 @@ impl LabExecutor {
                     image.display()
                 )));
                 fsage_lab::create_image(kind, cell.image_size, &image, &mkfs_opts)
-                    .map_err(|e| format!("mkfs: {e}"))?;
+                    .map_err(step("mkfs"))?;
             }
             StateSpec::Aged {
                 profile,
@@ -208,7 +210,7 @@ impl LabExecutor {
                     cell.fs.label
                 )));
                 std::fs::create_dir_all(self.out.join("aging"))
-                    .map_err(|e| format!("{}: {e}", self.out.display()))?;
+                    .map_err(io_at(self.out.display()))?;
                 let req = AgeRequest {
                     profile: Some(profile.clone()),
                     target: Some(image.clone()),
@@ -231,17 +233,19 @@ impl LabExecutor {
                     ..Default::default()
                 };
                 let mut ao = AgeNotes { obs };
-                let out = fsage_lab::age::age(&req, &mut ao).map_err(|e| format!("aging: {e}"))?;
+                let out = fsage_lab::age::age(&req, &mut ao).map_err(step("aging"))?;
                 match out.report.stop_reason {
-                    fsage_exec::StopReason::Interrupted => return Err("aging: interrupted".into()),
+                    fsage_exec::StopReason::Interrupted => {
+                        return Err(Error::interrupted("aging: interrupted"))
+                    }
                     fsage_exec::StopReason::IoError => {
-                        return Err(format!(
+                        return Err(Error::operation(format!(
                             "aging: stopped on an I/O error: {}",
                             out.report
                                 .error
                                 .as_ref()
                                 .map_or("(no detail)", |e| e.as_str())
-                        ))
+                        )))
                     }
                     _ => {}
                 }
@@ -254,24 +258,24 @@ impl LabExecutor {
                 let m = self
                     .library
                     .load(name)
-                    .map_err(|e| format!("library image {name}: {e}"))?;
+                    .map_err(step(format!("library image {name}")))?;
                 if m.fs.as_deref() != Some(kind.name()) {
-                    return Err(format!(
+                    return Err(Error::input(format!(
                         "library image {name} holds {}, not {}",
                         m.fs.as_deref().unwrap_or("no known file system"),
                         kind.name()
-                    ));
+                    )));
                 }
                 self.library
                     .restore(name, &image, false)
-                    .map_err(|e| format!("restoring {name}: {e}"))?;
+                    .map_err(step(format!("restoring {name}")))?;
             }
         }
         self.measure_layout(&key, &image, cell.image_size, obs);
         let sha256 = fsage_lab::sparse::sha256_image(&image)
             .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
-            .map_err(|e| format!("{}: {e}", image.display()))?
+            .map_err(io_at(image.display()))?
             .len();
         let b = BaseImage {
             key: key.clone(),
@@ -282,7 +286,7 @@ impl LabExecutor {
             sha256,
             seconds: t0.elapsed().as_secs_f64(),
         };
-        write_json(&meta, &b).map_err(|e| e.to_string())?;
+        write_json(&meta, &b)?;
         // The output directory keeps a copy: the image directory may be in /dev/shm, gone after
         // a reboot, and a base made again may differ from the one earlier cells ran on.
         let rec = self.out.join("bases").join(format!("{key}.json"));
@@ -301,7 +305,7 @@ impl LabExecutor {
             }
         }
         let _ = std::fs::create_dir_all(self.out.join("bases"));
-        write_json(&rec, &b).map_err(|e| format!("recording the base image: {e}"))?;
+        write_json(&rec, &b).map_err(step("recording the base image"))?;
         self.bases.insert(key, b.clone());
         Ok(b)
     }
@@ -370,7 +374,7 @@ impl LabExecutor {
         key: &str,
         image: &Path,
         image_size: u64,
-    ) -> Result<fsage_measure::Probe, String> {
+    ) -> Result<fsage_measure::Probe, Error> {
         let copy = self.images.join(format!("{key}.probe.img"));
         let mnt = fsage_sys::with_suffix(&copy, ".mnt");
         struct Scratch<'a>(&'a Path, &'a Path);
@@ -391,16 +395,17 @@ impl LabExecutor {
                 verify: false,
             },
         )
-        .map_err(|e| format!("copying the image: {e}"))?;
-        std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
-        let m = Mounted::attach_and_mount(&copy, &mnt).map_err(|e| format!("mount: {e}"))?;
+        .map_err(step("copying the image"))?;
+        std::fs::create_dir_all(&mnt).map_err(io_at(mnt.display()))?;
+        let m = Mounted::attach_and_mount(&copy, &mnt).map_err(step("mount"))?;
         let r = fsage_measure::sys::statfs(m.mount_point())
-            .map_err(|e| format!("statfs: {e}"))
+            .map_err(io_at("statfs"))
             .and_then(|info| {
                 let avail = info.blocks_avail.saturating_mul(info.block_size);
                 fsage_measure::probe(m.mount_point(), probe_bytes(image_size, avail))
+                    .map_err(step("probe"))
             });
-        m.finish().map_err(|e| format!("unmount: {e}"))?;
+        m.finish().map_err(step("unmount"))?;
         r
     }
 
@@ -411,7 +416,7 @@ impl LabExecutor {
         work: &Path,
         mnt: &Path,
         obs: &mut dyn RunObserver,
-    ) -> Result<CellRun, String> {
+    ) -> Result<CellRun, Error> {
         let w = workload(cell)?;
         copy_image(
             &base.image,
@@ -422,8 +427,8 @@ impl LabExecutor {
                 verify: false,
             },
         )
-        .map_err(|e| format!("restoring the base image: {e}"))?;
-        std::fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+        .map_err(step("restoring the base image"))?;
+        std::fs::create_dir_all(mnt).map_err(io_at(mnt.display()))?;
         let mut device: Option<DeviceGuard> = None;
         let block: PathBuf = match cell.latency_us {
             Some(us) => {
@@ -433,7 +438,7 @@ impl LabExecutor {
                 );
                 spec.registry = self.registry.root().to_path_buf();
                 let d = SlowDevice::create(&spec)
-                    .map_err(|e| format!("slow device: {e}"))?
+                    .map_err(step("slow device"))?
                     .into_guard();
                 let p = d.path().to_path_buf();
                 device = Some(d);
@@ -441,7 +446,7 @@ impl LabExecutor {
             }
             None => work.to_path_buf(),
         };
-        let mounted = Mounted::attach_and_mount(&block, mnt).map_err(|e| format!("mount: {e}"))?;
+        let mounted = Mounted::attach_and_mount(&block, mnt).map_err(step("mount"))?;
         let cfg = RunConfig {
             stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
             warmup: Duration::from_secs_f64(cell.warmup_s),
@@ -461,7 +466,7 @@ impl LabExecutor {
             }
             Some(v)
         });
-        let fin = mounted.finish().map_err(|e| format!("unmount: {e}"));
+        let fin = mounted.finish().map_err(step("unmount"));
         let destroyed = match device {
             // Stopping the daemon under a file system that is still mounted would fail its I/O:
             // the device stays for the next run's clean-up.
@@ -469,14 +474,14 @@ impl LabExecutor {
                 std::mem::forget(d);
                 Ok(())
             }
-            Some(d) => d.destroy().map_err(|e| format!("slow device: {e}")),
+            Some(d) => d.destroy().map_err(step("slow device")),
             None => Ok(()),
         };
-        let r = ran.map_err(|e| format!("workload: {e}"))?;
+        let r = ran.map_err(step("workload"))?;
         fin?;
         destroyed?;
         let Some(rep) = r.reps.first() else {
-            return Err("workload: no repetition was measured".into());
+            return Err(Error::operation("workload: no repetition was measured"));
         };
         let sample = Sample {
             fs: cell.fs.label.clone(),
@@ -498,7 +503,9 @@ impl LabExecutor {
                 .collect(),
         };
         if rep.overall.ops == 0 && !r.interrupted {
-            return Err("workload: no operation completed in the measured time".into());
+            return Err(Error::operation(
+                "workload: no operation completed in the measured time",
+            ));
         }
         Ok(CellRun {
             samples: vec![sample],
@@ -554,7 +561,7 @@ impl LabExecutor {
     /// image (the file system, the state with the profile's text or the library image's
     /// checksum, the size), so that an edited experiment or profile, or a library image saved
     /// again, does not reuse an image made from something else.
-    fn base_key(&self, cell: &Cell) -> Result<String, String> {
+    fn base_key(&self, cell: &Cell) -> Result<String, Error> {
         let source = match &cell.state {
             StateSpec::Fresh => String::new(),
             // A profile file by the text the cell (and its id) was planned with.
@@ -563,13 +570,13 @@ impl LabExecutor {
                     (Some(_), _) => format!("builtin:{profile}"),
                     (None, Some(pf)) => pf.text.clone(),
                     (None, None) => std::fs::read_to_string(profile)
-                        .map_err(|e| format!("profile {profile}: {e}"))?,
+                        .map_err(io_at(format!("profile {profile}")))?,
                 }
             }
             StateSpec::Image { name, .. } => {
                 self.library
                     .load(name)
-                    .map_err(|e| format!("library image {name}: {e}"))?
+                    .map_err(step(format!("library image {name}")))?
                     .checksums
                     .image_sha256
             }
@@ -591,7 +598,7 @@ impl LabExecutor {
 }
 
 impl Executor for LabExecutor {
-    fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, String> {
+    fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, Error> {
         let had = self.bases.len();
         let base = self.base(cell, obs)?;
         let base_seconds = (self.bases.len() > had).then_some(base.seconds);
@@ -607,14 +614,28 @@ impl Executor for LabExecutor {
     }
 }
 
-fn workload(cell: &Cell) -> Result<Workload, String> {
+fn workload(cell: &Cell) -> Result<Workload, Error> {
     let w = match &cell.workload.source {
         WorkloadSource::Builtin { name } => Workload::builtin(name),
         WorkloadSource::File { path, text } => Workload::parse(text, &path.display().to_string()),
     }
-    .map_err(|e| format!("workload: {e}"))?;
+    .map_err(step("workload"))?;
     let vars: Vec<(&String, &String)> = cell.workload.set.iter().collect();
-    w.with_vars(&vars).map_err(|e| format!("workload: {e}"))
+    w.with_vars(&vars).map_err(step("workload"))
+}
+
+/// `WHAT: ERROR`, keeping who is to blame for the error (an interrupted step stays one).
+fn step<E: Blamed + std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) -> Error {
+    move |e| Error {
+        message: format!("{what}: {e}"),
+        blame: e.blame(),
+        remedy: e.remedy(),
+    }
+}
+
+/// A failed system call: `WHAT: ERROR` (`what`: the path, or the call).
+fn io_at(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::operation(format!("{what}: {e}"))
 }
 
 fn environment(

@@ -17,6 +17,7 @@
 use crate::result::{self, CellResult, CellStatus, Environment, RESULT_FORMAT};
 use crate::spec::{Cell, Plan};
 use crate::{Error, Sample};
+use fsage_sys::Blame;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,10 +40,10 @@ pub struct CellRun {
     pub base_seconds: Option<f64>,
 }
 
-/// Runs cells. Errors are strings that name the step that failed ("mount: ..."): they go into the
-/// cell's result and the runner goes on with the next cell.
+/// Runs cells. An error names the step that failed ("mount: ...") and goes into the cell's result,
+/// and the runner goes on with the next cell; an interrupted one stops the run.
 pub trait Executor {
-    fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, String>;
+    fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, Error>;
     /// The runner is done (or stops): release what is held (devices, mounts, scratch images).
     fn finish(&mut self) {}
 }
@@ -296,13 +297,13 @@ pub fn run(
             }
             Ok(r) => (CellStatus::Done, r),
             // A step cut short by Ctrl-C is not the cell's failure: it runs again next time.
-            Err(_) if fsage_signals::interrupted() => {
+            Err(e) if fsage_signals::interrupted() || e.blame == Blame::Interrupted => {
                 summary.interrupted = true;
                 break;
             }
-            Err(error) => {
+            Err(e) => {
                 summary.failed += 1;
-                (CellStatus::Failed { error }, CellRun::default())
+                (CellStatus::Failed { error: e.message }, CellRun::default())
             }
         };
         let res = CellResult {
@@ -474,7 +475,7 @@ mod tests {
     }
 
     impl Executor for Mock {
-        fn run_cell(&mut self, cell: &Cell, _obs: &mut dyn RunObserver) -> Result<CellRun, String> {
+        fn run_cell(&mut self, cell: &Cell, _obs: &mut dyn RunObserver) -> Result<CellRun, Error> {
             if self.interrupt_after == Some(self.ran.len()) {
                 return Ok(CellRun {
                     interrupted: true,
@@ -483,7 +484,7 @@ mod tests {
             }
             self.ran.push(cell.id.clone());
             if self.fail.contains(&cell.id) {
-                return Err("mount: EIO".into());
+                return Err(Error::operation("mount: EIO"));
             }
             let ops = 1000.0 * (1 + cell.rep) as f64 / (1.0 + cell.latency_us.unwrap_or(0.0));
             Ok(CellRun {

@@ -162,7 +162,7 @@ pub fn frag_figures(mount: &Path) -> FragFigures {
             }
         }
         Err(e) => FragFigures {
-            error: Some(e),
+            error: Some(e.to_string()),
             ..Default::default()
         },
     }

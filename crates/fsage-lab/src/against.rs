@@ -31,7 +31,7 @@ pub fn measure_against_fresh(
         ),
     );
     // The twin goes away whether or not its measurement worked.
-    let fresh = fsage_measure::measure(twin.mount_point(), opts).map_err(Error::operation);
+    let fresh = fsage_measure::measure(twin.mount_point(), opts).map_err(measure_error);
     twin.finish()?;
     Ok(fsage_measure::against_fresh(
         &mount.display().to_string(),

@@ -431,17 +431,17 @@ fn describe(e: &io::Error, what: &str) -> String {
 
 /// The free-space histogram of the btrfs mounted at (or holding) `mount`: free extents of the
 /// data block groups and of the unallocated device space, in sectors. See the module documentation for what is counted.
-pub fn free_space(mount: &Path, info: &FsInfo) -> Result<FreeSpace, String> {
+pub fn free_space(mount: &Path, info: &FsInfo) -> Result<FreeSpace, crate::Error> {
     let err =
         |e: io::Error, what: &str| format!("{}: btrfs {}", mount.display(), describe(&e, what));
     let f = File::open(mount).map_err(|e| format!("{}: {e}", mount.display()))?;
     let fd = f.as_fd();
     let (sectorsize, nodesize) = fs_info(fd).map_err(|e| err(e, "BTRFS_IOC_FS_INFO"))?;
     if sectorsize == 0 || nodesize == 0 {
-        return Err(format!(
+        return Err(crate::Error::Failed(format!(
             "{}: BTRFS_IOC_FS_INFO reported sector size {sectorsize}, node size {nodesize}",
             mount.display()
-        ));
+        )));
     }
     let bgs = block_groups(fd).map_err(|e| err(e, "BTRFS_IOC_TREE_SEARCH_V2 (block groups)"))?;
     let supers = super_ranges(fd).map_err(|e| err(e, "BTRFS_IOC_TREE_SEARCH_V2 (chunk tree)"))?;
@@ -547,7 +547,7 @@ mod tests {
         if info.magic == crate::sys::BTRFS_SUPER_MAGIC {
             return;
         }
-        let e = free_space(&dir, &info).unwrap_err();
+        let e = free_space(&dir, &info).unwrap_err().to_string();
         assert!(e.starts_with(&dir.display().to_string()), "{e}");
     }
 }

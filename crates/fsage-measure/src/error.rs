@@ -20,6 +20,14 @@ pub enum Error {
     Write(#[from] fsage_sys::WriteError),
 }
 
+/// The messages of the measurements themselves (a statfs, a FIEMAP, an ioctl refused): the
+/// measurement failed on an input the porcelain has checked.
+impl From<String> for Error {
+    fn from(message: String) -> Error {
+        Error::Failed(message)
+    }
+}
+
 impl fsage_sys::Blamed for Error {
     fn blame(&self) -> Blame {
         match self {

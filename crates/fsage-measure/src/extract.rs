@@ -307,7 +307,9 @@ pub fn extract(
             stamp,
             alloc: m.blocks() * 512,
         })
-    })?;
+    })
+    // An unreadable root is the caller's to fix here: it is the tree they asked to describe.
+    .map_err(|e| fsage_sys::Error::input(e.to_string()))?;
     let mut st = ExtractStats {
         walk,
         ..Default::default()

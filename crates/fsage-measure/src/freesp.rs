@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// The free-space histogram of the file system mounted at (or holding) `mount`, by the best
 /// route it supports: GETFSMAP (ext4, xfs), the extent tree (btrfs).
-pub fn free_space(mount: &Path) -> Result<FreeSpace, String> {
+pub fn free_space(mount: &Path) -> Result<FreeSpace, crate::Error> {
     let info = sys::statfs(mount).map_err(|e| format!("{}: statfs: {e}", mount.display()))?;
     if info.magic == sys::BTRFS_SUPER_MAGIC {
         return crate::btrfs::free_space(mount, &info);
@@ -19,7 +19,7 @@ pub fn free_space(mount: &Path) -> Result<FreeSpace, String> {
 /// Free extents from FS_IOC_GETFSMAP: the records owned by "free space" on the data device.
 /// Free records that touch (a group boundary split them) are merged into one extent, as the
 /// offline tools see them.
-pub fn free_space_getfsmap(mount: &Path, info: &sys::FsInfo) -> Result<FreeSpace, String> {
+pub fn free_space_getfsmap(mount: &Path, info: &sys::FsInfo) -> Result<FreeSpace, crate::Error> {
     let f = File::open(mount).map_err(|e| format!("{}: {e}", mount.display()))?;
     let st_dev = std::fs::metadata(mount)
         .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
@@ -55,7 +55,7 @@ pub fn free_space_getfsmap(mount: &Path, info: &sys::FsInfo) -> Result<FreeSpace
             }
             _ => format!("FS_IOC_GETFSMAP: {e}"),
         };
-        return Err(format!("{}: {why}", mount.display()));
+        return Err(crate::Error::Failed(format!("{}: {why}", mount.display())));
     }
     // The data device: the one st_dev names, else the first the map reports.
     let data_dev = if devices.iter().any(|&d| u64::from(d) == st_dev) {

@@ -165,7 +165,7 @@ impl Top {
 }
 
 /// FIEMAP of every regular file under `root` (on its file system), in recursive readdir order.
-pub fn scan_files(root: &Path, opts: &ScanOptions) -> Result<FileStats, String> {
+pub fn scan_files(root: &Path, opts: &ScanOptions) -> Result<FileStats, crate::Error> {
     let t0 = std::time::Instant::now();
     let info = sys::statfs(root).map_err(|e| format!("{}: statfs: {e}", root.display()))?;
     let bs = info.block_size;
@@ -315,21 +315,23 @@ pub struct Probe {
 }
 
 /// Writes a file of `bytes` (real data, then fsync) in `dir`, maps it, deletes it.
-pub fn probe(dir: &Path, bytes: u64) -> Result<Probe, String> {
+pub fn probe(dir: &Path, bytes: u64) -> Result<Probe, crate::Error> {
     use std::io::Write;
     let t0 = std::time::Instant::now();
     let info = sys::statfs(dir).map_err(|e| format!("{}: statfs: {e}", dir.display()))?;
     let avail = info.blocks_avail.saturating_mul(info.block_size);
     if bytes == 0 {
-        return Err("a probe of 0 bytes: the size must be at least 1 byte".into());
+        return Err(crate::Error::Failed(
+            "a probe of 0 bytes: the size must be at least 1 byte".into(),
+        ));
     }
     if bytes > avail {
-        return Err(format!(
+        return Err(crate::Error::Failed(format!(
             "a probe of {}: only {} available on {}",
             fsage_profile::human_bytes(bytes),
             fsage_profile::human_bytes(avail),
             dir.display()
-        ));
+        )));
     }
     let path: PathBuf = dir.join(format!(".fsage-probe-{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()

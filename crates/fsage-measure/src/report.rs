@@ -37,14 +37,17 @@ pub struct FragOptions {
 
 /// Measures the file system mounted at `mount`: free space (an unsupported route is reported,
 /// not fatal), then files, then the probe (last, so that it disturbs nothing measured).
-pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport, String> {
+pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport, Error> {
     let info =
         crate::sys::statfs(mount).map_err(|e| format!("{}: statfs: {e}", mount.display()))?;
     if !std::fs::metadata(mount)
         .map_err(|e| format!("{}: {e}", mount.display()))?
         .is_dir()
     {
-        return Err(format!("{}: not a directory", mount.display()));
+        return Err(Error::Failed(format!(
+            "{}: not a directory",
+            mount.display()
+        )));
     }
     // Commit pending frees first: ext4 and xfs return the blocks of a deleted file to the free
     // space only when the journal commits.
@@ -55,7 +58,7 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
     let t0 = std::time::Instant::now();
     let (free_space, free_space_error) = match freesp::free_space(mount) {
         Ok(f) => (Some(f), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     let free_space_seconds = t0.elapsed().as_secs_f64();
     let files = if opts.files {
@@ -153,7 +156,7 @@ pub fn frag(mount: &Path, opts: &FragOptions) -> Result<(FragReport, Vec<String>
     if let Some(bytes) = opts.probe {
         check_probe(mount, bytes)?;
     }
-    let report = measure(mount, opts).map_err(Error::Failed)?;
+    let report = measure(mount, opts)?;
     if !report.measured_anything() {
         return Err(Error::Input(format!(
             "{}: nothing can be measured on this {} file system: {}",

@@ -96,14 +96,18 @@ struct Shared<T> {
 /// link's first name met) and returns what to keep, or an error that counts the file as
 /// unreadable; the kept values come back in recursive readdir order. Unreadable entries are skipped and counted, never fatal; only an unreadable
 /// root is an error.
-pub fn walk<T, F>(root: &Path, threads: usize, visit: F) -> Result<(Vec<T>, WalkStats), String>
+pub fn walk<T, F>(
+    root: &Path,
+    threads: usize,
+    visit: F,
+) -> Result<(Vec<T>, WalkStats), crate::Error>
 where
     T: Send,
-    F: Fn(&FileCtx) -> Result<T, String> + Sync,
+    F: Fn(&FileCtx) -> Result<T, crate::Error> + Sync,
 {
     let meta = fs::metadata(root).map_err(|e| format!("{}: {e}", root.display()))?;
     if !meta.is_dir() {
-        return Err(format!("{}: not a directory", root.display()));
+        return Err(format!("{}: not a directory", root.display()).into());
     }
     fs::read_dir(root).map_err(|e| format!("{}: cannot list: {e}", root.display()))?;
     let root_dev = meta.dev();
@@ -165,7 +169,7 @@ where
 
 fn worker<T, F>(shared: &Mutex<Shared<T>>, cv: &Condvar, root_dev: u64, visit: &F) -> WalkStats
 where
-    F: Fn(&FileCtx) -> Result<T, String>,
+    F: Fn(&FileCtx) -> Result<T, crate::Error>,
 {
     let mut st = WalkStats::default();
     loop {
@@ -237,7 +241,7 @@ fn list_dir<T, F>(
     items: &mut Vec<Item<T>>,
     subdirs: &mut Vec<Job>,
 ) where
-    F: Fn(&FileCtx) -> Result<T, String>,
+    F: Fn(&FileCtx) -> Result<T, crate::Error>,
 {
     let rd = match fs::read_dir(&job.path) {
         Ok(rd) => rd,
@@ -317,7 +321,7 @@ fn list_dir<T, F>(
                 st.files += 1;
                 items.push(Item::File(t));
             }
-            Err(e) => st.error(e),
+            Err(e) => st.error(e.to_string()),
         }
     }
 }

@@ -271,7 +271,9 @@ fn not_mounted_btrfs_errors_name_the_path() {
     if info.magic == fsage_measure::sys::BTRFS_SUPER_MAGIC {
         return;
     }
-    let e = fsage_measure::btrfs::free_space(dir.path(), &info).unwrap_err();
+    let e = fsage_measure::btrfs::free_space(dir.path(), &info)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&dir.path().display().to_string()), "{e}");
     assert!(e.contains("BTRFS_IOC"), "{e}");
 }
