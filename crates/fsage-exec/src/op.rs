@@ -145,7 +145,7 @@ impl From<Op> for Step {
 
 /// Checks a relative path from a source the user gave (an op log, a repository): plain components
 /// only, so that a backend can never be steered outside its target.
-pub fn check_relative(path: &str) -> Result<(), String> {
+pub(crate) fn check_relative(path: &str) -> Result<(), String> {
     if path.is_empty()
         || path.starts_with('/')
         || path

@@ -264,7 +264,7 @@ pub fn read_entries(text: &str, origin: &str) -> Result<(DirTree, Vec<Entry>), O
     let tree = DirTree::from_paths(&dirs).map_err(|m| OpLogError {
         origin: origin.to_string(),
         line: 0,
-        message: m,
+        message: m.to_string(),
     })?;
     let index: HashMap<&str, u32> = tree.created().map(|(id, p)| (p, id)).collect();
     let mut entries: Vec<Entry> = dirs.iter().cloned().map(Entry::Mkdir).collect();

@@ -186,7 +186,7 @@ impl TreeReplay {
         op_log: Option<(&Path, Option<u64>)>,
         tick: u64,
     ) -> Result<TreeReplay> {
-        let tree = DirTree::from_paths(&[]).map_err(Error::operation)?;
+        let tree = DirTree::from_paths(&[]).map_err(|e| Error::operation(e.to_string()))?;
         let log = match op_log {
             None => None,
             Some((p, None)) => {

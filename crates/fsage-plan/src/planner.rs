@@ -74,6 +74,8 @@ pub enum PlanError {
     /// No file of the profile fits in the capacity.
     NothingFits,
     BadConfig(String),
+    /// Directory paths that do not make a tree (a child before its parent, a `..`).
+    BadTree(String),
 }
 
 impl std::fmt::Display for PlanError {
@@ -88,7 +90,7 @@ impl std::fmt::Display for PlanError {
                 f,
                 "capacity too small: not one file of the profile fits in the target fullness"
             ),
-            PlanError::BadConfig(m) => write!(f, "{m}"),
+            PlanError::BadConfig(m) | PlanError::BadTree(m) => write!(f, "{m}"),
         }
     }
 }
@@ -867,7 +869,11 @@ impl Planner {
 
     /// Checks the invariants a planner relies on, for one read back from a file: a state that passed
     /// its checksum but was written by a buggy or foreign program must not make the planner panic.
-    pub fn check_consistency(&self) -> Result<(), String> {
+    pub fn check_consistency(&self) -> Result<(), PlanError> {
+        self.consistency().map_err(PlanError::BadConfig)
+    }
+
+    fn consistency(&self) -> Result<(), String> {
         let (na, ns, nd) = (
             self.age_frac.len(),
             self.size_frac.len(),

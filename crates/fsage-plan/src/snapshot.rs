@@ -86,7 +86,7 @@ impl Planner {
             s.counters,
             s.cells,
         )?;
-        p.check_consistency().map_err(PlanError::BadConfig)?;
+        p.check_consistency()?;
         Ok(p)
     }
 }

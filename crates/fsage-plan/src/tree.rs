@@ -79,7 +79,7 @@ impl DirTree {
     }
 
     /// Rebuilds a tree from directory paths as an op log lists them: parents first, depth by depth.
-    pub fn from_paths(paths: &[String]) -> Result<DirTree, String> {
+    pub fn from_paths(paths: &[String]) -> Result<DirTree, crate::PlanError> {
         let mut tree = DirTree {
             parent: vec![0],
             path: vec![String::new()],
@@ -91,15 +91,23 @@ impl DirTree {
             let (parent, depth) = match p.rsplit_once('/') {
                 Some((parent, _)) => match index.get(parent) {
                     Some(&id) => (id, tree.depth(id) + 1),
-                    None => return Err(format!("directory {p} comes before its parent")),
+                    None => {
+                        return Err(crate::PlanError::BadTree(format!(
+                            "directory {p} comes before its parent"
+                        )))
+                    }
                 },
                 None => (0, 1),
             };
             if p.is_empty() || p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
-                return Err(format!("directory path {p:?} is not a plain relative path"));
+                return Err(crate::PlanError::BadTree(format!(
+                    "directory path {p:?} is not a plain relative path"
+                )));
             }
             if depth < tree.max_depth() {
-                return Err(format!("directory {p} is listed after deeper ones"));
+                return Err(crate::PlanError::BadTree(format!(
+                    "directory {p} is listed after deeper ones"
+                )));
             }
             while tree.max_depth() < depth {
                 tree.level.push(tree.parent.len() as DirId);

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::model::{AgeBin, DepthBin, Profile, SizeBin};
+use crate::ProfileError;
 
 /// Largest byte edge or subdirectory count accepted: TOML integers are signed 64-bit, and every
 /// valid profile must be writable back to TOML.
@@ -299,10 +300,11 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
 
 impl Profile {
     /// Checks the invariants the parsers enforce, for profiles built in code; the message is the
-    /// same as the parser's, without a place.
-    pub fn validate(&self) -> Result<(), String> {
-        check_name(&self.name)?;
-        let problem = |p: Problem| p.message;
+    /// same as the parser's, with the profile's name for a place.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        let whole = |m: String| ProfileError::whole(&self.name, m);
+        check_name(&self.name).map_err(whole)?;
+        let problem = |p: Problem| whole(p.message);
         check_sizes(&self.sizes).map_err(problem)?;
         check_depths(&self.depths).map_err(problem)?;
         check_ages(&self.ages).map_err(problem)
