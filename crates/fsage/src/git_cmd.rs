@@ -236,8 +236,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         grep_reps: a.grep_reps,
         cost_models,
     };
-    // SAFETY: isatty on a standard descriptor.
-    let tty = unsafe { libc::isatty(2) } == 1 && !a.quiet;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !a.quiet;
     let mut obs = Progress {
         tty,
         last_draw: None,

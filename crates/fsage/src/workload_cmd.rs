@@ -174,8 +174,7 @@ fn run_bench(a: RunArgs) -> CmdResult {
         reuse: a.reuse,
         record_latency: !a.no_latency,
     };
-    // SAFETY: isatty on a standard descriptor.
-    let tty = unsafe { libc::isatty(2) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut bar = Bar {
         enabled: tty && !a.quiet,
         drawn: false,
