@@ -1,20 +1,21 @@
 //! fsage: the command line. A thin layer: parse flags, resolve inputs, call the library crates.
 
-mod age;
-mod bench;
+mod age_cmd;
+mod bench_cmd;
 mod cli;
 mod dev_cmd;
 mod exit;
 mod experiment_cmd;
 mod frag_cmd;
-mod git_cmd;
-mod lab_cmd;
+mod fs_cmd;
+mod git_age_cmd;
+mod image_cmd;
 mod profile_cmd;
 mod progress;
-mod replay;
+mod replay_cmd;
 mod report_cmd;
+mod rollback_cmd;
 mod util;
-mod workload_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -28,17 +29,16 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Profile(cmd) => profile_cmd::run(cmd),
-        cli::Command::Age(args) => age::run_cmd(*args),
-        cli::Command::Replay(args) => replay::run(args),
-        cli::Command::Status { state, json } => age::status(&state, json),
-        cli::Command::Bench(cli::BenchCmd::Planner(args)) => bench::run(args),
-        cli::Command::Bench(cmd) => workload_cmd::run(cmd),
-        cli::Command::Fs(cmd) => lab_cmd::run_fs(cmd),
-        cli::Command::Image(cmd) => lab_cmd::run_image(cmd),
-        cli::Command::Rollback(cmd) => lab_cmd::run_rollback(cmd),
+        cli::Command::Age(args) => age_cmd::run(*args),
+        cli::Command::Replay(args) => replay_cmd::run(args),
+        cli::Command::Status(args) => age_cmd::status(args),
+        cli::Command::Bench(cmd) => bench_cmd::run(cmd),
+        cli::Command::Fs(cmd) => fs_cmd::run(cmd),
+        cli::Command::Image(cmd) => image_cmd::run(cmd),
+        cli::Command::Rollback(cmd) => rollback_cmd::run(cmd),
         cli::Command::Frag(cmd) => frag_cmd::run(cmd),
         cli::Command::Dev(cmd) => dev_cmd::run(cmd),
-        cli::Command::GitAge(args) => git_cmd::run(*args),
+        cli::Command::GitAge(args) => git_age_cmd::run(*args),
         cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
         cli::Command::Report(args) => report_cmd::run(args),
     };

@@ -1,17 +1,64 @@
-//! `fsage profile list|show|import`.
+//! `fsage profile list|show|import|extract`.
 
-use crate::cli::ProfileCmd;
-#[allow(unused_imports)]
 use crate::exit::{bad_input, CmdResult};
+use clap::{Args, Subcommand};
 use fsage_exec::preflight::estimate_seconds;
 use fsage_profile::{
     builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
 };
+use fsage_report::{export, Text};
 use fsage_sys::write_atomic;
+use std::path::PathBuf;
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCmd {
+    /// The built-in profiles.
+    List,
+    /// Describe a directory tree as a profile: fullness, sizes, depths, ages.
+    Extract(ExtractArgs),
+    /// A profile's histograms, and the ticks the convergence theorem predicts at a capacity.
+    Show {
+        /// A built-in name or a profile file (.toml).
+        profile: String,
+        /// Capacity to predict T for.
+        #[arg(long, default_value = "50GiB")]
+        capacity: String,
+        /// Fullness (default: the profile's).
+        #[arg(long)]
+        fullness: Option<f64>,
+        #[arg(long, default_value = "4096")]
+        block_size: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the profile in fsage's TOML format instead.
+        #[arg(long)]
+        toml: bool,
+    },
+    /// Convert a profile in the original Geriatrix three-file format into fsage's TOML format.
+    Import {
+        /// Directory holding size_distribution.txt, dir_distribution.txt, age_distribution.txt.
+        dir: PathBuf,
+        /// Profile name (default: the directory's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Default fullness to record.
+        #[arg(long)]
+        fullness: Option<f64>,
+        #[arg(long, default_value = "")]
+        description: String,
+        #[arg(long, default_value = "")]
+        source: String,
+        /// Output file (default: standard output). Refuses to overwrite without --force.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[arg(long)]
+        force: bool,
+    },
+}
 
 pub fn run(cmd: ProfileCmd) -> CmdResult {
     match cmd {
-        ProfileCmd::Extract(args) => crate::frag_cmd::extract(args),
+        ProfileCmd::Extract(args) => extract(args),
         ProfileCmd::List => {
             println!(
                 "{:<10} {:>9} {:>6} {:>6} {:>6}  description",
@@ -120,4 +167,88 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             Ok(())
         }
     }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgeFromArg {
+    Btime,
+    Mtime,
+    Ctime,
+}
+
+#[derive(Args, Debug)]
+pub struct ExtractArgs {
+    /// Directory tree to describe.
+    pub path: PathBuf,
+    /// Output file (default: standard output). Refuses to overwrite without --force.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Capacity the tree's allocated bytes are a fraction of (default: the fullness of the file
+    /// system holding PATH).
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// Timestamp giving a file's age: birth time (mtime where the file system has none), mtime
+    /// or ctime.
+    #[arg(long, value_enum, default_value = "btime")]
+    pub age_from: AgeFromArg,
+    /// Profile name (default: PATH's last component).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Size bin edges are powers of this base.
+    #[arg(long, default_value_t = 2)]
+    pub size_base: u64,
+    /// Age bin edges are powers of this base, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub age_base: f64,
+    /// Worker threads (default: the CPUs available).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Keep T (the convergence theorem's ticks) at most this many times K by merging the
+    /// youngest age bins: a profile that can be aged in reasonable time.
+    #[arg(long, default_value_t = fsage_measure::extract::DEFAULT_MAX_T_FACTOR)]
+    pub max_t_factor: f64,
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn extract(a: ExtractArgs) -> CmdResult {
+    use fsage_measure::{AgeFrom, ExtractOptions};
+    if a.threads == Some(0) {
+        return Err(bad_input("--threads 0: need at least one thread"));
+    }
+    let mut opts = ExtractOptions {
+        capacity: match &a.capacity {
+            Some(c) => Some(
+                fsage_profile::parse_size(c)
+                    .map_err(|e| bad_input(format!("--capacity {c:?}: {e}")))?,
+            ),
+            None => None,
+        },
+        age_from: match a.age_from {
+            AgeFromArg::Btime => AgeFrom::Btime,
+            AgeFromArg::Mtime => AgeFrom::Mtime,
+            AgeFromArg::Ctime => AgeFrom::Ctime,
+        },
+        size_base: a.size_base,
+        age_base: a.age_base,
+        max_t_factor: a.max_t_factor,
+        ..Default::default()
+    };
+    if let Some(t) = a.threads {
+        opts.threads = t;
+    }
+    let x = fsage_measure::extract_profile(
+        &a.path,
+        a.name.as_deref(),
+        &opts,
+        a.output.as_deref(),
+        a.force,
+    )?;
+    if a.output.is_none() {
+        print!("{}", x.toml);
+    }
+    for line in export(&Text, &x.stats).lines() {
+        eprintln!("fsage: {line}");
+    }
+    Ok(())
 }

@@ -1,8 +1,23 @@
 //! `fsage replay`: an op log's system calls with no planner (`fsage_exec::replay`).
 
-use crate::cli::{ReplayArgs, WriteModeArg};
+use crate::age_cmd::WriteModeArg;
 use crate::exit::CmdResult;
+use clap::Args;
 use fsage_exec::WriteMode;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// An op log written by `fsage age --op-log`.
+    pub op_log: PathBuf,
+    /// Empty directory to replay into.
+    pub target: PathBuf,
+    #[arg(long, value_enum, default_value = "fallocate")]
+    pub write_mode: WriteModeArg,
+    /// Replay into a non-empty directory.
+    #[arg(long)]
+    pub force: bool,
+}
 
 pub fn run(args: ReplayArgs) -> CmdResult {
     let mode = match args.write_mode {

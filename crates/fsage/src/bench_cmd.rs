@@ -1,14 +1,47 @@
-//! `fsage bench run|list|show`: the Filebench-compatible workload engine (fsage-workload).
+//! `fsage bench run|list|show`: the Filebench-compatible workload engine (fsage-workload); `fsage
+//! bench planner`: the planner's speed and memory per live file (`fsage_exec::planner_bench`), so
+//! BENCHMARKS.md can show decisions per second and bytes per live file from 10^4 to 10^7 files.
 
-use crate::cli::BenchCmd;
 use crate::exit::{bad_input, interrupted, CmdResult};
 use crate::util::parse_duration;
-use clap::Args;
+use clap::{Args, Subcommand};
+use fsage_exec::planner_bench;
+use fsage_profile::human_bytes;
 use fsage_report::{export, Json, Text};
 use fsage_sys::write_atomic;
 use fsage_workload::{Observer, Phase, Progress, RunConfig, Stop, Workload, BUILTINS};
 use std::io::Write;
 use std::path::PathBuf;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Planner speed and memory per live file at several live-file counts (no I/O).
+    Planner(PlannerArgs),
+    /// Run a Filebench workload (a built-in or a .f file) on TARGET_DIR.
+    Run(Box<RunArgs>),
+    /// The built-in workloads.
+    List,
+    /// Print a workload as .f text (with --set applied).
+    Show(ShowArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlannerArgs {
+    #[arg(long, default_value = "agrawal")]
+    pub profile: String,
+    /// Live-file counts to measure at (comma-separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10000,100000,1000000,10000000"
+    )]
+    pub live: Vec<u64>,
+    /// Stable-phase decisions to time at each count.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub ticks: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -83,7 +116,7 @@ pub fn run(cmd: BenchCmd) -> CmdResult {
             Ok(())
         }
         BenchCmd::Run(a) => run_bench(*a),
-        BenchCmd::Planner(_) => unreachable!("dispatched in main"),
+        BenchCmd::Planner(a) => planner(a),
     }
 }
 
@@ -190,6 +223,35 @@ fn run_bench(a: RunArgs) -> CmdResult {
     }
     if r.interrupted {
         return Err(interrupted());
+    }
+    Ok(())
+}
+
+fn planner(args: PlannerArgs) -> CmdResult {
+    let profile = fsage_profile::resolve(&args.profile)?;
+    // Every count is checked (memory included) before the first is measured.
+    let capacities = planner_bench::check(&profile, &args.live, args.seed, None)?;
+    println!(
+        "profile {}; {} stable ticks per size; one line per live-file count",
+        profile.name, args.ticks
+    );
+    println!(
+        "{:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}",
+        "live", "capacity", "rapid s", "ns/decision", "decisions/s", "heap B/file", "rss B/file"
+    );
+    for (&target, &capacity) in args.live.iter().zip(&capacities) {
+        let r = planner_bench::measure(&profile, target, capacity, args.ticks, args.seed)?;
+        let live = r.live.max(1) as f64;
+        println!(
+            "{:>10} {:>10} {:>12.2} {:>12.1} {:>14.0} {:>12.1} {:>12.1}",
+            r.live,
+            human_bytes(r.capacity),
+            r.rapid_s,
+            r.stable_s * 1e9 / r.decisions.max(1) as f64,
+            r.decisions as f64 / r.stable_s.max(1e-9),
+            r.heap_bytes as f64 / live,
+            r.rss_bytes as f64 / live
+        );
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `fsage git-age REPO (--fs KIND --size SIZE IMAGE | --clean-fs KIND TARGET_DIR)`: Git-history
 //! aging (fsage-git does the work; this parses, shows progress and writes the exports).
 
-use crate::cli::FsArg;
+use crate::age_cmd::FsArg;
 use crate::exit::{bad_input, interrupted, CmdResult};
 use clap::{Args, ValueEnum};
 use fsage_git::{GitAgeOptions, GitRow, Mode, Observer, Target};

@@ -1,17 +1,130 @@
 //! `fsage age` and `fsage status`: parse the flags into an [`AgeRequest`], call
 //! [`fsage_lab::age::age`], print what it says and the report.
 
-use crate::cli::{AgeArgs, WriteModeArg};
 use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use crate::progress::Bar;
 use crate::util::parse_duration;
+use clap::{Args, ValueEnum};
 use fsage_exec::{Observer, Progress, State, StopConditions, StopReason, WriteMode};
 use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WriteModeArg {
+    Fallocate,
+    Write,
+}
+
+#[derive(Args, Debug)]
+pub struct AgeArgs {
+    /// Built-in profile name or profile file (.toml). Required unless --resume.
+    #[arg(long, short = 'p', required_unless_present = "resume")]
+    pub profile: Option<String>,
+    /// Capacity C (e.g. 4GiB, 512M). Default: the size of the file system holding TARGET_DIR.
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// Fullness u in (0, 1]. Default: the profile's.
+    #[arg(long)]
+    pub fullness: Option<f64>,
+    /// Seed of every random choice: the same seed gives the same op log. Default: 1.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Plan only: no I/O, the same decisions.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How files get their blocks. Default: fallocate.
+    #[arg(long, value_enum)]
+    pub write_mode: Option<WriteModeArg>,
+    /// Every file exactly its bin's size (the original tool's behaviour).
+    #[arg(long)]
+    pub exact_sizes: bool,
+    /// Allocation unit for counting space. Default: the target file system's block size (4096 in
+    /// a dry run without a target).
+    #[arg(long)]
+    pub block_size: Option<String>,
+    /// File operations run on N threads; the decisions (and the op log) stay the same for every N.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Stop after this long (e.g. 90s, 30m, 2h; a bare number is seconds). Counts every session of
+    /// a resumed run.
+    #[arg(long)]
+    pub max_time: Option<String>,
+    /// Stop after writing this many times the capacity.
+    #[arg(long)]
+    pub max_overwrites: Option<f64>,
+    /// Stop once the age histogram's chi-squared fit reaches this p-value (checked every 1000 ticks).
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Stop after this many operations (ticks, the rapid phase included).
+    #[arg(long)]
+    pub max_ops: Option<u64>,
+    /// With --resume: drop the stopping conditions saved with the run (a resumed run keeps them
+    /// otherwise); give new ones beside it, or none to run to T.
+    #[arg(long, requires = "resume")]
+    pub clear_limits: bool,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one line per operation to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub op_log: Option<PathBuf>,
+    /// State file for checkpoints and --resume. Default for a real run: TARGET_DIR.fsage-state
+    /// beside the target; a dry run keeps one only when asked.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Seconds between checkpoints (at least; a large state is saved less often).
+    #[arg(long, default_value = "5s", value_name = "DUR")]
+    pub checkpoint_interval: String,
+    /// Continue the run saved in STATE; stopping conditions and --threads may change, options
+    /// that change decisions may not.
+    #[arg(long, value_name = "STATE", conflicts_with_all = ["profile", "state"])]
+    pub resume: Option<PathBuf>,
+    /// No progress display and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Age TARGET_DIR even though it is not empty; with --device, format a device that holds a
+    /// file system.
+    #[arg(long)]
+    pub force: bool,
+    /// Make a file system of this kind on a new image file (TARGET is then the image path), mount
+    /// it, age it, unmount it: the one-command main job. The capacity is the file system's.
+    #[arg(long, value_enum, conflicts_with_all = ["dry_run", "capacity", "resume"])]
+    pub fs: Option<FsArg>,
+    /// Size of the image made by --fs (e.g. 4GiB); with --device, of the file system (default:
+    /// the whole device).
+    #[arg(long, requires = "fs")]
+    pub size: Option<String>,
+    /// With --fs: format this block device (e.g. a slow device from `fsage dev create`) instead
+    /// of an image; TARGET is then the directory to mount it on.
+    #[arg(long, requires = "fs")]
+    pub device: Option<PathBuf>,
+    /// Extra mkfs options for --fs, as one string.
+    #[arg(long, requires = "fs", allow_hyphen_values = true)]
+    pub mkfs_opts: Option<String>,
+    /// Directory to age (created if missing); with --fs, the image file to create (with --device,
+    /// the directory to mount the device on). Optional with --dry-run when --capacity is given.
+    pub target: Option<PathBuf>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FsArg {
+    Ext4,
+    Xfs,
+    Btrfs,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// A state file written by `fsage age`.
+    pub state: PathBuf,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, CmdError> {
     if let Some(c) = args.confidence {
@@ -64,9 +177,9 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         None => None,
         Some(fs) => Some(NewFs {
             kind: match fs {
-                crate::cli::FsArg::Ext4 => fsage_lab::FsKind::Ext4,
-                crate::cli::FsArg::Xfs => fsage_lab::FsKind::Xfs,
-                crate::cli::FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
+                FsArg::Ext4 => fsage_lab::FsKind::Ext4,
+                FsArg::Xfs => fsage_lab::FsKind::Xfs,
+                FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
             },
             size: match size_flag("--size", args.size.as_deref())? {
                 None if args.device.is_none() => {
@@ -169,7 +282,7 @@ impl AgeObserver for Console {
     }
 }
 
-pub fn run_cmd(args: AgeArgs) -> CmdResult {
+pub fn run(args: AgeArgs) -> CmdResult {
     // Before anything is made (an image, a mount), so Ctrl-C always cleans up.
     fsage_exec::signals::install();
     let req = request(&args)?;
@@ -252,10 +365,10 @@ pub fn run_cmd(args: AgeArgs) -> CmdResult {
 }
 
 /// `fsage status STATE`: where a run stands, read from its state file alone.
-pub fn status(path: &Path, json: bool) -> CmdResult {
-    let st = State::load(path)?;
-    let status = st.status(path);
-    if json {
+pub fn status(a: StatusArgs) -> CmdResult {
+    let st = State::load(&a.state)?;
+    let status = st.status(&a.state);
+    if a.json {
         print!("{}", export(&Json, &status));
     } else {
         print!("{}", export(&Text, &status));

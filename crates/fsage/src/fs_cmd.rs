@@ -1,0 +1,224 @@
+//! `fsage fs create|mount|umount|drop-caches|trim|check`: file systems on image files or
+//! devices (fsage-lab).
+
+use crate::exit::{bad_input, CmdError, CmdResult};
+use clap::{Args, Subcommand};
+use fsage_lab::mount::MountOptions;
+use fsage_lab::{signals, FsKind, Mounted};
+use fsage_profile::{human_bytes, parse_size};
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand, Debug)]
+pub enum FsCmd {
+    /// Format an image file (sparse; in /dev/shm to age in memory) or a block device, optionally
+    /// loop-mount it.
+    Create(FsCreateArgs),
+    /// Mount an image file (on a loop device that goes away when unmounted) or a block device.
+    Mount(FsMountArgs),
+    /// Unmount a mount point, or every mount of an image file or device; fsage's loop devices go
+    /// away with the mount.
+    Umount {
+        /// Mount point, image file or block device.
+        target: PathBuf,
+    },
+    /// sync, then drop the page cache, dentries and inodes.
+    DropCaches,
+    /// Tell the file system to discard its free space (FITRIM): in an image, free space becomes
+    /// holes, which `image save` and `image copy` then skip.
+    Trim {
+        /// Mount point, or an unmounted image file (mounted for the trim, then unmounted).
+        target: PathBuf,
+    },
+    /// Check an unmounted file system read-only (e2fsck -fn, xfs_repair -n, btrfs check).
+    Check {
+        /// Image file or block device.
+        target: PathBuf,
+        /// File system type (default: probed).
+        #[arg(long = "fs")]
+        fs: Option<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct FsCreateArgs {
+    /// File system: ext4, xfs or btrfs.
+    #[arg(long = "fs")]
+    pub fs: String,
+    /// Size (e.g. 4GiB, 512M); required for an image file, default the whole device.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Extra mkfs arguments, one string (e.g. --mkfs-opts="-b 1024").
+    #[arg(long, allow_hyphen_values = true, value_name = "OPTS")]
+    pub mkfs_opts: Option<String>,
+    /// Mount it here afterwards (left mounted; `fsage fs umount` undoes it).
+    #[arg(long, value_name = "DIR")]
+    pub mount: Option<PathBuf>,
+    /// Overwrite an existing file or file system (never a mounted or attached one).
+    #[arg(long)]
+    pub force: bool,
+    /// Image file (created) or block device.
+    pub target: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct FsMountArgs {
+    /// Image file or block device.
+    pub target: PathBuf,
+    /// Existing directory to mount on.
+    pub dir: PathBuf,
+    /// File system type (default: probed from the superblock).
+    #[arg(long = "fs")]
+    pub fs: Option<String>,
+    /// Mount options (e.g. -o noatime,discard).
+    #[arg(short = 'o', long, default_value = "")]
+    pub options: String,
+}
+
+/// `--mkfs-opts` as mkfs arguments.
+pub fn split_opts(o: &Option<String>) -> Vec<String> {
+    o.as_deref()
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn size_flag(flag: &str, s: &str) -> Result<u64, CmdError> {
+    parse_size(s).map_err(|e| bad_input(format!("{flag} {s:?}: {e}")))
+}
+
+pub fn run(cmd: FsCmd) -> CmdResult {
+    signals::install();
+    match cmd {
+        FsCmd::Create(a) => {
+            let kind = FsKind::parse(&a.fs).map_err(|e| bad_input(format!("--fs: {e}")))?;
+            let size = a
+                .size
+                .as_deref()
+                .map(|s| size_flag("--size", s))
+                .transpose()?;
+            let info = fsage_lab::create_fs(
+                &a.target,
+                &fsage_lab::CreateOptions {
+                    kind,
+                    size,
+                    mkfs_opts: split_opts(&a.mkfs_opts),
+                    force: a.force,
+                },
+            )?;
+            println!(
+                "made {} ({}) on {}: {}",
+                kind,
+                human_bytes(info.size),
+                a.target.display(),
+                info.mkfs_command.join(" ")
+            );
+            if let Some(dir) = a.mount {
+                let m = Mounted::attach_and_mount(&a.target, &dir)?;
+                let (dev, mp) = m.keep();
+                println!(
+                    "mounted {} ({}) on {}",
+                    a.target.display(),
+                    dev.display(),
+                    mp.display()
+                );
+            }
+            Ok(())
+        }
+        FsCmd::Mount(a) => {
+            if let Some(t) = &a.fs {
+                FsKind::parse(t).map_err(|e| bad_input(format!("--fs: {e}")))?;
+            }
+            let m = Mounted::attach_and_mount_with(
+                &a.target,
+                &a.dir,
+                &MountOptions {
+                    fstype: a.fs.clone(),
+                    options: a.options.clone(),
+                },
+            )?;
+            let (dev, mp) = m.keep();
+            println!(
+                "mounted {} ({}) on {}",
+                a.target.display(),
+                dev.display(),
+                mp.display()
+            );
+            Ok(())
+        }
+        FsCmd::Umount { target } => {
+            let u = fsage_lab::mount::umount(&target)?;
+            for m in &u.mount_points {
+                println!("unmounted {}", m.display());
+            }
+            for d in &u.detached {
+                println!("detached {}", d.display());
+            }
+            for d in &u.left_attached {
+                println!(
+                    "left {} attached: fsage did not attach it (losetup -d {} detaches it)",
+                    d.display(),
+                    d.display()
+                );
+            }
+            Ok(())
+        }
+        FsCmd::DropCaches => {
+            fsage_lab::drop_caches()?;
+            println!("dropped caches");
+            Ok(())
+        }
+        FsCmd::Trim { target } => {
+            let n = if target.is_dir() {
+                fsage_lab::trim(&target)?
+            } else {
+                let dir = tempdir_for_mount()?;
+                let m = Mounted::attach_and_mount(&target, dir.path())?;
+                let r = fsage_lab::trim(m.mount_point());
+                m.finish()?;
+                r?
+            };
+            println!("trimmed {} ({})", target.display(), human_bytes(n));
+            Ok(())
+        }
+        FsCmd::Check { target, fs } => {
+            let t = match fs {
+                Some(t) => t,
+                None => fsage_lab::probe_fs(&target)?.ok_or_else(|| {
+                    bad_input(format!("{}: no file system found", target.display()))
+                })?,
+            };
+            let kind = FsKind::parse(&t)?;
+            fsage_lab::fsck(&target, kind)?;
+            println!("{}: {kind} clean", target.display());
+            Ok(())
+        }
+    }
+}
+
+/// A fresh directory to mount on, removed when dropped (after the guard using it has unmounted).
+struct MountDir(PathBuf);
+
+impl MountDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for MountDir {
+    fn drop(&mut self) {
+        // remove_dir only removes an empty directory: never anything through a mount.
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn tempdir_for_mount() -> Result<MountDir, CmdError> {
+    let p = std::env::temp_dir().join(format!(
+        "fsage-mnt-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir(&p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
+    Ok(MountDir(p))
+}
