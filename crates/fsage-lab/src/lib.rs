@@ -58,7 +58,7 @@ pub mod twin;
 
 pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
 pub use loopdev::{LoopDevice, LoopOptions};
-pub use mount::{drop_caches, trim, Mounted};
+pub use mount::{drop_caches, trim, trim_target, Mounted};
 pub use twin::FreshTwin;
 
 /// An error of the lab: the message names what went wrong and where, and who has to act on it.

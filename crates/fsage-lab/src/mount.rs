@@ -339,6 +339,35 @@ pub fn drop_caches() -> Result<()> {
     std::fs::write(p, b"3\n").map_err(|e| Error::io(p, "drop caches (needs root)", e))
 }
 
+/// FITRIM on `target`: a mount point, or an unmounted image file or device, mounted on a fresh
+/// temporary directory for the trim and unmounted afterwards.
+pub fn trim_target(target: &Path) -> Result<u64> {
+    if target.is_dir() {
+        return trim(target);
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "fsage-mnt-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir(&dir).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
+    /// Removes the directory when dropped, after the mount on it is gone: remove_dir removes only
+    /// an empty directory, never anything through a mount.
+    struct RemoveDir<'a>(&'a Path);
+    impl Drop for RemoveDir<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(self.0);
+        }
+    }
+    let _rm = RemoveDir(&dir);
+    let m = Mounted::attach_and_mount(target, &dir)?;
+    let r = trim(m.mount_point());
+    m.finish()?;
+    r
+}
+
 /// FITRIM on a mounted file system: tells the device (for an image on a loop device: punches
 /// holes in the image) which blocks are free. Returns the bytes trimmed as the file system counts.
 pub fn trim(mount_point: &Path) -> Result<u64> {

@@ -315,9 +315,26 @@ pub fn read_log(path: &Path) -> Result<TrackLog> {
 
 /// Rewrites the blocks recorded in the log from the snapshot (or, with `compare` or a log made
 /// without tracing, every block that differs), then, with `verify`, checks that the image equals
-/// the snapshot.
-pub fn restore(log_path: &Path, compare: bool, verify: bool) -> Result<RestoreReport> {
+/// the snapshot. `image` must be the image the log was recorded for: a log of another image would
+/// rewrite this one from the wrong snapshot.
+pub fn restore(
+    image: &Path,
+    log_path: &Path,
+    compare: bool,
+    verify: bool,
+) -> Result<RestoreReport> {
     let log = read_log(log_path)?;
+    let canon = image
+        .canonicalize()
+        .map_err(|e| Error::input(format!("{}: {e}", image.display())))?;
+    if log.image != canon {
+        crate::bail!(
+            "{}: the log {} is for {}",
+            image.display(),
+            log_path.display(),
+            log.image.display()
+        );
+    }
     let (image, snap) = (&log.image, &log.snapshot);
     if let Some(l) = sys::loops_backed_by(image).first() {
         crate::bail!(

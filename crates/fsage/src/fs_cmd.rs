@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use fsage_lab::mount::MountOptions;
 use fsage_lab::{signals, FsKind, Mounted};
 use fsage_profile::{human_bytes, parse_size};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
 pub enum FsCmd {
@@ -167,15 +167,7 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             Ok(())
         }
         FsCmd::Trim { target } => {
-            let n = if target.is_dir() {
-                fsage_lab::trim(&target)?
-            } else {
-                let dir = tempdir_for_mount()?;
-                let m = Mounted::attach_and_mount(&target, dir.path())?;
-                let r = fsage_lab::trim(m.mount_point());
-                m.finish()?;
-                r?
-            };
+            let n = fsage_lab::trim_target(&target)?;
             println!("trimmed {} ({})", target.display(), human_bytes(n));
             Ok(())
         }
@@ -192,33 +184,4 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             Ok(())
         }
     }
-}
-
-/// A fresh directory to mount on, removed when dropped (after the guard using it has unmounted).
-struct MountDir(PathBuf);
-
-impl MountDir {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for MountDir {
-    fn drop(&mut self) {
-        // remove_dir only removes an empty directory: never anything through a mount.
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-fn tempdir_for_mount() -> Result<MountDir, CmdError> {
-    let p = std::env::temp_dir().join(format!(
-        "fsage-mnt-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir(&p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
-    Ok(MountDir(p))
 }

@@ -1,7 +1,7 @@
 //! `fsage rollback track|restore`: record the blocks a benchmark writes, then roll the image
 //! back (fsage-lab).
 
-use crate::exit::{bad_input, CmdError, CmdResult};
+use crate::exit::{CmdError, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_lab::{rollback, signals};
 use fsage_profile::human_bytes;
@@ -109,19 +109,7 @@ pub fn run(cmd: RollbackCmd) -> CmdResult {
             no_verify,
         } => {
             let log = log.unwrap_or_else(|| rollback::default_log(&image));
-            let l = rollback::read_log(&log)?;
-            let canon = image
-                .canonicalize()
-                .map_err(|e| bad_input(format!("{}: {e}", image.display())))?;
-            if l.image != canon {
-                return Err(bad_input(format!(
-                    "{}: the log {} is for {}",
-                    image.display(),
-                    log.display(),
-                    l.image.display()
-                )));
-            }
-            let r = rollback::restore(&log, compare, !no_verify)?;
+            let r = rollback::restore(&image, &log, compare, !no_verify)?;
             println!(
                 "rolled back {} ({}): {} in {} ranges rewritten in {:.3}s{}",
                 image.display(),
