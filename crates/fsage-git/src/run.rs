@@ -37,6 +37,21 @@ pub enum Target {
     },
 }
 
+/// The clean image of a directory target when none is given: in /dev/shm (else the temporary
+/// directory), named after the target's device and inode (mount roots of one kind share inode
+/// numbers), so that a resumed run finds (and removes) what a killed one left.
+pub fn default_clean_image(target: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let m = std::fs::metadata(target)
+        .map_err(|e| Error::input(format!("{}: {e}", target.display())))?;
+    Ok(dir.join(format!("fsage-git-clean-{:x}-{}.img", m.dev(), m.ino())))
+}
+
 impl Target {
     /// Where fsage's files of the run are named from: the image, or the clean image of a
     /// directory target (so that nothing of fsage's lands in the aged file system).

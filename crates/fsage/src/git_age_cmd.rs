@@ -169,19 +169,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
             clean_kind: kind(c),
             clean_image: match a.clean_image.clone() {
                 Some(p) => p,
-                None => {
-                    let dir = if std::path::Path::new("/dev/shm").is_dir() {
-                        PathBuf::from("/dev/shm")
-                    } else {
-                        std::env::temp_dir()
-                    };
-                    // Named after the target's device and inode (mount roots of one kind share
-                    // inode numbers), so a resumed run finds (and removes) what a killed one left.
-                    use std::os::unix::fs::MetadataExt;
-                    let m = std::fs::metadata(&a.target)
-                        .map_err(|e| bad_input(format!("{}: {e}", a.target.display())))?;
-                    dir.join(format!("fsage-git-clean-{:x}-{}.img", m.dev(), m.ino()))
-                }
+                None => fsage_git::default_clean_image(&a.target)?,
             },
         },
         _ => {
