@@ -25,6 +25,44 @@ impl Latencies {
     }
 }
 
+/// Latencies asked for, per kind or for all, on top of a device's (or the defaults).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LatencyChange {
+    pub all: Option<u64>,
+    pub read: Option<u64>,
+    pub write: Option<u64>,
+    pub flush: Option<u64>,
+}
+
+impl LatencyChange {
+    /// Whether any latency is asked for.
+    pub fn is_empty(&self) -> bool {
+        *self == LatencyChange::default()
+    }
+
+    /// `base` with the change: a kind takes its own latency, else the one for all. A flush is a
+    /// write reaching the medium: with no flush latency of its own it follows the write latency
+    /// (given, or the resulting one once anything changes).
+    pub fn apply(&self, base: Latencies) -> Latencies {
+        let read_ns = self.read.or(self.all).unwrap_or(base.read_ns);
+        let write_ns = self.write.or(self.all).unwrap_or(base.write_ns);
+        let flush_ns = self
+            .flush
+            .or(self.all)
+            .or(self.write)
+            .unwrap_or(if self.is_empty() {
+                base.flush_ns
+            } else {
+                write_ns
+            });
+        Latencies {
+            read_ns,
+            write_ns,
+            flush_ns,
+        }
+    }
+}
+
 /// Where the device's data lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -177,6 +215,48 @@ fn trim(s: String) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_flush_follows_the_write_latency_unless_given() {
+        use super::{Latencies, LatencyChange};
+        let base = Latencies {
+            read_ns: 1,
+            write_ns: 2,
+            flush_ns: 3,
+        };
+        assert_eq!(LatencyChange::default().apply(base), base);
+        let w = LatencyChange {
+            write: Some(20),
+            ..Default::default()
+        };
+        assert_eq!(w.apply(base).flush_ns, 20);
+        let all = LatencyChange {
+            all: Some(7),
+            flush: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(
+            all.apply(base),
+            Latencies {
+                read_ns: 7,
+                write_ns: 7,
+                flush_ns: 9
+            }
+        );
+        // Only the read latency changes: the flush takes the write latency, as a new device's.
+        let r = LatencyChange {
+            read: Some(5),
+            ..Default::default()
+        };
+        assert_eq!(
+            r.apply(base),
+            Latencies {
+                read_ns: 5,
+                write_ns: 2,
+                flush_ns: 2
+            }
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -4,7 +4,7 @@
 //! merged when the threads have ended.
 
 use crate::cgroup::MemCgroup;
-use crate::error::Error;
+use crate::error::{Error, Setting};
 use crate::fileset::{self, Fileset, Layout, Want};
 use crate::model::{FlowopDef, FlowopKind, MAX_FD};
 use crate::result::{
@@ -112,6 +112,35 @@ struct Marker {
     filesets: Vec<String>,
 }
 
+impl RunConfig {
+    /// Refuses the settings no run can have (no repetitions, no threads, a page-cache ratio out of
+    /// range, zero operations), naming the setting for the caller to name its flag.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |setting, value: String, why| {
+            Err(Error::Setting {
+                setting,
+                value,
+                why,
+            })
+        };
+        if self.reps == 0 {
+            return bad(Setting::Reps, "0".into(), "must be at least 1");
+        }
+        if self.threads == Some(0) {
+            return bad(Setting::Threads, "0".into(), "must be at least 1");
+        }
+        if let Some(r) = self.cache_ratio {
+            if !(r > 0.0 && r.is_finite() && r <= 1000.0) {
+                return bad(Setting::CacheRatio, r.to_string(), "must be above 0");
+            }
+        }
+        if self.stop == Some(Stop::Ops(0)) {
+            return bad(Setting::Ops, "0".into(), "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
 /// Runs `w` on `target` as `cfg` says. The target must be an empty directory (made if missing,
 /// when its parent exists) or hold a fileset an earlier run made (with `cfg.reuse`); nothing is
 /// written outside it.
@@ -122,17 +151,7 @@ pub fn run(
     obs: &mut dyn Observer,
 ) -> Result<BenchResult, Error> {
     let model = w.model();
-    if cfg.reps == 0 {
-        return Err(Error::Config("repetitions must be at least 1".into()));
-    }
-    if let Some(r) = cfg.cache_ratio {
-        if !(r > 0.0 && r.is_finite() && r <= 1000.0) {
-            return Err(Error::Config(format!("cache ratio {r}: must be above 0")));
-        }
-    }
-    if cfg.threads == Some(0) {
-        return Err(Error::Config("threads must be at least 1".into()));
-    }
+    cfg.check()?;
     let stop = cfg.stop.unwrap_or(Stop::Duration(Duration::from_secs(
         model.run_secs.unwrap_or(60),
     )));

@@ -30,6 +30,13 @@ pub enum Error {
     /// A setting that cannot work (zero reps, a ratio out of range).
     #[error("{0}")]
     Config(String),
+    /// A run setting out of range: which, its value and why.
+    #[error("{} {value}: {why}", setting.name())]
+    Setting {
+        setting: Setting,
+        value: String,
+        why: &'static str,
+    },
     /// A fileset has no file for a flowop and no flowop could give it one.
     #[error("fileset {fileset} ran dry: {msg}")]
     RunDry { fileset: String, msg: String },
@@ -62,6 +69,7 @@ impl fsage_sys::Blamed for Error {
             | Error::BadOverride(_)
             | Error::Target(_)
             | Error::Config(_)
+            | Error::Setting { .. }
             | Error::RunDry { .. }
             | Error::Workload { .. } => Blame::Input,
             Error::Interrupted => Blame::Interrupted,
@@ -70,6 +78,26 @@ impl fsage_sys::Blamed for Error {
                 fsage_sys::io_blame(e.kind())
             }
             Error::Cgroup(_) | Error::NoResult(_) => Blame::Operation,
+        }
+    }
+}
+
+/// The settings of a run that [`crate::RunConfig::check`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Reps,
+    Threads,
+    CacheRatio,
+    Ops,
+}
+
+impl Setting {
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Reps => "repetitions",
+            Setting::Threads => "threads",
+            Setting::CacheRatio => "cache ratio",
+            Setting::Ops => "operation count",
         }
     }
 }

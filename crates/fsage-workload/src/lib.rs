@@ -22,7 +22,7 @@ mod result;
 mod workload;
 
 pub use engine::{run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
-pub use error::Error;
+pub use error::{Error, Setting};
 pub use lang::parse_size;
 pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, SizeDist, ThreadDef};
 pub use result::{BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary};

@@ -224,12 +224,10 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         }
     }
     let block_size = size_flag("--block-size", args.block_size.as_deref())?;
+    // Refused before anything is made (an image with --fs), by the library's rule.
     if let Some(b) = block_size {
-        if !b.is_power_of_two() || b < 512 {
-            return Err(bad_input(format!(
-                "--block-size {b}: must be a power of two of at least 512 bytes"
-            )));
-        }
+        fsage_lab::age::check_block_size(b)
+            .map_err(|e| CmdError::from(e).context("--block-size"))?;
     }
     Ok(AgeRequest {
         profile: args.profile.clone(),

@@ -168,12 +168,22 @@ impl Bar {
     }
 }
 
+/// The flag of a run setting.
+fn flag(s: fsage_workload::Setting) -> &'static str {
+    use fsage_workload::Setting::*;
+    match s {
+        Reps => "--reps",
+        Threads => "--threads",
+        CacheRatio => "--cache-ratio",
+        Ops => "--ops",
+    }
+}
+
 fn run_bench(a: RunArgs) -> CmdResult {
     fsage_signals::install();
     let w = Workload::resolve(&a.workload)?.with_assignments(&a.set)?;
     let stop = match (&a.duration, a.ops) {
         (Some(d), _) => Some(Stop::Duration(parse_duration("--duration", d)?)),
-        (None, Some(0)) => return Err(bad_input("--ops 0: must be at least 1")),
         (None, Some(n)) => Some(Stop::Ops(n)),
         (None, None) => None,
     };
@@ -182,20 +192,6 @@ fn run_bench(a: RunArgs) -> CmdResult {
         Some(d) => parse_duration("--warmup", d)?,
         None => std::time::Duration::ZERO,
     };
-    if a.reps == 0 {
-        return Err(bad_input("--reps 0: must be at least 1"));
-    }
-    if a.threads == Some(0) {
-        return Err(bad_input("--threads 0: must be at least 1"));
-    }
-    if let Some(r) = a.cache_ratio {
-        if !(r > 0.0 && r.is_finite()) {
-            return Err(bad_input(format!("--cache-ratio {r}: must be above 0")));
-        }
-    }
-    if let Some(p) = &a.json {
-        fsage_sys::check_writable_file(p).map_err(|e| bad_input(format!("--json {e}")))?;
-    }
     let cfg = RunConfig {
         stop,
         warmup,
@@ -207,6 +203,18 @@ fn run_bench(a: RunArgs) -> CmdResult {
         reuse: a.reuse,
         record_latency: !a.no_latency,
     };
+    // Checked before anything is written, the library's rule with the flag's name.
+    cfg.check().map_err(|e| match e {
+        fsage_workload::Error::Setting {
+            setting,
+            value,
+            why,
+        } => bad_input(format!("{} {value}: {why}", flag(setting))),
+        e => e.into(),
+    })?;
+    if let Some(p) = &a.json {
+        fsage_sys::check_writable_file(p).map_err(|e| bad_input(format!("--json {e}")))?;
+    }
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut bar = Bar {
         enabled: tty && !a.quiet,

@@ -129,25 +129,13 @@ fn lat(flag: &str, v: &Option<String>) -> Result<Option<u64>, CmdError> {
 
 /// The latencies asked for, on top of `base`.
 fn latencies(a: &LatencyArgs, base: Latencies) -> Result<(Latencies, bool), CmdError> {
-    let all = lat("--latency", &a.latency)?;
-    let r = lat("--read-latency", &a.read_latency)?;
-    let w = lat("--write-latency", &a.write_latency)?;
-    let f = lat("--flush-latency", &a.flush_latency)?;
-    let any = all.is_some() || r.is_some() || w.is_some() || f.is_some();
-    let read_ns = r.or(all).unwrap_or(base.read_ns);
-    let write_ns = w.or(all).unwrap_or(base.write_ns);
-    let flush_ns = f
-        .or(all)
-        .or(w)
-        .unwrap_or(if any { write_ns } else { base.flush_ns });
-    Ok((
-        Latencies {
-            read_ns,
-            write_ns,
-            flush_ns,
-        },
-        any,
-    ))
+    let change = fsage_slowdev::LatencyChange {
+        all: lat("--latency", &a.latency)?,
+        read: lat("--read-latency", &a.read_latency)?,
+        write: lat("--write-latency", &a.write_latency)?,
+        flush: lat("--flush-latency", &a.flush_latency)?,
+    };
+    Ok((change.apply(base), !change.is_empty()))
 }
 
 fn bandwidth(a: &LatencyArgs) -> Result<Option<u64>, CmdError> {
