@@ -11,6 +11,7 @@ mod extract_text;
 mod frag_text;
 mod git_series;
 pub mod html;
+mod image_text;
 pub mod inputs;
 pub mod latency_curves;
 pub mod plan_text;
@@ -26,6 +27,7 @@ pub use fsage_exec::RunStatus;
 pub use fsage_measure::{ExtractStats, FragComparison, FragReport, FreeSpace};
 pub use fsage_profile::human_bytes;
 pub use html::Html;
+pub use image_text::{ImageList, StoredImage};
 pub use inputs::{load, ReportSet};
 
 /// One export format for results of type `T`.
@@ -152,6 +154,18 @@ impl Exporter<fsage_slowdev::DeviceStats> for Text {
 impl Exporter<fsage_slowdev::bench::BenchReport> for Text {
     fn export(&self, r: &fsage_slowdev::bench::BenchReport) -> String {
         dev_text::bench(r)
+    }
+}
+
+impl Exporter<ImageList<'_>> for Text {
+    fn export(&self, l: &ImageList) -> String {
+        image_text::list(l)
+    }
+}
+
+impl Exporter<StoredImage<'_>> for Text {
+    fn export(&self, i: &StoredImage) -> String {
+        image_text::show(i)
     }
 }
 

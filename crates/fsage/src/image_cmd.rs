@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use fsage_lab::image::{default_library_dir, Library, SaveOptions};
 use fsage_lab::{signals, sparse};
 use fsage_profile::human_bytes;
+use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
 use std::path::PathBuf;
 
@@ -167,37 +168,16 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
         }
         ImageCmd::List(l) => {
             let lib = l.open();
-            if !lib.dir.is_dir() {
-                println!(
-                    "no image library at {} (the first `fsage image save` there makes it)",
-                    lib.dir.display()
-                );
-                return Ok(());
-            }
-            let items = lib.list()?;
-            if items.is_empty() {
-                println!("no images in {}", lib.dir.display());
-                return Ok(());
-            }
-            println!(
-                "{:<24} {:<6} {:>10} {:>10} {:>10}  {:<10} {:>6}",
-                "name", "fs", "size", "data", "stored", "profile", "seed"
-            );
-            for m in items {
-                match m {
-                    Ok(m) => println!(
-                        "{:<24} {:<6} {:>10} {:>10} {:>10}  {:<10} {:>6}",
-                        m.name,
-                        m.fs.as_deref().unwrap_or("-"),
-                        human_bytes(m.size),
-                        human_bytes(m.data_bytes),
-                        human_bytes(m.compressed_bytes),
-                        m.profile.as_ref().map_or("-", |p| p.name.as_str()),
-                        m.seed.map_or("-".into(), |s| s.to_string())
-                    ),
-                    Err(e) => println!("(unreadable: {e})"),
-                }
-            }
+            let items = if lib.dir.is_dir() {
+                Some(lib.list()?)
+            } else {
+                None
+            };
+            let list = fsage_report::ImageList {
+                dir: &lib.dir,
+                items: items.as_deref(),
+            };
+            print!("{}", export(&Text, &list));
             Ok(())
         }
         ImageCmd::Show {
@@ -209,8 +189,7 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
             let lib = lib.open();
             let m = lib.load(&name)?;
             if json {
-                use fsage_report::Exporter;
-                print!("{}", fsage_report::Json.export(&m));
+                print!("{}", export(&Json, &m));
                 return Ok(());
             }
             if profile_toml {
@@ -221,85 +200,12 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
                 print!("{}", p.toml);
                 return Ok(());
             }
-            println!("name:          {}", m.name);
-            println!("stored in:     {}", lib.entry_dir(&name).display());
-            println!("file system:   {}", m.fs.as_deref().unwrap_or("unknown"));
-            println!(
-                "mkfs options:  {}",
-                m.mkfs_opts
-                    .as_ref()
-                    .map_or("unknown".into(), |o| o.join(" "))
-            );
-            if let Some(c) = &m.mkfs_command {
-                println!("mkfs command:  {}", c.join(" "));
-            }
-            println!("size:          {} ({} bytes)", human_bytes(m.size), m.size);
-            println!(
-                "data:          {} in {} runs, {} compressed (zstd -{})",
-                human_bytes(m.data_bytes),
-                m.data_runs,
-                human_bytes(m.compressed_bytes),
-                m.zstd_level
-            );
-            println!("image sha256:  {}", m.checksums.image_sha256);
-            println!("data sha256:   {}", m.checksums.data_sha256);
-            println!("source:        {}", m.source);
-            println!(
-                "saved:         {} by fsage {} on kernel {}",
-                fsage_sys::utc_time(m.created_unix),
-                m.fsage_version,
-                m.kernel
-            );
-            println!(
-                "profile:       {}",
-                m.profile
-                    .as_ref()
-                    .map_or("none recorded", |p| p.name.as_str())
-            );
-            println!(
-                "seed:          {}",
-                m.seed.map_or("unknown".into(), |s| s.to_string())
-            );
-            use fsage_lab::image::AgingRecord;
-            let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-            match m.aging_record() {
-                AgingRecord::Run {
-                    stop,
-                    ticks,
-                    t_estimate,
-                    live_files,
-                    live_bytes,
-                    capacity,
-                    fullness,
-                } => println!(
-                    "aging:         {stop}; {} ticks of T = {}, {} live files, {} live of capacity \
-                     {}, fullness {}",
-                    opt(ticks),
-                    opt(t_estimate),
-                    opt(live_files),
-                    live_bytes.map_or("-".into(), human_bytes),
-                    capacity.map_or("-".into(), human_bytes),
-                    fullness.map_or("-".into(), |f| format!("{f}"))
-                ),
-                AgingRecord::GitSeries {
-                    repo,
-                    mode,
-                    fs,
-                    pulls_done,
-                    commits_total,
-                    first_commit,
-                    last_commit,
-                } => println!(
-                    "aging:         Git history of {repo} ({mode} mode) on {fs}: {} of {} commits \
-                     replayed, {first_commit}..{last_commit}",
-                    opt(pulls_done),
-                    opt(commits_total)
-                ),
-                AgingRecord::None => println!("aging:         no report recorded"),
-            }
-            if let Some(n) = &m.note {
-                println!("note:          {n}");
-            }
+            let dir = lib.entry_dir(&name);
+            let shown = fsage_report::StoredImage {
+                manifest: &m,
+                dir: &dir,
+            };
+            print!("{}", export(&Text, &shown));
             Ok(())
         }
         ImageCmd::Verify { names, lib } => {
