@@ -207,19 +207,10 @@ fn dry_run_op_log_is_deterministic_per_seed() {
     let d = tmp();
     let log = |name: &str, seed: &str| {
         let p = d.path().join(name);
-        fsage_ok([
-            "age",
-            "--dry-run",
-            "-q",
-            "-p",
-            "agrawal",
-            "--capacity",
-            "256MiB",
-            "--seed",
-            seed,
-            "--op-log",
-            p.to_str().unwrap(),
-        ]);
+        Age::plan("agrawal", "256MiB")
+            .seed(seed)
+            .op_log(p.to_str().unwrap())
+            .run_ok();
         fs::read(&p).unwrap()
     };
     let a = log("a.log", "7");
@@ -445,7 +436,7 @@ fn bad_flags_exit_2_naming_the_flag() {
         }
     }
 
-    let o = fsage(["age", "--dry-run", "-p", "nosuch", "--capacity", "256MiB"]);
+    let o = Age::new("nosuch").dry_run().capacity("256MiB").run();
     expect_code(&o, 2, "unknown profile");
     let err = stderr(&o);
     assert!(err.contains("nosuch"), "{err}");
@@ -545,16 +536,11 @@ fn replay_of_a_bad_op_log_names_the_line_and_touches_nothing() {
 fn inputs_are_refused_before_anything_runs() {
     let d = tmp();
     // A report path in a missing directory: refused at once, not after the run.
-    let o = fsage([
-        "age",
-        "--dry-run",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--json",
-        "/nonexistent/dir/r.json",
-    ]);
+    let o = Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .json("/nonexistent/dir/r.json")
+        .run();
     expect_code(&o, 2, "--json into a missing directory");
     let e = stderr(&o);
     assert!(
@@ -588,30 +574,20 @@ fn inputs_are_refused_before_anything_runs() {
         assert!(stderr(&o).contains("of memory"), "{}", stderr(&o));
     }
     // Fullness 1 leaves no room: refused with the reason, up front.
-    let o = fsage([
-        "age",
-        "--dry-run",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--fullness",
-        "1",
-    ]);
+    let o = Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .fullness("1")
+        .run();
     expect_code(&o, 2, "--fullness 1");
     assert!(stderr(&o).contains("no room"), "{}", stderr(&o));
     // An image too small for the profile: refused before mkfs, nothing made.
     let img = d.path().join("tiny.img");
-    let o = fsage([
-        "age",
-        "-p",
-        "agrawal",
-        "--fs",
-        "ext4",
-        "--size",
-        "1MiB",
-        s(&img),
-    ]);
+    let o = Age::new("agrawal")
+        .fs("ext4")
+        .size("1MiB")
+        .target(s(&img))
+        .run();
     expect_code(&o, 2, "--size 1MiB");
     assert!(stderr(&o).contains("nothing was made"), "{}", stderr(&o));
     assert!(!img.exists(), "the image was made before the refusal");

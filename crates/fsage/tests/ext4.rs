@@ -49,23 +49,14 @@ fn ext4_agrawal_converges_and_fsck_is_clean() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
     let start = Instant::now();
-    fsage_ok([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(ext.path()),
-        "--seed",
-        "3",
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-    ]);
+    let run = Age::new("agrawal")
+        .quiet()
+        .target(s(ext.path()))
+        .seed("3")
+        .run_logged(d.path());
     eprintln!("ext4 agrawal run: {:.1}s", start.elapsed().as_secs_f64());
-    let j = read_json(&json);
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "converged");
     assert_eq!(j_u64(&j, "ticks"), j_u64(&j, "t_estimate"));
     assert_eq!(j_u64(&j, "capacity"), fs_bytes(ext.path()));
@@ -87,21 +78,11 @@ fn ext4_agrawal_converges_and_fsck_is_clean() {
 
     // The same decisions as the dry run at this capacity.
     let dry = d.path().join("dry.log");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        &j_u64(&j, "capacity").to_string(),
-        "--block-size",
-        "4096",
-        "--seed",
-        "3",
-        "--op-log",
-        s(&dry),
-    ]);
+    Age::plan("agrawal", j_u64(&j, "capacity").to_string())
+        .block_size("4096")
+        .seed("3")
+        .op_log(s(&dry))
+        .run_ok();
     assert!(
         text == fs::read_to_string(&dry).unwrap(),
         "the ext4 run's op log differs from the dry run's"
@@ -117,33 +98,22 @@ fn ext4_capacity_beyond_the_device_meets_enospc_and_survives() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
-    let o = fsage([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(ext.path()),
-        "--capacity",
-        "2GiB",
-        "--fullness",
-        "0.9",
-        "--max-ops",
-        "40000",
-        "--seed",
-        "3",
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-    ]);
-    expect_code(&o, 0, "2 GiB of capacity on a 512 MiB ext4");
+    let run = Age::new("agrawal")
+        .quiet()
+        .target(s(ext.path()))
+        .capacity("2GiB")
+        .fullness("0.9")
+        .max_ops("40000")
+        .seed("3")
+        .run_logged(d.path());
+    let o = &run.output;
+    expect_code(o, 0, "2 GiB of capacity on a 512 MiB ext4");
     assert!(
-        stderr(&o).contains("larger than the file system"),
+        stderr(o).contains("larger than the file system"),
         "{}",
-        stderr(&o)
+        stderr(o)
     );
-    let j = read_json(&json);
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert_eq!(j_u64(&j, "ticks"), 40000);
     let events = j_u64(&j, "enospc_events");

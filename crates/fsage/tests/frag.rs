@@ -117,7 +117,7 @@ fn fresh_aged_and_holed_ext4_differ_the_expected_way() {
     assert_eq!(f(&empty, &["probe", "fragments"]), 1.0, "{empty}");
 
     let target = aged.path().join("t");
-    fsage_ok(["age", "-p", "agrawal", "-q", &target.to_string_lossy()]);
+    Age::new("agrawal").quiet().target(&target).run_ok();
     let a = frag(aged.path(), &out("aged.json"), Some(16 << 20));
     clean_copy(&target, &fresh.path().join("t"));
     let c = frag(fresh.path(), &out("fresh.json"), Some(16 << 20));
@@ -391,19 +391,10 @@ fn an_extracted_profile_with_epoch_and_fresh_files_ages_and_matches() {
         .unwrap_or_else(|| panic!("no T factor in: {show}"));
     assert!(factor <= 1000.0, "T = {factor} K");
     let json = dir.path().join("r.json");
-    fsage_ok([
-        "age",
-        "-p",
-        s(&out),
-        "--capacity",
-        "4GiB",
-        "--fullness",
-        "0.5",
-        "--dry-run",
-        "-q",
-        "--json",
-        s(&json),
-    ]);
+    Age::plan(s(&out), "4GiB")
+        .fullness("0.5")
+        .json(s(&json))
+        .run_ok();
     let r = read_json(&json);
     assert_eq!(r["stop_reason"], "converged");
     assert!(r["age"]["rmse"].as_f64().unwrap() < 1e-3, "{}", r["age"]);

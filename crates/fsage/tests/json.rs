@@ -14,23 +14,12 @@ fn keys(j: &serde_json::Value) -> Vec<&str> {
 fn age_and_status_json_parse_with_the_documented_fields() {
     let d = tmp();
     let (state, report) = (d.path().join("s"), d.path().join("r.json"));
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "meyer",
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "5000",
-        "--seed",
-        "9",
-        "--state",
-        s(&state),
-        "--json",
-        s(&report),
-    ]);
+    Age::plan("meyer", "64MiB")
+        .max_ops("5000")
+        .seed("9")
+        .state(s(&state))
+        .json(s(&report))
+        .run_ok();
     let r = read_json(&report);
     for k in [
         "profile",
@@ -110,19 +99,10 @@ fn image_save_and_show_record_a_profile_file_and_a_git_series() {
     run_cmd("mkfs.ext4", &["-q", "-F", s(&img), "16M"]).expect("mkfs.ext4");
     // The report beside the image, as `age --fs` leaves it.
     let beside = d.path().join("a.img.report.json");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        s(&prof),
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "2000",
-        "--json",
-        s(&beside),
-    ]);
+    Age::plan(s(&prof), "64MiB")
+        .max_ops("2000")
+        .json(s(&beside))
+        .run_ok();
     let lib = d.path().join("lib");
     let o = fsage_ok(["image", "save", s(&img), "--library", s(&lib)]);
     let out = stdout(&o);

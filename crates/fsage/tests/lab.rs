@@ -193,17 +193,12 @@ fn roundtrip(fs_name: &str, size: &str) {
     assert!(is_mount_point(Path::new(&mnt)), "{mnt} not mounted");
     let aged = format!("{mnt}/aged");
     let report = lab.s("run.json");
-    fsage_ok([
-        "age",
-        "-p",
-        "agrawal",
-        "--max-ops",
-        "20000",
-        &aged,
-        "--json",
-        &report,
-        "-q",
-    ]);
+    Age::new("agrawal")
+        .max_ops("20000")
+        .target(&aged)
+        .json(&report)
+        .quiet()
+        .run_ok();
     let before = walk(Path::new(&aged));
     assert!(
         before.files.len() > 100,
@@ -295,15 +290,11 @@ fn lab_rollback_after_benchmark() {
     fsage_ok([
         "fs", "create", "--fs", "ext4", "--size", "256MiB", &img, "--mount", &mnt,
     ]);
-    fsage_ok([
-        "age",
-        "-p",
-        "agrawal",
-        "--max-ops",
-        "20000",
-        &format!("{mnt}/aged"),
-        "-q",
-    ]);
+    Age::new("agrawal")
+        .max_ops("20000")
+        .target(format!("{mnt}/aged"))
+        .quiet()
+        .run_ok();
     fsage_ok(["fs", "umount", &img]);
     fsage_ok(["image", "save", &img, "--name", "snap", "--library", &lib]);
     let m = read_json(&lab.p("library/snap/manifest.json"));
@@ -566,18 +557,12 @@ fn main_job(fs_name: &str, size: &str) {
     }
     let lab = Lab::new();
     let img = lab.s("aged.img");
-    let o = fsage_ok([
-        "age",
-        "-p",
-        "agrawal",
-        "--fs",
-        fs_name,
-        "--size",
-        size,
-        &img,
-        "--max-ops",
-        "15000",
-    ]);
+    let o = Age::new("agrawal")
+        .fs(fs_name)
+        .size(size)
+        .target(&img)
+        .max_ops("15000")
+        .run_ok();
     assert!(stderr(&o).contains("unmounted"), "{}", stderr(&o));
     lab.assert_clean();
     let report = read_json(&lab.p("aged.img.report.json"));
@@ -593,7 +578,7 @@ fn main_job(fs_name: &str, size: &str) {
     fsck(fs_name, &img);
     // Resume mounts the image again, goes on and unmounts.
     let state = lab.s("aged.img.fsage-state");
-    fsage_ok(["age", "--resume", &state, "-q", "--max-ops", "25000"]);
+    Age::resume(&state).quiet().max_ops("25000").run_ok();
     lab.assert_clean();
     let st = stdout(&fsage_ok(["status", &state]));
     assert!(st.contains("tick 25000 of"), "{st}");
@@ -606,24 +591,20 @@ fn main_job(fs_name: &str, size: &str) {
     assert!(shown.contains("profile:       agrawal"), "{shown}");
     assert!(shown.contains(" UTC by fsage"), "{shown}");
     // The image exists now: a second run refuses to overwrite it.
-    let o = fsage([
-        "age", "-p", "agrawal", "--fs", fs_name, "--size", size, &img,
-    ]);
+    let o = Age::new("agrawal")
+        .fs(fs_name)
+        .size(size)
+        .target(&img)
+        .run();
     expect_code(&o, 2, "existing image");
     // A profile that cannot be met is refused before any image is made.
     let other = lab.s("other.img");
-    let o = fsage([
-        "age",
-        "-p",
-        "agrawal",
-        "--fs",
-        fs_name,
-        "--size",
-        size,
-        &other,
-        "--fullness",
-        "1",
-    ]);
+    let o = Age::new("agrawal")
+        .fs(fs_name)
+        .size(size)
+        .target(&other)
+        .fullness("1")
+        .run();
     expect_code(&o, 2, "unmeetable profile");
     assert!(
         !lab.p("other.img").exists(),

@@ -81,33 +81,22 @@ fn a_size_bin_up_to_8_eib_is_flagged_and_the_verdict_follows_the_fit() {
 fn a_converged_run_does_not_say_continue_with() {
     let d = tmp();
     let state = d.path().join("s");
-    let o = fsage_ok([
-        "age",
-        "--dry-run",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--state",
-        s(&state),
-    ]);
+    let o = Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .state(s(&state))
+        .run_ok();
     let out = stdout(&o);
     assert!(out.contains("stopped: all T ticks"), "{out}");
     assert!(!out.contains("continue with"), "{out}");
     assert!(out.contains("the run is finished"), "{out}");
     // An unfinished one does.
-    let o = fsage_ok([
-        "age",
-        "--dry-run",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "100",
-        "--state",
-        s(&d.path().join("t")),
-    ]);
+    let o = Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .max_ops("100")
+        .state(s(&d.path().join("t")))
+        .run_ok();
     assert!(stdout(&o).contains("continue with"), "{}", stdout(&o));
 }
 

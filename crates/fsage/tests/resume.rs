@@ -233,19 +233,10 @@ fn killed_dry_runs_resume_to_the_same_op_log() {
 
 fn saved_state(d: &Path) -> PathBuf {
     let state = d.join("s.state");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "20000",
-        "--state",
-        s(&state),
-    ]);
+    Age::plan("agrawal", "64MiB")
+        .max_ops("20000")
+        .state(s(&state))
+        .run_ok();
     state
 }
 
@@ -314,7 +305,7 @@ fn resume_refuses_decision_changes_and_accepts_new_stopping_conditions() {
         ("--fullness", "0.5"),
         ("--block-size", "1024"),
     ] {
-        let o = fsage(["age", "--resume", s(&state), "--dry-run", flag, value]);
+        let o = Age::resume(s(&state)).dry_run().arg(flag).arg(value).run();
         expect_code(&o, 2, flag);
         // The library names what it refuses in words: "--block-size" is "block size".
         let what = flag.trim_start_matches("--").replace('-', " ");
@@ -324,21 +315,14 @@ fn resume_refuses_decision_changes_and_accepts_new_stopping_conditions() {
     expect_code(&o, 2, "--exact-sizes");
     // Same values as the run are fine, and so are new stopping conditions.
     let json = d.path().join("r.json");
-    fsage_ok([
-        "age",
-        "--resume",
-        s(&state),
-        "--dry-run",
-        "-q",
-        "--seed",
-        "1",
-        "--capacity",
-        "64MiB",
-        "--max-ops",
-        "30000",
-        "--json",
-        s(&json),
-    ]);
+    Age::resume(s(&state))
+        .dry_run()
+        .quiet()
+        .seed("1")
+        .capacity("64MiB")
+        .max_ops("30000")
+        .json(s(&json))
+        .run_ok();
     let j = read_json(&json);
     assert_eq!(j_u64(&j, "ticks"), 30000);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
@@ -479,7 +463,7 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
     while !state.exists() && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let o = fsage(["age", "--resume", s(&state), "--dry-run", "-q"]);
+    let o = Age::resume(s(&state)).dry_run().quiet().run();
     let _ = first.kill();
     let _ = first.wait();
     expect_code(&o, 2, "a second session of a running run");
@@ -492,35 +476,19 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
     // A finished run: resume says so, exits 0 and changes nothing.
     let done = d.path().join("done.state");
     let done_log = d.path().join("done.log");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--state",
-        s(&done),
-        "--op-log",
-        s(&done_log),
-    ]);
+    Age::plan("agrawal", "64MiB")
+        .state(s(&done))
+        .op_log(s(&done_log))
+        .run_ok();
     let (before_state, before_log) = (fs::read(&done).unwrap(), fs::read(&done_log).unwrap());
-    let o = fsage_ok(["age", "--resume", s(&done), "--dry-run"]);
+    let o = Age::resume(s(&done)).dry_run().run_ok();
     assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
     assert_eq!(fs::read(&done).unwrap(), before_state);
     assert_eq!(fs::read(&done_log).unwrap(), before_log);
     // Regression: a finished run's report, lost to a bad path the first time, can be had again:
     // resume with --json writes it, from the state alone.
     let again = d.path().join("again.json");
-    let o = fsage_ok([
-        "age",
-        "--resume",
-        s(&done),
-        "--dry-run",
-        "--json",
-        s(&again),
-    ]);
+    let o = Age::resume(s(&done)).dry_run().json(s(&again)).run_ok();
     assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
     let j = read_json(&again);
     assert_eq!(j["stop_reason"], "converged");
@@ -573,22 +541,17 @@ fn a_resumed_run_keeps_its_stopping_conditions_unless_given_again() {
     let first = ticks(&state);
     assert!(first < 20000, "the first session stopped early ({first})");
     // Resumed with nothing: both conditions kept, so it stops at once again.
-    let o = fsage_ok(["age", "--resume", s(&state), "--dry-run"]);
+    let o = Age::resume(s(&state)).dry_run().run_ok();
     let err = stderr(&o);
     assert!(err.contains("keeps max-time"), "{err}");
     assert!(err.contains("keeps max-ops 20000"), "{err}");
     assert!(ticks(&state) < 20000);
     // Given --max-time again: it replaces the saved one; --max-ops still holds.
-    let o = fsage_ok([
-        "age",
-        "--resume",
-        s(&state),
-        "--dry-run",
-        "--max-time",
-        "1h",
-        "--json",
-        s(&json),
-    ]);
+    let o = Age::resume(s(&state))
+        .dry_run()
+        .max_time("1h")
+        .json(s(&json))
+        .run_ok();
     let err = stderr(&o);
     assert!(err.contains("max-time 3600s replaces"), "{err}");
     assert_eq!(ticks(&state), 20000);

@@ -15,22 +15,14 @@ fn tmpfs_run_converges_equals_the_dry_run_and_leaves_the_logged_tree() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
-    let o = fsage_ok([
-        "age",
-        "-p",
-        "agrawal",
-        s(mnt.path()),
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-        "--seed",
-        "3",
-    ]);
+    let run = Age::new("agrawal")
+        .target(s(mnt.path()))
+        .seed("3")
+        .run_logged(d.path());
+    let o = &run.output;
     // Not quiet: the summary went to stdout.
-    assert!(stdout(&o).contains("agrawal"), "{}", stdout(&o));
-    let j = read_json(&json);
+    assert!(stdout(o).contains("agrawal"), "{}", stdout(o));
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "converged");
     assert_eq!(j_u64(&j, "ticks"), j_u64(&j, "t_estimate"));
     assert_eq!(j_u64(&j, "capacity"), 256 << 20, "capacity from statvfs");
@@ -42,21 +34,11 @@ fn tmpfs_run_converges_equals_the_dry_run_and_leaves_the_logged_tree() {
     let cap = j_u64(&j, "capacity").to_string();
     let bs = j_u64(&j, "block_size");
     let dry = d.path().join("dry.log");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        &cap,
-        "--block-size",
-        &bs.to_string(),
-        "--seed",
-        "3",
-        "--op-log",
-        s(&dry),
-    ]);
+    Age::plan("agrawal", &cap)
+        .block_size(bs.to_string())
+        .seed("3")
+        .op_log(s(&dry))
+        .run_ok();
     let real = fs::read(&log).unwrap();
     assert!(
         real == fs::read(&dry).unwrap(),
@@ -96,25 +78,14 @@ fn write_mode_writes_real_data() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
-    fsage_ok([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(mnt.path()),
-        "--write-mode",
-        "write",
-        "--max-ops",
-        "3000",
-        "--seed",
-        "4",
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-    ]);
-    let j = read_json(&json);
+    let run = Age::new("agrawal")
+        .quiet()
+        .target(s(mnt.path()))
+        .write_mode("write")
+        .max_ops("3000")
+        .seed("4")
+        .run_logged(d.path());
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert_eq!(j_u64(&j, "ticks"), 3000);
     assert_eq!(j_str(&j, "backend"), "posix (write)");
@@ -124,23 +95,12 @@ fn write_mode_writes_real_data() {
 
     // The write mode changes how files get blocks, not which files there are.
     let dry = d.path().join("dry.log");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        &j_u64(&j, "capacity").to_string(),
-        "--block-size",
-        &j_u64(&j, "block_size").to_string(),
-        "--max-ops",
-        "3000",
-        "--seed",
-        "4",
-        "--op-log",
-        s(&dry),
-    ]);
+    Age::plan("agrawal", j_u64(&j, "capacity").to_string())
+        .block_size(j_u64(&j, "block_size").to_string())
+        .max_ops("3000")
+        .seed("4")
+        .op_log(s(&dry))
+        .run_ok();
     assert!(text == fs::read_to_string(&dry).unwrap(), "op logs differ");
 
     let t = walk(mnt.path());
@@ -211,15 +171,11 @@ fn non_empty_target_is_refused_and_force_ages_it_leaving_the_file_alone() {
     assert_tree_matches_log(&target, &r);
 
     // A target that is a file, not a directory.
-    let o = fsage([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(&d.path().join("age.log")),
-        "--capacity",
-        "64MiB",
-    ]);
+    let o = Age::new("agrawal")
+        .quiet()
+        .target(s(&d.path().join("age.log")))
+        .capacity("64MiB")
+        .run();
     expect_code(&o, 2, "age into a regular file");
     assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
 }
@@ -229,19 +185,10 @@ fn a_planted_symlink_is_not_followed() {
     // With --force, a symlink where the tree's first directory goes must not lead fsage outside.
     let d = tmp();
     let dry = d.path().join("dry.log");
-    fsage_ok([
-        "age",
-        "--dry-run",
-        "-q",
-        "-p",
-        "agrawal",
-        "--capacity",
-        "64MiB",
-        "--seed",
-        "9",
-        "--op-log",
-        s(&dry),
-    ]);
+    Age::plan("agrawal", "64MiB")
+        .seed("9")
+        .op_log(s(&dry))
+        .run_ok();
     let first = replay_log(&fs::read_to_string(&dry).unwrap()).dirs[0].clone();
     assert!(!first.contains('/'), "first mkdir {first} is not top level");
     let target = d.path().join("target");
@@ -250,22 +197,15 @@ fn a_planted_symlink_is_not_followed() {
     fs::create_dir(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, target.join(&first)).unwrap();
     let json = d.path().join("age.json");
-    let o = fsage([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(&target),
-        "--capacity",
-        "64MiB",
-        "--seed",
-        "9",
-        "--max-ops",
-        "2000",
-        "--force",
-        "--json",
-        s(&json),
-    ]);
+    let o = Age::new("agrawal")
+        .quiet()
+        .target(s(&target))
+        .capacity("64MiB")
+        .seed("9")
+        .max_ops("2000")
+        .force()
+        .json(s(&json))
+        .run();
     // An I/O error ends the run (exit 1) with a report; it is not a crash.
     expect_code(&o, 1, "age over a planted symlink");
     let j = read_json(&json);
@@ -289,33 +229,23 @@ fn enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
     let start = Instant::now();
-    let o = fsage([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(mnt.path()),
-        "--capacity",
-        "256MiB",
-        "--max-ops",
-        "20000",
-        "--seed",
-        "3",
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-    ]);
+    let run = Age::new("agrawal")
+        .quiet()
+        .target(s(mnt.path()))
+        .capacity("256MiB")
+        .max_ops("20000")
+        .seed("3")
+        .run_logged(d.path());
+    let o = &run.output;
     eprintln!("took {:.1}s", start.elapsed().as_secs_f64());
-    expect_code(&o, 0, "capacity larger than the tmpfs");
+    expect_code(o, 0, "capacity larger than the tmpfs");
     assert!(
-        stderr(&o).contains("larger than the file system"),
+        stderr(o).contains("larger than the file system"),
         "{}",
-        stderr(&o)
+        stderr(o)
     );
-    let j = read_json(&json);
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert_eq!(j_u64(&j, "ticks"), 20000);
     let events = j_u64(&j, "enospc_events");
@@ -360,27 +290,15 @@ fn enospc_in_write_mode_leaves_no_partial_file() {
         return;
     };
     let d = tmp();
-    let (log, json) = (d.path().join("age.log"), d.path().join("age.json"));
-    fsage_ok([
-        "age",
-        "-q",
-        "-p",
-        "agrawal",
-        s(mnt.path()),
-        "--capacity",
-        "256MiB",
-        "--write-mode",
-        "write",
-        "--max-ops",
-        "20000",
-        "--seed",
-        "5",
-        "--op-log",
-        s(&log),
-        "--json",
-        s(&json),
-    ]);
-    let j = read_json(&json);
+    let run = Age::new("agrawal")
+        .quiet()
+        .target(s(mnt.path()))
+        .capacity("256MiB")
+        .write_mode("write")
+        .max_ops("20000")
+        .seed("5")
+        .run_logged(d.path());
+    let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert!(j_u64(&j, "enospc_events") > 0, "no ENOSPC reported");
     let r = replay_log(&fs::read_to_string(&log).unwrap());

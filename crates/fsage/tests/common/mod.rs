@@ -365,3 +365,125 @@ pub fn assert_tree_matches_log(root: &Path, r: &Replayed) {
 pub fn s(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
+
+// ---------------------------------------------------------------------------------------------
+// Commands, built flag by flag.
+
+/// `fsage age ...`: each flag a method, run with [`Age::run`] or [`Age::run_ok`]. Flags keep the
+/// order they are given in.
+#[derive(Debug, Clone)]
+pub struct Age {
+    args: Vec<std::ffi::OsString>,
+}
+
+macro_rules! age_flags {
+    ($($(#[$doc:meta])* $name:ident => $flag:literal),* $(,)?) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(self, value: impl AsRef<std::ffi::OsStr>) -> Age {
+                self.arg($flag).arg(value)
+            }
+        )*
+    };
+}
+
+impl Age {
+    /// `fsage age -p PROFILE`.
+    pub fn new(profile: impl AsRef<std::ffi::OsStr>) -> Age {
+        Age {
+            args: vec!["age".into(), "-p".into()],
+        }
+        .arg(profile)
+    }
+
+    /// `fsage age --resume STATE`.
+    pub fn resume(state: impl AsRef<std::ffi::OsStr>) -> Age {
+        Age {
+            args: vec!["age".into(), "--resume".into()],
+        }
+        .arg(state)
+    }
+
+    /// `fsage age --dry-run -q -p PROFILE --capacity CAPACITY`: a quiet plan without a target.
+    pub fn plan(
+        profile: impl AsRef<std::ffi::OsStr>,
+        capacity: impl AsRef<std::ffi::OsStr>,
+    ) -> Age {
+        Age::new(profile).dry_run().quiet().capacity(capacity)
+    }
+
+    /// Any argument, as given (the target, a flag with no method).
+    pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Age {
+        self.args.push(a.as_ref().into());
+        self
+    }
+
+    /// The directory (or, with `--fs`, the image) to age.
+    pub fn target(self, t: impl AsRef<std::ffi::OsStr>) -> Age {
+        self.arg(t)
+    }
+
+    pub fn dry_run(self) -> Age {
+        self.arg("--dry-run")
+    }
+
+    pub fn quiet(self) -> Age {
+        self.arg("-q")
+    }
+
+    pub fn force(self) -> Age {
+        self.arg("--force")
+    }
+
+    age_flags! {
+        capacity => "--capacity",
+        fullness => "--fullness",
+        seed => "--seed",
+        max_ops => "--max-ops",
+        block_size => "--block-size",
+        json => "--json",
+        op_log => "--op-log",
+        state => "--state",
+        fs => "--fs",
+        size => "--size",
+        device => "--device",
+        write_mode => "--write-mode",
+        max_time => "--max-time",
+        threads => "--threads",
+    }
+
+    pub fn args(&self) -> &[std::ffi::OsString] {
+        &self.args
+    }
+
+    /// Runs it, whatever the exit status.
+    pub fn run(&self) -> Output {
+        fsage(&self.args)
+    }
+
+    /// Runs it and panics (with its output) unless it exits 0.
+    pub fn run_ok(&self) -> Output {
+        fsage_ok(&self.args)
+    }
+}
+
+/// A run with an op log and a JSON report: what it printed, the report read back, the op log.
+pub struct Logged {
+    pub output: Output,
+    pub report: serde_json::Value,
+    pub log: std::path::PathBuf,
+}
+
+impl Age {
+    /// Runs with `--op-log DIR/age.log --json DIR/age.json`, panics unless it exits 0, and reads
+    /// the report back.
+    pub fn run_logged(self, dir: &Path) -> Logged {
+        let (log, json) = (dir.join("age.log"), dir.join("age.json"));
+        let output = self.op_log(&log).json(&json).run_ok();
+        Logged {
+            output,
+            report: read_json(&json),
+            log,
+        }
+    }
+}
