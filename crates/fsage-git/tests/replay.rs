@@ -4,75 +4,9 @@
 
 use fsage_git::git::{commit_list, Range};
 use fsage_git::{git_age, GitAgeOptions, GitRow, Mode, Observer, Target};
-use std::collections::BTreeMap;
+use fsage_testkit::{git_archive as archive, skip, snapshot};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn skip(test: &str, reason: &str) {
-    if std::env::var_os("FSAGE_REQUIRE_MOUNT_TESTS").is_some_and(|v| v != "0") {
-        panic!("{test}: cannot run ({reason}) but FSAGE_REQUIRE_MOUNT_TESTS is set");
-    }
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIP: {test}: {reason}");
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Entry {
-    Dir,
-    File(Vec<u8>),
-    Link(PathBuf),
-}
-
-/// Every entry under `root` (`.git` left out) with its content.
-fn snapshot(root: &Path) -> BTreeMap<String, Entry> {
-    fn walk(root: &Path, rel: &str, out: &mut BTreeMap<String, Entry>) {
-        let d = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(rel)
-        };
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if rel.is_empty() && (name == ".git" || name == "lost+found") {
-                continue;
-            }
-            let p = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            let ft = e.file_type().unwrap();
-            if ft.is_dir() {
-                out.insert(p.clone(), Entry::Dir);
-                walk(root, &p, out);
-            } else if ft.is_symlink() {
-                out.insert(p, Entry::Link(std::fs::read_link(e.path()).unwrap()));
-            } else {
-                out.insert(p, Entry::File(std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, "", &mut out);
-    out
-}
-
-/// `git archive COMMIT` unpacked.
-fn archive(repo: &Path, commit: &str) -> BTreeMap<String, Entry> {
-    let dir = tempfile::tempdir().unwrap();
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "git -C '{}' archive --format=tar {commit} | tar -x -C '{}'",
-            repo.display(),
-            dir.path().display()
-        ))
-        .status()
-        .unwrap();
-    assert!(st.success(), "git archive {commit} failed");
-    snapshot(dir.path())
-}
 
 fn have_git() -> bool {
     Command::new("git").arg("--version").output().is_ok()

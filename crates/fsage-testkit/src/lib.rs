@@ -246,3 +246,63 @@ pub fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
         }
     }
 }
+
+/// One entry of a tree snapshot: a directory, a file's contents, a symbolic link's target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Link(PathBuf),
+}
+
+/// Every entry under `root` with its contents, by '/'-separated relative path, symbolic links not
+/// followed; `.git` and `lost+found` at the top are left out (a repository's, a file system's).
+pub fn snapshot(root: &Path) -> std::collections::BTreeMap<String, Entry> {
+    fn walk(root: &Path, rel: &str, out: &mut std::collections::BTreeMap<String, Entry>) {
+        let d = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(rel)
+        };
+        for e in fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let e = e.expect("readdir");
+            let name = e.file_name().to_string_lossy().into_owned();
+            if rel.is_empty() && (name == ".git" || name == "lost+found") {
+                continue;
+            }
+            let p = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let ft = e.file_type().expect("file type");
+            if ft.is_dir() {
+                out.insert(p.clone(), Entry::Dir);
+                walk(root, &p, out);
+            } else if ft.is_symlink() {
+                out.insert(p, Entry::Link(fs::read_link(e.path()).expect("readlink")));
+            } else {
+                out.insert(p, Entry::File(fs::read(e.path()).expect("read")));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, "", &mut out);
+    out
+}
+
+/// The tree of `commit` in the repository `repo`, as `git archive` gives it, snapshotted.
+pub fn git_archive(repo: &Path, commit: &str) -> std::collections::BTreeMap<String, Entry> {
+    let dir = tmp();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "git -C '{}' archive --format=tar {commit} | tar -x -C '{}'",
+            repo.display(),
+            dir.path().display()
+        ))
+        .status()
+        .expect("sh");
+    assert!(st.success(), "git archive {commit} of {}", repo.display());
+    snapshot(dir.path())
+}

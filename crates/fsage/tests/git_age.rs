@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,34 +22,23 @@ impl Drop for Cleanup {
     }
 }
 
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, rel: &str, out: &mut BTreeMap<String, Vec<u8>>) {
-        let d = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(rel)
-        };
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if rel.is_empty() && name == ".git" {
-                continue;
-            }
-            let p = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            if e.file_type().unwrap().is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(p, std::fs::read(e.path()).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, "", &mut out);
-    out
+/// Mounts the image and checks that it holds the tree of the repository's last commit in
+/// `synth` (the same paths, then the same contents); unmounts it again.
+fn assert_image_holds_last_commit(img: &Path, repo: &Path, scratch: &Path) {
+    let mnt = scratch.join("check");
+    std::fs::create_dir(&mnt).unwrap();
+    fsage_ok(["fs", "mount", s(img), s(&mnt)]);
+    let got = snapshot(&mnt.join("synth"));
+    fsage_ok(["fs", "umount", s(&mnt)]);
+    let want = git_archive(repo, "master");
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        got == want,
+        "contents differ from git archive of the last commit"
+    );
 }
 
 #[test]
@@ -128,30 +116,7 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     assert_eq!(c.lines().count(), 6);
 
     // The image holds the tree of the last commit.
-    let mnt = tmp.path().join("check");
-    std::fs::create_dir(&mnt).unwrap();
-    fsage_ok(["fs", "mount", s(&img), s(&mnt)]);
-    let got = files(&mnt.join("synth"));
-    fsage_ok(["fs", "umount", s(&mnt)]);
-    let want_dir = tmp.path().join("want");
-    std::fs::create_dir(&want_dir).unwrap();
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "git -C '{}' archive master | tar -x -C '{}'",
-            s(&repo),
-            s(&want_dir)
-        ))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let got_keys: Vec<&String> = got.keys().collect();
-    let want = files(&want_dir);
-    assert_eq!(got_keys, want.keys().collect::<Vec<_>>());
-    assert!(
-        got == want,
-        "contents differ from git archive of the last commit"
-    );
+    assert_image_holds_last_commit(&img, &repo, tmp.path());
 
     // Starting again over the checkpoint is refused; so is a resume with other settings.
     let o = fsage(args(&[]));
@@ -273,27 +238,7 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     assert!(!tmp.path().join("aged.img.clean").exists());
 
     // The image holds the tree of the last commit.
-    let mnt = tmp.path().join("check");
-    std::fs::create_dir(&mnt).unwrap();
-    fsage_ok(["fs", "mount", s(&img), s(&mnt)]);
-    let got = files(&mnt.join("synth"));
-    fsage_ok(["fs", "umount", s(&mnt)]);
-    let want_dir = tmp.path().join("want");
-    std::fs::create_dir(&want_dir).unwrap();
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "git -C '{}' archive master | tar -x -C '{}'",
-            s(&repo),
-            s(&want_dir)
-        ))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert!(
-        got == files(&want_dir),
-        "the aged tree differs from git archive of the last commit"
-    );
+    assert_image_holds_last_commit(&img, &repo, tmp.path());
 
     // The latency is part of the run: a resume without it, or with another, is refused.
     let o = run(&["--resume"]);
@@ -303,22 +248,6 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     let o = run(&["--device-latency", "fast"]);
     expect_code(&o, 2, "a latency that is not one");
     assert!(stderr(&o).contains("--device-latency"), "{}", stderr(&o));
-}
-
-/// The files of `git archive COMMIT` of `repo`, unpacked under `dir`.
-fn archive_files(repo: &Path, commit: &str, dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::create_dir(dir).unwrap();
-    let st = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "git -C '{}' archive {commit} | tar -x -C '{}'",
-            s(repo),
-            s(dir)
-        ))
-        .status()
-        .unwrap();
-    assert!(st.success(), "git archive {commit}");
-    files(dir)
 }
 
 /// A bundle of the synthetic repository (a bundle is cloned by fsage for the run).
@@ -419,20 +348,7 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
     let j = read_json(&json);
     assert_eq!(j["finished"], true, "{}", stderr(&o));
     assert_eq!(j["pulls_done"], 30);
-    let mnt = tmp.path().join("check");
-    std::fs::create_dir(&mnt).unwrap();
-    fsage_ok(["fs", "mount", s(&img), s(&mnt)]);
-    let got = files(&mnt.join("synth"));
-    fsage_ok(["fs", "umount", s(&mnt)]);
-    let want = archive_files(&repo, "master", &tmp.path().join("want"));
-    assert_eq!(
-        got.keys().collect::<Vec<_>>(),
-        want.keys().collect::<Vec<_>>()
-    );
-    assert!(
-        got == want,
-        "contents differ from git archive of the last commit"
-    );
+    assert_image_holds_last_commit(&img, &repo, tmp.path());
 }
 
 /// Every refusal below happens before anything is made: no image, no checkpoint.
