@@ -41,37 +41,55 @@ fn assert_image_holds_last_commit(img: &Path, repo: &Path, scratch: &Path) {
     );
 }
 
-#[test]
-fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
-    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
-        return skip("git_age_resume", &why);
+/// A synthetic repository in a fresh directory in /dev/shm (`DIR/synth`) and the image a run ages
+/// (`DIR/aged.img`), taken down when dropped whatever a run left mounted.
+struct Synth {
+    tmp: tempfile::TempDir,
+    repo: PathBuf,
+    img: PathBuf,
+    _c: Cleanup,
+}
+
+impl Synth {
+    /// A repository of `commits` commits; `None` after a skip when root or one of `tools` is
+    /// missing.
+    fn new(test: &str, commits: u64, tools: &[&str]) -> Option<Synth> {
+        if let Err(why) = need_root_and(tools) {
+            skip(test, &why);
+            return None;
+        }
+        let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+        let repo = tmp.path().join("synth");
+        fsage_git::synthetic::make_repo(&repo, commits).unwrap();
+        let img = tmp.path().join("aged.img");
+        let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
+        Some(Synth { tmp, repo, img, _c })
     }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = tmp.path().join("synth");
-    fsage_git::synthetic::make_repo(&repo, 20).unwrap();
-    // Replayed from a bundle: fsage clones it beside the image, and a kill -9 leaves the clone.
-    let bundle = tmp.path().join("synth.bundle");
-    bundle_of(&repo, &bundle);
-    let clone = tmp.path().join("aged.img.source.git");
-    let img = tmp.path().join("aged.img");
-    let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
-    let state = tmp.path().join("aged.img.fsage-git.json");
-    let args = |extra: &[&str]| {
-        let mut a: Vec<String> = vec![
-            "git-age".into(),
-            s(&bundle).into(),
-            "--fs".into(),
-            "ext4".into(),
-            "--size".into(),
-            "64MiB".into(),
-            s(&img).into(),
-            "--every".into(),
-            "5".into(),
-            "--quiet".into(),
-        ];
+
+    /// `git-age SOURCE --fs ext4 --size 64MiB IMAGE --every EVERY --quiet` and `extra`.
+    fn args(&self, source: &Path, every: &str, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = ["git-age", s(source), "--fs", "ext4", "--size", "64MiB"]
+            .into_iter()
+            .chain([s(&self.img), "--every", every, "--quiet"])
+            .map(String::from)
+            .collect();
         a.extend(extra.iter().map(|x| x.to_string()));
         a
+    }
+}
+
+#[test]
+fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
+    let Some(x) = Synth::new("git_age_resume", 20, &["git", "mkfs.ext4", "losetup"]) else {
+        return;
     };
+    let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
+    // Replayed from a bundle: fsage clones it beside the image, and a kill -9 leaves the clone.
+    let bundle = tmp.path().join("synth.bundle");
+    bundle_of(repo, &bundle);
+    let clone = tmp.path().join("aged.img.source.git");
+    let state = tmp.path().join("aged.img.fsage-git.json");
+    let args = |extra: &[&str]| x.args(&bundle, "5", extra);
     let mut child = Command::new(bin()).args(args(&[])).spawn().unwrap();
     // Kill it once the first measurement is checkpointed, in the middle of what follows.
     wait_for_first_row(&mut child, &state);
@@ -116,7 +134,7 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     assert_eq!(c.lines().count(), 6);
 
     // The image holds the tree of the last commit.
-    assert_image_holds_last_commit(&img, &repo, tmp.path());
+    assert_image_holds_last_commit(img, repo, tmp.path());
 
     // Starting again over the checkpoint is refused; so is a resume with other settings.
     let o = fsage(args(&[]));
@@ -166,16 +184,13 @@ impl Drop for SlowCleanup {
 
 #[test]
 fn git_age_measures_both_instances_on_a_slow_device() {
-    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
-        return skip("git_age_slow_device", &why);
-    }
     if !Path::new("/dev/fuse").exists() {
         return skip("git_age_slow_device", "/dev/fuse is missing");
     }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = tmp.path().join("synth");
-    fsage_git::synthetic::make_repo(&repo, 10).unwrap();
-    let img = tmp.path().join("aged.img");
+    let Some(x) = Synth::new("git_age_slow_device", 10, &["git", "mkfs.ext4", "losetup"]) else {
+        return;
+    };
+    let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
     let registry = tmp.path().join("registry");
     let _c = SlowCleanup {
         images: vec![img.clone(), tmp.path().join("aged.img.clean")],
@@ -184,8 +199,8 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     let json = tmp.path().join("series.json");
     let run = |extra: &[&str]| {
         Command::new(bin())
-            .args(["git-age", s(&repo), "--fs", "ext4", "--size", "64MiB"])
-            .arg(&img)
+            .args(["git-age", s(repo), "--fs", "ext4", "--size", "64MiB"])
+            .arg(img)
             .args(["--every", "4", "--quiet", "--json", s(&json)])
             .args(extra)
             .env("FSAGE_DEV_REGISTRY", &registry)
@@ -234,11 +249,11 @@ fn git_age_measures_both_instances_on_a_slow_device() {
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "devices left in the registry: {left:?}");
-    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
+    assert!(fsage_lab::sys::loops_backed_by(img).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
 
     // The image holds the tree of the last commit.
-    assert_image_holds_last_commit(&img, &repo, tmp.path());
+    assert_image_holds_last_commit(img, repo, tmp.path());
 
     // The latency is part of the run: a resume without it, or with another, is refused.
     let o = run(&["--resume"]);
@@ -292,34 +307,12 @@ fn wait_for_first_row(child: &mut std::process::Child, state: &Path) {
 
 #[test]
 fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
-    if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
-        return skip("git_age_sigint", &why);
-    }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = tmp.path().join("synth");
-    fsage_git::synthetic::make_repo(&repo, 30).unwrap();
-    let img = tmp.path().join("aged.img");
-    let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
-    let state = tmp.path().join("aged.img.fsage-git.json");
-    let args = |extra: &[&str]| {
-        let mut a: Vec<String> = [
-            "git-age",
-            s(&repo),
-            "--fs",
-            "ext4",
-            "--size",
-            "64MiB",
-            s(&img),
-            "--every",
-            "100",
-            "--quiet",
-        ]
-        .iter()
-        .map(|x| x.to_string())
-        .collect();
-        a.extend(extra.iter().map(|x| x.to_string()));
-        a
+    let Some(x) = Synth::new("git_age_sigint", 30, &["git", "mkfs.ext4", "losetup"]) else {
+        return;
     };
+    let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
+    let state = tmp.path().join("aged.img.fsage-git.json");
+    let args = |extra: &[&str]| x.args(repo, "100", extra);
     let mut child = Command::new(bin())
         .args(args(&[]))
         .stderr(std::process::Stdio::piped())
@@ -340,7 +333,7 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
         "{err}"
     );
     // Nothing left mounted or attached.
-    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
+    assert!(fsage_lab::sys::loops_backed_by(img).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
 
     let json = tmp.path().join("series.json");
@@ -348,7 +341,7 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
     let j = read_json(&json);
     assert_eq!(j["finished"], true, "{}", stderr(&o));
     assert_eq!(j["pulls_done"], 30);
-    assert_image_holds_last_commit(&img, &repo, tmp.path());
+    assert_image_holds_last_commit(img, repo, tmp.path());
 }
 
 /// Every refusal below happens before anything is made: no image, no checkpoint.
