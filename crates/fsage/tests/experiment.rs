@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -117,6 +117,12 @@ impl Lab {
             .env("FSAGE_LOCK_DIR", self.path("locks"));
         c
     }
+    /// `experiment run SPEC --out OUT` and `extra`, as [`Lab::cmd`] runs it.
+    fn run_args<'a>(spec: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["experiment", "run", s(spec), "--out", s(out)];
+        a.extend(extra);
+        a
+    }
     fn mounts_under(&self) -> Vec<PathBuf> {
         fsage_sys::mounts()
             .unwrap()
@@ -168,14 +174,7 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
     std::fs::write(&file, E2E).unwrap();
     let out = lab.path("out");
     let cells = out.join("cells");
-    let args = [
-        "experiment",
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
+    let args = Lab::run_args(&file, &out, &["--quiet"]);
 
     // First run, killed with SIGKILL (no cleanup of its own) once 12 cells are recorded.
     let mut child = lab
@@ -379,13 +378,7 @@ file = "huge.f"
     .unwrap();
     let out = lab.path("out");
     let spec = lab.path("lib.toml");
-    let args = [
-        "experiment",
-        "run",
-        spec.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let args = Lab::run_args(&spec, &out, &[]);
     let o = run(&args);
     expect_code(&o, 1, "experiment run with failing cells");
     let text = stdout(&o);
@@ -500,14 +493,7 @@ set = { nfiles = 100, nthreads = 2 }
     .unwrap();
     let out = lab.path("out");
     let cells = out.join("cells");
-    let args = [
-        "experiment",
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
+    let args = Lab::run_args(&file, &out, &["--quiet"]);
     let child = lab
         .cmd(&args)
         .stdout(std::process::Stdio::piped())

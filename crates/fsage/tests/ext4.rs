@@ -50,9 +50,7 @@ fn ext4_agrawal_converges_and_fsck_is_clean() {
     };
     let d = tmp();
     let start = Instant::now();
-    let run = Age::new("agrawal")
-        .quiet()
-        .target(s(ext.path()))
+    let run = Age::on("agrawal", s(ext.path()))
         .seed("3")
         .run_logged(d.path());
     eprintln!("ext4 agrawal run: {:.1}s", start.elapsed().as_secs_f64());
@@ -98,9 +96,7 @@ fn ext4_capacity_beyond_the_device_meets_enospc_and_survives() {
         return;
     };
     let d = tmp();
-    let run = Age::new("agrawal")
-        .quiet()
-        .target(s(ext.path()))
+    let run = Age::on("agrawal", s(ext.path()))
         .capacity("2GiB")
         .fullness("0.9")
         .max_ops("40000")

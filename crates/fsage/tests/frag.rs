@@ -117,7 +117,7 @@ fn fresh_aged_and_holed_ext4_differ_the_expected_way() {
     assert_eq!(f(&empty, &["probe", "fragments"]), 1.0, "{empty}");
 
     let target = aged.path().join("t");
-    Age::new("agrawal").quiet().target(&target).run_ok();
+    Age::on("agrawal", &target).run_ok();
     let a = frag(aged.path(), &out("aged.json"), Some(16 << 20));
     clean_copy(&target, &fresh.path().join("t"));
     let c = frag(fresh.path(), &out("fresh.json"), Some(16 << 20));

@@ -47,6 +47,8 @@ struct Synth {
     tmp: tempfile::TempDir,
     repo: PathBuf,
     img: PathBuf,
+    /// The run's checkpoint, beside the image.
+    state: PathBuf,
     _c: Cleanup,
 }
 
@@ -63,7 +65,19 @@ impl Synth {
         fsage_git::synthetic::make_repo(&repo, commits).unwrap();
         let img = tmp.path().join("aged.img");
         let _c = Cleanup(vec![img.clone(), tmp.path().join("aged.img.clean")]);
-        Some(Synth { tmp, repo, img, _c })
+        let state = tmp.path().join("aged.img.fsage-git.json");
+        Some(Synth {
+            tmp,
+            repo,
+            img,
+            state,
+            _c,
+        })
+    }
+
+    /// The checkpoint as it stands.
+    fn checkpoint(&self) -> serde_json::Value {
+        read_json(&self.state)
     }
 
     /// `git-age SOURCE --fs ext4 --size 64MiB IMAGE --every EVERY --quiet` and `extra`.
@@ -88,17 +102,16 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     let bundle = tmp.path().join("synth.bundle");
     bundle_of(repo, &bundle);
     let clone = tmp.path().join("aged.img.source.git");
-    let state = tmp.path().join("aged.img.fsage-git.json");
+    let state = &x.state;
     let args = |extra: &[&str]| x.args(&bundle, "5", extra);
     let mut child = Command::new(bin()).args(args(&[])).spawn().unwrap();
     // Kill it once the first measurement is checkpointed, in the middle of what follows.
-    wait_for_first_row(&mut child, &state);
+    wait_for_first_row(&mut child, state);
     std::thread::sleep(Duration::from_millis(150));
     child.kill().unwrap();
     let st = child.wait().unwrap();
     assert_eq!(st.code(), None, "killed by a signal");
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let j = x.checkpoint();
     assert!(
         j["series"]["pulls_done"].as_u64().unwrap() < 20,
         "killed before the end"
@@ -311,21 +324,20 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
         return;
     };
     let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
-    let state = tmp.path().join("aged.img.fsage-git.json");
+    let state = &x.state;
     let args = |extra: &[&str]| x.args(repo, "100", extra);
     let mut child = Command::new(bin())
         .args(args(&[]))
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_first_row(&mut child, &state);
+    wait_for_first_row(&mut child, state);
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let o = child.wait_with_output().unwrap();
     expect_code(&o, 130, "git-age after SIGINT");
     let err = stderr(&o);
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let j = x.checkpoint();
     let done = j["series"]["pulls_done"].as_u64().unwrap();
     assert!(done < 30, "stopped before the end");
     assert!(

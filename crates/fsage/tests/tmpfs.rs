@@ -78,9 +78,7 @@ fn write_mode_writes_real_data() {
         return;
     };
     let d = tmp();
-    let run = Age::new("agrawal")
-        .quiet()
-        .target(s(mnt.path()))
+    let run = Age::on("agrawal", s(mnt.path()))
         .write_mode("write")
         .max_ops("3000")
         .seed("4")
@@ -197,9 +195,7 @@ fn a_planted_symlink_is_not_followed() {
     fs::create_dir(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, target.join(&first)).unwrap();
     let json = d.path().join("age.json");
-    let o = Age::new("agrawal")
-        .quiet()
-        .target(s(&target))
+    let o = Age::on("agrawal", s(&target))
         .capacity("64MiB")
         .seed("9")
         .max_ops("2000")
@@ -230,9 +226,7 @@ fn enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log() {
     };
     let d = tmp();
     let start = Instant::now();
-    let run = Age::new("agrawal")
-        .quiet()
-        .target(s(mnt.path()))
+    let run = Age::on("agrawal", s(mnt.path()))
         .capacity("256MiB")
         .max_ops("20000")
         .seed("3")
@@ -290,9 +284,7 @@ fn enospc_in_write_mode_leaves_no_partial_file() {
         return;
     };
     let d = tmp();
-    let run = Age::new("agrawal")
-        .quiet()
-        .target(s(mnt.path()))
+    let run = Age::on("agrawal", s(mnt.path()))
         .capacity("256MiB")
         .write_mode("write")
         .max_ops("20000")

@@ -412,6 +412,11 @@ impl Age {
         Age::new(profile).dry_run().quiet().capacity(capacity)
     }
 
+    /// `fsage age -q -p PROFILE TARGET`: a quiet run on a directory.
+    pub fn on(profile: impl AsRef<std::ffi::OsStr>, target: impl AsRef<std::ffi::OsStr>) -> Age {
+        Age::new(profile).quiet().target(target)
+    }
+
     /// Any argument, as given (the target, a flag with no method).
     pub fn arg(mut self, a: impl AsRef<std::ffi::OsStr>) -> Age {
         self.args.push(a.as_ref().into());
