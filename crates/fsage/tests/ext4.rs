@@ -95,13 +95,12 @@ fn ext4_capacity_beyond_the_device_meets_enospc_and_survives() {
     else {
         return;
     };
-    let d = tmp();
     let run = Age::on("agrawal", s(ext.path()))
         .capacity("2GiB")
         .fullness("0.9")
         .max_ops("40000")
         .seed("3")
-        .run_logged(d.path());
+        .run_logged_tmp();
     let o = &run.output;
     expect_code(o, 0, "2 GiB of capacity on a 512 MiB ext4");
     assert!(

@@ -75,6 +75,30 @@ impl Synth {
         })
     }
 
+    /// `git-age SOURCE --clean-fs CLEAN_FS --clean-image CLEAN TARGET` and `extra`: a directory
+    /// target on a mounted file system.
+    fn dir_args(
+        source: &Path,
+        clean_fs: &str,
+        clean: &Path,
+        target: &Path,
+        extra: &[&str],
+    ) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "git-age",
+            s(source),
+            "--clean-fs",
+            clean_fs,
+            "--clean-image",
+        ]
+        .into_iter()
+        .chain([s(clean), s(target)])
+        .map(String::from)
+        .collect();
+        a.extend(extra.iter().map(|x| x.to_string()));
+        a
+    }
+
     /// The checkpoint as it stands.
     fn checkpoint(&self) -> serde_json::Value {
         read_json(&self.state)
@@ -477,29 +501,24 @@ fn git_age_target_dir_records_the_aged_fs_and_sizes_the_clean_one_by_the_device(
         Ok(f) => f,
         Err(why) => return skip("git_age_target_dir_fs", &why),
     };
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = tmp.path().join("synth");
-    fsage_git::synthetic::make_repo(&repo, 4).unwrap();
+    let Some(x) = Synth::new("git_age_target_dir_fs", 4, &[]) else {
+        return;
+    };
+    let (tmp, repo) = (&x.tmp, &x.repo);
     let bundle = tmp.path().join("synth.bundle");
-    bundle_of(&repo, &bundle);
+    bundle_of(repo, &bundle);
     let target = aged_fs.path().join("aged");
     std::fs::create_dir(&target).unwrap();
     let clean = tmp.path().join("clean.img");
     let _c = Cleanup(vec![clean.clone()]);
     let json = tmp.path().join("s.json");
-    let o = fsage([
-        "git-age",
-        s(&bundle),
-        "--clean-fs",
+    let o = fsage(Synth::dir_args(
+        &bundle,
         "btrfs",
-        "--clean-image",
-        s(&clean),
-        "--every",
-        "5",
-        "--json",
-        s(&json),
-        s(&target),
-    ]);
+        &clean,
+        &target,
+        &["--every", "5", "--json", s(&json)],
+    ));
     expect_code(&o, 0, "git-age into a directory on ext4, clean btrfs");
     let j = read_json(&json);
     assert_eq!(j["fs"], "ext4", "the aged file system's kind");
@@ -534,30 +553,19 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
     let Some(shm) = tmpfs_or_skip("git_age_tmpfs_target", "64m") else {
         return;
     };
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = tmp.path().join("synth");
-    fsage_git::synthetic::make_repo(&repo, 3).unwrap();
+    let Some(x) = Synth::new("git_age_tmpfs_target", 3, &[]) else {
+        return;
+    };
+    let (tmp, repo) = (&x.tmp, &x.repo);
     let target = shm.path().join("aged");
     std::fs::create_dir(&target).unwrap();
     let clean = tmp.path().join("clean.img");
     let _c = Cleanup(vec![clean.clone()]);
     let json = tmp.path().join("s.json");
     let run = |extra: &[&str]| {
-        let mut a = vec![
-            "git-age",
-            s(&repo),
-            "--clean-fs",
-            "ext4",
-            "--clean-image",
-            s(&clean),
-            "--every",
-            "5",
-            "--json",
-            s(&json),
-            s(&target),
-        ];
+        let mut a = vec!["--every", "5", "--json", s(&json)];
         a.extend_from_slice(extra);
-        fsage(a)
+        fsage(Synth::dir_args(repo, "ext4", &clean, &target, &a))
     };
     let o = run(&[]);
     expect_code(&o, 2, "a TARGET_DIR on tmpfs without --size");
@@ -570,29 +578,18 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
     assert!(std::fs::read_dir(&target).unwrap().next().is_none());
     assert!(!tmp.path().join("clean.img.fsage-git.json").exists());
     // The missing block device is what is reported, also with the clean image beside the target.
-    let o = fsage([
-        "git-age",
-        s(&repo),
-        "--clean-fs",
-        "ext4",
-        "--clean-image",
-        s(&shm.path().join("c.img")),
-        s(&target),
-    ]);
+    let beside = shm.path().join("c.img");
+    let o = fsage(Synth::dir_args(repo, "ext4", &beside, &target, &[]));
     expect_code(&o, 2, "a TARGET_DIR on tmpfs, the clean image beside it");
     assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
     // With the clean size given, a clean image on the aged file system is refused.
-    let o = fsage([
-        "git-age",
-        s(&repo),
-        "--clean-fs",
+    let o = fsage(Synth::dir_args(
+        repo,
         "ext4",
-        "--size",
-        "64MiB",
-        "--clean-image",
-        s(&shm.path().join("c.img")),
-        s(&target),
-    ]);
+        &beside,
+        &target,
+        &["--size", "64MiB"],
+    ));
     expect_code(&o, 2, "the clean image on the aged file system");
     assert!(
         stderr(&o).contains("on the file system being aged"),

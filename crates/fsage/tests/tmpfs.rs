@@ -224,13 +224,12 @@ fn enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log() {
     let Some(mnt) = tmpfs_or_skip(test, "64m") else {
         return;
     };
-    let d = tmp();
     let start = Instant::now();
     let run = Age::on("agrawal", s(mnt.path()))
         .capacity("256MiB")
         .max_ops("20000")
         .seed("3")
-        .run_logged(d.path());
+        .run_logged_tmp();
     let o = &run.output;
     eprintln!("took {:.1}s", start.elapsed().as_secs_f64());
     expect_code(o, 0, "capacity larger than the tmpfs");
@@ -283,13 +282,12 @@ fn enospc_in_write_mode_leaves_no_partial_file() {
     let Some(mnt) = tmpfs_or_skip(test, "64m") else {
         return;
     };
-    let d = tmp();
     let run = Age::on("agrawal", s(mnt.path()))
         .capacity("256MiB")
         .write_mode("write")
         .max_ops("20000")
         .seed("5")
-        .run_logged(d.path());
+        .run_logged_tmp();
     let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert!(j_u64(&j, "enospc_events") > 0, "no ENOSPC reported");

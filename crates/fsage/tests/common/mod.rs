@@ -477,6 +477,8 @@ pub struct Logged {
     pub output: Output,
     pub report: serde_json::Value,
     pub log: std::path::PathBuf,
+    /// The directory of the op log, when the run made its own.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Age {
@@ -489,6 +491,17 @@ impl Age {
             output,
             report: read_json(&json),
             log,
+            _dir: None,
+        }
+    }
+
+    /// [`Age::run_logged`] into a temporary directory kept as long as the result.
+    pub fn run_logged_tmp(self) -> Logged {
+        let dir = tmp();
+        let run = self.run_logged(dir.path());
+        Logged {
+            _dir: Some(dir),
+            ..run
         }
     }
 }
