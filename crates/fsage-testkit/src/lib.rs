@@ -14,8 +14,27 @@ use tempfile::{NamedTempFile, TempDir};
 
 pub use fsage_sys::{find_cmd, is_mount_point};
 
+/// Why a fixture cannot be had here (not root, a command missing or failing): the reason a test
+/// skips with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+impl From<String> for Unavailable {
+    fn from(s: String) -> Unavailable {
+        Unavailable(s)
+    }
+}
+
 /// Prints the skip line; fails instead when FSAGE_REQUIRE_MOUNT_TESTS is set.
-pub fn skip(test: &str, reason: &str) {
+pub fn skip(test: &str, reason: impl std::fmt::Display) {
     if std::env::var_os("FSAGE_REQUIRE_MOUNT_TESTS").is_some_and(|v| v != "0") {
         panic!("{test}: cannot run ({reason}) but FSAGE_REQUIRE_MOUNT_TESTS is set");
     }
@@ -28,13 +47,13 @@ pub fn skip(test: &str, reason: &str) {
 pub use fsage_sys::is_root;
 
 /// `Err(reason)` unless we are root and every command exists.
-pub fn need_root_and(cmds: &[&str]) -> Result<(), String> {
+pub fn need_root_and(cmds: &[&str]) -> Result<(), Unavailable> {
     if !is_root() {
-        return Err("not running as root".into());
+        return Err(Unavailable("not running as root".into()));
     }
     for c in cmds {
         if find_cmd(c).is_none() {
-            return Err(format!("command {c} not found"));
+            return Err(format!("command {c} not found").into());
         }
     }
     Ok(())
@@ -45,7 +64,7 @@ fn cmd(name: &str) -> Command {
 }
 
 /// Runs a helper command; `Err` with its stderr when it fails.
-pub fn run_cmd(name: &str, args: &[&str]) -> Result<Output, String> {
+pub fn run_cmd(name: &str, args: &[&str]) -> Result<Output, Unavailable> {
     let o = cmd(name)
         .args(args)
         .output()
@@ -53,13 +72,13 @@ pub fn run_cmd(name: &str, args: &[&str]) -> Result<Output, String> {
     if o.status.success() {
         Ok(o)
     } else {
-        Err(format!(
+        Err(Unavailable(format!(
             "{name} {}: {}: {}{}",
             args.join(" "),
             o.status,
             String::from_utf8_lossy(&o.stderr).trim(),
             String::from_utf8_lossy(&o.stdout).trim()
-        ))
+        )))
     }
 }
 
@@ -74,7 +93,7 @@ pub struct MountGuard {
 
 impl MountGuard {
     /// `mount ARGS... SOURCE <fresh dir>`.
-    pub fn mount(source: &str, args: &[&str]) -> Result<MountGuard, String> {
+    pub fn mount(source: &str, args: &[&str]) -> Result<MountGuard, Unavailable> {
         let dir = tempfile::Builder::new()
             .prefix("fsage-test-mnt-")
             .tempdir()
@@ -98,7 +117,7 @@ impl MountGuard {
     }
 
     /// A tmpfs of `size` (e.g. "256m").
-    pub fn tmpfs(size: &str) -> Result<MountGuard, String> {
+    pub fn tmpfs(size: &str) -> Result<MountGuard, Unavailable> {
         MountGuard::mount(
             "tmpfs",
             &["-t", "tmpfs", "-o", &format!("size={size},mode=0755")],
@@ -110,7 +129,7 @@ impl MountGuard {
     }
 
     /// Unmounts now (for a check that needs the file system unmounted); `Err` if it fails.
-    pub fn unmount(&mut self) -> Result<(), String> {
+    pub fn unmount(&mut self) -> Result<(), Unavailable> {
         if !self.mounted {
             return Ok(());
         }
@@ -148,11 +167,11 @@ pub struct LoopGuard {
 }
 
 impl LoopGuard {
-    pub fn attach(image: &Path) -> Result<LoopGuard, String> {
+    pub fn attach(image: &Path) -> Result<LoopGuard, Unavailable> {
         let o = run_cmd("losetup", &["-f", "--show", &image.to_string_lossy()])?;
         let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
         if !dev.starts_with("/dev/") {
-            return Err(format!("losetup printed {dev:?}, not a device"));
+            return Err(format!("losetup printed {dev:?}, not a device").into());
         }
         Ok(LoopGuard { dev })
     }
@@ -187,7 +206,7 @@ pub struct ImageFs {
 impl ImageFs {
     /// `mkfs.FSTYPE MKFS_ARGS... IMAGE` of `bytes`, attached and mounted; `Err(reason)` if
     /// anything is missing or fails (everything made so far is undone).
-    pub fn make(fstype: &str, bytes: u64, mkfs_args: &[&str]) -> Result<ImageFs, String> {
+    pub fn make(fstype: &str, bytes: u64, mkfs_args: &[&str]) -> Result<ImageFs, Unavailable> {
         let mkfs = format!("mkfs.{fstype}");
         need_root_and(&["mount", "umount", "losetup", &mkfs])?;
         let shm = Path::new("/dev/shm");
@@ -219,7 +238,7 @@ impl ImageFs {
     }
 
     /// An ext4 file system of `bytes` (`mkfs.ext4 -q -F`).
-    pub fn ext4(bytes: u64) -> Result<ImageFs, String> {
+    pub fn ext4(bytes: u64) -> Result<ImageFs, Unavailable> {
         ImageFs::make("ext4", bytes, &["-q", "-F"])
     }
 

@@ -96,7 +96,7 @@ fn every_builtin_runs_on_ext4() {
     }
 }
 
-fn memory_cgroup_available() -> Result<(), String> {
+fn memory_cgroup_available() -> Result<(), Unavailable> {
     need_root_and(&["mount", "umount", "losetup", "mkfs.ext4"])?;
     if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
         return Ok(());
@@ -105,7 +105,7 @@ fn memory_cgroup_available() -> Result<(), String> {
     if c.split_whitespace().any(|x| x == "memory") {
         return Ok(());
     }
-    Err("no memory cgroup controller".into())
+    Err(Unavailable("no memory cgroup controller".into()))
 }
 
 /// `--cache-ratio 0.25` on a fileset of about 64 MiB: the cgroup's peak usage and its peak page

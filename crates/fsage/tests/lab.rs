@@ -311,7 +311,7 @@ fn lab_rollback_after_benchmark() {
     if method != "trace" {
         skip(
             test,
-            &format!("tracing did not work: {}", log["fallback_reason"]),
+            format!("tracing did not work: {}", log["fallback_reason"]),
         );
     } else {
         assert!(j_u64(&log, "written_bytes") >= 16 << 20, "{}", stdout(&o));

@@ -18,7 +18,7 @@ pub fn can_run(test: &str) -> bool {
     }
     for p in ["/dev/fuse", "/dev/loop-control"] {
         if !Path::new(p).exists() {
-            skip(test, &format!("{p} is missing"));
+            skip(test, format!("{p} is missing"));
             return false;
         }
     }
