@@ -121,10 +121,10 @@ impl Page {
     }
 }
 
-fn plot_or_note(r: Result<String, String>) -> String {
+fn plot_or_note(r: Result<String, plots::PlotError>) -> String {
     match r {
         Ok(svg) => svg,
-        Err(e) => format!("<p class=\"note\">(no plot: {})</p>", esc(&e)),
+        Err(e) => format!("<p class=\"note\">(no plot: {})</p>", esc(&e.0)),
     }
 }
 

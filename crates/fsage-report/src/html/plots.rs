@@ -72,8 +72,33 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// Why a chart has no plot (nothing to plot, or the SVG backend refused): the page says so in
+/// the plot's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotError(pub String);
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+impl From<String> for PlotError {
+    fn from(s: String) -> PlotError {
+        PlotError(s)
+    }
+}
+
+impl From<&str> for PlotError {
+    fn from(s: &str) -> PlotError {
+        PlotError(s.into())
+    }
+}
+
 /// Grouped bars; returns the `<svg>` element.
-pub fn bars(c: &BarChart) -> Result<String, String> {
+pub fn bars(c: &BarChart) -> Result<String, PlotError> {
     let tr = |v: f64| if c.log_y { v.log10() } else { v };
     let usable = |v: f64| v.is_finite() && (!c.log_y || v > 0.0);
     let mut hi = f64::NEG_INFINITY;
@@ -277,7 +302,7 @@ pub struct LineChart {
 }
 
 /// A line chart; returns the `<svg>` element.
-pub fn lines(c: &LineChart) -> Result<String, String> {
+pub fn lines(c: &LineChart) -> Result<String, PlotError> {
     let (x0, x1) = c.x_range;
     let in_x = |x: f64| x >= x0 - 1e-9 && x <= x1 + 1e-9;
     let mut hi: f64 = 0.0;
@@ -415,7 +440,7 @@ pub fn fmt_us(v: f64) -> String {
 }
 
 /// Draws [`PercentilePanels`]; returns the `<svg>` element.
-pub fn percentile_panels(c: &PercentilePanels) -> Result<String, String> {
+pub fn percentile_panels(c: &PercentilePanels) -> Result<String, PlotError> {
     let n = c.percentiles.len();
     if n == 0 || c.panels.is_empty() {
         return Err("nothing to plot".into());
