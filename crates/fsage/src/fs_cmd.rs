@@ -85,6 +85,17 @@ fn size_flag(flag: &str, s: &str) -> Result<u64, CmdError> {
     parse_size(s).map_err(|e| bad_input(format!("{flag} {s:?}: {e}")))
 }
 
+/// Leaves `m` mounted (`fsage fs umount` undoes it) and says where.
+fn keep_mounted(target: &std::path::Path, m: Mounted) {
+    let (dev, mp) = m.keep();
+    println!(
+        "mounted {} ({}) on {}",
+        target.display(),
+        dev.display(),
+        mp.display()
+    );
+}
+
 pub fn run(cmd: FsCmd) -> CmdResult {
     signals::install();
     match cmd {
@@ -112,14 +123,7 @@ pub fn run(cmd: FsCmd) -> CmdResult {
                 info.mkfs_command.join(" ")
             );
             if let Some(dir) = a.mount {
-                let m = Mounted::attach_and_mount(&a.target, &dir)?;
-                let (dev, mp) = m.keep();
-                println!(
-                    "mounted {} ({}) on {}",
-                    a.target.display(),
-                    dev.display(),
-                    mp.display()
-                );
+                keep_mounted(&a.target, Mounted::attach_and_mount(&a.target, &dir)?);
             }
             Ok(())
         }
@@ -135,13 +139,7 @@ pub fn run(cmd: FsCmd) -> CmdResult {
                     options: a.options.clone(),
                 },
             )?;
-            let (dev, mp) = m.keep();
-            println!(
-                "mounted {} ({}) on {}",
-                a.target.display(),
-                dev.display(),
-                mp.display()
-            );
+            keep_mounted(&a.target, m);
             Ok(())
         }
         FsCmd::Umount { target } => {
