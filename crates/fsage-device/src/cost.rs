@@ -72,6 +72,27 @@ pub struct CostReport {
     pub closed_loop: bool,
 }
 
+/// What `fsage dev cost` does: reads the trace file, resolves the model (a latency, a built-in
+/// name or a model file), builds it for the trace's device size (or, when the trace does not
+/// say, the end of its furthest request) and costs the trace on it.
+pub fn cost_trace_file(trace: &std::path::Path, model: &str) -> crate::Result<CostReport> {
+    let t = Trace::read(trace)?;
+    let spec = crate::resolve(model)?;
+    let size = t.device_size.unwrap_or_else(|| {
+        let end = t
+            .requests
+            .iter()
+            .map(|r| r.offset + r.len)
+            .max()
+            .unwrap_or(0);
+        end.next_multiple_of(1 << 20).max(1 << 20)
+    });
+    let mut m = spec.build(size)?;
+    let mut r = cost(&t, m.as_mut());
+    r.model = format!("{}: {}", spec.name, r.model);
+    Ok(r)
+}
+
 /// Costs `trace` on `model` by the rule above. The model should be fresh (its clock at 0).
 pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
     let rqs = &trace.requests;

@@ -26,7 +26,7 @@ pub mod hdd;
 pub mod models;
 pub mod trace;
 
-pub use cost::{cost, CostReport, Dist};
+pub use cost::{cost, cost_trace_file, CostReport, Dist};
 pub use fixed::FixedLatency;
 pub use models::{resolve, ModelKind, ModelSpec};
 pub use trace::{Trace, TraceRq};

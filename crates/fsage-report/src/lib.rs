@@ -7,6 +7,7 @@
 
 mod bench_text;
 mod dev_text;
+mod device_text;
 mod extract_text;
 mod frag_text;
 mod git_series;
@@ -52,6 +53,18 @@ impl<T: Serialize + ?Sized> Exporter<T> for Json {
 /// The human summary a terminal shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Text;
+
+impl Exporter<fsage_device::CostReport> for Text {
+    fn export(&self, r: &fsage_device::CostReport) -> String {
+        device_text::cost(r)
+    }
+}
+
+impl Exporter<[fsage_device::ModelSpec]> for Text {
+    fn export(&self, m: &[fsage_device::ModelSpec]) -> String {
+        device_text::models(m)
+    }
+}
 
 impl Exporter<RunReport> for Text {
     fn export(&self, r: &RunReport) -> String {

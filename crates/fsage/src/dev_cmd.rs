@@ -42,6 +42,23 @@ pub enum DevCmd {
     },
     /// Floor, accuracy and parallelism of slow devices on a scratch image (BENCHMARKS.md).
     Bench(BenchArgs),
+    /// The built-in device models: each parameter with its value and its source.
+    Models {
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a recorded trace (git-age's IMAGE.traces/*.json) costs on a device model, in
+    /// simulated time: total time, response times, seeks, cache hits. The timing rule is in
+    /// crates/fsage-device/src/cost.rs.
+    Cost {
+        /// A trace file.
+        trace: PathBuf,
+        /// A built-in model (`fsage dev models`), a model file, or a latency (100us).
+        #[arg(long)]
+        model: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// The daemon of one device (started by `dev create`, not by hand).
     #[command(hide = true)]
     Serve { dir: PathBuf },
@@ -243,6 +260,22 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                 let path = d.path().display().to_string();
                 d.destroy(force)?;
                 eprintln!("{path}: destroyed");
+            }
+        }
+        DevCmd::Models { json } => {
+            let models = fsage_device::models::builtins();
+            if json {
+                print!("{}", export(&Json, &models));
+            } else {
+                print!("{}", export(&Text, &models[..]));
+            }
+        }
+        DevCmd::Cost { trace, model, json } => {
+            let r = fsage_device::cost_trace_file(&trace, &model)?;
+            if json {
+                print!("{}", export(&Json, &r));
+            } else {
+                print!("{}", export(&Text, &r));
             }
         }
         DevCmd::Bench(a) => {

@@ -387,3 +387,88 @@ fn a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_it
         "no attempt killed the maker before its daemon recorded itself"
     );
 }
+
+/// `dev cost` on a trace small enough to cost by hand: three reads on a 1 ms fixed-latency
+/// device, the second issued while the first was outstanding, the third 50 us after the second
+/// completed (as recorded). On the model: 0 → 1 ms and 0.01 → 1.01 ms overlap, the third issued
+/// at 1.01 + 0.05 ms and done 1 ms later: 2.06 ms in all.
+#[test]
+fn dev_cost_costs_a_trace_as_the_rule_says() {
+    let dir = TempDir::new().unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(
+        &trace,
+        r#"{"version": 1, "source": "hand", "requests": [
+            {"kind": "read", "offset": 0, "len": 4096, "issue_ns": 0, "complete_ns": 20000},
+            {"kind": "read", "offset": 8192, "len": 4096, "issue_ns": 10000, "complete_ns": 30000},
+            {"kind": "read", "offset": 65536, "len": 4096, "issue_ns": 80000, "complete_ns": 100000}
+        ]}"#,
+    )
+    .unwrap();
+    let out = common::fsage_ok([
+        "dev",
+        "cost",
+        trace.to_str().unwrap(),
+        "--model",
+        "1ms",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(v["total_ns"], 2_060_000, "{v}");
+    assert_eq!(v["recorded_ns"], 100_000);
+    assert_eq!(v["requests"], 3);
+    assert_eq!(v["closed_loop"], true);
+    // On the hard disk it costs more than on 1 ms per request, and says what it did.
+    let out = common::fsage_ok([
+        "dev",
+        "cost",
+        trace.to_str().unwrap(),
+        "--model",
+        "hdd-7200",
+    ]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("hdd-7200") && text.contains("seeks"),
+        "{text}"
+    );
+    // A model that is none, and a trace that is none, are bad input naming what is wrong.
+    let out = common::fsage(["dev", "cost", trace.to_str().unwrap(), "--model", "warp"]);
+    expect_code(&out, 2, "dev cost");
+    assert!(
+        stderr(&out).contains("neither a latency"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(
+        &trace,
+        "{\"version\": 1, \"requests\": [{\"kind\": \"jump\"}]}",
+    )
+    .unwrap();
+    let out = common::fsage(["dev", "cost", trace.to_str().unwrap(), "--model", "1ms"]);
+    expect_code(&out, 2, "dev cost");
+    assert!(stderr(&out).contains("t.json:1:"), "{}", stderr(&out));
+}
+
+#[test]
+fn dev_models_lists_every_parameter_with_its_source() {
+    let out = common::fsage_ok(["dev", "models", "--json"]);
+    let v = json(&out);
+    let models = v.as_array().unwrap();
+    let hdd = models
+        .iter()
+        .find(|m| m["name"] == "hdd-7200")
+        .expect("hdd-7200 is built in");
+    let params = hdd["params"].as_object().unwrap();
+    assert!(params.len() >= 15);
+    for (k, p) in params {
+        assert!(
+            !p["source"].as_str().unwrap().trim().is_empty(),
+            "{k} has no source"
+        );
+    }
+    let text = stdout(&common::fsage_ok(["dev", "models"]));
+    assert!(
+        text.contains("seek_avg") && text.contains("7K1000.C"),
+        "{text}"
+    );
+}

@@ -1,0 +1,85 @@
+//! Device models and trace costs as a terminal shows them (`fsage dev models`, `dev cost`).
+
+use fsage_device::{CostReport, Dist, ModelSpec};
+use fsage_units::{format_duration, format_latency, format_size};
+use std::fmt::Write;
+
+/// Every built-in model: its description and each parameter with its value and source.
+pub fn models(specs: &[ModelSpec]) -> String {
+    let mut s = String::new();
+    for m in specs {
+        let _ = writeln!(s, "{}  {}", m.name, m.description);
+        let width = m.params.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (k, p) in &m.params {
+            let v = match &p.value {
+                toml::Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            let _ = writeln!(s, "  {k:width$}  {v:>9}  {}", p.source);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A latency to three significant digits (distributions, not exact values).
+fn short(ns: u64) -> String {
+    let digits = (ns.max(1) as f64).log10().floor() as u32;
+    let step = 10u64.pow(digits.saturating_sub(2));
+    format_latency((ns + step / 2) / step * step)
+}
+
+fn dist(d: &Dist) -> String {
+    format!(
+        "mean {}, p50 {}, p90 {}, p99 {}, max {}",
+        short(d.mean_ns.round() as u64),
+        short(d.p50_ns),
+        short(d.p90_ns),
+        short(d.p99_ns),
+        short(d.max_ns)
+    )
+}
+
+/// A trace's cost on a model.
+pub fn cost(r: &CostReport) -> String {
+    let mut s = String::new();
+    let secs = |ns: u64| format_duration(ns as f64 / 1e9);
+    let _ = writeln!(s, "model      {}", r.model);
+    let _ = writeln!(
+        s,
+        "requests   {} ({} read, {} written)",
+        r.requests,
+        format_size(r.bytes_read),
+        format_size(r.bytes_written)
+    );
+    let _ = writeln!(
+        s,
+        "time       {} on the model ({:.3} s), {} as recorded ({:.3} s){}",
+        secs(r.total_ns),
+        r.total_ns as f64 / 1e9,
+        secs(r.recorded_ns),
+        r.recorded_ns as f64 / 1e9,
+        if r.closed_loop {
+            ""
+        } else {
+            "; the trace has no completions: issue gaps kept (open loop)"
+        }
+    );
+    let _ = writeln!(s, "response   {}", dist(&r.response));
+    let st = &r.stats;
+    let _ = writeln!(
+        s,
+        "device     busy {:.3} s: seeks {} ({:.3} s), rotation {:.3} s, transfer {:.3} s",
+        st.busy_ns as f64 / 1e9,
+        st.seeks,
+        st.seek_ns as f64 / 1e9,
+        st.rotation_ns as f64 / 1e9,
+        st.transfer_ns as f64 / 1e9
+    );
+    let _ = writeln!(
+        s,
+        "cache      {} read hits, {} writes cached, {} write-backs",
+        st.read_hits, st.cached_writes, st.write_backs
+    );
+    s
+}
