@@ -2,11 +2,19 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half.
 
+pub mod dev;
 pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
+pub mod temp;
+pub mod tool;
 
+pub use dev::{
+    file_size, is_block_device, loops_backed_by, mount_table, mounts_of_device, size_of,
+};
 pub use error::{Error, Remedy};
+pub use temp::TempPath;
+pub use tool::{kernel_release, run_tool};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
