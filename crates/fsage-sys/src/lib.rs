@@ -1,6 +1,8 @@
 //! The few system facts every fsage crate needs, in one place: what file system holds a path
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
-//! the old contents or the new, never half.
+//! the old contents or the new, never half. It also answers what the lab, the slow device and Git
+//! aging ask before touching a device ([`dev`]: loop devices' backing files, mounts of a device,
+//! sizes), runs the external tools ([`tool`]) and guards temporary files ([`TempPath`]).
 
 pub mod dev;
 pub mod error;
