@@ -110,7 +110,8 @@ pub struct AgainstFresh {
 
 pub const AGAINST_FORMAT: u32 = 1;
 
-/// Compares `aged` with `fresh` (both measured by [`fsage_measure::measure`], with the same probe size).
+/// Compares `aged` with `fresh` (both measured by [`fsage_measure::measure`], with the same probe
+/// size).
 pub fn against_fresh(image: &str, aged: &FragReport, fresh: &FragReport) -> AgainstFresh {
     let a = AgingFigures::of(aged);
     let f = AgingFigures::of(fresh);

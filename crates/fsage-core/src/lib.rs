@@ -10,10 +10,10 @@
 //! output paths before anything is made, make and mount an image or format a device when asked
 //! ([`age::NewFs`]), run with checkpoints, write the report, unmount. An [`age::AgeRequest`] says
 //! what to do; an [`age::AgeObserver`] hears notices and progress; an [`age::AgeOutcome`] says
-//! what came of it; [`age::AgeError::blame`] says who is to act on a failure. The planning
-//! checks a run makes are public for `profile show`: [`age::plan_at`], [`age::plan`],
-//! [`age::check_fullness`], [`age::check_block_size`]; [`age::merge_stop`] is how a resumed run
-//! keeps its stopping conditions.
+//! what came of it; an [`age::AgeError`]'s `blame` ([`fsage_sys::Blamed`]) says who is to act on
+//! a failure. The planning checks a run makes are public for `profile show`: [`age::plan_at`],
+//! [`age::plan`], [`age::check_fullness`], [`age::check_block_size`]; [`age::merge_stop`] is how
+//! a resumed run keeps its stopping conditions.
 //!
 //! How far from fresh ([`against`]): [`against::measure_against_fresh(mount, options,
 //! notice)`](against::measure_against_fresh) measures a mounted file system and a fresh twin of
