@@ -16,7 +16,6 @@ pub mod reconcile;
 pub mod replay;
 pub mod report;
 pub mod runner;
-pub mod signals;
 pub mod source;
 pub mod status;
 

@@ -297,7 +297,7 @@ fn drive<S: OpSource, B: Backend>(
         if tick >= next_poll {
             next_poll = tick + 4096;
             let elapsed = s.elapsed_total();
-            if crate::signals::interrupted() {
+            if fsage_signals::interrupted() {
                 return outcome(StopReason::Interrupted, None, None, None);
             }
             if stop.max_time.is_some_and(|m| elapsed >= m) {

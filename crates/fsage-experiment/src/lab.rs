@@ -19,7 +19,7 @@ use crate::result::Environment;
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
 use crate::{Error, Sample};
-use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
+use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_lab::sparse::{copy_image, CopyOptions};
 use fsage_lab::{FsKind, Mounted};
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Registry, SlowDevice};
@@ -55,7 +55,7 @@ pub struct LabExecutor {
     /// Base images that could not be made in this run, with why: their other cells fail at once
     /// instead of making them again.
     failed_bases: BTreeMap<String, Error>,
-    library: fsage_lab::image::Library,
+    library: fsage_core::image::Library,
     registry: Registry,
     _lock: fsage_exec::preflight::RunLock,
 }
@@ -96,7 +96,7 @@ impl LabExecutor {
             images,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),
-            library: fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir()),
+            library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
             registry: Registry::new(Registry::default_root()),
             _lock: lock,
         };
@@ -233,7 +233,7 @@ impl LabExecutor {
                     ..Default::default()
                 };
                 let mut ao = AgeNotes { obs };
-                let out = fsage_lab::age::age(&req, &mut ao).map_err(step("aging"))?;
+                let out = fsage_core::age::age(&req, &mut ao).map_err(step("aging"))?;
                 match out.report.stop_reason {
                     fsage_exec::StopReason::Interrupted => {
                         return Err(Error::interrupted("aging: interrupted"))
@@ -272,7 +272,7 @@ impl LabExecutor {
             }
         }
         self.measure_layout(&key, &image, cell.image_size, obs);
-        let sha256 = fsage_lab::sparse::sha256_image(&image)
+        let sha256 = fsage_core::image::sha256_image(&image)
             .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
             .map_err(io_at(image.display()))?
@@ -656,7 +656,7 @@ fn environment(
         .map_or(0, |kib| kib * 1024);
     Environment {
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel: fsage_lab::sys::kernel_release(),
+        kernel: fsage_sys::kernel_release(),
         hostname: read("/proc/sys/kernel/hostname"),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         memory_bytes,
@@ -697,7 +697,7 @@ impl fsage_workload::Observer for WorkloadNotes<'_> {
 /// What must hold before the first cell: root, the file systems' tools, the library images the
 /// states name, and the slow device's needs when a latency is asked for.
 pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
-    if !fsage_lab::sys::is_root() {
+    if !fsage_sys::is_root() {
         return Err(crate::Error::input(
             "an experiment mounts images and attaches loop devices: run it as root",
         ));
@@ -707,7 +707,7 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
         kind.check_tools()
             .map_err(|e| crate::Error::input(e.to_string()))?;
     }
-    let lib = fsage_lab::image::Library::open(&fsage_lab::image::default_library_dir());
+    let lib = fsage_core::image::Library::open(&fsage_core::image::default_library_dir());
     for s in &spec.states {
         if let StateSpec::Image { name, .. } = s {
             lib.load(name).map_err(|e| {

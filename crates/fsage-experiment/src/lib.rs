@@ -32,7 +32,7 @@ pub use fsage_sys::Error;
 pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
     let spec = spec::load(file)?;
     let mut plan = spec.plan();
-    plan.warnings = spec.missing_images(&fsage_lab::image::default_library_dir());
+    plan.warnings = spec.missing_images(&fsage_core::image::default_library_dir());
     Ok(plan)
 }
 
@@ -50,7 +50,7 @@ pub fn run_file(
     let plan = spec.plan();
     // Before the preflight, whose message for a missing image names `fsage image list` twice.
     if let Some(missing) = spec
-        .missing_images(&fsage_lab::image::default_library_dir())
+        .missing_images(&fsage_core::image::default_library_dir())
         .into_iter()
         .next()
     {

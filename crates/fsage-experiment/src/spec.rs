@@ -257,7 +257,7 @@ impl ExperimentSpec {
     /// The image states whose image `library` does not hold, one message each (the file, the
     /// state, and the library's own word on it, which names `fsage image list`).
     pub fn missing_images(&self, library: &Path) -> Vec<String> {
-        let lib = fsage_lab::image::Library::open(library);
+        let lib = fsage_core::image::Library::open(library);
         self.states
             .iter()
             .filter_map(|s| match s {

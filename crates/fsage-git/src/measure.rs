@@ -331,7 +331,7 @@ pub fn mount_dir(image: &Path) -> PathBuf {
 
 /// Removes what a killed run left of a clean instance at `image` (ours by name).
 pub fn remove_stale_clean(image: &Path) -> Result<()> {
-    if !fsage_lab::sys::loops_backed_by(image).is_empty() {
+    if !fsage_sys::loops_backed_by(image).is_empty() {
         fsage_lab::mount::umount(image)?;
     }
     let _ = std::fs::remove_dir(mount_dir(image));

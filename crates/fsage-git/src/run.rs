@@ -267,7 +267,7 @@ fn check_dir_of(path: &Path) -> Result<()> {
 /// The mount-table entry of the file system holding `path`.
 fn mount_of(path: &Path) -> Result<fsage_sys::mountinfo::MountEntry> {
     let dev = fsage_sys::device_of(path).map_err(|e| crate::Error::io(path, "stat", e))?;
-    let parts = fsage_lab::sys::dev_parts(dev);
+    let parts = fsage_sys::mountinfo::dev_parts(dev);
     let mounts = fsage_sys::mountinfo::mounts()
         .map_err(|e| Error::operation(format!("/proc/self/mountinfo: {e}")))?;
     mounts
@@ -286,7 +286,7 @@ fn mount_of(path: &Path) -> Result<fsage_sys::mountinfo::MountEntry> {
 
 /// The size of the block device `rdev` from sysfs (no need to open the device).
 fn block_device_size(rdev: u64) -> Option<u64> {
-    let (ma, mi) = fsage_lab::sys::dev_parts(rdev);
+    let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
     let text = std::fs::read_to_string(format!("/sys/dev/block/{ma}:{mi}/size")).ok()?;
     text.trim().parse::<u64>().ok().map(|sectors| sectors * 512)
 }
@@ -343,7 +343,7 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             // The block device: the mount's source (btrfs's st_dev is not one), else st_dev
             // when sysfs knows it as a block device (a source such as `/dev/root`).
             let source = Path::new(&m.source);
-            let device = fsage_lab::sys::is_block_device(source).then_some(source);
+            let device = fsage_sys::is_block_device(source).then_some(source);
             let dir_rdev = device
                 .and_then(|d| {
                     use std::os::unix::fs::MetadataExt;
@@ -359,7 +359,7 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
                 (None, Some(r)) => match (block_device_size(r), device) {
                     (Some(s), _) => s,
                     (None, _) if opts.no_measure => 0,
-                    (None, Some(d)) => fsage_lab::sys::size_of(d)?,
+                    (None, Some(d)) => fsage_sys::size_of(d)?,
                     (None, None) => {
                         return Err(Error::operation(format!(
                             "{}: the size of its block device is not in sysfs",
@@ -591,7 +591,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             let mnt = measure::mount_dir(path);
             if prior.is_none() {
                 fsage_lab::create_image(*kind, *size, path, &[])?;
-            } else if !fsage_lab::sys::loops_backed_by(path).is_empty() {
+            } else if !fsage_sys::loops_backed_by(path).is_empty() {
                 obs.note(&format!(
                     "unmounting {} (left mounted by a stopped run)",
                     path.display()

@@ -179,7 +179,7 @@ fn tree_mode_op_logs_are_the_same_and_trees_match_the_commits() {
 struct ImageGuard(PathBuf);
 impl Drop for ImageGuard {
     fn drop(&mut self) {
-        if !fsage_lab::sys::loops_backed_by(&self.0).is_empty() {
+        if !fsage_sys::loops_backed_by(&self.0).is_empty() {
             let _ = fsage_lab::mount::umount(&self.0);
         }
     }
@@ -254,7 +254,7 @@ fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
     }
     assert!(out.series.remounted && out.series.finished);
     // Nothing left: the image is unmounted, the clean instance gone; the checkpoint stays.
-    assert!(fsage_lab::sys::loops_backed_by(&image).is_empty());
+    assert!(fsage_sys::loops_backed_by(&image).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
     assert!(out.state.exists());
     // A second run refuses to start over the checkpoint.

@@ -1,7 +1,7 @@
 //! File system kinds, formatting (with the safety checks), probing and checking.
 
-use crate::sys::{self, find_cmd, is_block_device, run_tool, TempPath};
 use crate::{Error, Remedy, Result};
+use fsage_sys::{find_cmd, is_block_device, run_tool, TempPath};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
@@ -151,7 +151,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
         );
     }
     if is_block_device(target) {
-        if let Some(m) = sys::mounts_of_device(target)?.first() {
+        if let Some(m) = fsage_sys::mounts_of_device(target)?.first() {
             crate::bail!(
                 "{}: mounted on {}; fsage never formats or overwrites a mounted device, even when \
                  forced: unmount it first",
@@ -182,7 +182,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                 let part = e.file_name().to_string_lossy().into_owned();
                 if part.starts_with(&name) && e.path().join("partition").exists() {
                     let pd = PathBuf::from(format!("/dev/{part}"));
-                    if let Some(m) = sys::mounts_of_device(&pd)
+                    if let Some(m) = fsage_sys::mounts_of_device(&pd)
                         .ok()
                         .and_then(|v| v.first().cloned())
                     {
@@ -204,7 +204,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
             crate::bail!("{}: in use as swap", target.display());
         }
     } else if meta.is_file() {
-        let loops = sys::loops_backed_by(target);
+        let loops = fsage_sys::loops_backed_by(target);
         if !loops.is_empty() {
             crate::bail!(
                 "{}: attached to {}; fsage never overwrites an image in use, even when forced: \
@@ -317,7 +317,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     check_target_safe(target, opts.force)?;
     let device = is_block_device(target);
     let size = if device {
-        let dev_size = sys::size_of(target)?;
+        let dev_size = fsage_sys::size_of(target)?;
         if dev_size == 0 {
             crate::bail!(
                 "{}: the device has 0 bytes (a loop device with nothing attached?)",
@@ -366,7 +366,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             .chain(std::iter::once("TARGET".to_string()))
             .collect(),
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
-        kernel: sys::kernel_release(),
+        kernel: fsage_sys::kernel_release(),
     };
     if device {
         let mut full = args.clone();
@@ -378,7 +378,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         run_tool(opts.kind.mkfs(), &refs)?;
         return Ok(info(&args));
     }
-    let tmp = TempPath::new(sys::temp_sibling(target)?);
+    let tmp = TempPath::beside(target)?;
     {
         let f = OpenOptions::new()
             .write(true)
@@ -392,7 +392,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     run_tool(opts.kind.mkfs(), &refs)?;
     args.pop();
-    crate::signals::check("mkfs")?;
+    crate::check_interrupted("mkfs")?;
     File::open(tmp.path())
         .and_then(|f| f.sync_all())
         .map_err(|e| Error::io(tmp.path(), "fsync", e))?;
@@ -425,7 +425,7 @@ pub fn create_image(kind: FsKind, size: u64, path: &Path, mkfs_opts: &[String]) 
 /// `xfs_repair -n`, `btrfs check --readonly`. `Ok(output)` when clean.
 pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
     // A mounted file system changes under the checker, which then reports wrong counts: refuse.
-    if let Some(dev) = crate::sys::loops_backed_by(target).first() {
+    if let Some(dev) = fsage_sys::loops_backed_by(target).first() {
         return Err(Error::input(format!(
             "{}: attached to {} (mounted?): a file system is checked unmounted; `fsage fs umount \
              {}` first",
@@ -434,7 +434,7 @@ pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
             target.display()
         )));
     }
-    if let Some(m) = crate::sys::mounts_of_device(target)?.first() {
+    if let Some(m) = fsage_sys::mounts_of_device(target)?.first() {
         return Err(Error::input(format!(
             "{}: mounted on {}; a file system is checked unmounted",
             target.display(),

@@ -1,6 +1,7 @@
-//! The lab: file systems on loop-mounted image files (aging in memory, in /dev/shm), a library of
-//! aged-image snapshots (zstd-compressed, sparse-aware, with a manifest and checksums), sparse-aware
-//! image copy onto a device, and rollback of an image after a benchmark.
+//! The lab's primitives: file systems on loop-mounted image files (aging in memory, in /dev/shm),
+//! loop devices, the mount table's view of them, sparse-aware image copy, rollback of an image
+//! after a benchmark, and block-request tracing. Nothing here plans, ages or measures: that is
+//! `fsage-core`, above this crate, so that the slow device needs only these.
 //!
 //! # API
 //!
@@ -10,25 +11,26 @@
 //!   `size` bytes (through a temporary file and a rename) and formats it; refuses a path that exists.
 //!   [`create_fs`] is the general form (block devices, forcing, the safety checks).
 //! - [`Mounted::attach_and_mount(image, mountpoint)`](Mounted::attach_and_mount): attaches the image
-//!   to a fresh loop device (auto-clearing: the device goes away when its last user does, even if
-//!   fsage is killed) and mounts it. A guard: dropping it unmounts and detaches;
+//!   to a fresh loop device and mounts it. A guard: dropping it unmounts and detaches;
 //!   [`Mounted::finish`] does the same and reports errors; [`Mounted::keep`] leaves it mounted.
-//! - [`drop_caches()`](drop_caches): `sync`, then `3 > /proc/sys/vm/drop_caches`.
+//!   [`mount::umount`] and [`mount::umount_point`] take down what an earlier process left.
+//! - [`drop_caches()`](drop_caches): `sync`, then `3 > /proc/sys/vm/drop_caches`; [`trim`]: FITRIM.
 //! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
-//!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only.
+//!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only;
+//!   [`probe_fs`] says which file system a device or image holds.
 //!
-//! How far from fresh ([`against`]): [`against::measure_against_fresh`] measures a mounted file
-//! system and its fresh twin and compares them (`fsage frag --against-fresh`).
+//! Loop devices ([`loopdev`]): [`LoopDevice::attach_with(file, options)`](LoopDevice::attach_with)
+//! attaches a file, auto-clearing (the device goes away when its last user does, even if fsage
+//! is killed), read-only or with direct I/O as asked; [`loopdev::wait_detached`] waits until a
+//! device has gone.
 //!
 //! A fresh twin ([`twin`]): [`FreshTwin::of(mount)`](FreshTwin::of) makes and mounts, under
 //! /dev/shm, a fresh file system of the same kind and size as the one mounted at `mount`, for a
 //! comparison; dropping it (or [`FreshTwin::finish`]) unmounts and removes it.
 //!
-//! Snapshots ([`image`]): [`image::Library`] (`open`, `save`, `list`, `load`, `verify`,
-//! `restore`), [`image::Manifest`] (the schema is documented on the type).
-//!
 //! Copy ([`sparse`]): [`sparse::copy_image`] writes only the data of a sparse image (holes and zero
-//! blocks are skipped on a file target and zeroed with `BLKZEROOUT` on a device).
+//! blocks are skipped on a file target and zeroed with `BLKZEROOUT` on a device);
+//! [`sparse::compare`] finds the blocks in which two images differ.
 //!
 //! Rollback ([`rollback`]): [`rollback::track`] runs a command on an image while recording, through
 //! the tracefs `block:block_rq_issue` tracepoint, the sectors written on its loop device;
@@ -37,22 +39,22 @@
 //!
 //! Tracing ([`trace`]): [`trace::BlockTrace::start(rdev, filter)`](trace::BlockTrace::start) records
 //! one device's block requests (reads or writes) in a private tracefs instance, so several users
-//! at once do not collide; [`trace::read_layout`] scores a read stream as Conway et al. do.
+//! at once do not collide; [`trace::read_layout`] scores a read stream as Conway et al. do, and
+//! [`trace::device_trace`] hands a trace to `fsage-device` to cost on a model.
+//!
+//! The system helpers these use (the mount table, loop devices' backing files, device sizes,
+//! running mkfs and fsck, temporary files) are `fsage-sys`'s ([`fsage_sys::dev`],
+//! [`fsage_sys::tool`], [`fsage_sys::TempPath`]).
 //!
 //! Every function returns [`Result`] with an [`Error`] that names the path, flag or device at fault.
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
-//! [`signals::interrupted`] (after [`signals::install`]) says SIGINT or SIGTERM arrived.
+//! [`fsage_signals::interrupted`] (after [`fsage_signals::install`]) says SIGINT or SIGTERM arrived.
 
-pub mod against;
-pub mod age;
 pub mod fs;
-pub mod image;
 pub mod loopdev;
 pub mod mount;
 pub mod rollback;
-pub mod signals;
 pub mod sparse;
-pub mod sys;
 pub mod trace;
 pub mod twin;
 
@@ -66,6 +68,18 @@ pub use twin::FreshTwin;
 pub use fsage_sys::{Error, Remedy};
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// `Err` naming `what` when SIGINT or SIGTERM arrived ([`fsage_signals`]): the long loops of the
+/// lab and of the image library call it, so that they stop, unmount, detach and remove their
+/// temporary files. A third signal kills at once.
+pub fn check_interrupted(what: &str) -> Result<()> {
+    if fsage_signals::interrupted() {
+        return Err(Error::interrupted(format!(
+            "{what}: interrupted by a signal; cleaned up"
+        )));
+    }
+    Ok(())
+}
 
 /// `Err(Error(format!(...)))`.
 #[macro_export]

@@ -237,7 +237,7 @@ pub fn is_slow_device(dev: &Path) -> bool {
     let Some(dir) = Path::new(bf.trim()).parent() else {
         return false;
     };
-    crate::sys::mounts().is_ok_and(|m| {
+    fsage_sys::mount_table().is_ok_and(|m| {
         m.iter().any(|e| {
             e.mount_point == dir
                 && e.fstype.starts_with("fuse")

@@ -2,8 +2,8 @@
 
 use crate::fs::{probe_fs, FsKind};
 use crate::loopdev::{is_autoclear, wait_detached, LoopDevice};
-use crate::sys::{self, is_block_device};
 use crate::{Error, Result};
+use fsage_sys::is_block_device;
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
@@ -129,7 +129,7 @@ impl Mounted {
         let mount_point = mount_point
             .canonicalize()
             .map_err(|e| Error::io(mount_point, "", e))?;
-        if sys::is_mount_point(&mount_point) {
+        if fsage_sys::is_mount_point(&mount_point) {
             crate::bail!(
                 "{}: something is mounted there already",
                 mount_point.display()
@@ -146,7 +146,7 @@ impl Mounted {
         };
         let read_only = split_flags(&opts.options).0.contains(MountFlags::RDONLY);
         let (device, loopdev) = if is_block_device(image) {
-            let busy = sys::mounts_of_device(image)?;
+            let busy = fsage_sys::mounts_of_device(image)?;
             if let Some(m) = busy.first() {
                 crate::bail!(
                     "{}: already mounted on {}",
@@ -156,7 +156,7 @@ impl Mounted {
             }
             (image.to_path_buf(), None)
         } else {
-            let loops = sys::loops_backed_by(image);
+            let loops = fsage_sys::loops_backed_by(image);
             if !loops.is_empty() {
                 crate::bail!(
                     "{}: already attached to {} (mounted or in use elsewhere); unmount it first",
@@ -269,7 +269,7 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
         let mp = target
             .canonicalize()
             .map_err(|e| Error::io(target, "", e))?;
-        let entries = sys::mounts()?;
+        let entries = fsage_sys::mount_table()?;
         let Some(e) = entries.iter().rev().find(|e| e.mount_point == mp) else {
             crate::bail!("{}: not a mount point", target.display());
         };
@@ -282,7 +282,7 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
         finish_umount(out, devices, auto)
     } else {
         if meta.is_file() {
-            devices = sys::loops_backed_by(target);
+            devices = fsage_sys::loops_backed_by(target);
             if devices.is_empty() {
                 crate::bail!(
                     "{}: not mounted (no loop device is attached to it)",
@@ -299,7 +299,7 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
         }
         let auto: Vec<bool> = devices.iter().map(|d| is_autoclear(d)).collect();
         for d in &devices {
-            let mut ms = sys::mounts_of_device(d)?;
+            let mut ms = fsage_sys::mounts_of_device(d)?;
             // Unmount the most recent first (stacked mounts).
             ms.reverse();
             for m in ms {
@@ -322,7 +322,7 @@ fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> 
         if autoclear && !crate::loopdev::is_slow_device(&d) {
             wait_detached(&d, 0, Duration::from_secs(10))?;
             out.detached.push(d);
-        } else if sys::mounts_of_device(&d)
+        } else if fsage_sys::mounts_of_device(&d)
             .map(|m| m.is_empty())
             .unwrap_or(false)
         {

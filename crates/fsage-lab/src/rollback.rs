@@ -11,9 +11,9 @@
 use crate::loopdev::LoopDevice;
 use crate::mount::{MountOptions, Mounted};
 use crate::sparse::{self, BLOCK};
-use crate::sys::{self, TempPath};
 use crate::trace::{BlockTrace, RqFilter};
 use crate::{Error, Remedy, Result};
+use fsage_sys::TempPath;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -114,7 +114,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
             image.display()
         );
     }
-    if let Some(l) = sys::loops_backed_by(image).first() {
+    if let Some(l) = fsage_sys::loops_backed_by(image).first() {
         crate::bail!(
             "{}: attached to {} (mounted?); `fsage fs umount {}` first",
             image.display(),
@@ -184,7 +184,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     let (mut tracer, mut fallback_reason) = (None, None);
     if opts.compare {
         fallback_reason = Some("comparison asked for".to_string());
-    } else if !sys::is_root() {
+    } else if !fsage_sys::is_root() {
         fallback_reason = Some("not root: no tracefs".to_string());
     } else {
         match BlockTrace::start(loopdev.rdev(), RqFilter::Writes) {
@@ -230,7 +230,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     let status = status?;
     fin?;
     det?;
-    crate::signals::check("rollback track")?;
+    crate::check_interrupted("rollback track")?;
     let (method, ranges, requests) = match tracer {
         Some(t) => match t.finish() {
             Ok(rqs) => {
@@ -336,15 +336,15 @@ pub fn restore(
         );
     }
     let (image, snap) = (&log.image, &log.snapshot);
-    if let Some(l) = sys::loops_backed_by(image).first() {
+    if let Some(l) = fsage_sys::loops_backed_by(image).first() {
         crate::bail!(
             "{}: attached to {} (mounted?); unmount it before rolling back",
             image.display(),
             l.display()
         );
     }
-    let si = sys::size_of(image)?;
-    let ss = sys::size_of(snap)?;
+    let si = fsage_sys::size_of(image)?;
+    let ss = fsage_sys::size_of(snap)?;
     if si != ss {
         crate::bail!(
             "{} is {si} bytes but its snapshot {} is {ss} bytes",

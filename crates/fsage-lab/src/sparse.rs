@@ -1,11 +1,10 @@
-//! Sparse-aware reading, hashing, comparing and copying of images. Only data extents are read
+//! Sparse-aware reading, comparing and copying of images. Only data extents are read
 //! (SEEK_DATA/SEEK_HOLE; a block device is all data), and within them all-zero 4 KiB blocks count
 //! as holes, so a restored or copied image file is as sparse as it can be. To make the free space
 //! of an image's file system into holes too, trim it first (`fsage fs trim IMAGE`).
 
-use crate::sys::{self, is_block_device, TempPath};
 use crate::{Error, Result};
-use sha2::{Digest, Sha256};
+use fsage_sys::{is_block_device, TempPath};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -13,12 +12,14 @@ use std::time::Instant;
 
 /// Granularity of zero detection and of rollback ranges.
 pub const BLOCK: u64 = 4096;
-const CHUNK: usize = 1 << 20;
-static ZEROS: [u8; CHUNK] = [0; CHUNK];
+/// The size of the buffers images are read in.
+pub const CHUNK: usize = 1 << 20;
+/// A chunk of zeros, for writing (or hashing) holes.
+pub static ZEROS: [u8; CHUNK] = [0; CHUNK];
 
 /// Data extents `(offset, len)` of a regular file (ascending); a block device is one extent.
 pub fn data_extents(f: &File, path: &Path) -> Result<Vec<(u64, u64)>> {
-    let size = sys::file_size(f, path)?;
+    let size = fsage_sys::file_size(f, path)?;
     if is_block_device(path) {
         return Ok(if size > 0 { vec![(0, size)] } else { vec![] });
     }
@@ -52,14 +53,14 @@ pub fn scan_nonzero(
     path: &Path,
     mut cb: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<u64> {
-    let size = sys::file_size(f, path)?;
+    let size = fsage_sys::file_size(f, path)?;
     let mut buf = vec![0u8; CHUNK];
     for (start, len) in data_extents(f, path)? {
         // Align to blocks so that runs never split a block.
         let mut off = start / BLOCK * BLOCK;
         let end = (start + len).min(size);
         while off < end {
-            crate::signals::check("reading the image")?;
+            crate::check_interrupted("reading the image")?;
             let n = (end - off).min(CHUNK as u64) as usize;
             let b = &mut buf[..n];
             f.read_exact_at(b, off)
@@ -85,34 +86,6 @@ pub fn scan_nonzero(
         }
     }
     Ok(size)
-}
-
-/// Feeds `n` zero bytes to a hasher.
-pub fn hash_zeros(h: &mut Sha256, mut n: u64) {
-    while n > 0 {
-        let k = n.min(CHUNK as u64) as usize;
-        h.update(&ZEROS[..k]);
-        n -= k as u64;
-    }
-}
-
-pub fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 of the whole content of a file or device (holes read as zeros): equal to `sha256sum`.
-pub fn sha256_image(path: &Path) -> Result<String> {
-    let f = File::open(path).map_err(|e| Error::io(path, "", e))?;
-    let mut h = Sha256::new();
-    let mut pos = 0u64;
-    let size = scan_nonzero(&f, path, |off, data| {
-        hash_zeros(&mut h, off - pos);
-        h.update(data);
-        pos = off + data.len() as u64;
-        Ok(())
-    })?;
-    hash_zeros(&mut h, size - pos);
-    Ok(hex(&h.finalize()))
 }
 
 /// Zeroes `[off, off+len)` of a device (BLKZEROOUT, falling back to writing zeros) or punches a
@@ -174,7 +147,7 @@ pub fn merge_ranges(v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
     let fa = File::open(a).map_err(|e| Error::io(a, "", e))?;
     let fb = File::open(b).map_err(|e| Error::io(b, "", e))?;
-    let (sa, sb) = (sys::file_size(&fa, a)?, sys::file_size(&fb, b)?);
+    let (sa, sb) = (fsage_sys::file_size(&fa, a)?, fsage_sys::file_size(&fb, b)?);
     // A device may be larger than the image copied onto it: compare the image's length.
     if sa != sb && !(is_block_device(b) && sb > sa) {
         crate::bail!(
@@ -200,7 +173,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
     for (s, l) in ext {
         let mut off = s;
         while off < s + l {
-            crate::signals::check("comparing images")?;
+            crate::check_interrupted("comparing images")?;
             let n = (s + l - off).min(CHUNK as u64) as usize;
             fa.read_exact_at(&mut ba[..n], off)
                 .map_err(|e| Error::io(a, &format!("read at byte {off}"), e))?;
@@ -250,10 +223,10 @@ pub struct CopyStats {
 /// temporary file and a rename), writing only the source's non-zero blocks.
 pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStats> {
     let t0 = Instant::now();
-    if sys::is_block_device(src) && !sys::mounts_of_device(src)?.is_empty() {
+    if fsage_sys::is_block_device(src) && !fsage_sys::mounts_of_device(src)?.is_empty() {
         crate::bail!("{}: mounted; unmount it before copying", src.display());
     }
-    if src.is_file() && !sys::loops_backed_by(src).is_empty() {
+    if src.is_file() && !fsage_sys::loops_backed_by(src).is_empty() {
         crate::bail!(
             "{}: attached to a loop device (mounted?); `fsage fs umount {}` first",
             src.display(),
@@ -261,7 +234,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         );
     }
     let fs_ = File::open(src).map_err(|e| Error::io(src, "", e))?;
-    let size = sys::file_size(&fs_, src)?;
+    let size = fsage_sys::file_size(&fs_, src)?;
     crate::fs::check_target_safe(dest, opts.force)?;
     let mut st = CopyStats {
         size,
@@ -273,7 +246,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
             .write(true)
             .open(dest)
             .map_err(|e| Error::io(dest, "", e))?;
-        let dsize = sys::file_size(&f, dest)?;
+        let dsize = fsage_sys::file_size(&f, dest)?;
         if dsize < size {
             crate::bail!(
                 "{}: too small ({dsize} bytes) for {} ({size} bytes)",
@@ -283,7 +256,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         }
         (f, None)
     } else {
-        let tmp = TempPath::new(sys::temp_sibling(dest)?);
+        let tmp = TempPath::beside(dest)?;
         let f = OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -7,7 +7,7 @@
 //! instance and buffer, so they never see or disturb each other's events. tracefs is mounted if
 //! it is not, and unmounted again when the last trace this process started is gone.
 
-use crate::{sys, Error, Result};
+use crate::{Error, Result};
 use fsage_device::RqKind;
 use std::fs::{self, OpenOptions};
 use std::io::Read;
@@ -307,7 +307,7 @@ impl BlockTrace {
     }
 
     fn start_with(rdev: u64, filter: RqFilter, completions: bool) -> Result<BlockTrace> {
-        if !sys::is_root() {
+        if !fsage_sys::is_root() {
             crate::bail!("block tracing needs root (tracefs)");
         }
         register()?;
@@ -338,7 +338,7 @@ impl BlockTrace {
         // completion on another CPU than its issue is timed on the same clock.
         let _ = wr(&t.instance.join("buffer_size_kb"), "16384");
         let _ = wr(&t.instance.join("trace_clock"), "mono");
-        let (ma, mi) = sys::dev_parts(rdev);
+        let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
         let kdev = ((ma as u64) << 20) | mi as u64;
         for name in &events {
             let ev = t.instance.join("events/block").join(name);

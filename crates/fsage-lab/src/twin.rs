@@ -2,7 +2,7 @@
 //! comparison (how far from fresh is this image?) and removed after it.
 
 use crate::mount::Mounted;
-use crate::{fs::FsKind, sys, Error, Result};
+use crate::{fs::FsKind, Error, Result};
 use std::path::{Path, PathBuf};
 
 /// A fresh file system of the same kind and size as another, mounted in a directory of its own
@@ -32,7 +32,7 @@ impl FreshTwin {
         let canon = mount
             .canonicalize()
             .map_err(|e| Error::input(format!("{}: {e}", mount.display())))?;
-        let entry = sys::mounts()?
+        let entry = fsage_sys::mount_table()?
             .into_iter()
             .rev()
             .find(|m| m.mount_point == canon)
@@ -51,14 +51,14 @@ impl FreshTwin {
             ))
         })?;
         let dev = Path::new(&entry.source);
-        if !sys::is_block_device(dev) {
+        if !fsage_sys::is_block_device(dev) {
             crate::bail!(
                 "{}: mounted from {}, not a block device: cannot tell its size",
                 mount.display(),
                 entry.source
             );
         }
-        let size = sys::size_of(dev)?;
+        let size = fsage_sys::size_of(dev)?;
         kind.check_tools()?;
         let dir = shm_dir().join(format!(
             "fsage-twin-{}-{}",
@@ -103,7 +103,7 @@ impl FreshTwin {
     fn remove_dir(&mut self) {
         // Only once nothing is mounted below it.
         let mnt = self.dir.join("mnt");
-        if self.mounted.is_none() && !sys::is_mount_point(&mnt) {
+        if self.mounted.is_none() && !fsage_sys::is_mount_point(&mnt) {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }

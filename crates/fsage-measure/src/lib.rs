@@ -3,7 +3,6 @@
 //! layout score in recursive-read order, a probe file), and extracting an aging profile from a
 //! directory tree. Everything reads; only the probe writes (one file, deleted again).
 
-pub mod against;
 pub mod btrfs;
 mod error;
 pub use error::Error;
@@ -19,7 +18,6 @@ pub mod walk;
 pub use layout::{probe, scan_files, FileStats, Probe, ScanOptions};
 pub mod report;
 
-pub use against::{against_fresh, AgainstFresh, AgingFigures, Verdict};
 pub use report::{
     frag, load_report, load_reports, measure, FragComparison, FragOptions, FragReport, FRAG_FORMAT,
 };

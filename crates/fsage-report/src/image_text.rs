@@ -1,6 +1,6 @@
 //! The aged-image library on a terminal: `fsage image list` and `fsage image show`.
 
-use fsage_lab::image::{AgingRecord, Manifest};
+use fsage_core::image::{AgingRecord, Manifest};
 use fsage_profile::human_bytes;
 use std::fmt::Write;
 use std::path::Path;

@@ -1,9 +1,10 @@
 //! What `fsage report` reads: every JSON fsage writes, recognised by its keys, from files or
 //! directories, and the analyses computed from the cell results among them.
 
+use fsage_core::against::AgainstFresh;
 use fsage_exec::report::RunReport;
 use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
-use fsage_measure::{AgainstFresh, FragReport};
+use fsage_measure::FragReport;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

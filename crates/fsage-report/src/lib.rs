@@ -96,8 +96,8 @@ impl Exporter<inputs::ReportSet> for Text {
     }
 }
 
-impl Exporter<fsage_measure::AgainstFresh> for Text {
-    fn export(&self, a: &fsage_measure::AgainstFresh) -> String {
+impl Exporter<fsage_core::against::AgainstFresh> for Text {
+    fn export(&self, a: &fsage_core::against::AgainstFresh) -> String {
         summary_text::against(a)
     }
 }

@@ -1,8 +1,8 @@
 //! The terminal summary `fsage report` prints.
 
 use crate::inputs::ReportSet;
+use fsage_core::against::AgingFigures;
 use fsage_experiment::analysis::sweep::fmt_latency;
-use fsage_measure::AgingFigures;
 use std::fmt::Write as _;
 
 fn lat(l: Option<f64>) -> String {
@@ -151,7 +151,7 @@ pub fn render(set: &ReportSet) -> String {
 }
 
 /// `fsage frag --against-fresh`: the figures side by side, then the one-line verdict.
-pub fn against(a: &fsage_measure::AgainstFresh) -> String {
+pub fn against(a: &fsage_core::against::AgainstFresh) -> String {
     let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
     let mut o = String::new();
     let _ = writeln!(

@@ -1,12 +1,13 @@
 //! How far from fresh, for an experiment: its output directory holds a `frag` measurement of every
 //! base image (`frag/KEY.json`), so each aged (or library) base is set beside the fresh base of
 //! the same file system and image size with the comparison `fsage frag --against-fresh` makes
-//! ([`fsage_measure::against_fresh`]), no new measurement needed.
+//! ([`fsage_core::against::against_fresh`]), no new measurement needed.
 
 use crate::inputs::Named;
+use fsage_core::against::AgainstFresh;
 use fsage_experiment::lab::BaseImage;
 use fsage_experiment::spec::{FsSpec, StateSpec};
-use fsage_measure::{AgainstFresh, FragReport};
+use fsage_measure::FragReport;
 use serde::Serialize;
 use std::path::Path;
 
@@ -166,7 +167,7 @@ pub fn for_experiment(dir: &Path, frags: &[Named<FragReport>]) -> Vec<BaseVerdic
                             .into(),
                     );
                 }
-                v.against = Some(fsage_measure::against_fresh(
+                v.against = Some(fsage_core::against::against_fresh(
                     &format!("{} {label}", b.fs.label),
                     &aged.item,
                     &fresh.item,

@@ -33,7 +33,7 @@ fn every_kind_is_detected_and_analysed() {
     assert_eq!(set.against.len(), 1);
     assert_eq!(
         set.against[0].item.verdict,
-        fsage_measure::Verdict::HeavilyAged
+        fsage_core::against::Verdict::HeavilyAged
     );
     assert_eq!(set.cells.len(), 36 + 90);
     // A real Git-aging series (zlib, 684 commits, ext4).
@@ -201,14 +201,14 @@ fn an_experiment_dir_gets_the_against_fresh_verdict_of_each_aged_base() {
     let a = ext4.against.as_ref().expect("a verdict");
     // The same comparison `frag --against-fresh` makes of these two reports.
     let frag = |n: &str| &set.frags.iter().find(|f| f.name == n).unwrap().item;
-    let want = fsage_measure::against_fresh(
+    let want = fsage_core::against::against_fresh(
         "ext4 aged:meyer",
         frag("ext4-aged.meyer-4567cdef"),
         frag("ext4-fresh-0123abcd"),
     );
     assert_eq!(a.verdict, want.verdict);
     assert_eq!(a.summary, want.summary);
-    assert_eq!(a.verdict, fsage_measure::Verdict::HeavilyAged);
+    assert_eq!(a.verdict, fsage_core::against::Verdict::HeavilyAged);
     let xfs = &set.verdicts[1];
     assert!(xfs.against.is_none());
     assert!(

@@ -268,7 +268,7 @@ impl SlowDevice {
         }
         let rec = self.record.clone();
         if let Some(dev) = &rec.device {
-            if let Ok(m) = fsage_lab::sys::mounts_of_device(dev) {
+            if let Ok(m) = fsage_sys::mounts_of_device(dev) {
                 if let Some(first) = m.first() {
                     if !force {
                         return Err(Error::input(format!(
@@ -386,7 +386,7 @@ pub fn list_devices(registry: &Registry) -> Vec<DeviceInfo> {
             let mounted_on = record
                 .device
                 .as_deref()
-                .and_then(|d| fsage_lab::sys::mounts_of_device(d).ok())
+                .and_then(|d| fsage_sys::mounts_of_device(d).ok())
                 .unwrap_or_default()
                 .into_iter()
                 .map(|m| m.mount_point)
@@ -577,7 +577,7 @@ fn wait_pid_gone(pid: u32, child: Option<&mut Child>, timeout: Duration) {
 /// directory), waits briefly for the auto-clearing loop device to go, removes the directory.
 fn cleanup_dead(dir: &Path, rec: &DeviceRecord) {
     let mnt = &rec.fuse_mountpoint;
-    if mnt.starts_with(dir) && fsage_lab::sys::is_mount_point(mnt) {
+    if mnt.starts_with(dir) && fsage_sys::is_mount_point(mnt) {
         let _ = lazy_umount(mnt);
     }
     if let Some(dev) = &rec.device {

@@ -137,7 +137,7 @@ pub fn measure(spec: &MeasureSpec) -> Result<Measurement> {
     };
     let size = {
         let f = open()?;
-        fsage_lab::sys::file_size(&f, dev)?
+        fsage_sys::file_size(&f, dev)?
     };
     let span = if spec.span == 0 {
         size

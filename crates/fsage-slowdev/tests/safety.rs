@@ -53,7 +53,7 @@ fn a_mounted_device_is_destroyed_only_with_force() {
     if !can_run("a_mounted_device_is_destroyed_only_with_force") {
         return;
     }
-    if fsage_lab::sys::find_cmd("mkfs.ext4").is_none() {
+    if fsage_sys::find_cmd("mkfs.ext4").is_none() {
         common::skip(
             "a_mounted_device_is_destroyed_only_with_force",
             "no mkfs.ext4",
@@ -63,7 +63,7 @@ fn a_mounted_device_is_destroyed_only_with_force() {
     let lab = Lab::new();
     let dev = lab.create(&lab.spec("img", 32 * MIB, 0));
     let p = dev.path().to_path_buf();
-    fsage_lab::sys::run_tool("mkfs.ext4", &["-q", "-F", &p.to_string_lossy()]).unwrap();
+    fsage_sys::run_tool("mkfs.ext4", &["-q", "-F", &p.to_string_lossy()]).unwrap();
     let mnt = lab.path("mnt");
     std::fs::create_dir(&mnt).unwrap();
     fsage_lab::mount::mount_device(&p, &mnt, "ext4", "").unwrap();

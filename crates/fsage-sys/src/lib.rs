@@ -1,12 +1,22 @@
 //! The few system facts every fsage crate needs, in one place: what file system holds a path
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
-//! the old contents or the new, never half.
+//! the old contents or the new, never half. It also answers what the lab, the slow device and Git
+//! aging ask before touching a device ([`dev`]: loop devices' backing files, mounts of a device,
+//! sizes), runs the external tools ([`tool`]) and guards temporary files ([`TempPath`]).
 
+pub mod dev;
 pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
+pub mod temp;
+pub mod tool;
 
+pub use dev::{
+    file_size, is_block_device, loops_backed_by, mount_table, mounts_of_device, size_of,
+};
 pub use error::{Error, Remedy};
+pub use temp::TempPath;
+pub use tool::{kernel_release, run_tool};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};

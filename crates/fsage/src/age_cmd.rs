@@ -1,12 +1,12 @@
 //! `fsage age` and `fsage status`: parse the flags into an [`AgeRequest`], call
-//! [`fsage_lab::age::age`], print what it says and the report.
+//! [`fsage_core::age::age`], print what it says and the report.
 
 use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use crate::progress::Bar;
 use crate::util::parse_duration;
 use clap::{Args, ValueEnum};
+use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_exec::{Observer, Progress, State, StopConditions, StopReason, WriteMode};
-use fsage_lab::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
@@ -171,7 +171,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         )));
     }
     if let Some(f) = args.fullness {
-        fsage_lab::age::check_fullness(f).map_err(|e| bad_input(format!("--{e}")))?;
+        fsage_core::age::check_fullness(f).map_err(|e| bad_input(format!("--{e}")))?;
     }
     let new_fs = match args.fs {
         None => None,
@@ -226,7 +226,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     let block_size = size_flag("--block-size", args.block_size.as_deref())?;
     // Refused before anything is made (an image with --fs), by the library's rule.
     if let Some(b) = block_size {
-        fsage_lab::age::check_block_size(b)
+        fsage_core::age::check_block_size(b)
             .map_err(|e| CmdError::from(e).context("--block-size"))?;
     }
     Ok(AgeRequest {
@@ -282,13 +282,13 @@ impl AgeObserver for Console {
 
 pub fn run(args: AgeArgs) -> CmdResult {
     // Before anything is made (an image, a mount), so Ctrl-C always cleans up.
-    fsage_exec::signals::install();
+    fsage_signals::install();
     let req = request(&args)?;
     let mut console = Console {
         bar: Bar::new(args.quiet),
         quiet: args.quiet,
     };
-    let out = fsage_lab::age::age(&req, &mut console)?;
+    let out = fsage_core::age::age(&req, &mut console)?;
     if out.finished_earlier {
         eprintln!(
             "fsage: {} is a finished run: nothing left to do, the target is not touched",
@@ -315,7 +315,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
                     .map_or(String::new(), |s| s.display().to_string())
             )
         };
-        let on = if fsage_lab::sys::is_block_device(image) {
+        let on = if fsage_sys::is_block_device(image) {
             "file system is on"
         } else {
             "image is"

@@ -184,7 +184,7 @@ mod tests {
         blamed::<fsage_exec::OpLogError>();
         blamed::<fsage_measure::Error>();
         blamed::<fsage_workload::Error>();
-        blamed::<fsage_lab::age::AgeError>();
+        blamed::<fsage_core::age::AgeError>();
         blamed::<fsage_lab::Error>();
         blamed::<fsage_git::Error>();
         blamed::<fsage_slowdev::Error>();
@@ -217,7 +217,7 @@ mod tests {
             fsage_exec::planner_bench::PlannerBenchError::NoLiveFiles.into(),
             fsage_measure::Error::Input("x".into()).into(),
             fsage_workload::Error::BadOverride("x".into()).into(),
-            fsage_lab::age::AgeError::Input("x".into()).into(),
+            fsage_core::age::AgeError::Input("x".into()).into(),
             BadInput("x".into()).into(),
         ];
         for e in inputs {

@@ -91,12 +91,12 @@ pub fn run(cmd: FragCmd) -> CmdResult {
     }
     if a.against_fresh {
         let cmp =
-            fsage_lab::against::measure_against_fresh(
+            fsage_core::against::measure_against_fresh(
                 &mount,
                 &opts,
                 &mut |level, text| match level {
-                    fsage_lab::age::Level::Warning => eprintln!("fsage: warning: {text}"),
-                    fsage_lab::age::Level::Info => eprintln!("fsage: {text}"),
+                    fsage_core::age::Level::Warning => eprintln!("fsage: warning: {text}"),
+                    fsage_core::age::Level::Info => eprintln!("fsage: {text}"),
                 },
             )?;
         match (&a.json, json_out) {

@@ -4,7 +4,7 @@
 use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_lab::mount::MountOptions;
-use fsage_lab::{signals, FsKind, Mounted};
+use fsage_lab::{FsKind, Mounted};
 use fsage_profile::{human_bytes, parse_size};
 use std::path::PathBuf;
 
@@ -97,7 +97,7 @@ fn keep_mounted(target: &std::path::Path, m: Mounted) {
 }
 
 pub fn run(cmd: FsCmd) -> CmdResult {
-    signals::install();
+    fsage_signals::install();
     match cmd {
         FsCmd::Create(a) => {
             let kind = FsKind::parse(&a.fs).map_err(|e| bad_input(format!("--fs: {e}")))?;

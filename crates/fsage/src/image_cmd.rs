@@ -1,11 +1,11 @@
-//! `fsage image save|list|show|verify|restore|copy`: the aged-image library and sparse copies
-//! (fsage-lab).
+//! `fsage image save|list|show|verify|restore|copy`: the aged-image library
+//! (fsage-core) and sparse copies (fsage-lab).
 
 use crate::exit::{bad_input, CmdError, CmdResult};
 use crate::fs_cmd::split_opts;
 use clap::{Args, Subcommand};
-use fsage_lab::image::{default_library_dir, Library, SaveOptions};
-use fsage_lab::{signals, sparse};
+use fsage_core::image::{default_library_dir, Library, SaveOptions};
+use fsage_lab::sparse;
 use fsage_profile::human_bytes;
 use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
@@ -107,7 +107,7 @@ pub struct ImageSaveArgs {
 }
 
 pub fn run(cmd: ImageCmd) -> CmdResult {
-    signals::install();
+    fsage_signals::install();
     match cmd {
         ImageCmd::Save(a) => {
             let lib = a.lib.open();
@@ -120,14 +120,14 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
                     .ok_or_else(|| bad_input(format!("{}: give --name", a.image.display())))?,
             };
             // An image made by `age --fs` has its report beside it: taken unless told otherwise.
-            let g = fsage_lab::image::gather(&a.image, a.report.as_deref(), a.profile.as_deref())?;
+            let g = fsage_core::image::gather(&a.image, a.report.as_deref(), a.profile.as_deref())?;
             if let Some(p) = &g.report_found {
                 eprintln!("fsage: taking the aging report {}", p.display());
             }
             let git_series = g
                 .report
                 .as_ref()
-                .is_some_and(fsage_lab::image::is_git_series);
+                .is_some_and(fsage_core::image::is_git_series);
             let (report, profile) = (g.report, g.profile);
             let m = lib.save(
                 &a.image,

@@ -96,7 +96,7 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             let block_size = parse_size(&block_size)
                 .map_err(|e| bad_input(format!("--block-size {block_size:?}: {e}")))?;
             // The same checks as `fsage age`, before anything is printed.
-            let (plan, mem) = fsage_lab::age::plan_at(&p, capacity, fullness, block_size, seed)?;
+            let (plan, mem) = fsage_core::age::plan_at(&p, capacity, fullness, block_size, seed)?;
             let u = plan.config().fullness;
             print!("{}", render_tables(&p));
             let t = plan.total();

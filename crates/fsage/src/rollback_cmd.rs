@@ -3,7 +3,7 @@
 
 use crate::exit::{CmdError, CmdResult};
 use clap::{Args, Subcommand};
-use fsage_lab::{rollback, signals};
+use fsage_lab::rollback;
 use fsage_profile::human_bytes;
 use fsage_sys::Blame;
 use std::path::PathBuf;
@@ -59,7 +59,7 @@ pub struct TrackArgs {
 }
 
 pub fn run(cmd: RollbackCmd) -> CmdResult {
-    signals::install();
+    fsage_signals::install();
     match cmd {
         RollbackCmd::Track(a) => {
             let log = rollback::track(

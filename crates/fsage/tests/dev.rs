@@ -45,7 +45,7 @@ impl Drop for Reg {
     fn drop(&mut self) {
         // Whatever a failed test left: unmount our mounts, then destroy our devices.
         let p = self.path("mnt");
-        if fsage_lab::sys::is_mount_point(&p) {
+        if fsage_sys::is_mount_point(&p) {
             let _ = fsage_lab::mount::umount_point(&p);
         }
         let _ = self.fsage(["dev", "destroy", "--all", "--force"]);
@@ -199,7 +199,7 @@ fn age_on_a_slow_device(fs: &str, size: &str) {
         "{fs}: the report and state beside the mount point"
     );
     assert!(
-        !fsage_lab::sys::is_mount_point(&mnt),
+        !fsage_sys::is_mount_point(&mnt),
         "{fs}: unmounted after aging"
     );
     // Formatting it again without --force: refused, the aged file system kept.

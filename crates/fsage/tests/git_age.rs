@@ -286,7 +286,7 @@ fn git_age_measures_both_instances_on_a_slow_device() {
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "devices left in the registry: {left:?}");
-    assert!(fsage_lab::sys::loops_backed_by(img).is_empty());
+    assert!(fsage_sys::loops_backed_by(img).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
 
     // The image holds the tree of the last commit.
@@ -369,7 +369,7 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
         "{err}"
     );
     // Nothing left mounted or attached.
-    assert!(fsage_lab::sys::loops_backed_by(img).is_empty());
+    assert!(fsage_sys::loops_backed_by(img).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
 
     let json = tmp.path().join("series.json");
@@ -659,5 +659,5 @@ fn git_age_replays_a_bundle_into_an_image_named_relative_to_the_working_director
         .unwrap();
     expect_code(&o, 0, "git-age with a relative image path");
     assert!(!tmp.path().join("rel.img.source.git").exists());
-    assert!(fsage_lab::sys::loops_backed_by(&img).is_empty());
+    assert!(fsage_sys::loops_backed_by(&img).is_empty());
 }

@@ -12,9 +12,9 @@
 //! it; restoring writes a temporary file and renames it (on a device it writes in place and then
 //! says whether the checksums matched).
 
-use crate::sparse::{self, hash_zeros, hex, zero_range};
-use crate::sys::{self, is_block_device, TempPath};
-use crate::{Error, Remedy, Result};
+use fsage_lab::sparse::{self, zero_range, CHUNK, ZEROS};
+use fsage_lab::{Error, Remedy, Result};
+use fsage_sys::{is_block_device, TempPath};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -22,6 +22,34 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Feeds `n` zero bytes to a hasher.
+fn hash_zeros(h: &mut Sha256, mut n: u64) {
+    while n > 0 {
+        let k = n.min(CHUNK as u64) as usize;
+        h.update(&ZEROS[..k]);
+        n -= k as u64;
+    }
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of the whole content of a file or device (holes read as zeros): equal to `sha256sum`.
+pub fn sha256_image(path: &Path) -> Result<String> {
+    let f = File::open(path).map_err(|e| Error::io(path, "", e))?;
+    let mut h = Sha256::new();
+    let mut pos = 0u64;
+    let size = sparse::scan_nonzero(&f, path, |off, data| {
+        hash_zeros(&mut h, off - pos);
+        h.update(data);
+        pos = off + data.len() as u64;
+        Ok(())
+    })?;
+    hash_zeros(&mut h, size - pos);
+    Ok(hex(&h.finalize()))
+}
 
 pub const FORMAT: &str = "fsage-image/1";
 const MAGIC: &[u8; 16] = b"FSAGE-SPARSE-1\0\0";
@@ -128,7 +156,7 @@ pub fn check_name(name: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
     {
-        crate::bail!(
+        fsage_lab::bail!(
             "image name {name:?}: use letters, digits, '.', '_' and '-' (not starting with '.')"
         );
     }
@@ -201,7 +229,7 @@ impl Library {
             );
         }
         if image.is_file() {
-            let loops = sys::loops_backed_by(image);
+            let loops = fsage_sys::loops_backed_by(image);
             if !loops.is_empty() && !opts.force {
                 return Err(Error::input(format!(
                     "{}: attached to {} (mounted?): a snapshot of a live file system is not \
@@ -213,7 +241,7 @@ impl Library {
                 .with_remedy(Remedy::Force));
             }
         } else if is_block_device(image) {
-            if let Some(m) = sys::mounts_of_device(image)?.first() {
+            if let Some(m) = fsage_sys::mounts_of_device(image)?.first() {
                 if !opts.force {
                     return Err(Error::input(format!(
                         "{}: mounted on {}; unmount it first (or force it)",
@@ -224,10 +252,10 @@ impl Library {
                 }
             }
         } else {
-            crate::bail!("{}: not an image file or block device", image.display());
+            fsage_lab::bail!("{}: not an image file or block device", image.display());
         }
-        if crate::probe_fs(image)?.is_none() {
-            crate::bail!(
+        if fsage_lab::probe_fs(image)?.is_none() {
+            fsage_lab::bail!(
                 "{}: holds no ext4, xfs or btrfs file system: the library keeps file system images",
                 image.display()
             );
@@ -251,7 +279,7 @@ impl Library {
         )));
         fs::create_dir(tmp.path()).map_err(|e| Error::io(tmp.path(), "", e))?;
         let src = File::open(image).map_err(|e| Error::io(image, "", e))?;
-        let size = sys::file_size(&src, image)?;
+        let size = fsage_sys::file_size(&src, image)?;
         let data_path = tmp.path().join(DATA_FILE);
         let out = File::create(&data_path).map_err(|e| Error::io(&data_path, "", e))?;
         let hw = HashWriter {
@@ -288,11 +316,11 @@ impl Library {
         f.sync_all()
             .map_err(|e| Error::io(&data_path, "fsync", e))?;
         let side = if image.is_file() {
-            crate::fs::read_sidecar(image)
+            fsage_lab::fs::read_sidecar(image)
         } else {
             None
         };
-        let fs_type = crate::fs::probe_fs(image)?;
+        let fs_type = fsage_lab::fs::probe_fs(image)?;
         let manifest = Manifest {
             format: FORMAT.into(),
             name: opts.name.clone(),
@@ -301,7 +329,7 @@ impl Library {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             fsage_version: env!("CARGO_PKG_VERSION").into(),
-            kernel: sys::kernel_release(),
+            kernel: fsage_sys::kernel_release(),
             source: image.display().to_string(),
             fs: fs_type,
             mkfs_opts: opts
@@ -362,7 +390,7 @@ impl Library {
         let m: Manifest = serde_json::from_str(&text)
             .map_err(|e| Error::input(format!("{}: {e}", p.display())))?;
         if m.format != FORMAT {
-            crate::bail!(
+            fsage_lab::bail!(
                 "{}: format {:?}, this fsage reads {FORMAT:?}",
                 p.display(),
                 m.format
@@ -421,7 +449,7 @@ impl Library {
             let mut pos = 0u64;
             let mut buf = vec![0u8; 1 << 20];
             loop {
-                crate::signals::check("reading the snapshot")?;
+                fsage_lab::check_interrupted("reading the snapshot")?;
                 let mut rec = [0u8; 16];
                 dec.read_exact(&mut rec)
                     .map_err(|e| corrupt(&format!("record header: {e}")))?;
@@ -456,7 +484,7 @@ impl Library {
         std::io::copy(&mut hr, &mut std::io::sink()).map_err(|e| Error::io(&p, "read", e))?;
         let data_sha = hex(&hr.h.finalize());
         if data_sha != m.checksums.data_sha256 {
-            crate::fail!(
+            fsage_lab::fail!(
                 "{}: checksum mismatch: data.zst has SHA-256 {data_sha}, the manifest says {}",
                 p.display(),
                 m.checksums.data_sha256
@@ -464,7 +492,7 @@ impl Library {
         }
         let image_sha = hex(&ih.finalize());
         if image_sha != m.checksums.image_sha256 {
-            crate::fail!(
+            fsage_lab::fail!(
                 "{}: checksum mismatch: the image restored from it has SHA-256 {image_sha}, the \
                  manifest says {}",
                 p.display(),
@@ -486,16 +514,16 @@ impl Library {
     pub fn restore(&self, name: &str, target: &Path, force: bool) -> Result<RestoreStats> {
         let t0 = Instant::now();
         let m = self.load(name)?;
-        crate::fs::check_target_safe(target, force)?;
+        fsage_lab::fs::check_target_safe(target, force)?;
         let device = is_block_device(target);
         let (f, tmp) = if device {
             let f = OpenOptions::new()
                 .write(true)
                 .open(target)
                 .map_err(|e| Error::io(target, "", e))?;
-            let dsize = sys::file_size(&f, target)?;
+            let dsize = fsage_sys::file_size(&f, target)?;
             if dsize < m.size {
-                crate::bail!(
+                fsage_lab::bail!(
                     "{}: too small: {dsize} bytes, the image {name:?} is {} bytes",
                     target.display(),
                     m.size
@@ -508,16 +536,19 @@ impl Library {
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             if !dir.is_dir() {
-                crate::bail!(
+                fsage_lab::bail!(
                     "{}: the directory does not exist (restoring to {} makes the file, not the \
                      directories above it)",
                     dir.display(),
                     target.display()
                 );
             }
-            let free = sys::free_bytes(dir)?;
+            // Free bytes as root counts them.
+            let free = fsage_sys::fs_stat(dir)
+                .map_err(|e| Error::io(dir, "statvfs", e))?
+                .free;
             if free < m.data_bytes {
-                crate::bail!(
+                fsage_lab::bail!(
                     "{}: too small: {free} bytes free there, the image {name:?} needs {} bytes of \
                      data ({} bytes apparent, sparse)",
                     dir.display(),
@@ -525,7 +556,7 @@ impl Library {
                     m.size
                 );
             }
-            let tmp = TempPath::new(sys::temp_sibling(target)?);
+            let tmp = TempPath::beside(target)?;
             let f = OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -548,7 +579,7 @@ impl Library {
         });
         if let Err(e) = res {
             if device {
-                crate::bail!(
+                fsage_lab::bail!(
                     "{e}; {} now holds a partial image: do not use it",
                     target.display()
                 );
@@ -621,7 +652,7 @@ pub fn gather(image: &Path, report: Option<&Path>, profile: Option<&str>) -> Res
             ))
         })?;
         if !is_git_series(&v) && (v.get("profile").is_none() || v.get("seed").is_none()) {
-            crate::bail!(
+            fsage_lab::bail!(
                 "{}: not an fsage age or git-age report (no profile or seed)",
                 p.display()
             );
