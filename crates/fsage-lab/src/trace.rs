@@ -255,9 +255,12 @@ fn register() -> Result<()> {
         if !root.is_dir() {
             crate::bail!("{TRACEFS}: missing (no tracefs in this kernel)");
         }
-        crate::mount::mount_device(Path::new("none"), root, "tracefs", "")
-            .map_err(|e| Error::operation(format!("cannot mount tracefs: {e}")))?;
-        g.1 = true;
+        match crate::mount::mount_device(Path::new("none"), root, "tracefs", "") {
+            Ok(()) => g.1 = true,
+            // Another process mounted it at the same moment: use theirs.
+            Err(_) if root.join("instances").is_dir() => {}
+            Err(e) => return Err(Error::operation(format!("cannot mount tracefs: {e}"))),
+        }
     }
     g.0 += 1;
     Ok(())
@@ -266,10 +269,25 @@ fn register() -> Result<()> {
 fn unregister() {
     let mut g = TRACEFS_USERS.lock().unwrap_or_else(|e| e.into_inner());
     g.0 = g.0.saturating_sub(1);
-    if g.0 == 0 && g.1 {
+    // Unmount what this process mounted, unless another fsage process traces through it now
+    // (its instance is there): unmounting would break its trace.
+    if g.0 == 0 && g.1 && !other_fsage_instances() {
         g.1 = false;
         let _ = crate::mount::umount_point(Path::new(TRACEFS));
     }
+}
+
+/// Is a trace instance of another fsage process there?
+fn other_fsage_instances() -> bool {
+    let mine = format!("fsage-{}", std::process::id());
+    fs::read_dir(Path::new(TRACEFS).join("instances"))
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("fsage-") && n.split('-').nth(1) != mine.split('-').nth(1)
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// Removes the trace instances of fsage processes that are gone (a `kill -9` leaves its own):
