@@ -42,6 +42,7 @@ mod control;
 mod daemon;
 mod device;
 mod measure;
+mod modeled;
 mod registry;
 mod spec;
 mod stats;
@@ -54,7 +55,7 @@ pub use registry::{DeviceRecord, Registry};
 pub use spec::{
     format_ns, parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, LatencyChange,
 };
-pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary};
+pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary, ModelInfo};
 
 /// An error of the slow-device crate: what went wrong, where, and who is to act on it (the type
 /// every lab-side crate shares, so a lab error passes through unchanged).
