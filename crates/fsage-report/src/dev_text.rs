@@ -48,7 +48,7 @@ pub fn list(devs: &[DeviceInfo]) -> String {
             r.device
                 .as_deref()
                 .map_or("-".into(), |p| p.display().to_string()),
-            lat_cell(&r.latencies),
+            timing_cell(r),
             r.bandwidth
                 .map_or("-".into(), |b| format!("{}/s", human_bytes(b))),
             r.queue_depth.map_or("-".into(), |q| q.to_string()),
@@ -60,8 +60,29 @@ pub fn list(devs: &[DeviceInfo]) -> String {
         for m in &d.mounted_on {
             let _ = writeln!(o, "       mounted on {}", m.display());
         }
+        if let Some(st) = &d.model_stats {
+            let _ = writeln!(
+                o,
+                "       model: {} seeks, {} read hits, {} writes cached, busy {:.3} s",
+                st.seeks,
+                st.read_hits,
+                st.cached_writes,
+                st.busy_ns as f64 / 1e9
+            );
+        }
+        if let Some(e) = &r.io_flusher_error {
+            let _ = writeln!(o, "       not an I/O flusher: {e}");
+        }
     }
     o
+}
+
+/// The latency column of `dev list`: the model's name, or the latencies.
+fn timing_cell(r: &fsage_slowdev::DeviceRecord) -> String {
+    match &r.model {
+        Some(m) => m.name.clone(),
+        None => lat_cell(&r.latencies),
+    }
 }
 
 fn summary_cells(l: &LatencySummary) -> String {
@@ -77,17 +98,31 @@ fn summary_cells(l: &LatencySummary) -> String {
 
 pub fn stats(s: &DeviceStats) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "device {} ({}), latency {}, bandwidth {}, queue depth {}, up {:.1}s",
-        s.device,
-        s.name,
-        lat_cell(&s.latencies),
-        s.bandwidth
-            .map_or("unlimited".into(), |b| format!("{}/s", human_bytes(b))),
-        s.queue_depth.map_or("unlimited".into(), |q| q.to_string()),
-        s.uptime_s
-    );
+    match s.model.as_ref().filter(|m| m.stats.is_some()) {
+        Some(m) => {
+            let _ = writeln!(
+                o,
+                "device {} ({}), model {} ({}), up {:.1}s",
+                s.device, s.name, m.name, m.description, s.uptime_s
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "device {} ({}), {}latency {}, bandwidth {}, queue depth {}, up {:.1}s",
+                s.device,
+                s.name,
+                s.model
+                    .as_ref()
+                    .map_or(String::new(), |m| format!("model {}: ", m.name)),
+                lat_cell(&s.latencies),
+                s.bandwidth
+                    .map_or("unlimited".into(), |b| format!("{}/s", human_bytes(b))),
+                s.queue_depth.map_or("unlimited".into(), |q| q.to_string()),
+                s.uptime_s
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "\n| kind | requests | bytes | mean µs | p50 µs | p99 µs | p99.9 µs | max µs | late p99 µs |"
@@ -115,6 +150,17 @@ pub fn stats(s: &DeviceStats) -> String {
         s.errors,
         us(s.spin_window_ns as f64)
     );
+    if let Some(st) = s.model.as_ref().and_then(|m| m.stats.as_ref()) {
+        o += "\nmodel's own counters:\n";
+        o += &crate::device_text::model_stats(st);
+    }
+    if let Some(e) = &s.io_flusher_error {
+        let _ = writeln!(
+            o,
+            "not an I/O flusher ({e}): under memory pressure the daemon may wait for reclaim \
+             that waits for this device"
+        );
+    }
     match &s.diskstats {
         Some(d) => {
             let _ = writeln!(

@@ -1,6 +1,6 @@
 //! Device models and trace costs as a terminal shows them (`fsage dev models`, `dev cost`).
 
-use fsage_device::{CostReport, Dist, ModelSpec};
+use fsage_device::{CostReport, Dist, ModelSpec, ModelStats};
 use fsage_units::{format_duration, format_latency, format_size};
 use std::fmt::Write;
 
@@ -66,7 +66,12 @@ pub fn cost(r: &CostReport) -> String {
         }
     );
     let _ = writeln!(s, "response   {}", dist(&r.response));
-    let st = &r.stats;
+    s + &model_stats(&r.stats)
+}
+
+/// A model's counters: busy time and where it went, and its caches (two lines).
+pub(crate) fn model_stats(st: &ModelStats) -> String {
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "device     busy {:.3} s: seeks {} ({:.3} s), rotation {:.3} s, transfer {:.3} s",

@@ -3,8 +3,9 @@
 //! answers the control socket until told to stop.
 
 use crate::control::{socket_path, Request, Response};
+use crate::modeled::{Deferred, Modeled};
 use crate::registry::{read_record, write_record, DeviceRecord};
-use crate::stats::{Collector, DeviceStats, DiskStats, Kind};
+use crate::stats::{Collector, DeviceStats, DiskStats, Kind, ModelInfo};
 use crate::timing::{Answer, Completer, Model, Pending};
 use crate::{Error, Result};
 use fuser::{
@@ -26,10 +27,17 @@ const DISK_INO: INodeNo = INodeNo(2);
 const DISK_NAME: &str = "disk";
 const TTL: Duration = Duration::from_secs(3600);
 
+/// Where answers get their times: plain latencies (changeable live by `dev set`), or a device
+/// model run in the model thread.
+enum Timing {
+    Fixed(Model),
+    Modeled(Arc<Modeled>),
+}
+
 struct Shared {
     file: File,
     size: u64,
-    model: Model,
+    timing: Timing,
     completer: Arc<Completer>,
     stats: Arc<Collector>,
     created: SystemTime,
@@ -74,15 +82,19 @@ impl SlowFs {
         self.s.stats.errors.fetch_add(1, Relaxed);
     }
 
-    fn delayed(&self, arrival: Instant, kind: Kind, bytes: u64, answer: Answer) {
-        let deadline = self.s.model.deadline(arrival, kind, bytes);
-        self.s.completer.complete(Pending {
-            deadline,
-            arrival,
-            kind,
-            bytes,
-            answer,
-        });
+    /// Answers a request of `bytes` at `offset` that arrived at `arrival`, when the device's
+    /// timing says it completes.
+    fn delayed(&self, arrival: Instant, kind: Kind, offset: u64, bytes: u64, answer: Answer) {
+        match &self.s.timing {
+            Timing::Fixed(model) => self.s.completer.complete(Pending {
+                deadline: model.deadline(arrival, kind, bytes),
+                arrival,
+                kind,
+                bytes,
+                answer,
+            }),
+            Timing::Modeled(m) => m.submit(arrival, kind, offset, bytes, answer),
+        }
     }
 }
 
@@ -185,7 +197,13 @@ impl Filesystem for SlowFs {
                 }
             }
         }
-        self.delayed(arrival, Kind::Read, len as u64, Answer::Data(reply, buf));
+        self.delayed(
+            arrival,
+            Kind::Read,
+            offset,
+            len as u64,
+            Answer::Data(reply, buf),
+        );
     }
 
     fn write(
@@ -212,7 +230,13 @@ impl Filesystem for SlowFs {
             return;
         }
         let n = data.len() as u32;
-        self.delayed(arrival, Kind::Write, n as u64, Answer::Written(reply, n));
+        self.delayed(
+            arrival,
+            Kind::Write,
+            offset,
+            n as u64,
+            Answer::Written(reply, n),
+        );
     }
 
     fn flush(
@@ -237,7 +261,7 @@ impl Filesystem for SlowFs {
         reply: ReplyEmpty,
     ) {
         let arrival = Instant::now();
-        self.delayed(arrival, Kind::Flush, 0, Answer::Empty(reply));
+        self.delayed(arrival, Kind::Flush, 0, 0, Answer::Empty(reply));
     }
 
     fn fallocate(
@@ -251,25 +275,39 @@ impl Filesystem for SlowFs {
         reply: ReplyEmpty,
     ) {
         let arrival = Instant::now();
-        // Discard and write-zeroes from the loop device: punch or zero the backing file.
-        let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0 || mode & libc::FALLOC_FL_ZERO_RANGE != 0;
-        if !keep || offset.saturating_add(length) > self.s.size {
+        // The loop device sends a discard as a hole punch (PUNCH_HOLE | KEEP_SIZE), a
+        // write-zeroes that must keep the blocks allocated (REQ_NOUNMAP: BLKZEROOUT, `blkdiscard
+        // -z`, mkfs) as ZERO_RANGE | KEEP_SIZE, and one that may deallocate as a hole punch too
+        // (so it counts as a discard here). FALLOC_FL_WRITE_ZEROES (Linux 6.17) is taken as
+        // write-zeroes, should FUSE ever pass it on.
+        const WRITE_ZEROES: i32 = 0x80;
+        let known = libc::FALLOC_FL_KEEP_SIZE
+            | libc::FALLOC_FL_PUNCH_HOLE
+            | libc::FALLOC_FL_ZERO_RANGE
+            | WRITE_ZEROES;
+        let zero = mode & (libc::FALLOC_FL_ZERO_RANGE | WRITE_ZEROES) != 0;
+        let punch = mode & libc::FALLOC_FL_PUNCH_HOLE != 0;
+        if mode & !known != 0 || zero == punch || offset.saturating_add(length) > self.s.size {
             self.error();
             reply.error(Errno::EOPNOTSUPP);
             return;
         }
-        let r = rustix::fs::fallocate(
-            &self.s.file,
-            rustix::fs::FallocateFlags::from_bits_retain(mode as u32),
-            offset,
-            length,
-        );
+        let r = if zero {
+            zero_range(&self.s.file, offset, length)
+        } else {
+            punch_hole(&self.s.file, offset, length)
+        };
         if let Err(e) = r {
             self.error();
-            reply.error(errno_of(&e.into()));
+            reply.error(errno_of(&e));
             return;
         }
-        self.delayed(arrival, Kind::Discard, length, Answer::Empty(reply));
+        let kind = if zero {
+            Kind::WriteZeroes
+        } else {
+            Kind::Discard
+        };
+        self.delayed(arrival, kind, offset, length, Answer::Empty(reply));
     }
 
     fn opendir(&self, _req: &FuseRequest, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -304,6 +342,37 @@ impl Filesystem for SlowFs {
     }
 }
 
+fn punch_hole(file: &File, offset: u64, length: u64) -> std::io::Result<()> {
+    use rustix::fs::FallocateFlags as F;
+    rustix::fs::fallocate(file, F::PUNCH_HOLE | F::KEEP_SIZE, offset, length).map_err(Into::into)
+}
+
+/// Makes `[offset, offset + length)` of the backing file read as zeros, as a write-zeroes
+/// request asks: ZERO_RANGE where the backing file system has it, else a hole punch (tmpfs, where
+/// scratch images live, has no ZERO_RANGE; the blocks it frees are the device's own business),
+/// else zeros written.
+fn zero_range(file: &File, offset: u64, length: u64) -> std::io::Result<()> {
+    use rustix::fs::FallocateFlags as F;
+    let unsupported = |e: &rustix::io::Errno| *e == rustix::io::Errno::OPNOTSUPP;
+    match rustix::fs::fallocate(file, F::ZERO_RANGE | F::KEEP_SIZE, offset, length) {
+        Err(e) if unsupported(&e) => {}
+        r => return r.map_err(Into::into),
+    }
+    match rustix::fs::fallocate(file, F::PUNCH_HOLE | F::KEEP_SIZE, offset, length) {
+        Err(e) if unsupported(&e) => {}
+        r => return r.map_err(Into::into),
+    }
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = offset;
+    let end = offset + length;
+    while at < end {
+        let n = (end - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
 /// Runs the daemon of the device whose directory is `dir` (made by
 /// [`crate::SlowDevice::create`]), until it is told to stop. Returns when the device is gone.
 pub fn serve(dir: &Path) -> Result<()> {
@@ -311,8 +380,10 @@ pub fn serve(dir: &Path) -> Result<()> {
     let mut rec = read_record(dir)?;
     // The daemon sits in the I/O path: it must not wait for memory reclaim that waits for I/O
     // on this very device.
+    rec.io_flusher_error = None;
     if let Err(e) = rustix::process::configure_io_flusher_behavior(true) {
         eprintln!("fsage-slowdev: PR_SET_IO_FLUSHER: {e} (continuing without it)");
+        rec.io_flusher_error = Some(format!("PR_SET_IO_FLUSHER: {e}"));
     }
     let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     if rec.realtime {
@@ -330,10 +401,20 @@ pub fn serve(dir: &Path) -> Result<()> {
     let stats = Arc::new(Collector::new());
     let completer = Completer::new(stats.clone());
     let window = completer.calibrate();
+    let timing = match &rec.model {
+        Some(spec) if rec.model_runs_in_thread() => {
+            let mut m = spec.build(rec.size)?;
+            if rec.model_thread {
+                m = Box::new(Deferred::new(m));
+            }
+            Timing::Modeled(Modeled::new(m, completer.clone()))
+        }
+        _ => Timing::Fixed(Model::new(rec.latencies, rec.bandwidth, rec.queue_depth)),
+    };
     let shared = Arc::new(Shared {
         file,
         size: rec.size,
-        model: Model::new(rec.latencies, rec.bandwidth, rec.queue_depth),
+        timing,
         completer: completer.clone(),
         stats,
         created: SystemTime::now(),
@@ -349,6 +430,10 @@ pub fn serve(dir: &Path) -> Result<()> {
     for i in 0..2 {
         let c = completer.clone();
         completion_threads.push(spawn(format!("complete-{i}"), Box::new(move || c.run()))?);
+    }
+    if let Timing::Modeled(m) = &shared.timing {
+        let m = m.clone();
+        completion_threads.push(spawn("model".into(), Box::new(move || m.run()))?);
     }
     // One warm thread per CPU the daemon may run on.
     let allowed = rustix::thread::sched_getaffinity(None).ok();
@@ -423,36 +508,72 @@ pub fn serve(dir: &Path) -> Result<()> {
             Request::Set {
                 latencies,
                 bandwidth,
-            } => {
-                shared.model.set(latencies, bandwidth);
-                rec.latencies = latencies;
-                rec.bandwidth = bandwidth;
-                match write_record(dir, &rec) {
-                    Ok(()) => Response::Ok,
-                    Err(e) => Response::Error {
-                        message: e.message,
-                        input: false,
-                    },
+            } => match (&shared.timing, crate::device::refuses_set(&rec)) {
+                (Timing::Fixed(model), None) => {
+                    model.set(latencies, bandwidth);
+                    rec.latencies = latencies;
+                    rec.bandwidth = bandwidth;
+                    // A fixed-latency model is now these latencies.
+                    rec.model = None;
+                    match write_record(dir, &rec) {
+                        Ok(()) => Response::Ok,
+                        Err(e) => Response::Error {
+                            message: e.message,
+                            input: false,
+                        },
+                    }
                 }
-            }
+                (_, why) => Response::Error {
+                    message: why.unwrap_or_else(|| "this device's timing is a model's".into()),
+                    input: true,
+                },
+            },
             Request::Stats { reset } => {
                 let r = Response::Stats {
                     stats: Box::new(DeviceStats {
                         name: rec.name.clone(),
                         device: loop_path.display().to_string(),
-                        latencies: shared.model.latencies(),
-                        bandwidth: shared.model.bandwidth(),
-                        queue_depth: shared.model.queue_depth(),
+                        latencies: match &shared.timing {
+                            Timing::Fixed(m) => m.latencies(),
+                            Timing::Modeled(_) => rec.latencies,
+                        },
+                        bandwidth: match &shared.timing {
+                            Timing::Fixed(m) => m.bandwidth(),
+                            Timing::Modeled(_) => rec.bandwidth,
+                        },
+                        queue_depth: match &shared.timing {
+                            Timing::Fixed(m) => m.queue_depth(),
+                            Timing::Modeled(_) => rec.queue_depth,
+                        },
                         uptime_s: started.elapsed().as_secs_f64(),
                         kinds: shared.stats.summary(),
                         other_requests: shared.stats.other.load(Relaxed),
                         errors: shared.stats.errors.load(Relaxed),
                         spin_window_ns: completer.spin_window().as_nanos() as u64,
                         diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
+                        model: rec.model.as_ref().map(|spec| match &shared.timing {
+                            Timing::Modeled(m) => {
+                                let (stats, description) = m.stats();
+                                ModelInfo {
+                                    name: spec.name.clone(),
+                                    description,
+                                    stats: Some(stats),
+                                }
+                            }
+                            Timing::Fixed(_) => ModelInfo {
+                                name: spec.name.clone(),
+                                description: spec.description.clone(),
+                                stats: None,
+                            },
+                        }),
+                        io_flusher_error: rec.io_flusher_error.clone(),
                     }),
                 };
                 if reset {
-                    // Count the kernel from here too.
+                    // Count the kernel (and the model) from here too.
+                    if let Timing::Modeled(m) = &shared.timing {
+                        m.reset_stats();
+                    }
                     shared.stats.reset();
                     baseline = DiskStats::read(&loop_name).unwrap_or_default();
                 }
@@ -494,6 +615,9 @@ pub fn serve(dir: &Path) -> Result<()> {
                     continue;
                 }
                 completer.shutdown();
+                if let Timing::Modeled(m) = &shared.timing {
+                    m.shutdown();
+                }
                 if gone {
                     if let Err(e) = session.umount_and_join() {
                         eprintln!("fsage-slowdev: unmounting FUSE: {e}");

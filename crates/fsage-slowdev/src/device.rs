@@ -35,8 +35,11 @@ pub struct DeviceInfo {
     pub alive: bool,
     /// Where the block device is mounted.
     pub mounted_on: Vec<PathBuf>,
-    /// Reads, writes, flushes and discards served (none when the daemon does not answer).
+    /// Reads, writes, flushes, discards and write-zeroes served (none when the daemon does not
+    /// answer).
     pub requests: Option<u64>,
+    /// The model's counters (seeks, cache hits...), for a device whose model runs in the daemon.
+    pub model_stats: Option<fsage_device::ModelStats>,
 }
 
 impl SlowDevice {
@@ -104,6 +107,15 @@ impl SlowDevice {
                 backing.display()
             )));
         }
+        // A model that cannot be built for this size (a disk smaller than the device) is bad
+        // input, found before anything runs.
+        if let Some(m) = &spec.model {
+            if let Err(e) = m.build(size) {
+                undo_backing(&made);
+                return Err(e);
+            }
+        }
+        let (latencies, bandwidth, queue_depth) = spec.fixed_timing();
         let (name, dir) = match registry.allocate() {
             Ok(x) => x,
             Err(e) => {
@@ -119,15 +131,18 @@ impl SlowDevice {
             backing_file: backing,
             remove_backing: matches!(spec.backing, Backing::Scratch { .. }),
             size,
-            latencies: spec.latencies,
-            bandwidth: spec.bandwidth,
-            queue_depth: spec.queue_depth,
+            latencies,
+            bandwidth,
+            queue_depth,
             threads: spec.threads,
             realtime: spec.realtime,
             created_unix: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
+            model: spec.model.clone(),
+            model_thread: spec.model_thread,
+            io_flusher_error: None,
         };
         let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
         let mut child = match started {
@@ -202,10 +217,14 @@ impl SlowDevice {
     }
 
     /// Changes the latencies (and bandwidth) of the live device; requests already in flight
-    /// keep the delay they were given.
+    /// keep the delay they were given. A device on a fixed-latency model becomes a device of
+    /// these latencies; one whose timing comes from another model is refused.
     pub fn set_latency(&mut self, latencies: Latencies, bandwidth: Option<u64>) -> Result<()> {
         if bandwidth == Some(0) {
             return Err(Error::input("bandwidth 0: give a positive rate"));
+        }
+        if let Some(why) = refuses_set(&self.record) {
+            return Err(Error::input(why));
         }
         call(
             &self.dir,
@@ -217,6 +236,7 @@ impl SlowDevice {
         )?;
         self.record.latencies = latencies;
         self.record.bandwidth = bandwidth;
+        self.record.model = None;
         Ok(())
     }
 
@@ -391,15 +411,13 @@ pub fn list_devices(registry: &Registry) -> Vec<DeviceInfo> {
                 .into_iter()
                 .map(|m| m.mount_point)
                 .collect();
-            let requests = if alive {
+            let stats = if alive {
                 match call(
                     &dir,
                     &Request::Stats { reset: false },
                     Duration::from_secs(2),
                 ) {
-                    Ok(Response::Stats { stats }) => {
-                        Some(stats.kinds.iter().map(|k| k.requests).sum())
-                    }
+                    Ok(Response::Stats { stats }) => Some(stats),
                     _ => None,
                 }
             } else {
@@ -409,7 +427,10 @@ pub fn list_devices(registry: &Registry) -> Vec<DeviceInfo> {
                 record,
                 alive,
                 mounted_on,
-                requests,
+                requests: stats
+                    .as_ref()
+                    .map(|s| s.kinds.iter().map(|k| k.requests).sum()),
+                model_stats: stats.and_then(|s| s.model).and_then(|m| m.stats),
             }
         })
         .collect()
@@ -584,4 +605,15 @@ fn cleanup_dead(dir: &Path, rec: &DeviceRecord) {
         let _ = fsage_lab::loopdev::wait_detached(dev, 0, Duration::from_secs(2));
     }
     finish_dir(dir, rec);
+}
+
+/// Why `dev set` cannot change the device's latencies, if it cannot: its timing comes from a
+/// model other than a fixed latency.
+pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
+    let m = rec.model.as_ref().filter(|_| rec.model_runs_in_thread())?;
+    Some(format!(
+        "device {} runs the device model {} ({}): its timing is the model's, which has no \
+         latency to set; make a new device (dev create --model or --latency) instead",
+        rec.name, m.name, m.description
+    ))
 }

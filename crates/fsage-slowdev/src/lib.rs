@@ -8,7 +8,8 @@
 //! # API
 //!
 //! - [`DeviceSpec`]: the backing image (or a size for a sparse file in /dev/shm), [`Latencies`]
-//!   (read, write, flush, in nanoseconds), bandwidth, queue depth, daemon threads.
+//!   (read, write, flush, in nanoseconds), bandwidth, queue depth, or a device model instead;
+//!   daemon threads.
 //! - [`SlowDevice::create(&spec)`](SlowDevice::create) starts the daemon (its own process, in its
 //!   own session, so a dying fsage never wedges I/O), waits until the loop device is attached and
 //!   returns the device; [`SlowDevice::path`] is the block device (`/dev/loopN`).
@@ -36,12 +37,19 @@
 //! high-resolution timers (timer slack 1 ns) that wake a completion thread shortly before the
 //! deadline, which then spins to it; delays shorter than that spin window are spun in the thread
 //! that read the request (there are several).
+//!
+//! With [`DeviceSpec::model`] a device runs a device model of `fsage-device` instead (a hard
+//! disk: seeks, rotation, caches, a command queue): each request is handed to the model at its
+//! arrival, and answered at the completion time the model gives, at once through the same
+//! completion threads or, when the model completes it later, from the model thread (the module
+//! `modeled`). A fixed-latency model runs as the latencies above.
 
 pub mod bench;
 mod control;
 mod daemon;
 mod device;
 mod measure;
+mod modeled;
 mod registry;
 mod spec;
 mod stats;
@@ -54,7 +62,7 @@ pub use registry::{DeviceRecord, Registry};
 pub use spec::{
     format_ns, parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, LatencyChange,
 };
-pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary};
+pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary, ModelInfo};
 
 /// An error of the slow-device crate: what went wrong, where, and who is to act on it (the type
 /// every lab-side crate shares, so a lab error passes through unchanged).

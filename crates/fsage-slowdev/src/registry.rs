@@ -4,11 +4,12 @@
 //! what is recorded here.
 
 use crate::{Error, Latencies, Result};
+use fsage_device::{ModelKind, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// `device.json`: how a device was made and where its parts are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceRecord {
     /// `sd0`, `sd1`...: the name of the device's directory.
     pub name: String,
@@ -30,6 +31,27 @@ pub struct DeviceRecord {
     pub realtime: bool,
     /// Seconds since the Unix epoch.
     pub created_unix: u64,
+    /// The device model it runs (none: the latencies, bandwidth and queue depth above; a
+    /// fixed-latency model is also written there).
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+    /// Every request of the model goes through the model thread (tests of that path).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_thread: bool,
+    /// Why the daemon is not marked an I/O flusher (`PR_SET_IO_FLUSHER` failed), if it is not.
+    #[serde(default)]
+    pub io_flusher_error: Option<String>,
+}
+
+impl DeviceRecord {
+    /// Does the device's timing come from a model running in the daemon's model thread (any
+    /// model but a fixed latency, which runs as plain latencies)?
+    pub fn model_runs_in_thread(&self) -> bool {
+        match &self.model {
+            Some(m) => self.model_thread || !matches!(m.kind, ModelKind::Fixed(_)),
+            None => false,
+        }
+    }
 }
 
 /// The registry: a directory of device directories.

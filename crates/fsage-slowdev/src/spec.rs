@@ -1,6 +1,7 @@
 //! What a device is asked to be: backing store, latencies, bandwidth, queue depth.
 
 use crate::{Error, Result};
+use fsage_device::{ModelKind, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -94,6 +95,13 @@ pub struct DeviceSpec {
     /// The command that runs the daemon, to which the device's directory is appended (default:
     /// the running executable with `dev serve`, which is fsage itself).
     pub daemon_cmd: Option<Vec<OsString>>,
+    /// A device model (`fsage_device::resolve`: a built-in, a model file, a latency), which
+    /// replaces `latencies`, `bandwidth` and `queue_depth`. A fixed-latency model runs as those
+    /// (so `dev set` can change it); any other runs in the daemon's model thread.
+    pub model: Option<ModelSpec>,
+    /// Answer every request of a model device through the model thread, even those whose
+    /// completion the model gives at once (tests of that path with a fixed-latency model).
+    pub model_thread: bool,
 }
 
 impl DeviceSpec {
@@ -108,14 +116,42 @@ impl DeviceSpec {
             realtime: true,
             registry: crate::Registry::default_root(),
             daemon_cmd: None,
+            model: None,
+            model_thread: false,
+        }
+    }
+
+    /// A device on `backing` that runs `model`, with the defaults otherwise.
+    pub fn with_model(backing: Backing, model: ModelSpec) -> DeviceSpec {
+        DeviceSpec {
+            model: Some(model),
+            ..DeviceSpec::new(backing, 0)
+        }
+    }
+
+    /// The latencies, bandwidth and queue depth the device runs with: a fixed-latency model's,
+    /// or the spec's own.
+    pub(crate) fn fixed_timing(&self) -> (Latencies, Option<u64>, Option<u32>) {
+        match self.model.as_ref().map(|m| &m.kind) {
+            Some(ModelKind::Fixed(p)) => (
+                Latencies {
+                    read_ns: p.read_ns,
+                    write_ns: p.write_ns,
+                    flush_ns: p.flush_ns,
+                },
+                p.bandwidth,
+                p.queue_depth,
+            ),
+            _ => (self.latencies, self.bandwidth, self.queue_depth),
         }
     }
 
     pub(crate) fn check(&self) -> Result<()> {
-        if self.queue_depth == Some(0) {
+        let (latencies, bandwidth, queue_depth) = self.fixed_timing();
+        if queue_depth == Some(0) {
             return Err(Error::input("queue depth 0: give at least 1"));
         }
-        if self.bandwidth == Some(0) {
+        if bandwidth == Some(0) {
             return Err(Error::input("bandwidth 0: give a positive rate"));
         }
         if self.threads == 0 || self.threads > 64 {
@@ -126,9 +162,9 @@ impl DeviceSpec {
         }
         let max = 60_000_000_000;
         for (what, v) in [
-            ("read", self.latencies.read_ns),
-            ("write", self.latencies.write_ns),
-            ("flush", self.latencies.flush_ns),
+            ("read", latencies.read_ns),
+            ("write", latencies.write_ns),
+            ("flush", latencies.flush_ns),
         ] {
             if v > max {
                 return Err(Error::input(format!(

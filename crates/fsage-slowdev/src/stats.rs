@@ -5,27 +5,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
-/// Kinds of request the daemon times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Read = 0,
-    Write = 1,
-    Flush = 2,
-    Discard = 3,
-}
-
-pub(crate) const KINDS: [Kind; 4] = [Kind::Read, Kind::Write, Kind::Flush, Kind::Discard];
-
-impl Kind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Flush => "flush",
-            Kind::Discard => "discard",
-        }
-    }
-}
+/// The kinds of request the daemon times: the device models' kinds, counted in this order.
+pub(crate) use fsage_device::RqKind as Kind;
+pub(crate) const KINDS: [Kind; 5] = Kind::ALL;
 
 /// Percentiles of a latency distribution, in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -57,7 +39,7 @@ impl LatencySummary {
 /// One kind of request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KindStats {
-    /// `read`, `write`, `flush` or `discard`.
+    /// `read`, `write`, `flush`, `discard` or `write_zeroes`.
     pub kind: String,
     pub requests: u64,
     pub bytes: u64,
@@ -99,18 +81,20 @@ impl DiskStats {
         }
     }
 
-    /// The counters as the daemon's own counts would show them.
+    /// The counters as the kernel would show the daemon's counts: the kernel counts a
+    /// write-zeroes request as a write (requests and sectors).
     pub(crate) fn from_kinds(k: &[KindStats]) -> DiskStats {
         let get = |name: &str| {
             k.iter()
                 .find(|s| s.kind == name)
                 .map_or((0, 0), |s| (s.requests, s.bytes / 512))
         };
+        let (w, z) = (get("write"), get("write_zeroes"));
         DiskStats {
             reads: get("read").0,
             sectors_read: get("read").1,
-            writes: get("write").0,
-            sectors_written: get("write").1,
+            writes: w.0 + z.0,
+            sectors_written: w.1 + z.1,
             discards: get("discard").0,
             sectors_discarded: get("discard").1,
             flushes: get("flush").0,
@@ -158,6 +142,25 @@ pub struct DeviceStats {
     /// `/proc/diskstats` for the loop device, counted from when this device was attached (a
     /// loop device's counters survive detach and reattach; none when the device is gone).
     pub diskstats: Option<DiskStats>,
+    /// The device model's name and description, when the device runs one (none: the
+    /// latencies above).
+    #[serde(default)]
+    pub model: Option<ModelInfo>,
+    /// Why the daemon is not marked an I/O flusher (`PR_SET_IO_FLUSHER` failed), if it is not:
+    /// it may then wait for memory reclaim that waits for its own device.
+    #[serde(default)]
+    pub io_flusher_error: Option<String>,
+}
+
+/// A device model as `dev stats` and `dev list` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub name: String,
+    /// The built model's own description (`hard disk: 7200 rpm, ...`).
+    pub description: String,
+    /// The model's counters (seeks, cache hits...) since the daemon started or the last reset;
+    /// none when a fixed-latency model runs as plain latencies (it keeps no counters).
+    pub stats: Option<fsage_device::ModelStats>,
 }
 
 impl DeviceStats {
@@ -166,9 +169,13 @@ impl DeviceStats {
     }
 
     /// Differences between the daemon's counts and the kernel's, one line each (empty: they
-    /// agree). Reads and their bytes, written bytes and discarded bytes must match exactly.
-    /// The kernel counts an fsync of the block device as an empty write plus a flush, so its
-    /// writes may exceed the daemon's by at most its flushes.
+    /// agree). Reads and their bytes must match exactly. The kernel counts a write-zeroes request
+    /// as a write; one that may deallocate (no `REQ_NOUNMAP`) reaches the daemon as a hole punch,
+    /// exactly as a discard does, and the daemon counts it as a discard: so the kernel's written
+    /// sectors may exceed the daemon's by what the daemon counted as discarded beyond the
+    /// kernel's discards, and written plus discarded sectors must match exactly. The kernel
+    /// counts an fsync of the block device as an empty write plus a flush, so its writes may
+    /// exceed the daemon's by at most its flushes (and those hole punches).
     pub fn disagreements(&self) -> Vec<String> {
         let Some(k) = self.diskstats else {
             return vec!["no /proc/diskstats line for the device".into()];
@@ -181,17 +188,21 @@ impl DeviceStats {
                 d.reads, d.sectors_read, k.reads, k.sectors_read
             ));
         }
-        if d.sectors_written != k.sectors_written
+        let punched = d.discards.saturating_sub(k.discards);
+        let total_agrees =
+            d.sectors_written + d.sectors_discarded == k.sectors_written + k.sectors_discarded;
+        if !total_agrees
+            || k.sectors_written < d.sectors_written
             || d.writes > k.writes
-            || k.writes > d.writes + k.flushes
+            || k.writes > d.writes + k.flushes + punched
         {
             out.push(format!(
-                "writes: daemon {} requests, {} sectors; kernel {} requests ({} flushes), {} \
-                 sectors",
+                "writes: daemon {} requests, {} sectors (write-zeroes included); kernel {} \
+                 requests ({} flushes), {} sectors",
                 d.writes, d.sectors_written, k.writes, k.flushes, k.sectors_written
             ));
         }
-        if d.sectors_discarded != k.sectors_discarded {
+        if !total_agrees || k.sectors_discarded > d.sectors_discarded {
             out.push(format!(
                 "discards: daemon {} sectors; kernel {} sectors",
                 d.sectors_discarded, k.sectors_discarded
@@ -210,7 +221,7 @@ struct KindCollector {
 
 /// The daemon's counters, one lock per kind.
 pub(crate) struct Collector {
-    kinds: [Mutex<KindCollector>; 4],
+    kinds: [Mutex<KindCollector>; 5],
     pub(crate) other: std::sync::atomic::AtomicU64,
     pub(crate) errors: std::sync::atomic::AtomicU64,
 }
@@ -233,7 +244,7 @@ impl Collector {
             })
         };
         Collector {
-            kinds: [k(), k(), k(), k()],
+            kinds: [k(), k(), k(), k(), k()],
             other: Default::default(),
             errors: Default::default(),
         }

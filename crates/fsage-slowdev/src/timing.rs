@@ -59,15 +59,16 @@ impl Model {
         self.queue_depth
     }
 
-    /// The service time of a request: its kind's latency plus its transfer time.
+    /// The service time of a request: its kind's latency plus its transfer time (reads and
+    /// writes only: a discard or write-zeroes moves no data and costs a write's latency).
     pub(crate) fn delay(&self, kind: Kind, bytes: u64) -> Duration {
         let base = match kind {
             Kind::Read => self.read_ns.load(Relaxed),
-            Kind::Write | Kind::Discard => self.write_ns.load(Relaxed),
+            Kind::Write | Kind::Discard | Kind::WriteZeroes => self.write_ns.load(Relaxed),
             Kind::Flush => self.flush_ns.load(Relaxed),
         };
         let bw = self.bandwidth.load(Relaxed);
-        let transfer = if bw > 0 && kind != Kind::Flush && kind != Kind::Discard {
+        let transfer = if bw > 0 && kind.moves_data() {
             (bytes as u128 * 1_000_000_000 / bw as u128) as u64
         } else {
             0
@@ -105,6 +106,16 @@ impl Answer {
             Answer::Data(r, buf) => r.data(&buf),
             Answer::Written(r, n) => r.written(n),
             Answer::Empty(r) => r.ok(),
+        }
+    }
+
+    /// Answers with an I/O error.
+    pub(crate) fn fail(self) {
+        let e = fuser::Errno::EIO;
+        match self {
+            Answer::Data(r, _) => r.error(e),
+            Answer::Written(r, _) => r.error(e),
+            Answer::Empty(r) => r.error(e),
         }
     }
 }
@@ -222,10 +233,7 @@ impl Completer {
             self.finish(p);
             return;
         }
-        // A long wait: the CPUs would halt, so the warm threads keep them awake.
-        if self.waiting.fetch_add(1, SeqCst) == 0 && self.parked.load(SeqCst) > 0 {
-            self.wake_warmers();
-        }
+        self.hold();
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let earliest = q.peek().is_none_or(|e| p.deadline < e.0.deadline);
         q.push(Entry(p));
@@ -235,7 +243,24 @@ impl Completer {
         }
     }
 
-    fn finish(&self, p: Pending) {
+    /// A request starts a long wait (in the queue, or in the model thread's model): the CPUs
+    /// would halt, so the warm threads keep them awake until [`Completer::release`].
+    pub(crate) fn hold(&self) {
+        if self.waiting.fetch_add(1, SeqCst) == 0 && self.parked.load(SeqCst) > 0 {
+            self.wake_warmers();
+        }
+    }
+
+    /// A request held by [`Completer::hold`] was answered.
+    pub(crate) fn release(&self) {
+        // The time first: a warm thread that sees the request counted out also sees its time.
+        self.last_answer_ns
+            .store(self.base.elapsed().as_nanos() as u64, SeqCst);
+        self.waiting.fetch_sub(1, SeqCst);
+    }
+
+    /// Sends the answer now and records its latency and lateness against its deadline.
+    pub(crate) fn finish(&self, p: Pending) {
         let (kind, bytes, arrival, deadline) = (p.kind, p.bytes, p.arrival, p.deadline);
         p.answer.send();
         let done = Instant::now();
@@ -340,7 +365,8 @@ impl Completer {
         }
     }
 
-    fn adapt(&self, oversleep_ns: u64) {
+    /// Learns from a timed sleep that ended `oversleep_ns` late: the spin window follows.
+    pub(crate) fn adapt(&self, oversleep_ns: u64) {
         // The window tracks a slowly decaying maximum of the oversleep, plus a margin.
         let cur = self.spin_ns.load(Relaxed);
         let want = (oversleep_ns * 2 + 5_000).clamp(SPIN_MIN_NS, SPIN_MAX_NS);
@@ -377,14 +403,11 @@ struct Answered<'a>(&'a Completer);
 
 impl Drop for Answered<'_> {
     fn drop(&mut self) {
-        let c = self.0;
-        c.last_answer_ns
-            .store(c.base.elapsed().as_nanos() as u64, SeqCst);
-        c.waiting.fetch_sub(1, SeqCst);
+        self.0.release();
     }
 }
 
-fn spin_until(t: Instant) {
+pub(crate) fn spin_until(t: Instant) {
     while Instant::now() < t {
         std::hint::spin_loop();
     }

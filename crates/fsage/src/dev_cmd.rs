@@ -11,17 +11,19 @@ use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
 pub enum DevCmd {
-    /// Make a block device of chosen latency (a FUSE daemon under a direct-I/O loop device) and
-    /// print it (e.g. /dev/loop3).
+    /// Make a block device of chosen latency, or running a device model (a FUSE daemon under a
+    /// direct-I/O loop device), and print it (e.g. /dev/loop3).
     Create(CreateArgs),
-    /// Every device fsage made: latencies, backing file, requests served, state.
+    /// Every device fsage made: latencies or model, backing file, requests served, state.
     List {
         #[arg(long)]
         json: bool,
     },
-    /// Change a live device's latencies (no remount; requests in flight keep theirs).
+    /// Change a live device's latencies (no remount; requests in flight keep theirs). A device
+    /// running a model other than a fixed latency is refused.
     Set(SetArgs),
-    /// Requests and bytes by kind, the latency each got (percentiles), and the kernel's counts.
+    /// Requests and bytes by kind, the latency each got and how late against the device's
+    /// timing (percentiles), the model's counters (seeks, cache hits...), the kernel's counts.
     Stats {
         /// The device: /dev/loopN, loopN or its name (sd0).
         dev: String,
@@ -94,6 +96,22 @@ pub struct CreateArgs {
     pub size: Option<String>,
     #[command(flatten)]
     pub lat: LatencyArgs,
+    /// A device model instead of latencies: a built-in (`fsage dev models`: hdd-7200), a model
+    /// file (crates/fsage-device/models/*.toml shows the format), or a latency (100us). A size
+    /// larger than memory is fine: a sparse image holds only the blocks written.
+    #[arg(
+        long,
+        value_name = "NAME|FILE",
+        conflicts_with_all = [
+            "latency",
+            "read_latency",
+            "write_latency",
+            "flush_latency",
+            "bandwidth",
+            "queue_depth"
+        ]
+    )]
+    pub model: Option<String>,
     /// At most N requests in service at once; others wait (default: no limit, no queuing).
     #[arg(long)]
     pub queue_depth: Option<u32>,
@@ -170,9 +188,11 @@ pub fn run(cmd: DevCmd) -> CmdResult {
         }
         DevCmd::Create(a) => {
             let (l, any) = latencies(&a.lat, Latencies::default())?;
-            if !any {
+            let model = a.model.as_deref().map(fsage_device::resolve).transpose()?;
+            if !any && model.is_none() {
                 return Err(bad_input(
-                    "give --latency, or --read-latency and --write-latency (0 for none)",
+                    "give --latency, or --read-latency and --write-latency (0 for none), or \
+                     --model",
                 ));
             }
             let size = a
@@ -193,6 +213,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             spec.threads = a.threads;
             spec.realtime = !a.no_realtime;
             spec.registry = registry.root().to_path_buf();
+            spec.model = model;
             let dev = SlowDevice::create(&spec)?;
             if a.json {
                 print!("{}", export(&Json, dev.record()));

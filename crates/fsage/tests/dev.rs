@@ -472,3 +472,109 @@ fn dev_models_lists_every_parameter_with_its_source() {
         "{text}"
     );
 }
+
+/// `dev create --model`: a model file with a bad line is refused naming file:line before
+/// anything is made; --model and --latency exclude each other.
+#[test]
+fn dev_create_refuses_a_bad_model_naming_its_line() {
+    let r = Reg::new();
+    let bad = r.path("disk.toml");
+    std::fs::write(
+        &bad,
+        "name = \"disk\"\nkind = \"fixed\"\n[params]\n\
+         read = { value = \"8 fortnights\", source = \"t\" }\n\
+         write = { value = \"8ms\", source = \"t\" }\n",
+    )
+    .unwrap();
+    let o = r.fsage([
+        "dev",
+        "create",
+        "--size",
+        "16MiB",
+        "--model",
+        bad.to_str().unwrap(),
+    ]);
+    expect_code(&o, 2, "a bad model file");
+    assert!(
+        stderr(&o).contains(&format!("{}:4", bad.display())),
+        "{}",
+        stderr(&o)
+    );
+    let o = r.fsage([
+        "dev",
+        "create",
+        "--size",
+        "16MiB",
+        "--model",
+        "hdd-7200",
+        "--latency",
+        "1ms",
+    ]);
+    expect_code(&o, 2, "--model with --latency");
+    assert!(!r.path("registry").join("sd0").exists(), "nothing made");
+}
+
+/// A device on the built-in hard disk (100 GiB, sparse: only what is written takes memory) and
+/// one on a latency given to --model: list and stats show the model and its counters, and
+/// dev set refuses the disk (its timing is the model's) but changes the fixed one.
+#[test]
+fn dev_create_runs_a_model() {
+    if !can_run("dev_create_runs_a_model", &[]) {
+        return;
+    }
+    let r = Reg::new();
+    let disk = stdout(&r.ok(["dev", "create", "--size", "100GiB", "--model", "hdd-7200"]))
+        .trim()
+        .to_string();
+    let fixed = stdout(&r.ok(["dev", "create", "--size", "16MiB", "--model", "100us"]))
+        .trim()
+        .to_string();
+    let o = Command::new("dd")
+        .args([
+            &format!("if={disk}"),
+            "of=/dev/null",
+            "bs=4k",
+            "count=5",
+            "skip=10000000",
+            "iflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = json(&r.ok(["dev", "list", "--json"]));
+    let find = |dev: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["device"] == dev)
+            .unwrap()
+            .clone()
+    };
+    let d = find(&disk);
+    assert_eq!(d["model"]["name"], "hdd-7200", "{d}");
+    assert!(d["model_stats"]["seeks"].as_u64().unwrap() >= 1, "{d}");
+    let f = find(&fixed);
+    assert_eq!(f["latencies"]["read_ns"], 100_000, "{f}");
+    assert!(f["model"]["name"].is_string(), "{f}");
+    let text = stdout(&r.ok(["dev", "list"]));
+    assert!(text.contains("hdd-7200"), "{text}");
+    let st = json(&r.ok(["dev", "stats", &disk, "--json"]));
+    assert_eq!(st["model"]["name"], "hdd-7200", "{st}");
+    assert!(st["model"]["stats"]["reads"].as_u64().unwrap() >= 5, "{st}");
+    let text = stdout(&r.ok(["dev", "stats", &disk]));
+    assert!(
+        text.contains("seeks") && text.contains("hard disk"),
+        "{text}"
+    );
+    let o = r.fsage(["dev", "set", &disk, "--latency", "1ms"]);
+    expect_code(&o, 2, "dev set on a hard disk");
+    assert!(
+        stderr(&o).contains("runs the device model hdd-7200"),
+        "{}",
+        stderr(&o)
+    );
+    r.ok(["dev", "set", &fixed, "--latency", "1ms"]);
+    let f = json(&r.ok(["dev", "stats", &fixed, "--json"]));
+    assert_eq!(f["latencies"]["read_ns"], 1_000_000, "{f}");
+    r.ok(["dev", "destroy", "--all"]);
+}
