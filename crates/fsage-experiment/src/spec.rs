@@ -1497,4 +1497,51 @@ set = { nfiles = 100 }
         assert_eq!(w[0].matches("image list").count(), 1, "{}", w[0]);
         assert!(p(GOOD).unwrap().missing_images(lib.path()).is_empty());
     }
+
+    /// Cell ids of a resumed experiment must not change when the parsers of its quantities do:
+    /// ids pinned as they were before the latencies, durations and sizes moved to fsage-units.
+    #[test]
+    fn cell_ids_are_pinned() {
+        let text = GOOD
+            .replace("\"30s\"", "\"1.5m\"")
+            .replace("\"5s\"", "\"0.5s\"")
+            .replace("\"1GiB\"", "\"1.5GiB\"")
+            .replace(
+                "latencies = [\"none\"]",
+                "latencies = [\"none\", \"250ns\", \"1.5ms\", \"100 µs\", \"2s\"]",
+            )
+            .replace("step = \"500us\"", "step = \"0.25ms\"");
+        let plan = p(&text).unwrap().plan();
+        let ids: Vec<&str> = plan
+            .cells
+            .iter()
+            .filter(|c| c.rep == 0 && c.fs.label == "ext4")
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "ext4-fresh-varmail-plain-r0-3eca255f40db",
+                "ext4-aged.meyer-varmail-plain-r0-be96e6b0901d",
+                "ext4-fresh-varmail-0us-r0-7ca8a7307773",
+                "ext4-aged.meyer-varmail-0us-r0-e349d55faf16",
+                "ext4-fresh-varmail-0.25us-r0-8bc1e6bbccd0",
+                "ext4-aged.meyer-varmail-0.25us-r0-dd9feb29f4fb",
+                "ext4-fresh-varmail-100us-r0-4c4500669acb",
+                "ext4-aged.meyer-varmail-100us-r0-edb3431f9a77",
+                "ext4-fresh-varmail-250us-r0-8a185fc20e55",
+                "ext4-aged.meyer-varmail-250us-r0-511a6a72bd07",
+                "ext4-fresh-varmail-500us-r0-05c5c7bc7f90",
+                "ext4-aged.meyer-varmail-500us-r0-518b0b69e277",
+                "ext4-fresh-varmail-750us-r0-ef363df398f9",
+                "ext4-aged.meyer-varmail-750us-r0-b7a153431886",
+                "ext4-fresh-varmail-1000us-r0-37b34ca9d68a",
+                "ext4-aged.meyer-varmail-1000us-r0-be2017ae2d5d",
+                "ext4-fresh-varmail-1500us-r0-f6d2651491c8",
+                "ext4-aged.meyer-varmail-1500us-r0-b906792d8941",
+                "ext4-fresh-varmail-2000000us-r0-ff0487b084da",
+                "ext4-aged.meyer-varmail-2000000us-r0-dc574c4b0d08",
+            ]
+        );
+    }
 }
