@@ -18,7 +18,8 @@
 //! ```
 //!
 //! - A size bin holds the files larger than the previous edge (0 bytes for the first bin) and at
-//!   most its own edge; edges are whole numbers of bytes, strictly increasing, at most 2^63-1.
+//!   most its own edge; edges are whole numbers of bytes (or strings with a unit, `"4KiB"`, in
+//!   the grammar of fsage-units), strictly increasing, at most 2^63-1.
 //! - A depth bin holds the files `depth` directories below the root (0 = in the root); `subdirs`
 //!   is how many directories sit at that depth (children of depth-`depth` directories, holding
 //!   the files of depth `depth + 1`). Depths are whole numbers, strictly increasing.
@@ -181,6 +182,10 @@ fn row_numbers(row: &Value, label: &str, index: usize) -> Result<Vec<Num>, Strin
         .map(|(j, cell)| match cell {
             Value::Integer(i) => Ok(Num::Int((*i).into())),
             Value::Float(x) => Ok(Num::Float(*x)),
+            // A size edge may be written with a unit, in the one grammar of sizes.
+            Value::String(s) if label == "size" && j == 0 => fsage_units::parse_size(s)
+                .map(|b| Num::Int(b.into()))
+                .map_err(|e| wrong(format!("edge: {e}"))),
             other => Err(wrong(format!(
                 "element {} must be a number, found {}",
                 j + 1,

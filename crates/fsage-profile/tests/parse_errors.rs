@@ -463,3 +463,28 @@ fn counts_a_file_system_cannot_hold_are_refused() {
     ));
     assert!(e.message.contains("at most 4096"), "{e}");
 }
+
+#[test]
+fn size_edges_may_carry_a_unit_of_the_one_grammar() {
+    let p = parse(
+        &VALID.replace("[[1024, 10], [2048, 5]]", "[[\"1K\", 10], [\"2.5 KB\", 5]]"),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(p.sizes[0].max_bytes, 1024);
+    assert_eq!(p.sizes[1].max_bytes, 2500);
+    refused(
+        "[2048, 5]",
+        "[\"2 KQ\", 5]",
+        7,
+        "size bin 2: edge: `2 KQ` is not a size: unknown unit `KQ`",
+    );
+    refused("[2048, 5]", "[\"-2K\", 5]", 7, "cannot be negative");
+    // Only the edge of a size bin: weights, depths and ages stay numbers.
+    refused(
+        "[1, 3, 0]",
+        "[\"1K\", 3, 0]",
+        10,
+        "depth bin 2: element 1 must be a number, found string",
+    );
+}
