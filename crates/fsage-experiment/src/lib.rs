@@ -87,7 +87,7 @@ mod tests {
         let file = d.path().join("x.toml");
         std::fs::write(
             &file,
-            "name = \"x\"\nduration = 1\nimage_size = \"64MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+            "name = \"x\"\nduration = \"1s\"\nimage_size = \"64MiB\"\n[[fs]]\nkind = \"ext4\"\n\
              [[state]]\nkind = \"image\"\nname = \"fsage-test-never-saved-7f3a\"\nfs = \"ext4\"\n\
              [[workload]]\nname = \"varmail\"\n",
         )

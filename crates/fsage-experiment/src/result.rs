@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn a_cell_result_round_trips_and_a_dir_is_read() {
         let spec = crate::spec::parse(
-            "name = \"t\"\nduration = 1\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
+            "name = \"t\"\nduration = \"1s\"\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
              [[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n",
             "t.toml",
             Path::new("."),

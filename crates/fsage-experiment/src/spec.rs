@@ -828,7 +828,7 @@ fn devices(
     image_size: u64,
 ) -> Result<(Vec<Option<f64>>, Vec<fsage_device::ModelSpec>), Error> {
     let r = d.get_ref();
-    let mut set: BTreeSet<Option<i64>> = BTreeSet::new();
+    let mut set: BTreeSet<Option<u64>> = BTreeSet::new();
     let mut models: Vec<fsage_device::ModelSpec> = Vec::new();
     for v in &r.latencies {
         match v.get_ref() {
@@ -858,24 +858,24 @@ fn devices(
                 models.push(m);
             }
             _ => {
-                set.insert(Some(ns(latency(cx, v)?)));
+                set.insert(Some(latency(cx, v, "latencies")?));
             }
         }
     }
     for rg in &r.ranges {
         let g = rg.get_ref();
         let (from, to, step) = (
-            latency(cx, &g.from)?,
-            latency(cx, &g.to)?,
-            latency(cx, &g.step)?,
+            latency(cx, &g.from, "from")?,
+            latency(cx, &g.to, "to")?,
+            latency(cx, &g.step, "step")?,
         );
-        if step <= 0.0 {
+        if step == 0 {
             return Err(cx.at(g.step.span(), "`step` must be above 0"));
         }
         if to < from {
             return Err(cx.at(g.to.span(), "`to` is below `from`"));
         }
-        let n = ((to - from) / step + 1e-9).floor() as u64 + 1;
+        let n = (to - from) / step + 1;
         if n > 1000 {
             return Err(cx.at(
                 rg.span(),
@@ -883,7 +883,7 @@ fn devices(
             ));
         }
         for i in 0..n {
-            set.insert(Some(ns(from + step * i as f64)));
+            set.insert(Some(from + step * i));
         }
     }
     if set.is_empty() && models.is_empty() {
@@ -901,89 +901,51 @@ fn devices(
     ))
 }
 
-fn ns(us: f64) -> i64 {
-    (us * 1000.0).round() as i64
-}
-
-/// A device latency in µs: `"0"`, `"250ns"`, `"100us"` (or `µs`), `"1.5ms"`, `"1s"`, or an
-/// integer 0.
-fn latency(cx: &Ctx, v: &Spanned<toml::Value>) -> Result<f64, Error> {
-    let bad = |what: &str| {
-        cx.at(
-            v.span(),
-            format!(
-                "{what}: a latency is a string such as \"0\", \"100us\", \"1.5ms\" or \"none\""
-            ),
-        )
-    };
-    let t = match v.get_ref() {
-        toml::Value::String(s) => s.trim().to_string(),
-        toml::Value::Integer(0) => return Ok(0.0),
-        toml::Value::Integer(i) => return Err(bad(&format!("{i} has no unit"))),
-        other => return Err(bad(&format!("found {}", other.type_str()))),
-    };
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let x: f64 = num.parse().map_err(|_| bad(&format!("{t:?}")))?;
-    let mult = match unit.trim() {
-        "" if x == 0.0 => 1.0,
-        "ns" => 1e-3,
-        "us" | "µs" => 1.0,
-        "ms" => 1e3,
-        "s" => 1e6,
-        "" => return Err(bad(&format!("{t:?} has no unit"))),
-        u => return Err(bad(&format!("unknown unit {u:?} in {t:?}"))),
-    };
-    let us = x * mult;
-    if !us.is_finite() || us > 10e6 {
-        return Err(bad(&format!("{t:?} is above 10 s")));
-    }
-    Ok(us)
-}
-
-fn duration_or_zero(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
-    match v.get_ref() {
-        toml::Value::Integer(0) => Ok(0.0),
-        toml::Value::String(s) if s.trim() == "0" || s.trim() == "0s" => Ok(0.0),
-        _ => duration(cx, v, key),
-    }
-}
-
-/// A positive duration: `"90s"`, `"5m"`, `"1h"`, or a number of seconds.
-fn duration(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
-    let bad = || {
-        cx.at(
-            v.span(),
-            format!("`{key}`: expected a positive duration such as \"90s\", \"5m\", \"1h\" or a number of seconds"),
-        )
-    };
-    let secs = match v.get_ref() {
-        toml::Value::Integer(i) => *i as f64,
-        toml::Value::Float(f) => *f,
-        toml::Value::String(s) => {
-            let t = s.trim();
-            let (num, mult) = match t.char_indices().last() {
-                Some((i, 's')) => (&t[..i], 1.0),
-                Some((i, 'm')) => (&t[..i], 60.0),
-                Some((i, 'h')) => (&t[..i], 3600.0),
-                _ => (t, 1.0),
-            };
-            num.trim().parse::<f64>().map_err(|_| bad())? * mult
+/// A quantity in the one grammar of fsage-units, from a TOML string (or a number, which is read
+/// as its text: only 0 needs no unit), the error at its line naming `key`.
+fn quantity<T>(
+    cx: &Ctx,
+    v: &Spanned<toml::Value>,
+    key: &str,
+    parse: fn(&str) -> Result<T, fsage_units::UnitError>,
+) -> Result<T, Error> {
+    let text = match v.get_ref() {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        other => {
+            return Err(cx.at(
+                v.span(),
+                format!("`{key}`: expected a string such as \"100us\", found {}", other.type_str()),
+            ))
         }
-        _ => return Err(bad()),
     };
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
-        return Err(bad());
+    parse(&text).map_err(|e| cx.at(v.span(), format!("`{key}`: {e}")))
+}
+
+/// A device latency in ns (fsage-units: `"0"`, `"250ns"`, `"100us"`, `"1.5ms"`, at most 60 s).
+fn latency(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
+    quantity(cx, v, key, fsage_units::parse_latency)
+}
+
+/// A duration in seconds, 0 allowed (fsage-units: `"90s"`, `"5m"`, `"1h"`, `"0"`).
+fn duration_or_zero(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    quantity(cx, v, key, fsage_units::parse_duration).map(|d| d.as_secs_f64())
+}
+
+/// A positive duration in seconds.
+fn duration(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    let secs = duration_or_zero(cx, v, key)?;
+    if secs <= 0.0 {
+        return Err(cx.at(v.span(), format!("`{key}` must be more than 0")));
     }
     Ok(secs)
 }
 
 fn size(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
     match v.get_ref() {
-        toml::Value::String(s) => fsage_profile::parse_size(s)
-            .map_err(|e| cx.at(v.span(), format!("`{key}` = {s:?}: {e}"))),
+        toml::Value::String(s) => fsage_units::parse_size(s)
+            .map_err(|e| cx.at(v.span(), format!("`{key}`: {e}"))),
         toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
         other => Err(cx.at(
             v.span(),
@@ -1276,7 +1238,7 @@ set = { nfiles = 100 }
 
         let e = err(&GOOD.replace("step = \"500us\"", "step = \"500\""));
         assert!(e.starts_with("x.toml:27:"), "{e}");
-        assert!(e.contains("has no unit"), "{e}");
+        assert!(e.contains("`step`: `500` is not a latency: give a unit"), "{e}");
 
         let e = err(&GOOD.replace("name = \"varmail\"", "name = \"mailserver\""));
         assert!(e.starts_with("x.toml:30:"), "{e}");

@@ -2,7 +2,8 @@
 
 use crate::human_bytes;
 use fsage_slowdev::bench::BenchReport;
-use fsage_slowdev::{format_ns, DeviceInfo, DeviceStats, LatencySummary, Measurement};
+use fsage_slowdev::{DeviceInfo, DeviceStats, LatencySummary, Measurement};
+use fsage_units::{format_bandwidth, format_latency};
 use std::fmt::Write as _;
 
 fn us(ns: f64) -> String {
@@ -11,13 +12,13 @@ fn us(ns: f64) -> String {
 
 fn lat_cell(l: &fsage_slowdev::Latencies) -> String {
     if l.read_ns == l.write_ns && l.write_ns == l.flush_ns {
-        format_ns(l.read_ns)
+        format_latency(l.read_ns)
     } else {
         format!(
             "r {} w {} f {}",
-            format_ns(l.read_ns),
-            format_ns(l.write_ns),
-            format_ns(l.flush_ns)
+            format_latency(l.read_ns),
+            format_latency(l.write_ns),
+            format_latency(l.flush_ns)
         )
     }
 }
@@ -50,7 +51,7 @@ pub fn list(devs: &[DeviceInfo]) -> String {
                 .map_or("-".into(), |p| p.display().to_string()),
             timing_cell(r),
             r.bandwidth
-                .map_or("-".into(), |b| format!("{}/s", human_bytes(b))),
+                .map_or("-".into(), |b| format_bandwidth(b as f64)),
             r.queue_depth.map_or("-".into(), |q| q.to_string()),
             d.requests.map_or("-".into(), |n| n.to_string()),
             state,
@@ -117,7 +118,7 @@ pub fn stats(s: &DeviceStats) -> String {
                     .map_or(String::new(), |m| format!("model {}: ", m.name)),
                 lat_cell(&s.latencies),
                 s.bandwidth
-                    .map_or("unlimited".into(), |b| format!("{}/s", human_bytes(b))),
+                    .map_or("unlimited".into(), |b| format_bandwidth(b as f64)),
                 s.queue_depth.map_or("unlimited".into(), |q| q.to_string()),
                 s.uptime_s
             );
@@ -266,7 +267,7 @@ pub fn bench(r: &BenchReport) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {:+.1}% | {} | {} | {:+.1}% | {} | {} |",
-            format_ns(a.setting_ns),
+            format_latency(a.setting_ns),
             a.pattern.name(),
             us(a.measured.latency.mean_ns),
             us(a.added_mean_ns),
@@ -297,7 +298,7 @@ pub fn bench(r: &BenchReport) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {:+.2}% | {} | {:+.2}% | {} | {} |",
-            format_ns(a.setting_ns),
+            format_latency(a.setting_ns),
             a.pattern.name(),
             us(a.daemon.mean_ns),
             err(a.daemon.mean_ns),

@@ -61,9 +61,9 @@ pub fn render(s: &GitSeries) -> String {
             o,
             "measured on a slow device: {} per read, {} per write, {} per flush (replay at full \
              speed)",
-            fsage_slowdev::format_ns(l.read_ns),
-            fsage_slowdev::format_ns(l.write_ns),
-            fsage_slowdev::format_ns(l.flush_ns)
+            fsage_units::format_latency(l.read_ns),
+            fsage_units::format_latency(l.write_ns),
+            fsage_units::format_latency(l.flush_ns)
         );
     }
     if s.grep_reps > 1 {

@@ -1,7 +1,7 @@
 //! The human form of `fsage experiment plan`.
 
 use crate::human_bytes;
-use fsage_experiment::analysis::sweep::fmt_latency;
+use fsage_units::format_latency_us;
 use fsage_experiment::spec::{Plan, StateSpec, WorkloadSource};
 use std::fmt::Write as _;
 
@@ -36,7 +36,7 @@ pub fn render(p: &Plan) -> String {
             wl,
             match &c.device_model {
                 Some(m) => format!("model {}", m.name),
-                None => c.latency_us.map_or("plain".into(), fmt_latency),
+                None => c.latency_us.map_or("plain".into(), format_latency_us),
             },
             c.rep.to_string(),
             format!(
@@ -165,7 +165,7 @@ mod tests {
     #[test]
     fn plan_columns_stay_in_line() {
         let spec = fsage_experiment::spec::parse(
-            "name = \"t\"\nduration = 1\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
+            "name = \"t\"\nduration = \"1s\"\nimage_size = \"1GiB\"\n[[fs]]\nkind = \"ext4\"\n\
              [[fs]]\nkind = \"xfs\"\nlabel = \"xfs-with-a-long-label\"\n\
              [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
              label = \"meyer-with-a-long-label\"\n\

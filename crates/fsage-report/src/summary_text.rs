@@ -2,11 +2,11 @@
 
 use crate::inputs::ReportSet;
 use fsage_core::against::AgingFigures;
-use fsage_experiment::analysis::sweep::fmt_latency;
+use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
 fn lat(l: Option<f64>) -> String {
-    l.map_or("plain".into(), fmt_latency)
+    l.map_or("plain".into(), format_latency_us)
 }
 
 pub fn render(set: &ReportSet) -> String {
@@ -130,9 +130,9 @@ pub fn render(set: &ReportSet) -> String {
                 i.workload,
                 i.state.label(),
                 i.faster_slow_device,
-                fmt_latency(i.from_us),
+                format_latency_us(i.from_us),
                 i.faster_fast_device,
-                fmt_latency(i.to_us),
+                format_latency_us(i.to_us),
                 if i.confirmed {
                     ""
                 } else {

@@ -156,7 +156,7 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
     ];
     let mut accuracy = Vec::new();
     for &lat in &spec.latencies {
-        progress(&format!("accuracy at {}", crate::format_ns(lat)));
+        progress(&format!("accuracy at {}", fsage_units::format_latency(lat)));
         dev.device_mut()
             .set_latency(Latencies::uniform(lat), None)?;
         // Enough requests for a p99 at long latencies.

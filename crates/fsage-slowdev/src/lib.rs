@@ -59,9 +59,7 @@ pub use daemon::serve;
 pub use device::{destroy_all, list_devices, DeviceGuard, DeviceInfo, SlowDevice};
 pub use measure::{measure, MeasureSpec, Measurement, Pattern};
 pub use registry::{DeviceRecord, Registry};
-pub use spec::{
-    format_ns, parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, LatencyChange,
-};
+pub use spec::{Backing, DeviceSpec, Latencies, LatencyChange};
 pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary, ModelInfo};
 
 /// An error of the slow-device crate: what went wrong, where, and who is to act on it (the type

@@ -160,7 +160,7 @@ impl DeviceSpec {
                 self.threads
             )));
         }
-        let max = 60_000_000_000;
+        let max = fsage_units::LATENCY_MAX_NS;
         for (what, v) in [
             ("read", latencies.read_ns),
             ("write", latencies.write_ns),
@@ -168,8 +168,8 @@ impl DeviceSpec {
         ] {
             if v > max {
                 return Err(Error::input(format!(
-                    "{what} latency {}: at most 60s",
-                    format_ns(v)
+                    "{what} latency {}: at most 60 s",
+                    fsage_units::format_latency(v)
                 )));
             }
         }
@@ -182,70 +182,6 @@ impl DeviceSpec {
             ),
             _ => Ok(()),
         }
-    }
-}
-
-/// Parses a latency: `0`, `10us` (or `10µs`), `100ns`, `1.5ms`, `2s`; a bare number is
-/// microseconds. Returns nanoseconds.
-pub fn parse_latency(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?}: not a latency (give e.g. 0, 10us, 1ms, 2.5ms)"))?;
-    let scale = match unit.trim() {
-        "" | "us" | "µs" => 1e3,
-        "ns" => 1.0,
-        "ms" => 1e6,
-        "s" => 1e9,
-        u => {
-            return Err(format!(
-                "{text:?}: unknown unit {u:?} (use ns, us, ms or s)"
-            ))
-        }
-    };
-    let ns = value * scale;
-    if !ns.is_finite() || !(0.0..=60e9).contains(&ns) {
-        return Err(format!("{text:?}: out of range (0 to 60s)"));
-    }
-    Ok(ns.round() as u64)
-}
-
-/// Parses a bandwidth: a size per second (`500MiB`, `1G`, `200MB/s`). Returns bytes per second.
-pub fn parse_bandwidth(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let t = t.strip_suffix("/s").unwrap_or(t);
-    let b = fsage_profile::units::parse_size(t)
-        .map_err(|e| format!("{text:?}: not a bandwidth (give e.g. 500MiB/s): {e}"))?;
-    if b == 0 {
-        return Err(format!("{text:?}: bandwidth must be positive"));
-    }
-    Ok(b)
-}
-
-/// `0`, `950ns`, `10us`, `1.5ms`, `2s`.
-pub fn format_ns(ns: u64) -> String {
-    if ns == 0 {
-        "0".into()
-    } else if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        trim(format!("{:.3}", ns as f64 / 1e3)) + "us"
-    } else if ns < 1_000_000_000 {
-        trim(format!("{:.3}", ns as f64 / 1e6)) + "ms"
-    } else {
-        trim(format!("{:.3}", ns as f64 / 1e9)) + "s"
-    }
-}
-
-fn trim(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 
@@ -294,24 +230,6 @@ mod tests {
     }
 
     use super::*;
-
-    #[test]
-    fn latencies_parse_and_print() {
-        assert_eq!(parse_latency("0"), Ok(0));
-        assert_eq!(parse_latency("10us"), Ok(10_000));
-        assert_eq!(parse_latency("10µs"), Ok(10_000));
-        assert_eq!(parse_latency("1.5ms"), Ok(1_500_000));
-        assert_eq!(parse_latency("250ns"), Ok(250));
-        assert_eq!(parse_latency("7"), Ok(7_000));
-        assert!(parse_latency("1h").is_err());
-        assert!(parse_latency("-1ms").is_err());
-        assert!(parse_latency("61s").is_err());
-        assert_eq!(format_ns(1_500_000), "1.5ms");
-        assert_eq!(format_ns(10_000), "10us");
-        assert_eq!(format_ns(0), "0");
-        assert_eq!(parse_bandwidth("1MiB/s"), Ok(1 << 20));
-        assert!(parse_bandwidth("0").is_err());
-    }
 
     #[test]
     fn specs_are_checked() {

@@ -21,6 +21,7 @@
 //!
 //! Printing: [`format_size`] (binary units, `1.5 GiB`), [`format_latency`] (`250 ns`, `100 µs`,
 //! `1.5 ms`, `2 s`: exact to the nanosecond, and read back by [`parse_latency`]),
+//! [`format_latency_round`] (measured latencies to three digits: `1.23 ms`),
 //! [`format_duration`] (run lengths for people: `3m 05s`), [`format_bandwidth`] (`205 MB/s`).
 
 use std::time::Duration;
@@ -325,6 +326,36 @@ pub fn format_latency_us(us: f64) -> String {
     format_latency((us * 1e3).round() as u64)
 }
 
+/// A measured latency (in µs, as the analyses keep them) to three significant digits, in the
+/// unit that keeps it between 1 and 1000: `0`, `250 ns`, `12.3 µs`, `456 µs`, `1.23 ms`, `2 s`.
+/// For measurements and axis ticks, where digits past the third are noise; settings print
+/// exactly with [`format_latency`].
+pub fn format_latency_round(us: f64) -> String {
+    if !us.is_finite() || us < 0.0 {
+        return format!("{us} µs");
+    }
+    let ns = us * 1e3;
+    if ns == 0.0 {
+        return "0".into();
+    }
+    // Round to three significant digits first, so that 999.7 µs becomes 1 ms.
+    let step = 10f64.powi(ns.log10().floor() as i32 - 2);
+    let ns = (ns / step).round() * step;
+    let (scale, unit) = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+        .into_iter()
+        .find(|&(scale, _)| ns >= scale)
+        .unwrap_or((1.0, "ns"));
+    let v = ns / scale;
+    let decimals = (2 - v.log10().floor() as i32).clamp(0, 3) as usize;
+    let text = format!("{v:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {unit}")
+}
+
 /// A duration for people: `7.4s`, `42s`, `3m 05s`, `1h 02m`, `12 days` (estimates of long runs
 /// reach years).
 pub fn format_duration(secs: f64) -> String {
@@ -435,6 +466,15 @@ mod tests {
         assert_eq!(format_latency(1_000_001), "1.000001 ms");
         assert_eq!(format_latency(2_000_000_000), "2 s");
         assert_eq!(format_latency_us(100.0), "100 µs");
+        assert_eq!(format_latency_round(0.0), "0");
+        assert_eq!(format_latency_round(0.25), "250 ns");
+        assert_eq!(format_latency_round(12.345), "12.3 µs");
+        assert_eq!(format_latency_round(456.4), "456 µs");
+        assert_eq!(format_latency_round(999.7), "1 ms");
+        assert_eq!(format_latency_round(1234.5), "1.23 ms");
+        assert_eq!(format_latency_round(10_000.0), "10 ms");
+        assert_eq!(format_latency_round(2e6), "2 s");
+        assert_eq!(format_latency_round(0.0005), "0.5 ns");
         assert_eq!(format_duration(185.0), "3m 05s");
         assert_eq!(format_duration(12.0 * 86400.0), "12 days");
     }

@@ -3,11 +3,9 @@
 
 use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use crate::progress::Bar;
-use crate::util::parse_duration;
 use clap::{Args, ValueEnum};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_exec::{Observer, Progress, State, StopConditions, StopReason, WriteMode};
-use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
 use std::path::PathBuf;
@@ -24,9 +22,10 @@ pub struct AgeArgs {
     /// Built-in profile name or profile file (.toml). Required unless --resume.
     #[arg(long, short = 'p', required_unless_present = "resume")]
     pub profile: Option<String>,
-    /// Capacity C (e.g. 4GiB, 512M). Default: the size of the file system holding TARGET_DIR.
-    #[arg(long)]
-    pub capacity: Option<String>,
+    /// Capacity C (e.g. 4GiB, 512M; 4GB is 4×10⁹ bytes). Default: the size of the file system
+    /// holding TARGET_DIR.
+    #[arg(long, value_parser = fsage_units::parse_size)]
+    pub capacity: Option<u64>,
     /// Fullness u in (0, 1]. Default: the profile's.
     #[arg(long)]
     pub fullness: Option<f64>,
@@ -44,15 +43,15 @@ pub struct AgeArgs {
     pub exact_sizes: bool,
     /// Allocation unit for counting space. Default: the target file system's block size (4096 in
     /// a dry run without a target).
-    #[arg(long)]
-    pub block_size: Option<String>,
+    #[arg(long, value_parser = fsage_units::parse_size)]
+    pub block_size: Option<u64>,
     /// File operations run on N threads; the decisions (and the op log) stay the same for every N.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Stop after this long (e.g. 90s, 30m, 2h; a bare number is seconds). Counts every session of
-    /// a resumed run.
-    #[arg(long)]
-    pub max_time: Option<String>,
+    /// Stop after this long (e.g. 90s, 30m, 2h: a unit is required). Counts every session of a
+    /// resumed run.
+    #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub max_time: Option<Duration>,
     /// Stop after writing this many times the capacity.
     #[arg(long)]
     pub max_overwrites: Option<f64>,
@@ -76,9 +75,9 @@ pub struct AgeArgs {
     /// beside the target; a dry run keeps one only when asked.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
-    /// Seconds between checkpoints (at least; a large state is saved less often).
-    #[arg(long, default_value = "5s", value_name = "DUR")]
-    pub checkpoint_interval: String,
+    /// Time between checkpoints (at least; a large state is saved less often).
+    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub checkpoint_interval: Duration,
     /// Continue the run saved in STATE; stopping conditions and --threads may change, options
     /// that change decisions may not.
     #[arg(long, value_name = "STATE", conflicts_with_all = ["profile", "state"])]
@@ -96,8 +95,8 @@ pub struct AgeArgs {
     pub fs: Option<FsArg>,
     /// Size of the image made by --fs (e.g. 4GiB); with --device, of the file system (default:
     /// the whole device).
-    #[arg(long, requires = "fs")]
-    pub size: Option<String>,
+    #[arg(long, requires = "fs", value_parser = fsage_units::parse_size)]
+    pub size: Option<u64>,
     /// With --fs: format this block device (e.g. a slow device from `fsage dev create`) instead
     /// of an image; TARGET is then the directory to mount it on.
     #[arg(long, requires = "fs")]
@@ -145,20 +144,11 @@ fn stop_conditions(args: &AgeArgs) -> Result<StopConditions, CmdError> {
         return Err(bad_input("--max-ops 0: must be at least 1"));
     }
     Ok(StopConditions {
-        max_time: args
-            .max_time
-            .as_deref()
-            .map(|t| parse_duration("--max-time", t))
-            .transpose()?,
+        max_time: args.max_time,
         max_overwrites: args.max_overwrites,
         confidence: args.confidence,
         max_ops: args.max_ops,
     })
-}
-
-fn size_flag(flag: &str, text: Option<&str>) -> Result<Option<u64>, CmdError> {
-    text.map(|t| parse_size(t).map_err(|e| bad_input(format!("{flag} {t:?}: {e}"))))
-        .transpose()
 }
 
 /// The flags as a library request; every value is parsed and range-checked here, so errors name
@@ -181,7 +171,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
                 FsArg::Xfs => fsage_lab::FsKind::Xfs,
                 FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
             },
-            size: match size_flag("--size", args.size.as_deref())? {
+            size: match args.size {
                 None if args.device.is_none() => {
                     return Err(bad_input("--fs needs --size (or --device)"))
                 }
@@ -223,7 +213,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
             fsage_sys::check_writable_file(p).map_err(|e| bad_input(format!("{flag} {e}")))?;
         }
     }
-    let block_size = size_flag("--block-size", args.block_size.as_deref())?;
+    let block_size = args.block_size;
     // Refused before anything is made (an image with --fs), by the library's rule.
     if let Some(b) = block_size {
         fsage_core::age::check_block_size(b)
@@ -232,7 +222,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     Ok(AgeRequest {
         profile: args.profile.clone(),
         target: args.target.clone(),
-        capacity: size_flag("--capacity", args.capacity.as_deref())?,
+        capacity: args.capacity,
         fullness: args.fullness,
         seed: args.seed,
         dry_run: args.dry_run,
@@ -248,7 +238,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         json: args.json.clone(),
         op_log: args.op_log.clone(),
         state: args.state.clone(),
-        checkpoint_interval: parse_duration("--checkpoint-interval", &args.checkpoint_interval)?,
+        checkpoint_interval: args.checkpoint_interval,
         resume: args.resume.clone(),
         force: args.force,
         new_fs,

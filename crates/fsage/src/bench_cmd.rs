@@ -3,7 +3,6 @@
 //! BENCHMARKS.md can show decisions per second and bytes per live file from 10^4 to 10^7 files.
 
 use crate::exit::{bad_input, interrupted, CmdResult};
-use crate::util::parse_duration;
 use clap::{Args, Subcommand};
 use fsage_exec::planner_bench;
 use fsage_profile::human_bytes;
@@ -53,15 +52,15 @@ pub struct RunArgs {
     /// Override a variable of the workload: --set nfiles=50000 (repeatable).
     #[arg(long = "set", value_name = "VAR=VALUE")]
     pub set: Vec<String>,
-    /// Measured time per repetition (default: the workload's `run N`, else 60s).
-    #[arg(long, conflicts_with = "ops")]
-    pub duration: Option<String>,
+    /// Measured time per repetition, e.g. 60s or 5m (default: the workload's `run N`, else 60s).
+    #[arg(long, conflicts_with = "ops", value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Stop after N operations (all threads together) instead of after a time.
     #[arg(long)]
     pub ops: Option<u64>,
-    /// Run this long before measuring.
-    #[arg(long)]
-    pub warmup: Option<String>,
+    /// Run this long before measuring (e.g. 10s; 0 for none).
+    #[arg(long, value_name = "DUR", value_parser = fsage_units::parse_duration)]
+    pub warmup: Option<std::time::Duration>,
     /// Instances of every thread (instead of the workload's).
     #[arg(long)]
     pub threads: Option<u64>,
@@ -182,16 +181,12 @@ fn flag(s: fsage_workload::Setting) -> &'static str {
 fn run_bench(a: RunArgs) -> CmdResult {
     fsage_signals::install();
     let w = Workload::resolve(&a.workload)?.with_assignments(&a.set)?;
-    let stop = match (&a.duration, a.ops) {
-        (Some(d), _) => Some(Stop::Duration(parse_duration("--duration", d)?)),
+    let stop = match (a.duration, a.ops) {
+        (Some(d), _) => Some(Stop::Duration(d)),
         (None, Some(n)) => Some(Stop::Ops(n)),
         (None, None) => None,
     };
-    let warmup = match &a.warmup {
-        Some(d) if d.trim() == "0" => std::time::Duration::ZERO,
-        Some(d) => parse_duration("--warmup", d)?,
-        None => std::time::Duration::ZERO,
-    };
+    let warmup = a.warmup.unwrap_or_default();
     let cfg = RunConfig {
         stop,
         warmup,

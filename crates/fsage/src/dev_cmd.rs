@@ -2,11 +2,9 @@
 
 use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::{Args, Subcommand};
-use fsage_profile::parse_size;
 use fsage_report::{export, Json, Text};
-use fsage_slowdev::{
-    parse_bandwidth, parse_latency, Backing, DeviceSpec, Latencies, Registry, SlowDevice,
-};
+use fsage_slowdev::{Backing, DeviceSpec, Latencies, Registry, SlowDevice};
+use fsage_units::{format_latency, parse_bandwidth, parse_latency, parse_size};
 use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
@@ -68,21 +66,22 @@ pub enum DevCmd {
 
 #[derive(Args, Debug)]
 pub struct LatencyArgs {
-    /// Latency of every request (reads, writes, flushes): 0, 10us, 100us, 1ms, 2.5ms...
-    #[arg(long)]
-    pub latency: Option<String>,
+    /// Latency of every request (reads, writes, flushes): 0, 250ns, 10us, 1ms, 2.5ms... (a unit is
+    /// required; at most 60s).
+    #[arg(long, value_name = "LAT", value_parser = parse_latency)]
+    pub latency: Option<u64>,
     /// Latency of reads (overrides --latency).
-    #[arg(long)]
-    pub read_latency: Option<String>,
+    #[arg(long, value_name = "LAT", value_parser = parse_latency)]
+    pub read_latency: Option<u64>,
     /// Latency of writes and discards (overrides --latency).
-    #[arg(long)]
-    pub write_latency: Option<String>,
+    #[arg(long, value_name = "LAT", value_parser = parse_latency)]
+    pub write_latency: Option<u64>,
     /// Latency of a flush (an fsync reaching the device). Default: the write latency.
-    #[arg(long)]
-    pub flush_latency: Option<String>,
-    /// Transfer rate added per request as bytes / bandwidth (e.g. 500MiB/s).
-    #[arg(long)]
-    pub bandwidth: Option<String>,
+    #[arg(long, value_name = "LAT", value_parser = parse_latency)]
+    pub flush_latency: Option<u64>,
+    /// Transfer rate added per request as bytes / bandwidth (e.g. 500MiB/s, 200MB/s).
+    #[arg(long, value_name = "BW", value_parser = parse_bandwidth)]
+    pub bandwidth: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -92,8 +91,8 @@ pub struct CreateArgs {
     #[arg(long, required_unless_present = "size")]
     pub image: Option<PathBuf>,
     /// Size of a new sparse image: in /dev/shm (removed by destroy) unless --image names it.
-    #[arg(long)]
-    pub size: Option<String>,
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
     #[command(flatten)]
     pub lat: LatencyArgs,
     /// A device model instead of latencies: a built-in (`fsage dev models`: hdd-7200), a model
@@ -140,14 +139,14 @@ pub struct SetArgs {
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Scratch image size (in /dev/shm).
-    #[arg(long, default_value = "256MiB")]
-    pub size: String,
+    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+    pub size: u64,
     /// Time per measurement (longer for the 10 ms point).
-    #[arg(long, default_value = "3s")]
-    pub duration: String,
+    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub duration: std::time::Duration,
     /// Latencies of the accuracy table.
-    #[arg(long, value_delimiter = ',', default_value = "0,10us,100us,1ms,10ms")]
-    pub latencies: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "0,10us,100us,1ms,10ms", value_parser = parse_latency)]
+    pub latencies: Vec<u64>,
     /// Run the measuring threads SCHED_FIFO (like `chrt -f 20 fio ...`).
     #[arg(long)]
     pub realtime: bool,
@@ -156,28 +155,15 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
-fn lat(flag: &str, v: &Option<String>) -> Result<Option<u64>, CmdError> {
-    v.as_deref()
-        .map(|t| parse_latency(t).map_err(|e| bad_input(format!("{flag}: {e}"))))
-        .transpose()
-}
-
 /// The latencies asked for, on top of `base`.
-fn latencies(a: &LatencyArgs, base: Latencies) -> Result<(Latencies, bool), CmdError> {
+fn latencies(a: &LatencyArgs, base: Latencies) -> (Latencies, bool) {
     let change = fsage_slowdev::LatencyChange {
-        all: lat("--latency", &a.latency)?,
-        read: lat("--read-latency", &a.read_latency)?,
-        write: lat("--write-latency", &a.write_latency)?,
-        flush: lat("--flush-latency", &a.flush_latency)?,
+        all: a.latency,
+        read: a.read_latency,
+        write: a.write_latency,
+        flush: a.flush_latency,
     };
-    Ok((change.apply(base), !change.is_empty()))
-}
-
-fn bandwidth(a: &LatencyArgs) -> Result<Option<u64>, CmdError> {
-    a.bandwidth
-        .as_deref()
-        .map(|t| parse_bandwidth(t).map_err(|e| bad_input(format!("--bandwidth: {e}"))))
-        .transpose()
+    (change.apply(base), !change.is_empty())
 }
 
 pub fn run(cmd: DevCmd) -> CmdResult {
@@ -187,7 +173,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             fsage_slowdev::serve(&dir)?;
         }
         DevCmd::Create(a) => {
-            let (l, any) = latencies(&a.lat, Latencies::default())?;
+            let (l, any) = latencies(&a.lat, Latencies::default());
             let model = a.model.as_deref().map(fsage_device::resolve).transpose()?;
             if !any && model.is_none() {
                 return Err(bad_input(
@@ -195,12 +181,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                      --model",
                 ));
             }
-            let size = a
-                .size
-                .as_deref()
-                .map(|s| parse_size(s).map_err(|e| bad_input(format!("--size: {e}"))))
-                .transpose()?;
-            let backing = match (a.image, size) {
+            let backing = match (a.image, a.size) {
                 (Some(p), None) => Backing::Image(p),
                 (Some(path), Some(size)) => Backing::NewImage { path, size },
                 (None, Some(size)) => Backing::Scratch { size },
@@ -208,7 +189,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             };
             let mut spec = DeviceSpec::new(backing, 0);
             spec.latencies = l;
-            spec.bandwidth = bandwidth(&a.lat)?;
+            spec.bandwidth = a.lat.bandwidth;
             spec.queue_depth = a.queue_depth;
             spec.threads = a.threads;
             spec.realtime = !a.no_realtime;
@@ -231,11 +212,11 @@ pub fn run(cmd: DevCmd) -> CmdResult {
         }
         DevCmd::Set(a) => {
             let mut dev = SlowDevice::open(&registry, &a.dev)?;
-            let (l, any) = latencies(&a.lat, dev.record().latencies)?;
+            let (l, any) = latencies(&a.lat, dev.record().latencies);
             let bw = if a.no_bandwidth {
                 None
             } else {
-                bandwidth(&a.lat)?.or(dev.record().bandwidth)
+                a.lat.bandwidth.or(dev.record().bandwidth)
             };
             if !any && a.lat.bandwidth.is_none() && !a.no_bandwidth {
                 return Err(bad_input(
@@ -247,9 +228,9 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             eprintln!(
                 "{}: read {}, write {}, flush {}",
                 dev.path().display(),
-                fsage_slowdev::format_ns(l.read_ns),
-                fsage_slowdev::format_ns(l.write_ns),
-                fsage_slowdev::format_ns(l.flush_ns)
+                format_latency(l.read_ns),
+                format_latency(l.write_ns),
+                format_latency(l.flush_ns)
             );
         }
         DevCmd::Stats { dev, json } => {
@@ -300,17 +281,10 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             }
         }
         DevCmd::Bench(a) => {
-            let size = parse_size(&a.size).map_err(|e| bad_input(format!("--size: {e}")))?;
-            let duration = crate::util::parse_duration("--duration", &a.duration)?;
-            let lats = a
-                .latencies
-                .iter()
-                .map(|t| parse_latency(t).map_err(|e| bad_input(format!("--latencies: {e}"))))
-                .collect::<Result<Vec<u64>, CmdError>>()?;
             let spec = fsage_slowdev::bench::BenchSpec {
-                size,
-                duration,
-                latencies: lats,
+                size: a.size,
+                duration: a.duration,
+                latencies: a.latencies,
                 realtime: a.realtime,
                 registry: registry.root().to_path_buf(),
                 daemon_cmd: None,

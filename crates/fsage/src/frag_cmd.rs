@@ -33,8 +33,8 @@ pub struct FragArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write one new file of SIZE (e.g. 1GiB), fsync it, count its extents, delete it.
-    #[arg(long, value_name = "SIZE")]
-    pub probe: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = fsage_units::parse_size)]
+    pub probe: Option<u64>,
     /// Free space only: no FIEMAP scan of the files.
     #[arg(long)]
     pub no_files: bool,
@@ -66,12 +66,7 @@ pub fn run(cmd: FragCmd) -> CmdResult {
             "frag: give a MOUNTPOINT to measure, or `frag compare A.json B.json`",
         ));
     };
-    let probe = match &a.probe {
-        Some(s) => Some(
-            fsage_profile::parse_size(s).map_err(|e| bad_input(format!("--probe {s:?}: {e}")))?,
-        ),
-        None => None,
-    };
+    let probe = a.probe;
     if a.threads == Some(0) {
         return Err(bad_input("--threads 0: need at least one thread"));
     }

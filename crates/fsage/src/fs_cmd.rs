@@ -1,11 +1,11 @@
 //! `fsage fs create|mount|umount|drop-caches|trim|check`: file systems on image files or
 //! devices (fsage-lab).
 
-use crate::exit::{bad_input, CmdError, CmdResult};
+use crate::exit::{bad_input, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_lab::mount::MountOptions;
 use fsage_lab::{FsKind, Mounted};
-use fsage_profile::{human_bytes, parse_size};
+use fsage_profile::human_bytes;
 use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
@@ -45,8 +45,8 @@ pub struct FsCreateArgs {
     #[arg(long = "fs")]
     pub fs: String,
     /// Size (e.g. 4GiB, 512M); required for an image file, default the whole device.
-    #[arg(long)]
-    pub size: Option<String>,
+    #[arg(long, value_parser = fsage_units::parse_size)]
+    pub size: Option<u64>,
     /// Extra mkfs arguments, one string (e.g. --mkfs-opts="-b 1024").
     #[arg(long, allow_hyphen_values = true, value_name = "OPTS")]
     pub mkfs_opts: Option<String>,
@@ -81,10 +81,6 @@ pub fn split_opts(o: &Option<String>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn size_flag(flag: &str, s: &str) -> Result<u64, CmdError> {
-    parse_size(s).map_err(|e| bad_input(format!("{flag} {s:?}: {e}")))
-}
-
 /// Leaves `m` mounted (`fsage fs umount` undoes it) and says where.
 fn keep_mounted(target: &std::path::Path, m: Mounted) {
     let (dev, mp) = m.keep();
@@ -101,11 +97,7 @@ pub fn run(cmd: FsCmd) -> CmdResult {
     match cmd {
         FsCmd::Create(a) => {
             let kind = FsKind::parse(&a.fs).map_err(|e| bad_input(format!("--fs: {e}")))?;
-            let size = a
-                .size
-                .as_deref()
-                .map(|s| size_flag("--size", s))
-                .transpose()?;
+            let size = a.size;
             let info = fsage_lab::create_fs(
                 &a.target,
                 &fsage_lab::CreateOptions {

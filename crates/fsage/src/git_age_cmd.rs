@@ -30,8 +30,8 @@ pub struct GitAgeArgs {
     /// Size of the image (e.g. 4GiB); the clean instance is made the same size. With --clean-fs:
     /// the clean instance's size (default: the size of the block device under TARGET_DIR; needed
     /// for a TARGET_DIR on a file system without one, such as tmpfs).
-    #[arg(long)]
-    pub size: Option<String>,
+    #[arg(long, value_parser = fsage_units::parse_size)]
+    pub size: Option<u64>,
     /// For a TARGET_DIR: the clean instance's file system (made as large as the block device
     /// under TARGET_DIR, or --size).
     #[arg(long, value_enum)]
@@ -72,8 +72,8 @@ pub struct GitAgeArgs {
     pub no_measure: bool,
     /// Take every measurement (aged and clean) with the image on a slow device of this latency
     /// per request (e.g. 100us; reads, writes and flushes); the replay stays at full speed.
-    #[arg(long, value_name = "LATENCY", requires = "fs")]
-    pub device_latency: Option<String>,
+    #[arg(long, value_name = "LATENCY", requires = "fs", value_parser = fsage_units::parse_latency)]
+    pub device_latency: Option<u64>,
     /// Cost every grep's block trace on these device models (comma-separated: a latency such as
     /// 1ms, a built-in model such as hdd-7200, or a model file); each gets modeled seconds,
     /// seconds per GiB and an aged/clean ratio in the series. The traces stay in IMAGE.traces/.
@@ -150,13 +150,7 @@ impl Observer for Progress {
 }
 
 pub fn run(a: GitAgeArgs) -> CmdResult {
-    let size = match &a.size {
-        Some(text) => Some(
-            fsage_profile::parse_size(text)
-                .map_err(|e| bad_input(format!("--size {text:?}: {e}")))?,
-        ),
-        None => None,
-    };
+    let size = a.size;
     let target = match (a.fs, a.clean_fs) {
         (Some(fs), None) => Target::Image {
             path: a.target.clone(),
@@ -182,13 +176,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     if a.op_log.is_some() && a.mode != ModeArg::Tree {
         return Err(bad_input("--op-log needs --mode tree"));
     }
-    let device = match &a.device_latency {
-        Some(text) => Some(fsage_git::MeasureDevice::uniform(
-            fsage_slowdev::parse_latency(text)
-                .map_err(|e| bad_input(format!("--device-latency: {e}")))?,
-        )),
-        None => None,
-    };
+    let device = a.device_latency.map(fsage_git::MeasureDevice::uniform);
     let cost_models = a
         .cost_models
         .iter()

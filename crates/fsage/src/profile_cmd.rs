@@ -4,7 +4,7 @@ use crate::exit::{bad_input, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_exec::preflight::estimate_seconds;
 use fsage_profile::{
-    builtin, builtin_names, human_bytes, parse_size, render_tables, to_toml, Fullness,
+    builtin, builtin_names, human_bytes, render_tables, to_toml, Fullness,
 };
 use fsage_report::{export, Text};
 use fsage_sys::write_atomic;
@@ -21,13 +21,13 @@ pub enum ProfileCmd {
         /// A built-in name or a profile file (.toml).
         profile: String,
         /// Capacity to predict T for.
-        #[arg(long, default_value = "50GiB")]
-        capacity: String,
+        #[arg(long, default_value = "50GiB", value_parser = fsage_units::parse_size)]
+        capacity: u64,
         /// Fullness (default: the profile's).
         #[arg(long)]
         fullness: Option<f64>,
-        #[arg(long, default_value = "4096")]
-        block_size: String,
+        #[arg(long, default_value = "4096", value_parser = fsage_units::parse_size)]
+        block_size: u64,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the profile in fsage's TOML format instead.
@@ -91,10 +91,6 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
                 print!("{}", to_toml(&p));
                 return Ok(());
             }
-            let capacity = parse_size(&capacity)
-                .map_err(|e| bad_input(format!("--capacity {capacity:?}: {e}")))?;
-            let block_size = parse_size(&block_size)
-                .map_err(|e| bad_input(format!("--block-size {block_size:?}: {e}")))?;
             // The same checks as `fsage age`, before anything is printed.
             let (plan, mem) = fsage_core::age::plan_at(&p, capacity, fullness, block_size, seed)?;
             let u = plan.config().fullness;
@@ -185,8 +181,8 @@ pub struct ExtractArgs {
     pub output: Option<PathBuf>,
     /// Capacity the tree's allocated bytes are a fraction of (default: the fullness of the file
     /// system holding PATH).
-    #[arg(long)]
-    pub capacity: Option<String>,
+    #[arg(long, value_parser = fsage_units::parse_size)]
+    pub capacity: Option<u64>,
     /// Timestamp giving a file's age: birth time (mtime where the file system has none), mtime
     /// or ctime.
     #[arg(long, value_enum, default_value = "btime")]
@@ -217,13 +213,7 @@ fn extract(a: ExtractArgs) -> CmdResult {
         return Err(bad_input("--threads 0: need at least one thread"));
     }
     let mut opts = ExtractOptions {
-        capacity: match &a.capacity {
-            Some(c) => Some(
-                fsage_profile::parse_size(c)
-                    .map_err(|e| bad_input(format!("--capacity {c:?}: {e}")))?,
-            ),
-            None => None,
-        },
+        capacity: a.capacity,
         age_from: match a.age_from {
             AgeFromArg::Btime => AgeFrom::Btime,
             AgeFromArg::Mtime => AgeFrom::Mtime,

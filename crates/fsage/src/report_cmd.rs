@@ -1,6 +1,6 @@
 //! `fsage report INPUT... -o report.html`.
 
-use crate::exit::{bad_input, CmdError, CmdResult};
+use crate::exit::{bad_input, CmdResult};
 use clap::Args;
 use fsage_experiment::AnalysisOptions;
 use fsage_report::{export, Html, Json, Text};
@@ -24,42 +24,21 @@ pub struct ReportArgs {
     /// latency, sweep, inversions, cells.
     #[arg(long, value_name = "KIND")]
     pub section: Vec<String>,
-    /// The two device latencies the model is calibrated on.
+    /// The two device latencies the model is calibrated on (a unit is required: 5ms, 500us).
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "5ms,10ms",
-        value_name = "L1,L2"
+        value_name = "L1,L2",
+        value_parser = fsage_units::parse_latency
     )]
-    pub calibration: Vec<String>,
+    pub calibration: Vec<u64>,
     /// Relative distance from the model still counted as on it (0.1 = ±10%).
     #[arg(long, default_value_t = 0.10)]
     pub tolerance: f64,
     /// Overwrite FILE of -o or --json.
     #[arg(long)]
     pub force: bool,
-}
-
-fn latency_us(flag: &str, s: &str) -> Result<f64, CmdError> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let x: f64 = num
-        .parse()
-        .map_err(|_| bad_input(format!("{flag} {s:?}: expected a latency such as 5ms")))?;
-    let m = match unit {
-        "us" | "µs" => 1.0,
-        "ms" => 1000.0,
-        "s" => 1e6,
-        _ => {
-            return Err(bad_input(format!(
-                "{flag} {s:?}: give a unit (us, ms or s)"
-            )))
-        }
-    };
-    Ok(x * m)
 }
 
 pub fn run(a: ReportArgs) -> CmdResult {
@@ -76,9 +55,10 @@ pub fn run(a: ReportArgs) -> CmdResult {
             "--calibration: give two latencies, e.g. 5ms,10ms",
         ));
     }
+    // The analyses keep latencies in µs.
     let (c1, c2) = (
-        latency_us("--calibration", &a.calibration[0])?,
-        latency_us("--calibration", &a.calibration[1])?,
+        a.calibration[0] as f64 / 1000.0,
+        a.calibration[1] as f64 / 1000.0,
     );
     if c1 == c2 {
         return Err(bad_input("--calibration: the two latencies must differ"));

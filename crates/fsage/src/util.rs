@@ -1,24 +1,21 @@
 //! Small helpers shared by the subcommands.
 
-use crate::exit::{bad_input, CmdError};
+use fsage_units::{Quantity, UnitError};
 use std::time::Duration;
 
-/// "90s", "30m", "2h", "1d", "1.5h" or a bare number of seconds.
-pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, CmdError> {
-    let t = text.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 's')) => (&t[..i], 1.0),
-        Some((i, 'm')) => (&t[..i], 60.0),
-        Some((i, 'h')) => (&t[..i], 3600.0),
-        Some((i, 'd')) => (&t[..i], 86400.0),
-        _ => (t, 1.0),
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v * mult < 1e12 => Ok(Duration::from_secs_f64(v * mult)),
-        _ => Err(bad_input(format!(
-            "{flag} {text:?}: expected a positive duration such as 90s, 30m, 2h or a number of seconds"
-        ))),
+/// A duration above 0, as a clap value parser (clap names the flag in the error): the grammar
+/// of fsage-units, where a bare number other than 0 is refused (`90` could be seconds or
+/// minutes).
+pub fn positive_duration(text: &str) -> Result<Duration, UnitError> {
+    let d = fsage_units::parse_duration(text)?;
+    if d.is_zero() {
+        return Err(UnitError {
+            text: text.trim().to_string(),
+            kind: Quantity::Duration,
+            reason: "must be more than 0".into(),
+        });
     }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -27,20 +24,14 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(
-            parse_duration("--max-time", "90s").unwrap(),
-            Duration::from_secs(90)
-        );
-        assert_eq!(
-            parse_duration("--max-time", "2h").unwrap(),
-            Duration::from_secs(7200)
-        );
-        assert_eq!(
-            parse_duration("--max-time", "1.5").unwrap(),
-            Duration::from_millis(1500)
-        );
-        let e = parse_duration("--max-time", "soon").unwrap_err();
-        assert!(e.to_string().contains("--max-time"), "{e}");
-        assert!(parse_duration("--max-time", "-3s").is_err());
+        assert_eq!(positive_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(positive_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(positive_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        let e = positive_duration("90").unwrap_err().to_string();
+        assert!(e.contains("give a unit: 90s"), "{e}");
+        assert!(positive_duration("0").unwrap_err().to_string().contains("more than 0"));
+        assert!(positive_duration("0s").is_err());
+        assert!(positive_duration("-3s").is_err());
+        assert!(positive_duration("soon").is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! Throughput(l_dev) = C / (l_dev + l_sw), latencies in µs, throughput in ops/s (so C is in
 //! ops/s·µs and l_sw, the software's share of an operation's latency, in µs).
 
+use fsage_units::format_latency_us;
 use super::{lat_key, AnalysisOptions, GroupMean, MeanCi, State};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -177,7 +178,7 @@ impl SweepClass {
     }
     /// One line: the class and what it means here.
     pub fn describe(&self) -> String {
-        let ms = |us: f64| fmt_latency(us);
+        let ms = format_latency_us;
         match self {
             SweepClass::I { below_from_us } => format!(
                 "I: follows the model down to the knee, below it from {} down",
@@ -200,22 +201,6 @@ impl SweepClass {
             SweepClass::Unclassified { reason } => format!("unclassified: {reason}"),
         }
     }
-}
-
-/// A latency for people: `0`, `100 µs`, `1.5 ms`.
-pub fn fmt_latency(us: f64) -> String {
-    if us == 0.0 {
-        "0".into()
-    } else if us >= 1000.0 {
-        format!("{} ms", trim(us / 1000.0))
-    } else {
-        format!("{} µs", trim(us))
-    }
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// One file system and workload in one state across device latencies.
@@ -367,13 +352,13 @@ fn class_of(
             reason: format!(
                 "throughput falls as the device gets faster from {} to {} (least-squares slope \
                  {:+.1} ops/s per ms; {:.0} ops/s at {}, {:.0} at {})",
-                fmt_latency(last.0),
-                fmt_latency(first.0),
+                format_latency_us(last.0),
+                format_latency_us(first.0),
                 slope * 1000.0,
                 first.1,
-                fmt_latency(first.0),
+                format_latency_us(first.0),
                 last.1,
-                fmt_latency(last.0)
+                format_latency_us(last.0)
             ),
         };
     }
@@ -396,7 +381,7 @@ fn class_of(
         return SweepClass::Unclassified {
             reason: format!(
                 "no latency below the calibration point {} to compare the model with",
-                fmt_latency(low_cal)
+                format_latency_us(low_cal)
             ),
         };
     }
@@ -430,8 +415,8 @@ fn class_of(
             "above the model by more than {:.0}% at some latencies at or above {} and below it \
              under {}",
             100.0 * tol,
-            fmt_latency(k),
-            fmt_latency(k)
+            format_latency_us(k),
+            format_latency_us(k)
         ),
     }
 }

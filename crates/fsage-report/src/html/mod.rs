@@ -9,7 +9,7 @@ use crate::latency_curves::FlowopCurve;
 use crate::Exporter;
 use fsage_core::against::{AgainstFresh, AgingFigures};
 use fsage_exec::report::{Histogram, RunReport};
-use fsage_experiment::analysis::sweep::fmt_latency;
+use fsage_units::format_latency_us;
 use fsage_experiment::analysis::{Analysis, FlowopCompare, MeanCi, State, SweepClass};
 use fsage_measure::FragReport;
 use fsage_profile::human_bytes;
@@ -197,18 +197,13 @@ fn mean_ci(m: &MeanCi) -> String {
 
 fn lat(l: Option<f64>) -> String {
     l.map_or("plain image".into(), |v| {
-        format!("device {}", fmt_latency(v))
+        format!("device {}", format_latency_us(v))
     })
 }
 
+/// A measured latency in µs, to three digits.
 fn us(x: f64) -> String {
-    if x >= 10_000.0 {
-        format!("{:.1} ms", x / 1000.0)
-    } else if x >= 100.0 {
-        format!("{x:.0} µs")
-    } else {
-        format!("{x:.1} µs")
-    }
+    fsage_units::format_latency_round(x)
 }
 
 pub fn render(set: &ReportSet, only: &[String]) -> String {
@@ -1232,7 +1227,7 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
         };
         let sub_hi = xmax.min(1000.0);
         let zoom = LineChart {
-            title: format!("0 to {}", fmt_latency(sub_hi)),
+            title: format!("0 to {}", format_latency_us(sub_hi)),
             x_desc: "device latency (µs)".into(),
             y_desc: "throughput (ops/s)".into(),
             x_range: (0.0, sub_hi.max(1.0)),
@@ -1267,7 +1262,7 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
                     s.fs.clone(),
                     format!(
                         "{}{}",
-                        fmt_latency(q.latency_us),
+                        format_latency_us(q.latency_us),
                         if q.calibration { " (cal.)" } else { "" }
                     ),
                     mean_ci(&q.measured),
@@ -1331,10 +1326,10 @@ fn sweep(p: &mut Page, a: &Analysis, suffix: &str) {
          latency); <b>II</b> when no point is more than τ below and some point is more than τ \
          above; <b>I</b> when every point at or above the knee is within τ and some point under \
          it is more than τ below; <b>follows</b> when every point is within τ.",
-        fmt_latency(c1),
-        fmt_latency(c2),
+        format_latency_us(c1),
+        format_latency_us(c2),
         100.0 * a.options.tolerance,
-        fmt_latency(a.options.knee_us)
+        format_latency_us(a.options.knee_us)
     );
     p.section(
         "sweep",
@@ -1356,8 +1351,8 @@ fn inversions(p: &mut Page, a: &Analysis, suffix: &str) {
                 i.faster_fast_device.clone(),
                 format!(
                     "between {} and {}",
-                    fmt_latency(i.from_us),
-                    fmt_latency(i.to_us)
+                    format_latency_us(i.from_us),
+                    format_latency_us(i.to_us)
                 ),
                 if i.confirmed {
                     "yes".into()

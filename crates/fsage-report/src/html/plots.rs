@@ -430,13 +430,7 @@ pub struct PercentilePanels {
 
 /// A latency in µs with its unit, for the log axis' ticks.
 pub fn fmt_us(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{} s", fmt_tick(v / 1e6))
-    } else if v >= 1e3 {
-        format!("{} ms", fmt_tick(v / 1e3))
-    } else {
-        format!("{} µs", fmt_tick(v))
-    }
+    fsage_units::format_latency_round(v)
 }
 
 /// Draws [`PercentilePanels`]; returns the `<svg>` element.
