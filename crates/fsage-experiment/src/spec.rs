@@ -916,7 +916,10 @@ fn quantity<T>(
         other => {
             return Err(cx.at(
                 v.span(),
-                format!("`{key}`: expected a string such as \"100us\", found {}", other.type_str()),
+                format!(
+                    "`{key}`: expected a string such as \"100us\", found {}",
+                    other.type_str()
+                ),
             ))
         }
     };
@@ -944,8 +947,9 @@ fn duration(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error>
 
 fn size(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
     match v.get_ref() {
-        toml::Value::String(s) => fsage_units::parse_size(s)
-            .map_err(|e| cx.at(v.span(), format!("`{key}`: {e}"))),
+        toml::Value::String(s) => {
+            fsage_units::parse_size(s).map_err(|e| cx.at(v.span(), format!("`{key}`: {e}")))
+        }
         toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
         other => Err(cx.at(
             v.span(),
@@ -1238,7 +1242,10 @@ set = { nfiles = 100 }
 
         let e = err(&GOOD.replace("step = \"500us\"", "step = \"500\""));
         assert!(e.starts_with("x.toml:27:"), "{e}");
-        assert!(e.contains("`step`: `500` is not a latency: give a unit"), "{e}");
+        assert!(
+            e.contains("`step`: `500` is not a latency: give a unit"),
+            "{e}"
+        );
 
         let e = err(&GOOD.replace("name = \"varmail\"", "name = \"mailserver\""));
         assert!(e.starts_with("x.toml:30:"), "{e}");

@@ -1,8 +1,8 @@
 //! The human form of `fsage experiment plan`.
 
 use crate::human_bytes;
-use fsage_units::format_latency_us;
 use fsage_experiment::spec::{Plan, StateSpec, WorkloadSource};
+use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
 pub use fsage_profile::human_duration;

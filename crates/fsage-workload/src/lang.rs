@@ -100,6 +100,11 @@ fn split_attrs(s: &str) -> Vec<String> {
 
 /// `16k`, `1m`, `2g`, `131072`: a byte count or a plain number (Filebench's units are powers of
 /// 1024).
+///
+/// Filebench's own grammar, not fsage-units': in a `.f` file `16kb` is 16 × 1024 (fsage-units
+/// reads `KB` as × 1000), a plain number may have a fraction (`1.5`, for variables that are not
+/// sizes) and fractions round to the nearest byte; calling fsage-units would change what
+/// existing workload files mean.
 pub fn parse_size(s: &str) -> Option<u64> {
     let t = s.trim().to_ascii_lowercase();
     let t = t.strip_suffix('b').unwrap_or(&t);

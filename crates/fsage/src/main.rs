@@ -15,6 +15,8 @@ mod progress;
 mod replay_cmd;
 mod report_cmd;
 mod rollback_cmd;
+#[cfg(test)]
+mod units_table;
 mod util;
 
 use clap::Parser;

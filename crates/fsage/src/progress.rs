@@ -58,7 +58,7 @@ impl Observer for Bar {
         let bar: String = "#".repeat(filled.min(width)) + &"-".repeat(width - filled.min(width));
         let eta = if p.tick > 0 && p.total > p.tick {
             let secs = elapsed.as_secs_f64() * (p.total - p.tick) as f64 / p.tick as f64;
-            format!(" eta {}", fmt_secs(secs))
+            format!(" eta {}", fsage_units::format_duration(secs))
         } else {
             String::new()
         };
@@ -70,7 +70,7 @@ impl Observer for Bar {
             p.overwrites,
             p.age_rmse
                 .map_or("-".to_string(), |r| format!("{:.4}%", 100.0 * r)),
-            fmt_secs(elapsed.as_secs_f64()),
+            fsage_units::format_duration(elapsed.as_secs_f64()),
         );
         let _ = std::io::stderr().flush();
         self.drawn = true;
@@ -81,16 +81,5 @@ impl Observer for Bar {
             eprint!("\r\x1b[2K");
             let _ = std::io::stderr().flush();
         }
-    }
-}
-
-fn fmt_secs(s: f64) -> String {
-    let s = s as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s / 60 % 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
     }
 }

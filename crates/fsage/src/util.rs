@@ -29,7 +29,10 @@ mod tests {
         assert_eq!(positive_duration("1.5s"), Ok(Duration::from_millis(1500)));
         let e = positive_duration("90").unwrap_err().to_string();
         assert!(e.contains("give a unit: 90s"), "{e}");
-        assert!(positive_duration("0").unwrap_err().to_string().contains("more than 0"));
+        assert!(positive_duration("0")
+            .unwrap_err()
+            .to_string()
+            .contains("more than 0"));
         assert!(positive_duration("0s").is_err());
         assert!(positive_duration("-3s").is_err());
         assert!(positive_duration("soon").is_err());

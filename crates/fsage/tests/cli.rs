@@ -324,7 +324,7 @@ fn max_overwrites_stops_just_past_the_limit() {
 fn max_time_stops_a_long_dry_run() {
     let d = tmp();
     let start = std::time::Instant::now();
-    let j = dry_run(d.path(), "douceur", "1GiB", &["--max-time", "1"]);
+    let j = dry_run(d.path(), "douceur", "1GiB", &["--max-time", "1s"]);
     let wall = start.elapsed().as_secs_f64();
     assert_eq!(j_str(&j, "stop_reason"), "max_time");
     let e = j_f64(&j, "elapsed_s");
@@ -394,6 +394,11 @@ fn bad_flags_exit_2_naming_the_flag() {
         (
             &["--capacity", "256MiB", "--max-time=-3s"],
             &["--max-time", "-3s"],
+        ),
+        // A bare number could be seconds or minutes: refused, with the spelling that works.
+        (
+            &["--capacity", "256MiB", "--max-time", "90"],
+            &["--max-time", "give a unit: 90s"],
         ),
         (
             &["--capacity", "256MiB", "--confidence", "1.5"],

@@ -142,7 +142,7 @@ fn killed_runs_equal_an_uninterrupted_one(test: &str, threads: &str) {
 
     let mut first = vec!["age", s(&target), "--op-log", s(&log), "--state", s(&state)];
     first.extend(common);
-    first.extend(["--threads", threads, "--checkpoint-interval", "0.01"]);
+    first.extend(["--threads", threads, "--checkpoint-interval", "10ms"]);
     let resume = [
         "age",
         "--resume",
@@ -525,7 +525,7 @@ fn a_resumed_run_keeps_its_stopping_conditions_unless_given_again() {
         "--max-ops",
         "20000",
         "--max-time",
-        "0.000001",
+        "1us",
         "--op-log",
         s(&log),
         "--state",

@@ -2,8 +2,8 @@
 //! Throughput(l_dev) = C / (l_dev + l_sw), latencies in µs, throughput in ops/s (so C is in
 //! ops/s·µs and l_sw, the software's share of an operation's latency, in µs).
 
-use fsage_units::format_latency_us;
 use super::{lat_key, AnalysisOptions, GroupMean, MeanCi, State};
+use fsage_units::format_latency_us;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
