@@ -3,9 +3,8 @@
 //! accepts every place accepts, with the same value; what one refuses every one refuses, and the
 //! error names the flag or the file and line.
 //!
-//! Adding a reader of a size, duration, latency or bandwidth (a flag, a file key) means adding it
-//! to the lists below. Device model files (fsage-device) read latencies and bandwidths too and
-//! belong in `LATENCY_READERS` and `BANDWIDTH_READERS` once they parse through fsage-units.
+//! Adding a reader of a size, duration, latency or bandwidth (a flag, a file key, a model file
+//! parameter) means adding it to the `*_readers` lists below.
 
 use crate::bench_cmd::BenchCmd;
 use crate::cli::{Cli, Command};
@@ -366,7 +365,21 @@ fn latency_readers() -> Vec<(&'static str, Reader)> {
         ("experiment file: devices.ranges", |t| {
             experiment("ranges", t)
         }),
+        ("model file: read", |t| {
+            match model(&format!("read = {{ value = {t:?}, source = \"s\" }}"))?.kind {
+                fsage_device::ModelKind::Fixed(f) => Ok(f.read_ns),
+            }
+        }),
     ]
+}
+
+/// A fixed-latency model file with these `[params]` (and a write latency).
+fn model(params: &str) -> Result<fsage_device::ModelSpec, String> {
+    let text = format!(
+        "name = \"m\"\nkind = \"fixed\"\n[params]\n\
+         write = {{ value = \"1ms\", source = \"s\" }}\n{params}\n"
+    );
+    fsage_device::ModelSpec::parse(&text, "m.toml").map_err(|e| e.to_string())
 }
 
 // ---- bandwidths --------------------------------------------------------------------------------
@@ -402,6 +415,15 @@ fn bandwidth_readers() -> Vec<(&'static str, Reader)> {
             match cli(&["dev", "set", "loop9", "--bandwidth", t])? {
                 Command::Dev(DevCmd::Set(a)) => Ok(a.lat.bandwidth.unwrap()),
                 c => panic!("{c:?}"),
+            }
+        }),
+        ("model file: bandwidth", |t| {
+            let p = format!(
+                "read = {{ value = \"0\", source = \"s\" }}\n\
+                 bandwidth = {{ value = {t:?}, source = \"s\" }}"
+            );
+            match model(&p)?.kind {
+                fsage_device::ModelKind::Fixed(f) => Ok(f.bandwidth.unwrap()),
             }
         }),
     ]
