@@ -61,7 +61,9 @@ fn kill_and_resume(
             child.kill().expect("SIGKILL");
             kills += 1;
         }
-        let _ = child.wait();
+        let status = child.wait().expect("wait");
+        // A session refused (bad flags, exit 2) would otherwise be retried with ever longer waits.
+        assert_ne!(status.code(), Some(2), "a session was refused as bad input");
         if !state.exists() {
             // Killed before its first checkpoint: fsage writes the state before it touches the
             // target's contents, so the run starts afresh on the still-empty target.
@@ -151,7 +153,7 @@ fn killed_runs_equal_an_uninterrupted_one(test: &str, threads: &str) {
         "--threads",
         threads,
         "--checkpoint-interval",
-        "0.05",
+        "50ms",
     ];
     // About 40 kills over a run (each session also pays a start-up and a reconcile).
     let kills = kill_and_resume(
@@ -210,7 +212,7 @@ fn killed_dry_runs_resume_to_the_same_op_log() {
         "--state",
         s(&state),
         "--checkpoint-interval",
-        "0.02",
+        "20ms",
     ];
     first.extend(common);
     let resume = [
@@ -220,7 +222,7 @@ fn killed_dry_runs_resume_to_the_same_op_log() {
         "--dry-run",
         "-q",
         "--checkpoint-interval",
-        "0.02",
+        "20ms",
     ];
     let kills = kill_and_resume(&first, &resume, &state, full / 30, 77);
     assert!(kills >= 10, "only {kills} kills");
