@@ -3,9 +3,7 @@
 use crate::exit::{bad_input, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_exec::preflight::estimate_seconds;
-use fsage_profile::{
-    builtin, builtin_names, human_bytes, render_tables, to_toml, Fullness,
-};
+use fsage_profile::{builtin, builtin_names, human_bytes, render_tables, to_toml, Fullness};
 use fsage_report::{export, Text};
 use fsage_sys::write_atomic;
 use std::path::PathBuf;

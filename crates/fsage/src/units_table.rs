@@ -8,8 +8,8 @@
 
 use crate::bench_cmd::BenchCmd;
 use crate::cli::{Cli, Command};
-use crate::profile_cmd::ProfileCmd;
 use crate::dev_cmd::DevCmd;
+use crate::profile_cmd::ProfileCmd;
 use clap::Parser;
 use std::path::Path;
 use std::time::Duration;
@@ -368,6 +368,7 @@ fn latency_readers() -> Vec<(&'static str, Reader)> {
         ("model file: read", |t| {
             match model(&format!("read = {{ value = {t:?}, source = \"s\" }}"))?.kind {
                 fsage_device::ModelKind::Fixed(f) => Ok(f.read_ns),
+                _ => Err("not a fixed-latency model".into()),
             }
         }),
     ]
@@ -424,6 +425,7 @@ fn bandwidth_readers() -> Vec<(&'static str, Reader)> {
             );
             match model(&p)?.kind {
                 fsage_device::ModelKind::Fixed(f) => Ok(f.bandwidth.unwrap()),
+                _ => Err("not a fixed-latency model".into()),
             }
         }),
     ]
