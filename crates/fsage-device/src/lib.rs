@@ -24,6 +24,7 @@ pub mod cost;
 pub mod fixed;
 pub mod hdd;
 pub mod models;
+pub mod ssd;
 pub mod trace;
 
 pub use cost::{cost, cost_trace_file, CostReport, Dist};
@@ -132,6 +133,31 @@ pub struct ModelStats {
     pub cached_writes: u64,
     /// Write-backs from the write cache to the media.
     pub write_backs: u64,
+    /// Flash: page reads (host and garbage collection), page programs (host and garbage
+    /// collection), pages copied by garbage collection, blocks erased, the time dies spent
+    /// collecting, pages the host wrote, and the free blocks left. Write amplification is
+    /// `programs / host_pages`.
+    #[serde(default)]
+    pub flash_reads: u64,
+    #[serde(default)]
+    pub programs: u64,
+    #[serde(default)]
+    pub gc_copies: u64,
+    #[serde(default)]
+    pub erases: u64,
+    #[serde(default)]
+    pub gc_ns: Ns,
+    #[serde(default)]
+    pub host_pages: u64,
+    #[serde(default)]
+    pub free_blocks: u64,
+}
+
+impl ModelStats {
+    /// Flash pages programmed per page the host wrote (None before the host wrote any).
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
+    }
 }
 
 impl ModelStats {

@@ -17,6 +17,7 @@
 //! model file.
 
 use crate::hdd::{Hdd, HddParams};
+use crate::ssd::{Ssd, SsdParams};
 use crate::{DeviceModel, Error, FixedLatency, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -57,6 +58,7 @@ pub struct FixedParams {
 pub enum ModelKind {
     Fixed(FixedParams),
     Hdd(HddParams),
+    Ssd(SsdParams),
 }
 
 /// A model, read and checked: what to record with a result and what to build.
@@ -118,9 +120,10 @@ impl ModelSpec {
                 })
             }
             "hdd" => ModelKind::Hdd(hdd_params(&mut r)?),
+            "ssd" => ModelKind::Ssd(ssd_params(&mut r)?),
             other => {
                 return Err(Error::input(format!(
-                    "{origin}: kind `{other}` is not a model kind (known: fixed, hdd)"
+                    "{origin}: kind `{other}` is not a model kind (known: fixed, hdd, ssd)"
                 )))
             }
         };
@@ -143,6 +146,10 @@ impl ModelSpec {
         Ok(match &self.kind {
             ModelKind::Hdd(p) => Box::new(
                 Hdd::new(p, device_size)
+                    .map_err(|e| Error::input(format!("model {}: {e}", self.name)))?,
+            ),
+            ModelKind::Ssd(p) => Box::new(
+                Ssd::new(p, device_size)
                     .map_err(|e| Error::input(format!("model {}: {e}", self.name)))?,
             ),
             ModelKind::Fixed(p) => Box::new(FixedLatency::new(
@@ -328,12 +335,64 @@ fn hdd_params(r: &mut Reader) -> Result<HddParams> {
     Ok(p)
 }
 
+/// A flash SSD's parameters (see [`crate::ssd`] for what each does); all required but the
+/// capacity (default: the device's size) and `gc_free_blocks` (default 2).
+fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
+    let lat = |r: &mut Reader, k: &'static str| r.latency(k);
+    let rate = |r: &mut Reader, k: &'static str| r.opt_bandwidth(k)?.ok_or_else(|| r.missing(k));
+    let count = |r: &mut Reader, k: &'static str| r.opt_count(k)?.ok_or_else(|| r.missing(k));
+    let size = |r: &mut Reader, k: &'static str| r.opt_size(k)?.ok_or_else(|| r.missing(k));
+    let p = SsdParams {
+        capacity: r.opt_size("capacity")?,
+        over_provisioning: r
+            .opt_number("over_provisioning")?
+            .ok_or_else(|| r.missing("over_provisioning"))?,
+        page_size: size(r, "page_size")?,
+        pages_per_block: count(r, "pages_per_block")?,
+        channels: count(r, "channels")?,
+        dies_per_channel: count(r, "dies_per_channel")?,
+        read_ns: lat(r, "read")?,
+        program_ns: lat(r, "program")?,
+        erase_ns: lat(r, "erase")?,
+        channel_rate: rate(r, "channel_rate")?,
+        interface_rate: rate(r, "interface_rate")?,
+        overhead_ns: lat(r, "overhead")?,
+        write_buffer: size(r, "write_buffer")?,
+        gc_free_blocks: r.opt_count("gc_free_blocks")?.unwrap_or(2),
+    };
+    if !(p.over_provisioning > 0.0 && p.over_provisioning < 0.9) {
+        return Err(r.bad(
+            "over_provisioning",
+            format!(
+                "{}: expected the share of raw flash kept from the host, above 0 and below 0.9 \
+                 (0.07 for 7%)",
+                p.over_provisioning
+            ),
+        ));
+    }
+    if p.page_size < 512 || p.page_size % 512 != 0 {
+        return Err(r.bad("page_size", "must be a multiple of 512 bytes"));
+    }
+    if p.gc_free_blocks < 2 {
+        return Err(r.bad("gc_free_blocks", "must be at least 2"));
+    }
+    // The shape must hold a nominal drive: check it early, naming the file.
+    p.geometry(p.capacity.unwrap_or(1 << 30))
+        .and_then(|g| g.check())
+        .map_err(|e| r.bad("over_provisioning", e))?;
+    Ok(p)
+}
+
 fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
 }
 
 /// The built-in models: (name, file text).
-const BUILTINS: &[(&str, &str)] = &[("hdd-7200", include_str!("../models/hdd-7200.toml"))];
+const BUILTINS: &[(&str, &str)] = &[
+    ("hdd-7200", include_str!("../models/hdd-7200.toml")),
+    ("ssd-sata", include_str!("../models/ssd-sata.toml")),
+    ("ssd-nvme", include_str!("../models/ssd-nvme.toml")),
+];
 
 /// The built-in models, read.
 pub fn builtins() -> Vec<ModelSpec> {

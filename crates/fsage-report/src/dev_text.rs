@@ -62,7 +62,7 @@ pub fn list(devs: &[DeviceInfo]) -> String {
             let _ = writeln!(o, "       mounted on {}", m.display());
         }
         if let Some(st) = &d.model_stats {
-            let _ = writeln!(
+            let _ = write!(
                 o,
                 "       model: {} seeks, {} read hits, {} writes cached, busy {:.3} s",
                 st.seeks,
@@ -70,6 +70,12 @@ pub fn list(devs: &[DeviceInfo]) -> String {
                 st.cached_writes,
                 st.busy_ns as f64 / 1e9
             );
+            match st.write_amplification() {
+                Some(w) => {
+                    let _ = writeln!(o, ", write amplification {w:.2}, {} erases", st.erases);
+                }
+                None => o.push('\n'),
+            }
         }
         if let Some(e) = &r.io_flusher_error {
             let _ = writeln!(o, "       not an I/O flusher: {e}");

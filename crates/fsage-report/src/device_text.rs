@@ -86,5 +86,21 @@ pub(crate) fn model_stats(st: &ModelStats) -> String {
         "cache      {} read hits, {} writes cached, {} write-backs",
         st.read_hits, st.cached_writes, st.write_backs
     );
+    if st.host_pages > 0 || st.flash_reads > 0 || st.erases > 0 {
+        let _ = writeln!(
+            s,
+            "flash      {} page reads, {} programs for {} host pages (write amplification {}), \
+             {} copied by garbage collection ({:.3} s), {} erases, {} free blocks",
+            st.flash_reads,
+            st.programs,
+            st.host_pages,
+            st.write_amplification()
+                .map_or("-".into(), |w| format!("{w:.2}")),
+            st.gc_copies,
+            st.gc_ns as f64 / 1e9,
+            st.erases,
+            st.free_blocks
+        );
+    }
     s
 }

@@ -253,6 +253,14 @@ fn minus(a: &ModelStats, b: &ModelStats) -> ModelStats {
         read_hits: a.read_hits - b.read_hits,
         cached_writes: a.cached_writes - b.cached_writes,
         write_backs: a.write_backs - b.write_backs,
+        flash_reads: a.flash_reads - b.flash_reads,
+        programs: a.programs - b.programs,
+        gc_copies: a.gc_copies - b.gc_copies,
+        erases: a.erases - b.erases,
+        gc_ns: a.gc_ns - b.gc_ns,
+        host_pages: a.host_pages - b.host_pages,
+        // A level, not a count: the newer one.
+        free_blocks: a.free_blocks,
     }
 }
 

@@ -1,0 +1,358 @@
+//! A flash SSD: a page-mapped FTL over channels × dies, each die busy for its page reads, page
+//! programs and block erases; a DRAM write buffer; greedy garbage collection whose copies and
+//! erases occupy the die and delay what comes behind them; over-provisioning; discards that
+//! invalidate pages.
+//!
+//! # How a request is served
+//!
+//! Like FEMU's black-box SSD and NVMeVirt, every resource keeps the time it is next free, and a
+//! request reserves what it needs in order; so its completion is known the moment it arrives
+//! (`submit` always answers at once), and requests in flight overlap exactly as far as they use
+//! different dies and channels.
+//!
+//! - Every command first costs `overhead` (firmware). The host interface (`interface_rate`) moves
+//!   data one command at a time.
+//! - **Read**: each page of the range is read on the die holding it (`read` on the die, then the
+//!   page over the die's channel at `channel_rate`); pages on different dies proceed together,
+//!   pages on one die one after another (a die collision). A page still in the write buffer, or
+//!   never written (or discarded), needs no flash. The data then crosses the interface, overlapping
+//!   the flash reads: it ends no earlier than the interface allows nor before the last page
+//!   arrives.
+//! - **Write**: the data crosses the interface into the write buffer (`write_buffer` bytes); each
+//!   page takes a buffer slot and is programmed at once on the next die in turn (striping: the
+//!   channel transfer, then `program` on the die), freeing its slot when the program ends. The
+//!   write completes when its last page has a slot: at once while the buffer has room, at the
+//!   rate the dies drain it when it is full. Before a page is placed on a die short of free
+//!   blocks, greedy garbage collection runs there (see `ftl`): each valid page copied costs a page
+//!   read and a page program on that die, each erase `erase`. With `write_buffer = 0` a write
+//!   completes when its programs do.
+//! - **Flush**: completes when every page written before it is programmed.
+//! - **Discard** and **write-zeroes**: unmap the range's pages (a later read returns zeros
+//!   without touching flash); they cost the overhead.
+//!
+//! Not modeled: multi-plane operations, read retries and ECC time, SLC caching, the mapping
+//! table's own paging (DFTL), wear-out (erase counts are counted, blocks never fail), power
+//! states, a background collector that works while the drive is idle (collection runs when a die
+//! needs a block), and data-dependent program times (MLC/TLC pages).
+
+pub mod ftl;
+
+use crate::{DeviceModel, ModelStats, Ns, Rq, RqKind};
+use ftl::{Ftl, FtlGeometry};
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// An SSD's parameters, in base units (ns, bytes, bytes per second).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SsdParams {
+    /// The drive's user capacity; a smaller device is its first part (the rest is never
+    /// written, so it serves as extra over-provisioning, as an unused partition does). None: as
+    /// big as the device.
+    pub capacity: Option<u64>,
+    /// Share of the raw flash the host cannot address (0.07: 7%).
+    pub over_provisioning: f64,
+    /// The mapping and program unit.
+    pub page_size: u64,
+    pub pages_per_block: u64,
+    pub channels: u64,
+    pub dies_per_channel: u64,
+    pub read_ns: u64,
+    pub program_ns: u64,
+    pub erase_ns: u64,
+    pub channel_rate: u64,
+    pub interface_rate: u64,
+    pub overhead_ns: u64,
+    /// Bytes of DRAM write buffer; 0: a write completes when its programs do.
+    pub write_buffer: u64,
+    /// Garbage collection runs on a die with fewer free blocks than this.
+    pub gc_free_blocks: u64,
+}
+
+impl SsdParams {
+    /// The FTL's shape for a drive of `user_bytes`.
+    pub fn geometry(&self, user_bytes: u64) -> Result<FtlGeometry, String> {
+        if self.page_size == 0 || self.pages_per_block == 0 {
+            return Err("page_size and pages_per_block must be above 0".into());
+        }
+        if !(0.0..0.9).contains(&self.over_provisioning) {
+            return Err(format!(
+                "over_provisioning {}: expected a share of the raw flash from 0 to 0.9",
+                self.over_provisioning
+            ));
+        }
+        let dies = self.channels * self.dies_per_channel;
+        let user_pages = user_bytes.div_ceil(self.page_size);
+        let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
+        // A drive too small for its shape gets the blocks garbage collection needs (its
+        // effective over-provisioning, which `describe` shows, is then higher than asked).
+        let data_blocks = user_pages.div_ceil(dies).div_ceil(self.pages_per_block);
+        let blocks_per_die = raw_pages
+            .div_ceil(dies * self.pages_per_block)
+            .max(data_blocks + self.gc_free_blocks + 1);
+        let to_u32 = |x: u64, what: &str| {
+            u32::try_from(x).map_err(|_| format!("{what} {x} is more than this model handles"))
+        };
+        Ok(FtlGeometry {
+            dies: to_u32(dies, "dies")?,
+            blocks_per_die: to_u32(blocks_per_die, "blocks per die")?,
+            pages_per_block: to_u32(self.pages_per_block, "pages per block")?,
+            user_pages: to_u32(user_pages, "logical pages")?,
+            gc_free_blocks: to_u32(self.gc_free_blocks, "gc_free_blocks")?,
+        })
+    }
+}
+
+/// The analytic write amplification of greedy garbage collection under uniform random writes,
+/// after Agarwal and Marrow (GLOBECOM 2010, "A closed-form expression for write amplification
+/// in NAND flash"): WA = (1 + ρ) / (2ρ), where ρ = (physical − user) / user.
+pub fn greedy_write_amplification(physical_pages: u64, user_pages: u64) -> f64 {
+    let rho = (physical_pages as f64 - user_pages as f64) / user_pages as f64;
+    (1.0 + rho) / (2.0 * rho)
+}
+
+/// What the SSD counts beyond [`ModelStats`]' common fields (also folded into them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SsdCounters {
+    pub flash_reads: u64,
+    pub programs: u64,
+    pub gc_copies: u64,
+    pub erases: u64,
+    pub gc_ns: Ns,
+}
+
+/// The drive: its FTL and when each die, channel and the interface is next free.
+pub struct Ssd {
+    p: SsdParams,
+    ftl: Ftl,
+    /// Pages the device addresses (the first part of the drive).
+    device_pages: u64,
+    die_free: Vec<Ns>,
+    channel_free: Vec<Ns>,
+    interface_free: Ns,
+    /// When each occupied write-buffer slot frees (its page's program ends).
+    buffer: BinaryHeap<Reverse<Ns>>,
+    slots: usize,
+    /// Pages still in the buffer: logical page → when its program ends (a read of it is served
+    /// from DRAM until then).
+    buffered: HashMap<u32, Ns>,
+    last_program_end: Ns,
+    stats: ModelStats,
+    counters: SsdCounters,
+}
+
+impl Ssd {
+    /// An erased drive for a device of `device_size` bytes.
+    pub fn new(p: &SsdParams, device_size: u64) -> Result<Ssd, String> {
+        let user = p.capacity.unwrap_or(device_size);
+        if user < device_size {
+            return Err(format!(
+                "the device ({device_size} bytes) is larger than the drive's capacity ({user})"
+            ));
+        }
+        let ftl = Ftl::new(p.geometry(user)?)?;
+        Ok(Ssd::with_ftl(p, device_size, ftl))
+    }
+
+    /// A drive in the state `ftl` holds (a saved drive, or one preconditioned).
+    pub fn with_ftl(p: &SsdParams, device_size: u64, ftl: Ftl) -> Ssd {
+        let geo = ftl.geometry();
+        let slots = (p.write_buffer / p.page_size.max(1)) as usize;
+        Ssd {
+            p: p.clone(),
+            device_pages: device_size.div_ceil(p.page_size).min(geo.user_pages as u64),
+            die_free: vec![0; geo.dies as usize],
+            channel_free: vec![0; p.channels as usize],
+            interface_free: 0,
+            buffer: BinaryHeap::with_capacity(slots),
+            slots,
+            buffered: HashMap::new(),
+            last_program_end: 0,
+            stats: ModelStats::default(),
+            counters: SsdCounters::default(),
+            ftl,
+        }
+    }
+
+    pub fn ftl(&self) -> &Ftl {
+        &self.ftl
+    }
+
+    pub fn ftl_mut(&mut self) -> &mut Ftl {
+        &mut self.ftl
+    }
+
+    pub fn counters(&self) -> SsdCounters {
+        self.counters
+    }
+
+    fn channel(&self, die: u32) -> usize {
+        (die as u64 % self.p.channels) as usize
+    }
+
+    fn xfer(bytes: u64, rate: u64) -> Ns {
+        (bytes as u128 * 1_000_000_000 / rate.max(1) as u128) as Ns
+    }
+
+    /// The logical pages a byte range touches, within the device.
+    fn pages(&self, offset: u64, len: u64) -> std::ops::Range<u32> {
+        let ps = self.p.page_size;
+        let first = (offset / ps).min(self.device_pages);
+        let end = (offset + len).div_ceil(ps).min(self.device_pages);
+        first as u32..end as u32
+    }
+
+    fn read(&mut self, start: Ns, rq: &Rq) -> Ns {
+        let ps = self.p.page_size;
+        let mut last_page = start;
+        for lpn in self.pages(rq.offset, rq.len) {
+            if self.buffered.get(&lpn).is_some_and(|&end| end > start) {
+                continue;
+            }
+            let Some(die) = self.ftl.die_of(lpn) else {
+                continue;
+            };
+            let d = die as usize;
+            let read_start = self.die_free[d].max(start);
+            let read_end = read_start + self.p.read_ns;
+            let ch = self.channel(die);
+            let ch_start = self.channel_free[ch].max(read_end);
+            let ch_end = ch_start + Self::xfer(ps, self.p.channel_rate);
+            // The die holds the page in its register until the channel takes it.
+            self.die_free[d] = ch_end;
+            self.channel_free[ch] = ch_end;
+            self.counters.flash_reads += 1;
+            self.stats.transfer_ns += ch_end - ch_start;
+            self.stats.busy_ns += self.p.read_ns;
+            last_page = last_page.max(ch_end);
+        }
+        // The interface sends the data as it comes, but not faster than its rate: the last
+        // page still has to cross it.
+        let iface_start = self.interface_free.max(start);
+        let done = (iface_start + Self::xfer(rq.len, self.p.interface_rate))
+            .max(last_page + Self::xfer(rq.len.min(ps), self.p.interface_rate));
+        self.interface_free = done;
+        done
+    }
+
+    fn write(&mut self, start: Ns, rq: &Rq) -> Ns {
+        let ps = self.p.page_size;
+        let iface_start = self.interface_free.max(start);
+        let arrived = iface_start + Self::xfer(rq.len, self.p.interface_rate);
+        self.interface_free = arrived;
+        let mut done = arrived;
+        for lpn in self.pages(rq.offset, rq.len) {
+            // A slot in the buffer: at once if one is free, else when the earliest frees.
+            let accepted = if self.slots == 0 || self.buffer.len() < self.slots {
+                arrived
+            } else {
+                let Reverse(free_at) = self.buffer.pop().expect("a full buffer has slots");
+                free_at.max(arrived)
+            };
+            let placed = self.ftl.write(lpn);
+            let d = placed.die as usize;
+            let mut die_ready = self.die_free[d].max(accepted);
+            if placed.gc_copies > 0 || placed.gc_erases > 0 {
+                let gc = placed.gc_copies as Ns * (self.p.read_ns + self.p.program_ns)
+                    + placed.gc_erases as Ns * self.p.erase_ns;
+                die_ready += gc;
+                self.counters.gc_ns += gc;
+                self.counters.gc_copies += placed.gc_copies as u64;
+                self.counters.erases += placed.gc_erases as u64;
+                self.counters.programs += placed.gc_copies as u64;
+                self.counters.flash_reads += placed.gc_copies as u64;
+                self.stats.busy_ns += gc;
+            }
+            let ch = self.channel(placed.die);
+            let ch_start = self.channel_free[ch].max(accepted);
+            let ch_end = ch_start + Self::xfer(ps, self.p.channel_rate);
+            self.channel_free[ch] = ch_end;
+            let program_end = die_ready.max(ch_end) + self.p.program_ns;
+            self.die_free[d] = program_end;
+            self.counters.programs += 1;
+            self.stats.busy_ns += self.p.program_ns;
+            self.stats.transfer_ns += ch_end - ch_start;
+            self.last_program_end = self.last_program_end.max(program_end);
+            if self.slots == 0 {
+                done = done.max(program_end);
+            } else {
+                self.buffer.push(Reverse(program_end));
+                self.buffered.insert(lpn, program_end);
+                self.stats.cached_writes += 1;
+                done = done.max(accepted);
+            }
+        }
+        if self.buffered.len() > 4 * self.slots.max(1024) {
+            let now = start;
+            self.buffered.retain(|_, &mut end| end > now);
+        }
+        done
+    }
+}
+
+impl DeviceModel for Ssd {
+    fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
+        let start = now + self.p.overhead_ns;
+        let done = match rq.kind {
+            RqKind::Read => self.read(start, &rq),
+            RqKind::Write => self.write(start, &rq),
+            RqKind::Flush => self.last_program_end.max(start),
+            RqKind::Discard | RqKind::WriteZeroes => {
+                for lpn in self.pages(rq.offset, rq.len) {
+                    if let Some(die) = self.ftl.trim(lpn) {
+                        // The erase of a wholly discarded block occupies its die, in the
+                        // background: the discard does not wait for it.
+                        let d = die as usize;
+                        self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
+                        self.counters.erases += 1;
+                        self.stats.busy_ns += self.p.erase_ns;
+                    }
+                    self.buffered.remove(&lpn);
+                }
+                start
+            }
+        };
+        self.stats.count(rq.kind);
+        Some(done)
+    }
+
+    fn next_event(&self) -> Option<Ns> {
+        None
+    }
+
+    fn advance(&mut self, _now: Ns, _done: &mut Vec<(u64, Ns)>) {}
+
+    fn stats(&self) -> ModelStats {
+        let c = self.counters;
+        let f = self.ftl.counters();
+        ModelStats {
+            flash_reads: c.flash_reads,
+            programs: c.programs,
+            gc_copies: c.gc_copies,
+            erases: c.erases,
+            gc_ns: c.gc_ns,
+            host_pages: f.host_pages,
+            free_blocks: self.ftl.free_blocks(),
+            ..self.stats.clone()
+        }
+    }
+
+    fn describe(&self) -> String {
+        let g = self.ftl.geometry();
+        format!(
+            "SSD: {} channels x {} dies, {} KiB pages, {} pages per block, {:.1}% over-provisioned, \
+             read {} / program {} / erase {}",
+            self.p.channels,
+            self.p.dies_per_channel,
+            self.p.page_size / 1024,
+            g.pages_per_block,
+            100.0 * (1.0 - g.user_pages as f64 / g.physical_pages() as f64),
+            fsage_units::format_latency(self.p.read_ns),
+            fsage_units::format_latency(self.p.program_ns),
+            fsage_units::format_latency(self.p.erase_ns),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
