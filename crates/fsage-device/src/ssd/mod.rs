@@ -15,9 +15,10 @@
 //! - **Read**: each page of the range is read on the die holding it (`read` on the die, then the
 //!   page over the die's channel at `channel_rate`); pages on different dies proceed together,
 //!   pages on one die one after another (a die collision). A page still in the write buffer, or
-//!   never written (or discarded), needs no flash. The data then crosses the interface, overlapping
-//!   the flash reads: it ends no earlier than the interface allows nor before the last page
-//!   arrives.
+//!   never written (or discarded), needs no flash. The data crosses the interface as the pages
+//!   come: the interface's time is reserved for the request at its earliest (so the interface
+//!   caps the rate of all requests together), and the request ends no earlier than that nor
+//!   before its last page has crossed.
 //! - **Write**: the data crosses the interface into the write buffer (`write_buffer` bytes); each
 //!   page takes a buffer slot and is programmed at once on the next die in turn (striping: the
 //!   channel transfer, then `program` on the die), freeing its slot when the program ends. The
@@ -226,13 +227,12 @@ impl Ssd {
             self.stats.busy_ns += self.p.read_ns;
             last_page = last_page.max(ch_end);
         }
-        // The interface sends the data as it comes, but not faster than its rate: the last
-        // page still has to cross it.
-        let iface_start = self.interface_free.max(start);
-        let done = (iface_start + Self::xfer(rq.len, self.p.interface_rate))
-            .max(last_page + Self::xfer(rq.len.min(ps), self.p.interface_rate));
-        self.interface_free = done;
-        done
+        // The interface carries the data as the pages come: it reserves the request's transfer
+        // time at its earliest (so it caps the rate of all requests together without making a
+        // request wait for another's flash reads), and the last page still has to cross it.
+        let slot_end = self.interface_free.max(start) + Self::xfer(rq.len, self.p.interface_rate);
+        self.interface_free = slot_end;
+        slot_end.max(last_page + Self::xfer(rq.len.min(ps), self.p.interface_rate))
     }
 
     fn write(&mut self, start: Ns, rq: &Rq) -> Ns {

@@ -291,3 +291,113 @@ fn the_built_in_ssds_read_and_describe_themselves() {
         "{e}"
     );
 }
+
+/// `n` requests made by `next` kept `qd` in flight (a closed loop, as fio's libaio engine
+/// does): the mean time per request and the requests per second.
+fn closed_loop(d: &mut Ssd, qd: usize, n: u64, mut next: impl FnMut(u64) -> Rq) -> (f64, f64) {
+    let mut in_flight = BinaryHeap::new();
+    // Start once the drive is idle (its dies, channels and interface free), so that what one
+    // phase left queued does not count in the next.
+    let start = d
+        .die_free
+        .iter()
+        .chain(&d.channel_free)
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(d.interface_free)
+        .max(d.last_program_end);
+    let (mut now, mut total) = (start, 0u64);
+    for i in 0..n {
+        if in_flight.len() == qd {
+            let Reverse((done, issued)): Reverse<(Ns, Ns)> = in_flight.pop().unwrap();
+            now = done;
+            total += done - issued;
+        }
+        let done = d.submit(now, next(i)).unwrap();
+        in_flight.push(Reverse((done, now)));
+    }
+    while let Some(Reverse((done, issued))) = in_flight.pop() {
+        now = now.max(done);
+        total += done - issued;
+    }
+    (
+        total as f64 / n as f64,
+        n as f64 / ((now - start) as f64 / 1e9),
+    )
+}
+
+/// The built-in drives' figures in simulated time, on a 32 GiB drive (a benchmark, for
+/// BENCHMARKS.md: `cargo test --release -p fsage-device ssd_figures -- --ignored --nocapture`),
+/// each checked against what its parameters imply.
+#[test]
+#[ignore]
+fn ssd_figures() {
+    for name in ["ssd-sata", "ssd-nvme"] {
+        let m = resolve(name).unwrap();
+        let crate::ModelKind::Ssd(p) = &m.kind else {
+            panic!("{name} is an SSD")
+        };
+        let size: u64 = 32 << 30;
+        let pages = size / K4;
+        let mut d = Ssd::new(p, size).unwrap();
+        // Sequential 1 MiB writes fill it (and measure the sequential write rate).
+        let (_, w_iops) = closed_loop(&mut d, 4, size >> 20, |i| {
+            rq(i, RqKind::Write, i << 20, 1 << 20)
+        });
+        let seq_write = w_iops * (1 << 20) as f64 / 1e6;
+        let mut rng = Rng(12345);
+        let (r1, _) = closed_loop(&mut d, 1, 20_000, |i| {
+            rq(i, RqKind::Read, rng.below(pages) * K4, K4)
+        });
+        let (_, r32) = closed_loop(&mut d, 32, 100_000, |i| {
+            rq(i, RqKind::Read, rng.below(pages) * K4, K4)
+        });
+        let (_, seq_read) = closed_loop(&mut d, 4, size >> 20, |i| {
+            rq(i, RqKind::Read, i << 20, 1 << 20)
+        });
+        // Random 4 KiB writes at depth 32, 3 times the capacity: the last third is steady.
+        let (_, _) = closed_loop(&mut d, 32, 2 * pages, |i| {
+            rq(i, RqKind::Write, rng.below(pages) * K4, K4)
+        });
+        let before = d.stats();
+        let (_, w32) = closed_loop(&mut d, 32, pages, |i| {
+            rq(i, RqKind::Write, rng.below(pages) * K4, K4)
+        });
+        let after = d.stats();
+        let wa = (after.programs - before.programs) as f64
+            / (after.host_pages - before.host_pages) as f64;
+        let g = d.ftl().geometry();
+        let analytic = greedy_write_amplification(g.physical_pages(), g.user_pages as u64);
+        eprintln!(
+            "{name}: random 4 KiB read depth 1 {:.1} us, depth 32 {:.0} IOPS; sequential 1 MiB \
+             read {:.0} MB/s, write {:.0} MB/s; random 4 KiB write depth 32 in steady state {:.0} \
+             IOPS, write amplification {wa:.2} (greedy analytic {analytic:.2})",
+            r1 / 1e3,
+            r32,
+            seq_read * (1 << 20) as f64 / 1e6,
+            seq_write,
+            w32
+        );
+        // Depth 1: overhead, a page read, the channel and the interface.
+        let one = p.overhead_ns
+            + p.read_ns
+            + K4 * 1_000_000_000 / p.channel_rate
+            + K4 * 1_000_000_000 / p.interface_rate;
+        assert!((r1 / one as f64 - 1.0).abs() < 0.02, "{r1} against {one}");
+        // Depth 32 reads: many dies at once, up to what the interface carries.
+        let dies = (p.channels * p.dies_per_channel) as f64;
+        // Depth 32 reads: many dies at once (a die holds a page until its channel takes it),
+        // up to what the interface carries. 32 requests over the dies at random leave some
+        // idle: a closed network of 32 requests on M dies keeps a share 1 - (M-1)/(32+M-1)
+        // busy.
+        let per_page = p.read_ns as f64 + (K4 * 1_000_000_000 / p.channel_rate) as f64;
+        let busy = 1.0 - (dies - 1.0) / (32.0 + dies - 1.0);
+        let cap = (busy * dies * 1e9 / per_page).min(p.interface_rate as f64 / K4 as f64);
+        assert!(r32 > 0.8 * cap && r32 <= cap * 1.05, "{r32} against {cap}");
+        assert!(
+            (wa / analytic - 1.0).abs() < 0.10,
+            "{wa} against {analytic}"
+        );
+    }
+}
