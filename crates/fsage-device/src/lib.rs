@@ -107,6 +107,29 @@ pub trait DeviceModel: Send {
 
     /// A one-line description for tables (`hdd-7200: 7200 rpm, ...`).
     fn describe(&self) -> String;
+
+    /// The state the device keeps across power cycles (an SSD's FTL: what it maps where, what
+    /// is free, how worn), as bytes to save beside the image; None for a model without one.
+    fn save_state(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Takes a state [`DeviceModel::save_state`] gave (of a device of the same model and
+    /// size), instead of a fresh device's.
+    fn load_state(&mut self, _bytes: &[u8]) -> std::result::Result<(), String> {
+        Err("this model keeps no state".into())
+    }
+
+    /// Puts the device in the steady state benchmarks start from: the whole device written in
+    /// order, then `overwrites` times its capacity written at random (`seed`), at memory speed
+    /// (state only, no time passes). Returns what it did, for the user.
+    fn precondition(
+        &mut self,
+        _overwrites: f64,
+        _seed: u64,
+    ) -> std::result::Result<String, String> {
+        Err("this model has nothing to precondition (only SSDs do)".into())
+    }
 }
 
 /// Counters every model keeps (those that do not apply stay 0).

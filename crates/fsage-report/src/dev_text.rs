@@ -161,6 +161,9 @@ pub fn stats(s: &DeviceStats) -> String {
         o += "\nmodel's own counters:\n";
         o += &crate::device_text::model_stats(st);
     }
+    if let Some(d) = &s.drive_state {
+        let _ = writeln!(o, "drive state: {d}");
+    }
     if let Some(e) = &s.io_flusher_error {
         let _ = writeln!(
             o,

@@ -22,14 +22,25 @@ pub(crate) enum Request {
     /// Detach the loop device, unmount FUSE, exit. With `force`, go even if the loop device is
     /// still held by someone (a mount): its I/O then fails.
     Stop { force: bool },
+    /// Precondition the model's drive (see `fsage_device::DeviceModel::precondition`).
+    Precondition { overwrites: f64, seed: u64 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub(crate) enum Response {
     Ok,
-    Stats { stats: Box<DeviceStats> },
-    Error { message: String, input: bool },
+    Stats {
+        stats: Box<DeviceStats>,
+    },
+    Error {
+        message: String,
+        input: bool,
+    },
+    /// Done, and what was done.
+    Done {
+        message: String,
+    },
 }
 
 pub(crate) fn socket_path(dir: &Path) -> std::path::PathBuf {

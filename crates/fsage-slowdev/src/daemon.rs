@@ -404,6 +404,7 @@ pub fn serve(dir: &Path) -> Result<()> {
     let timing = match &rec.model {
         Some(spec) if rec.model_runs_in_thread() => {
             let mut m = spec.build(rec.size)?;
+            load_drive_state(&rec, m.as_mut())?;
             if rec.model_thread {
                 m = Box::new(Deferred::new(m));
             }
@@ -567,6 +568,13 @@ pub fn serve(dir: &Path) -> Result<()> {
                             },
                         }),
                         io_flusher_error: rec.io_flusher_error.clone(),
+                        drive_state: rec.state_note.as_ref().map(|n| match &rec.state_file {
+                            Some(f) => format!(
+                                "started from {n}; saved to {} when the device is destroyed",
+                                f.display()
+                            ),
+                            None => format!("started from {n}; not saved"),
+                        }),
                     }),
                 };
                 if reset {
@@ -579,6 +587,21 @@ pub fn serve(dir: &Path) -> Result<()> {
                 }
                 r
             }
+            Request::Precondition { overwrites, seed } => match &shared.timing {
+                Timing::Modeled(m) => match m.with_model(|d| d.precondition(overwrites, seed)) {
+                    Ok(message) => Response::Done { message },
+                    Err(message) => Response::Error {
+                        message,
+                        input: true,
+                    },
+                },
+                Timing::Fixed(_) => Response::Error {
+                    message: "a fixed-latency device has nothing to precondition (only SSD \
+                              models do)"
+                        .into(),
+                    input: true,
+                },
+            },
             Request::Stop { force } => {
                 // Close our handle: the auto-clearing loop device goes away unless someone else
                 // (a mount, an open descriptor) still holds it.
@@ -615,8 +638,10 @@ pub fn serve(dir: &Path) -> Result<()> {
                     continue;
                 }
                 completer.shutdown();
+                let mut saved = Ok(());
                 if let Timing::Modeled(m) = &shared.timing {
                     m.shutdown();
+                    saved = save_drive_state(&rec, m);
                 }
                 if gone {
                     if let Err(e) = session.umount_and_join() {
@@ -633,12 +658,18 @@ pub fn serve(dir: &Path) -> Result<()> {
                 }
                 let synced = shared.file.sync_data();
                 finish_dir(dir, &rec);
+                if let Err(e) = &saved {
+                    eprintln!("fsage-slowdev: {e}");
+                }
+                let synced = synced
+                    .map_err(|e| format!("{}: fsync: {e}", rec.backing_file.display()))
+                    .and(saved);
                 reply(
                     &conn,
                     &match synced {
                         Ok(()) => Response::Ok,
-                        Err(e) => Response::Error {
-                            message: format!("{}: fsync: {e}", rec.backing_file.display()),
+                        Err(message) => Response::Error {
+                            message,
                             input: false,
                         },
                     },
@@ -708,4 +739,42 @@ pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
 
 pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
     dir.join("mnt")
+}
+
+/// Loads the drive state saved beside the image (`dev create` checked it), leaving a mark in
+/// its place while the device runs: a daemon that dies leaves the mark, not a state that no
+/// longer matches the image.
+fn load_drive_state(rec: &DeviceRecord, m: &mut dyn fsage_device::DeviceModel) -> Result<()> {
+    let Some(file) = &rec.state_file else {
+        return Ok(());
+    };
+    let loads = rec
+        .state_note
+        .as_deref()
+        .is_some_and(|n| n.starts_with("the drive state saved"));
+    if !loads {
+        return Ok(());
+    }
+    let bytes =
+        std::fs::read(file).map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
+    m.load_state(&bytes)
+        .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
+    let mark = crate::registry::in_use_mark(file);
+    std::fs::rename(file, &mark)
+        .map_err(|e| Error::io(file, "cannot mark the drive state in use", e))?;
+    Ok(())
+}
+
+/// Saves the model's drive state beside the image when the device stops cleanly.
+fn save_drive_state(rec: &DeviceRecord, m: &Modeled) -> std::result::Result<(), String> {
+    let Some(file) = &rec.state_file else {
+        return Ok(());
+    };
+    let Some(bytes) = m.with_model(|d| d.save_state()) else {
+        return Ok(());
+    };
+    fsage_sys::write_atomic(file, &bytes)
+        .map_err(|e| format!("{}: cannot save the drive state: {e}", file.display()))?;
+    let _ = std::fs::remove_file(crate::registry::in_use_mark(file));
+    Ok(())
 }

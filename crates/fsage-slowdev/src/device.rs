@@ -109,10 +109,31 @@ impl SlowDevice {
         }
         // A model that cannot be built for this size (a disk smaller than the device) is bad
         // input, found before anything runs.
+        let mut state_file = None;
+        let mut state_note = None;
         if let Some(m) = &spec.model {
-            if let Err(e) = m.build(size) {
-                undo_backing(&made);
-                return Err(e);
+            match m.build(size) {
+                Err(e) => {
+                    undo_backing(&made);
+                    return Err(e);
+                }
+                Ok(built) if built.save_state().is_some() => {
+                    if !matches!(spec.backing, Backing::Scratch { .. }) {
+                        match check_saved_state(built, &backing, spec.fresh_state) {
+                            Ok((file, note)) => {
+                                state_file = Some(file);
+                                state_note = Some(note);
+                            }
+                            Err(e) => {
+                                undo_backing(&made);
+                                return Err(e);
+                            }
+                        }
+                    } else {
+                        state_note = Some("a fresh drive (a scratch image keeps no state)".into());
+                    }
+                }
+                Ok(_) => {}
             }
         }
         let (latencies, bandwidth, queue_depth) = spec.fixed_timing();
@@ -143,6 +164,8 @@ impl SlowDevice {
             model: spec.model.clone(),
             model_thread: spec.model_thread,
             io_flusher_error: None,
+            state_file,
+            state_note,
         };
         let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
         let mut child = match started {
@@ -238,6 +261,28 @@ impl SlowDevice {
         self.record.bandwidth = bandwidth;
         self.record.model = None;
         Ok(())
+    }
+
+    /// Puts the model's drive in steady state (an SSD: the whole device written in order, then
+    /// `overwrites` times its capacity at random), at memory speed; returns what was done.
+    pub fn precondition(&self, overwrites: f64, seed: u64) -> Result<String> {
+        if !self.alive() {
+            return Err(Error::operation(format!(
+                "device {}: its daemon is not running (destroy it)",
+                self.record.name
+            )));
+        }
+        match call(
+            &self.dir,
+            &Request::Precondition { overwrites, seed },
+            Duration::from_secs(3600),
+        )? {
+            Response::Done { message } => Ok(message),
+            other => Err(Error::operation(format!(
+                "device {}: unexpected answer {other:?}",
+                self.record.name
+            ))),
+        }
     }
 
     /// What the daemon served, with the kernel's counters for the loop device.
@@ -615,5 +660,45 @@ pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
         "device {} runs the device model {} ({}): its timing is the model's, which has no \
          latency to set; make a new device (dev create --model or --latency) instead",
         rec.name, m.name, m.description
+    ))
+}
+
+/// Where a device on `image` keeps its model's drive state, and what it starts from: the state
+/// saved there (checked now, so that a damaged or mismatched file is refused before anything
+/// runs), or a fresh drive (asked for, none saved, or the last device on the image did not stop
+/// cleanly).
+fn check_saved_state(
+    mut model: Box<dyn fsage_device::DeviceModel>,
+    image: &std::path::Path,
+    fresh: bool,
+) -> Result<(PathBuf, String)> {
+    let file = crate::registry::state_file_of(image);
+    let mark = crate::registry::in_use_mark(&file);
+    if fresh {
+        return Ok((file, "a fresh drive (asked for)".into()));
+    }
+    if !file.exists() {
+        let note = if mark.exists() {
+            format!(
+                "a fresh drive: the last device on this image did not stop cleanly, so its \
+                 drive state ({}) no longer matches the image",
+                mark.display()
+            )
+        } else {
+            "a fresh drive (no saved drive state beside the image)".into()
+        };
+        return Ok((file, note));
+    }
+    let bytes = std::fs::read(&file)
+        .map_err(|e| Error::io(&file, "cannot read the saved drive state", e))?;
+    model.load_state(&bytes).map_err(|e| {
+        Error::input(format!(
+            "{}: cannot use this saved drive state: {e} (--fresh-ftl starts from an erased drive)",
+            file.display()
+        ))
+    })?;
+    Ok((
+        file.clone(),
+        format!("the drive state saved in {}", file.display()),
     ))
 }

@@ -58,7 +58,7 @@ mod timing;
 pub use daemon::serve;
 pub use device::{destroy_all, list_devices, DeviceGuard, DeviceInfo, SlowDevice};
 pub use measure::{measure, MeasureSpec, Measurement, Pattern};
-pub use registry::{DeviceRecord, Registry};
+pub use registry::{state_file_of, DeviceRecord, Registry};
 pub use spec::{Backing, DeviceSpec, Latencies, LatencyChange};
 pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary, ModelInfo};
 

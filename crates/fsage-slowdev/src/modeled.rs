@@ -105,6 +105,12 @@ impl Modeled {
         }
     }
 
+    /// Runs `f` on the model, between requests (preconditioning, saving its state).
+    pub(crate) fn with_model<R>(&self, f: impl FnOnce(&mut dyn DeviceModel) -> R) -> R {
+        let mut s = self.lock();
+        f(s.model.as_mut())
+    }
+
     /// Hands a request that arrived at `arrival` to the model and answers it at the completion
     /// time the model gives.
     pub(crate) fn submit(
@@ -239,26 +245,27 @@ impl Modeled {
 }
 
 fn minus(a: &ModelStats, b: &ModelStats) -> ModelStats {
+    // Saturating: preconditioning starts a model's own counters again.
     ModelStats {
-        reads: a.reads - b.reads,
-        writes: a.writes - b.writes,
-        flushes: a.flushes - b.flushes,
-        discards: a.discards - b.discards,
-        write_zeroes: a.write_zeroes - b.write_zeroes,
-        busy_ns: a.busy_ns - b.busy_ns,
-        seeks: a.seeks - b.seeks,
-        seek_ns: a.seek_ns - b.seek_ns,
-        rotation_ns: a.rotation_ns - b.rotation_ns,
-        transfer_ns: a.transfer_ns - b.transfer_ns,
-        read_hits: a.read_hits - b.read_hits,
-        cached_writes: a.cached_writes - b.cached_writes,
-        write_backs: a.write_backs - b.write_backs,
-        flash_reads: a.flash_reads - b.flash_reads,
-        programs: a.programs - b.programs,
-        gc_copies: a.gc_copies - b.gc_copies,
-        erases: a.erases - b.erases,
-        gc_ns: a.gc_ns - b.gc_ns,
-        host_pages: a.host_pages - b.host_pages,
+        reads: a.reads.saturating_sub(b.reads),
+        writes: a.writes.saturating_sub(b.writes),
+        flushes: a.flushes.saturating_sub(b.flushes),
+        discards: a.discards.saturating_sub(b.discards),
+        write_zeroes: a.write_zeroes.saturating_sub(b.write_zeroes),
+        busy_ns: a.busy_ns.saturating_sub(b.busy_ns),
+        seeks: a.seeks.saturating_sub(b.seeks),
+        seek_ns: a.seek_ns.saturating_sub(b.seek_ns),
+        rotation_ns: a.rotation_ns.saturating_sub(b.rotation_ns),
+        transfer_ns: a.transfer_ns.saturating_sub(b.transfer_ns),
+        read_hits: a.read_hits.saturating_sub(b.read_hits),
+        cached_writes: a.cached_writes.saturating_sub(b.cached_writes),
+        write_backs: a.write_backs.saturating_sub(b.write_backs),
+        flash_reads: a.flash_reads.saturating_sub(b.flash_reads),
+        programs: a.programs.saturating_sub(b.programs),
+        gc_copies: a.gc_copies.saturating_sub(b.gc_copies),
+        erases: a.erases.saturating_sub(b.erases),
+        gc_ns: a.gc_ns.saturating_sub(b.gc_ns),
+        host_pages: a.host_pages.saturating_sub(b.host_pages),
         // A level, not a count: the newer one.
         free_blocks: a.free_blocks,
     }
@@ -282,6 +289,18 @@ impl Deferred {
 }
 
 impl DeviceModel for Deferred {
+    fn save_state(&self) -> Option<Vec<u8>> {
+        self.inner.save_state()
+    }
+
+    fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.inner.load_state(bytes)
+    }
+
+    fn precondition(&mut self, overwrites: f64, seed: u64) -> Result<String, String> {
+        self.inner.precondition(overwrites, seed)
+    }
+
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
         if let Some(t) = self.inner.submit(now, rq) {
             self.due.push(Reverse((t, rq.id)));

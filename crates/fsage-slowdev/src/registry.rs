@@ -41,6 +41,28 @@ pub struct DeviceRecord {
     /// Why the daemon is not marked an I/O flusher (`PR_SET_IO_FLUSHER` failed), if it is not.
     #[serde(default)]
     pub io_flusher_error: Option<String>,
+    /// Where the model's drive state (an SSD's FTL) is kept between devices: `IMAGE.ftl` beside
+    /// a kept image; none for a scratch image or a model without state.
+    #[serde(default)]
+    pub state_file: Option<PathBuf>,
+    /// The drive state was loaded from `state_file` (else the drive started fresh), and why.
+    #[serde(default)]
+    pub state_note: Option<String>,
+}
+
+/// The drive state a device on `image` keeps: `IMAGE.ftl`.
+pub fn state_file_of(image: &Path) -> PathBuf {
+    let mut s = image.as_os_str().to_owned();
+    s.push(".ftl");
+    PathBuf::from(s)
+}
+
+/// The mark a running device leaves in place of the state it loaded (`IMAGE.ftl.inuse`): if the
+/// daemon dies, the state would no longer match the image, so it is not loaded again.
+pub(crate) fn in_use_mark(state: &Path) -> PathBuf {
+    let mut s = state.as_os_str().to_owned();
+    s.push(".inuse");
+    PathBuf::from(s)
 }
 
 impl DeviceRecord {

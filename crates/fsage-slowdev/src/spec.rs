@@ -102,6 +102,9 @@ pub struct DeviceSpec {
     /// Answer every request of a model device through the model thread, even those whose
     /// completion the model gives at once (tests of that path with a fixed-latency model).
     pub model_thread: bool,
+    /// Start the model's drive state afresh (an erased SSD) even when one is saved beside the
+    /// image (`IMAGE.ftl`).
+    pub fresh_state: bool,
 }
 
 impl DeviceSpec {
@@ -118,6 +121,7 @@ impl DeviceSpec {
             daemon_cmd: None,
             model: None,
             model_thread: false,
+            fresh_state: false,
         }
     }
 

@@ -150,6 +150,9 @@ pub struct DeviceStats {
     /// it may then wait for memory reclaim that waits for its own device.
     #[serde(default)]
     pub io_flusher_error: Option<String>,
+    /// What the model's drive state started from and where it is saved (SSD models).
+    #[serde(default)]
+    pub drive_state: Option<String>,
 }
 
 /// A device model as `dev stats` and `dev list` show it.

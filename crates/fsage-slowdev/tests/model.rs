@@ -264,3 +264,84 @@ fn write_zeroes_and_discards_are_served() {
     assert!(st.kind("discard").unwrap().requests >= 1, "{st:#?}");
     assert!(st.disagreements().is_empty(), "{:?}", st.disagreements());
 }
+
+/// An SSD device keeps its drive: the FTL is saved beside the image when the device is
+/// destroyed and a device made on that image again starts from it (and marks it in use while it
+/// runs); preconditioning ages the drive in place; a damaged state is refused at create, with
+/// the file named, unless a fresh drive is asked for.
+#[test]
+fn an_ssd_device_keeps_its_drive_state_with_the_image() {
+    let test = "an_ssd_device_keeps_its_drive_state_with_the_image";
+    if !can_run(test) {
+        return;
+    }
+    let lab = Lab::new();
+    let mut spec = lab.spec("img", 256 * MIB, 0);
+    spec.model = Some(fsage_device::resolve("ssd-sata").unwrap());
+    let state = fsage_slowdev::state_file_of(&lab.path("img"));
+    let dev = lab.create(&spec);
+    let said = dev.device().precondition(1.0, 7).unwrap();
+    assert!(said.contains("write amplification"), "{said}");
+    let f = open_direct(dev.path());
+    let mut v = Vec::new();
+    let buf = aligned(&mut v, 1 << 20);
+    buf.fill(0x5a);
+    for i in 0..16 {
+        f.write_all_at(buf, i * MIB).unwrap();
+    }
+    drop(f);
+    let before = dev.device().stats().unwrap();
+    let free = before
+        .model
+        .as_ref()
+        .unwrap()
+        .stats
+        .as_ref()
+        .unwrap()
+        .free_blocks;
+    assert!(
+        before.drive_state.as_deref().unwrap().contains("fresh"),
+        "{before:#?}"
+    );
+    dev.destroy().unwrap();
+    assert!(state.exists(), "the drive state is saved beside the image");
+
+    // Again on the same image: the same drive, marked in use while it runs.
+    spec.backing = Backing::Image(lab.path("img"));
+    let dev = lab.create(&spec);
+    let st = dev.device().stats().unwrap();
+    assert!(
+        st.drive_state.as_deref().unwrap().contains("saved in"),
+        "{st:#?}"
+    );
+    let again = st
+        .model
+        .as_ref()
+        .unwrap()
+        .stats
+        .as_ref()
+        .unwrap()
+        .free_blocks;
+    assert_eq!(again, free, "the reloaded drive has the same free blocks");
+    assert!(!state.exists());
+    dev.destroy().unwrap();
+    assert!(state.exists());
+
+    // A damaged state is refused, naming the file; --fresh-ftl starts an erased drive.
+    std::fs::write(&state, b"not a drive").unwrap();
+    let e = fsage_slowdev::SlowDevice::create(&spec)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("img.ftl"), "{e}");
+    spec.fresh_state = true;
+    let dev = lab.create(&spec);
+    let st = dev.device().stats().unwrap();
+    assert!(
+        st.drive_state
+            .as_deref()
+            .unwrap()
+            .contains("fresh drive (asked for)"),
+        "{st:#?}"
+    );
+    dev.destroy().unwrap();
+}

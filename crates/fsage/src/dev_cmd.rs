@@ -59,6 +59,18 @@ pub enum DevCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Put a device's drive in steady state, as SSD benchmarks do: the whole device written in
+    /// order, then N times its capacity written at random, in the model's state at memory speed
+    /// (no I/O, no data changes). SSD models only.
+    Precondition {
+        /// The device: /dev/loopN, loopN or its name.
+        dev: String,
+        /// Random overwrites after the sequential fill, in capacities.
+        #[arg(long, default_value_t = 2.0)]
+        overwrites: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// The daemon of one device (started by `dev create`, not by hand).
     #[command(hide = true)]
     Serve { dir: PathBuf },
@@ -111,6 +123,10 @@ pub struct CreateArgs {
         ]
     )]
     pub model: Option<String>,
+    /// With an SSD model: start from an erased drive even when a drive state is saved beside
+    /// the image (IMAGE.ftl, written when a device on it is destroyed).
+    #[arg(long, requires = "model")]
+    pub fresh_ftl: bool,
     /// At most N requests in service at once; others wait (default: no limit, no queuing).
     #[arg(long)]
     pub queue_depth: Option<u32>,
@@ -195,6 +211,7 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             spec.realtime = !a.no_realtime;
             spec.registry = registry.root().to_path_buf();
             spec.model = model;
+            spec.fresh_state = a.fresh_ftl;
             let dev = SlowDevice::create(&spec)?;
             if a.json {
                 print!("{}", export(&Json, dev.record()));
@@ -263,6 +280,20 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                 d.destroy(force)?;
                 eprintln!("{path}: destroyed");
             }
+        }
+        DevCmd::Precondition {
+            dev,
+            overwrites,
+            seed,
+        } => {
+            if !(0.0..=100.0).contains(&overwrites) {
+                return Err(bad_input(format!(
+                    "--overwrites {overwrites}: give 0 to 100 capacities"
+                )));
+            }
+            let d = SlowDevice::open(&registry, &dev)?;
+            let said = d.precondition(overwrites, seed)?;
+            eprintln!("{}: {said}", d.path().display());
         }
         DevCmd::Models { json } => {
             let models = fsage_device::models::builtins();

@@ -337,6 +337,55 @@ impl DeviceModel for Ssd {
         }
     }
 
+    fn save_state(&self) -> Option<Vec<u8>> {
+        Some(self.ftl.to_bytes())
+    }
+
+    fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let ftl = Ftl::from_bytes(bytes)?;
+        if ftl.geometry() != self.ftl.geometry() {
+            return Err(format!(
+                "the saved drive has another shape ({:?}) than this model on this device ({:?})",
+                ftl.geometry(),
+                self.ftl.geometry()
+            ));
+        }
+        self.ftl = ftl;
+        self.buffered.clear();
+        Ok(())
+    }
+
+    fn precondition(&mut self, overwrites: f64, seed: u64) -> Result<String, String> {
+        if !(0.0..=100.0).contains(&overwrites) {
+            return Err(format!(
+                "{overwrites}: overwrites must be from 0 to 100 times the capacity"
+            ));
+        }
+        let n = self.device_pages as u32;
+        for l in 0..n {
+            self.ftl.write(l);
+        }
+        let mut x = seed | 1;
+        let random = (overwrites * n as f64) as u64;
+        for _ in 0..random {
+            // xorshift64*: uniform enough for wear, reproducible from the seed.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            self.ftl.write((r % n as u64) as u32);
+        }
+        let c = self.ftl.counters();
+        let wa = (c.host_pages + c.gc_copies) as f64 / c.host_pages.max(1) as f64;
+        self.ftl.reset_counters();
+        self.buffered.clear();
+        Ok(format!(
+            "{n} pages written in order, then {random} at random; write amplification {wa:.2}, \
+             {} free blocks",
+            self.ftl.free_blocks()
+        ))
+    }
+
     fn describe(&self) -> String {
         let g = self.ftl.geometry();
         format!(

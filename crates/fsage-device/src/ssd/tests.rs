@@ -401,3 +401,30 @@ fn ssd_figures() {
         );
     }
 }
+
+#[test]
+fn preconditioning_ages_the_drive_and_its_state_survives_a_save() {
+    let p = params(0.07, 0);
+    let mut d = Ssd::new(&p, 32 << 20).unwrap();
+    let said = d.precondition(2.0, 9).unwrap();
+    assert!(said.contains("write amplification"), "{said}");
+    assert_eq!(d.ftl().mapped_pages(), (32 << 20) / K4);
+    let saved = d.save_state().unwrap();
+    let mut e = Ssd::new(&p, 32 << 20).unwrap();
+    e.load_state(&saved).unwrap();
+    assert_eq!(e.ftl(), d.ftl());
+    // An aged drive writes slower than a fresh one from the first write on.
+    let mut fresh = Ssd::new(&p, 32 << 20).unwrap();
+    let mut rng = Rng(3);
+    let (mut ta, mut tf) = (0, 0);
+    for _ in 0..2000 {
+        let o = rng.below((32 << 20) / K4) * K4;
+        ta = e.submit(ta, rq(0, RqKind::Write, o, K4)).unwrap();
+        tf = fresh.submit(tf, rq(0, RqKind::Write, o, K4)).unwrap();
+    }
+    assert!(ta > 2 * tf, "aged {ta} fresh {tf}");
+    // A drive of another size refuses the state.
+    let mut other = Ssd::new(&p, 64 << 20).unwrap();
+    assert!(other.load_state(&saved).unwrap_err().contains("shape"));
+    assert!(d.precondition(-1.0, 1).is_err());
+}
