@@ -9,6 +9,7 @@
 //! line becomes `$VERSION` (a version bump is not a change of the report).
 
 use fsage_experiment::AnalysisOptions;
+use fsage_report::html::Section;
 use fsage_report::{export, load, Html, Json, ReportSet, Text};
 use std::path::{Path, PathBuf};
 
@@ -109,23 +110,8 @@ fn cells_with_full_workload_reports() {
 #[test]
 fn each_section_alone() {
     let set = load_set(&ALL);
-    for s in [
-        "aging",
-        "git",
-        "frag",
-        "against-fresh",
-        "aged-vs-fresh",
-        "latency",
-        "sweep",
-        "inversions",
-        "cells",
-    ] {
-        let html = export(
-            &Html {
-                sections: vec![s.to_string()],
-            },
-            &set,
-        );
-        check(&format!("section-{s}.html"), &html);
+    for s in Section::ALL {
+        let html = export(&Html { sections: vec![s] }, &set);
+        check(&format!("section-{}.html", s.name()), &html);
     }
 }

@@ -108,7 +108,7 @@ fn the_page_has_every_section_and_needs_no_network() {
     // Only the sections asked for.
     let only = export(
         &Html {
-            sections: vec!["sweep".into()],
+            sections: vec![fsage_report::html::Section::Sweep],
         },
         &set,
     );
@@ -283,7 +283,7 @@ fn latency_percentile_curves_come_from_the_cells_workload_reports() {
     let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
     let html = export(
         &Html {
-            sections: vec!["latency".into()],
+            sections: vec![fsage_report::html::Section::Latency],
         },
         &set,
     );
