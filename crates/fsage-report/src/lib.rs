@@ -14,12 +14,10 @@ mod git_series;
 pub mod html;
 mod image_text;
 pub mod inputs;
-pub mod latency_curves;
 pub mod plan_text;
 mod run_text;
 mod status_text;
 mod summary_text;
-pub mod verdicts;
 
 use serde::Serialize;
 

@@ -15,8 +15,8 @@ mod sections;
 pub use page::esc;
 
 use crate::inputs::ReportSet;
-use crate::latency_curves::FlowopCurve;
 use crate::Exporter;
+use fsage_experiment::analysis::latency_curves::FlowopCurve;
 use page::Page;
 use sections::{against, aged_vs_fresh, aging, cells, frag, git, inversions, latency, sweep};
 use std::fmt;
@@ -134,7 +134,8 @@ pub fn render(set: &ReportSet, only: &[Section]) -> String {
     if want(Section::AgainstFresh) && !set.verdicts.is_empty() {
         against::experiment_verdicts(&mut p, &set.verdicts);
     }
-    let curves = crate::latency_curves::from_cells(&set.cells);
+    let curves =
+        fsage_experiment::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
     for a in &set.analyses {
         let suffix = if set.analyses.len() > 1 {
             format!(" ({})", a.name)

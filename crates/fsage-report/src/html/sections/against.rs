@@ -8,6 +8,7 @@ use crate::html::plots::{self, Bar, BarChart, BarSeries};
 use crate::html::Section;
 use crate::inputs::Named;
 use fsage_core::against::AgainstFresh;
+use fsage_experiment::analysis::verdicts::BaseVerdict;
 use fsage_profile::human_bytes;
 use std::fmt::Write as _;
 
@@ -75,7 +76,7 @@ pub(in crate::html) fn render(p: &mut Page, items: &[Named<AgainstFresh>]) {
 
 /// Each aged base image of an experiment beside the fresh base of the same file system and size:
 /// the table of the four figures, then the one-line verdict per image.
-pub(in crate::html) fn experiment_verdicts(p: &mut Page, items: &[crate::verdicts::BaseVerdict]) {
+pub(in crate::html) fn experiment_verdicts(p: &mut Page, items: &[BaseVerdict]) {
     let f1 = |x: Option<f64>| opt(x, |v| format!("{v:.1}"));
     let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", f1(a), f1(b));
     let rows: Vec<Vec<String>> = items
