@@ -81,12 +81,11 @@ fn latency_panels(
 }
 
 /// One panel per flowop, one series per state, the values `of` gives for each pair.
-#[allow(clippy::type_complexity)]
 fn panels_of(
     flowops: &[String],
     states: &[State],
     of: impl Fn(&str, &State) -> Vec<Option<f64>>,
-) -> Vec<(String, Vec<Vec<Option<f64>>>)> {
+) -> Vec<plots::Panel> {
     flowops
         .iter()
         .map(|fo| (fo.clone(), states.iter().map(|st| of(fo, st)).collect()))
