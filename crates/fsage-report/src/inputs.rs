@@ -3,6 +3,9 @@
 
 use fsage_core::against::AgainstFresh;
 use fsage_exec::report::RunReport;
+use fsage_experiment::analysis::verdicts::{base_verdicts, BaseVerdict, MeasuredBase};
+use fsage_experiment::lab::BaseImage;
+use fsage_experiment::spec::StateSpec;
 use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
 use fsage_measure::FragReport;
 use serde::Serialize;
@@ -36,8 +39,8 @@ pub struct ReportSet {
     pub frags: Vec<Named<FragReport>>,
     pub against: Vec<Named<AgainstFresh>>,
     /// Each aged base image of an experiment against its fresh one (from the experiments' `frag`
-    /// measurements; see [`crate::verdicts`]).
-    pub verdicts: Vec<crate::verdicts::BaseVerdict>,
+    /// measurements; see [`fsage_experiment::analysis::verdicts`]).
+    pub verdicts: Vec<BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
     pub git: Vec<Named<fsage_git::GitSeries>>,
     /// Computed from the cell results (first), then any analysis JSON given.
@@ -133,7 +136,7 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
                 }
             }
             if experiment {
-                let v = crate::verdicts::for_experiment(p, &set.frags[frags_before..]);
+                let v = experiment_verdicts(p, &set.frags[frags_before..]);
                 set.verdicts.extend(v);
             }
             // Results of cells an edited experiment no longer has are not part of it.
@@ -257,4 +260,49 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
 fn plan_ids(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
     let plan = fsage_experiment::runner::read_plan(dir).ok()?;
     Some(plan.cells.into_iter().map(|c| c.id).collect())
+}
+
+/// The verdicts on the base images of the experiment output directory `dir`, whose frag
+/// measurements are `frags`: each measurement is of the base that `bases/KEY.json` records when
+/// the run wrote one, else of the plan's file system and state whose base image name
+/// (`FS-STATE-HASH`) it carries; one that is neither is left out.
+fn experiment_verdicts(dir: &Path, frags: &[Named<FragReport>]) -> Vec<BaseVerdict> {
+    let plan = fsage_experiment::runner::read_plan(dir).ok();
+    let mut bases = Vec::new();
+    for f in frags {
+        let rec = dir.join("bases").join(format!("{}.json", f.name));
+        let known = std::fs::read_to_string(&rec)
+            .ok()
+            .and_then(|t| serde_json::from_str::<BaseImage>(&t).ok())
+            // The image file's length is the experiment's image size.
+            .map(|b| (b.fs, b.state, b.size))
+            .or_else(|| {
+                let plan = plan.as_ref()?;
+                let (stem, hash) = f.name.rsplit_once('-')?;
+                if hash.len() != 8 || !hash.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    return None;
+                }
+                plan.cells
+                    .iter()
+                    .find(|c| format!("{}-{}", c.fs.label, c.state.id_part()) == stem)
+                    .map(|c| (c.fs.clone(), c.state.clone(), c.image_size))
+            });
+        if let Some((fs, state, size)) = known {
+            bases.push(MeasuredBase {
+                name: &f.name,
+                report: &f.item,
+                fs,
+                state,
+                size,
+                modified: std::fs::metadata(&f.path).and_then(|m| m.modified()).ok(),
+            });
+        }
+    }
+    base_verdicts(dir, &bases, |fs| {
+        plan.as_ref().is_some_and(|p| {
+            p.cells
+                .iter()
+                .any(|c| c.fs.label == fs && matches!(c.state, StateSpec::Fresh))
+        })
+    })
 }

@@ -1,9 +1,16 @@
-//! Every way fsage shows a result, in one place (like hyperfine's `export/`): the result types
-//! belong to the crates that produce them (the run report to `fsage-exec`, the fragmentation
-//! report to `fsage-measure`); this crate turns them into text for a terminal or JSON for a
-//! machine, or a self-contained HTML page with plots (`html`), behind one trait, so that a new
-//! format is one new type here and nothing else. `inputs` reads every JSON fsage writes for the
-//! report.
+//! The exporters of fsage's results, in one place (like hyperfine's `export/`): each result type
+//! (owned by the crate that produces it: the run report by `fsage-exec`, the fragmentation report
+//! by `fsage-measure`, cell results and analyses by `fsage-experiment`, the Git-aging series by
+//! `fsage-git`, ...) as text for a terminal, JSON for a machine, CSV (the Git-aging series), or
+//! the self-contained HTML page with plots ([`html`]), behind one [`Exporter`] trait, so that a
+//! new format is one new type here and nothing else. [`inputs`] reads every JSON result back for
+//! `fsage report`.
+//!
+//! Not here: what a command prints while it works (progress, the experiment runner's line per
+//! cell, warnings), the one-line confirmations of commands that make or change things (`fs`,
+//! `dev`, `image`), lists of built-ins, and the planner benchmark's table, which the command line
+//! prints row by row as it measures; nor the analyses the report shows, which are pure functions
+//! of `fsage-experiment::analysis`.
 
 mod bench_text;
 mod dev_text;
@@ -14,12 +21,10 @@ mod git_series;
 pub mod html;
 mod image_text;
 pub mod inputs;
-pub mod latency_curves;
 pub mod plan_text;
 mod run_text;
 mod status_text;
 mod summary_text;
-pub mod verdicts;
 
 use serde::Serialize;
 

@@ -108,7 +108,7 @@ fn the_page_has_every_section_and_needs_no_network() {
     // Only the sections asked for.
     let only = export(
         &Html {
-            sections: vec!["sweep".into()],
+            sections: vec![fsage_report::html::Section::Sweep],
         },
         &set,
     );
@@ -266,7 +266,8 @@ fn latency_percentile_curves_come_from_the_cells_workload_reports() {
         std::fs::write(d.path().join(name), v.to_string()).unwrap();
     }
     let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
-    let curves = fsage_report::latency_curves::from_cells(&set.cells);
+    let curves =
+        fsage_experiment::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
     assert_eq!(curves.len(), 2);
     let aged = curves.iter().find(|c| !c.state.is_fresh()).unwrap();
     assert_eq!(aged.reps, 2);
@@ -283,7 +284,7 @@ fn latency_percentile_curves_come_from_the_cells_workload_reports() {
     let set = load(&all_inputs(), &AnalysisOptions::default()).unwrap();
     let html = export(
         &Html {
-            sections: vec!["latency".into()],
+            sections: vec![fsage_report::html::Section::Latency],
         },
         &set,
     );

@@ -3,6 +3,7 @@
 use crate::exit::{bad_input, CmdResult};
 use clap::Args;
 use fsage_experiment::AnalysisOptions;
+use fsage_report::html::Section;
 use fsage_report::{export, Html, Json, Text};
 use fsage_sys::write_atomic;
 use std::path::PathBuf;
@@ -22,8 +23,8 @@ pub struct ReportArgs {
     pub json: Option<PathBuf>,
     /// Only these sections (repeat the flag): aging, git, frag, against-fresh, aged-vs-fresh,
     /// latency, sweep, inversions, cells.
-    #[arg(long, value_name = "KIND")]
-    pub section: Vec<String>,
+    #[arg(long, value_name = "KIND", value_parser = str::parse::<Section>)]
+    pub section: Vec<Section>,
     /// The two device latencies the model is calibrated on (a unit is required: 5ms, 500us).
     #[arg(
         long,
@@ -42,14 +43,6 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: ReportArgs) -> CmdResult {
-    for s in &a.section {
-        if !fsage_report::html::SECTIONS.contains(&s.as_str()) {
-            return Err(bad_input(format!(
-                "--section {s:?}: one of {}",
-                fsage_report::html::SECTIONS.join(", ")
-            )));
-        }
-    }
     if a.calibration.len() != 2 {
         return Err(bad_input(
             "--calibration: give two latencies, e.g. 5ms,10ms",

@@ -60,6 +60,13 @@ fn report_writes_html_json_and_a_summary() {
     expect_code(&o, 2, "calibration without a unit");
     let o = fsage(["report", &fx("cells/aged"), "--section", "nosuch"]);
     expect_code(&o, 2, "unknown section");
+    let e = stderr(&o);
+    assert!(
+        e.contains("--section")
+            && e.contains("\"nosuch\"")
+            && e.contains("one of aging, git, frag, against-fresh, aged-vs-fresh, latency, sweep, inversions, cells"),
+        "{e}"
+    );
 }
 
 /// Runs chromium with a deadline; (stdout, stderr). Killed by its pid past the deadline.

@@ -411,6 +411,10 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
     Ok(svg)
 }
 
+/// One panel: its title, and per series the values in µs per percentile (`None` where not
+/// measured).
+pub type Panel = (String, Vec<Vec<Option<f64>>>);
+
 /// Small multiples of latency percentile curves: one panel per flowop, the percentiles on x
 /// (categories, in order), latency on a log axis, one line per series (a state) in the same
 /// colour in every panel, and one legend above the panels, off the data.
@@ -421,8 +425,7 @@ pub struct PercentilePanels {
     pub percentiles: Vec<String>,
     /// Series names (the legend), in colour order.
     pub series: Vec<String>,
-    /// (panel title, per series the values in µs per percentile, `None` where not measured).
-    pub panels: Vec<(String, Vec<Vec<Option<f64>>>)>,
+    pub panels: Vec<Panel>,
     /// Panels per row, and each panel's size.
     pub columns: usize,
     pub panel_size: (u32, u32),

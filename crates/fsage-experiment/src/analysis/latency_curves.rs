@@ -1,9 +1,10 @@
 //! Latency percentiles per flowop from the cells' full workload reports: each cell keeps the
 //! engine's result (`workload_report`), whose flowops carry p50, p90, p99, p99.9 and max from
-//! the engine's HDR histograms; the analysis' samples keep only p99 and max.
+//! the engine's HDR histograms; the analysis' samples keep only p99 and max. Pure, like the rest
+//! of the analyses: the cells are read by the caller.
 
-use crate::inputs::Named;
-use fsage_experiment::{CellResult, State};
+use super::State;
+use crate::result::CellResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,14 +34,13 @@ pub struct FlowopCurve {
 type Key = (String, String, Option<u64>, State, String);
 
 /// The curves of every flowop of the done cells, in the order first seen.
-pub fn from_cells(cells: &[Named<CellResult>]) -> Vec<FlowopCurve> {
+pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<FlowopCurve> {
     // Per key: per percentile, the values of the repetitions.
     let mut acc: BTreeMap<Key, (usize, Vec<Vec<f64>>)> = BTreeMap::new();
     let mut order: Vec<Key> = Vec::new();
-    for c in cells.iter().filter(|c| c.item.is_done()) {
-        let cell = &c.item.cell;
+    for c in cells.into_iter().filter(|c| c.is_done()) {
+        let cell = &c.cell;
         let Some(reps) = c
-            .item
             .workload_report
             .as_ref()
             .and_then(|w| w.get("reps"))

@@ -1,0 +1,48 @@
+//! How numbers and states print in the page's tables, titles and legends, one spelling for every
+//! section.
+
+use fsage_experiment::analysis::{MeanCi, State};
+use fsage_units::format_latency_us;
+use std::collections::BTreeSet;
+
+/// `f(x)`, or a dash for a figure not there.
+pub(super) fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    x.map_or("–".into(), f)
+}
+
+/// Throughput: whole numbers from 100 up, else two decimals.
+pub(super) fn ops(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A mean and its 95% interval, in the precision of [`ops`].
+pub(super) fn mean_ci(m: &MeanCi) -> String {
+    match m.ci95 {
+        Some(c) if m.mean >= 100.0 => format!("{:.0} ± {c:.0}", m.mean),
+        Some(c) => format!("{:.2} ± {c:.2}", m.mean),
+        None => ops(m.mean),
+    }
+}
+
+/// A cell's device latency, or "plain image" for none.
+pub(super) fn lat(l: Option<f64>) -> String {
+    l.map_or("plain image".into(), |v| {
+        format!("device {}", format_latency_us(v))
+    })
+}
+
+/// A measured latency in µs, to three digits.
+pub(super) fn us(x: f64) -> String {
+    fsage_units::format_latency_round(x)
+}
+
+/// States in the order every table and legend shows them: fresh first, then by label.
+pub(super) fn state_order(states: &BTreeSet<State>) -> Vec<State> {
+    let mut v: Vec<State> = states.iter().cloned().collect();
+    v.sort_by_key(|s| (!s.is_fresh(), s.label()));
+    v
+}

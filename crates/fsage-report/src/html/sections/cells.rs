@@ -1,0 +1,55 @@
+//! The cell results themselves: how many ran, which failed and why, and the machines they ran on.
+
+use crate::html::page::{table, Page};
+use crate::html::Section;
+use crate::inputs::ReportSet;
+use fsage_profile::human_bytes;
+use std::collections::BTreeSet;
+
+pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
+    let done = set.cells.iter().filter(|c| c.item.is_done()).count();
+    let failed: Vec<Vec<String>> = set
+        .cells
+        .iter()
+        .filter_map(|c| match &c.item.status {
+            fsage_experiment::CellStatus::Failed { error } => {
+                Some(vec![c.item.cell.id.clone(), error.clone()])
+            }
+            _ => None,
+        })
+        .collect();
+    let mut c = format!(
+        "<p class=\"verdict\">{} cells: {done} done, {} failed.</p>",
+        set.cells.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        c.push_str(&table(&["cell", "error"], &failed));
+    }
+    let env: BTreeSet<String> = set
+        .cells
+        .iter()
+        .filter_map(|c| c.item.environment.as_ref())
+        .map(|e| {
+            format!(
+                "fsage {}, kernel {}, {} CPUs, {}",
+                e.fsage_version,
+                e.kernel,
+                e.cpus,
+                human_bytes(e.memory_bytes)
+            )
+        })
+        .collect();
+    if !env.is_empty() {
+        let rows: Vec<Vec<String>> = env.into_iter().map(|e| vec![e]).collect();
+        c.push_str("<p></p>");
+        c.push_str(&table(&["environment"], &rows));
+    }
+    p.section(
+        Section::Cells,
+        "Cells",
+        "Cell results as written by the experiment runner, one JSON file per cell. Failed cells \
+         are left out of every analysis above.",
+        &c,
+    );
+}

@@ -1,0 +1,193 @@
+//! Fragmentation side by side: free space by extent size and files by fragments, one series per
+//! `frag` report, and the figures that separate fresh from aged in one table.
+
+use crate::html::format::opt;
+use crate::html::page::{fig, plot_or_note, table, Page};
+use crate::html::plots::{self, Bar, BarChart, BarSeries};
+use crate::html::Section;
+use crate::inputs::Named;
+use fsage_core::against::AgingFigures;
+use fsage_measure::FragReport;
+use fsage_profile::human_bytes;
+use std::collections::BTreeSet;
+
+fn frag_figures_rows(frags: &[(&str, &FragReport)]) -> Vec<Vec<String>> {
+    frags
+        .iter()
+        .map(|(name, r)| {
+            let f = AgingFigures::of(r);
+            let fs = r.free_space.as_ref();
+            let files = r.files.as_ref();
+            vec![
+                name.to_string(),
+                r.fs_type.clone(),
+                fs.map_or("–".into(), |f| human_bytes(f.fs_blocks * f.block_size)),
+                fs.map_or("–".into(), |f| match f.unallocated_blocks {
+                    Some(u) => format!(
+                        "{} ({} unallocated)",
+                        human_bytes(f.free_blocks * f.block_size),
+                        human_bytes(u * f.block_size)
+                    ),
+                    None => human_bytes(f.free_blocks * f.block_size),
+                }),
+                fs.map_or("–".into(), |f| f.free_extents.to_string()),
+                opt(f.free_extents_per_gib, |v| format!("{v:.1}")),
+                opt(f.free_under_1mib_percent, |v| format!("{v:.1}")),
+                fs.map_or("–".into(), |f| {
+                    human_bytes((f.avg_blocks * f.block_size as f64) as u64)
+                }),
+                files.map_or("–".into(), |f| f.files.to_string()),
+                files.map_or("–".into(), |f| format!("{:.2}", f.fragments_per_file)),
+                opt(files.and_then(|f| f.layout_score), |v| {
+                    format!("{:.2}%", 100.0 * v)
+                }),
+                opt(f.dynamic_layout_score, |v| format!("{:.2}%", 100.0 * v)),
+                r.probe.as_ref().map_or("–".into(), |p| {
+                    format!("{} in {}", p.fragments, human_bytes(p.bytes))
+                }),
+                opt(f.probe_fragments_per_100mib, |v| format!("{v:.1}")),
+            ]
+        })
+        .collect()
+}
+
+const FIG_HEAD: [&str; 14] = [
+    "image",
+    "fs",
+    "size",
+    "free",
+    "free extents",
+    "free extents / GiB free",
+    "% free in extents < 1 MiB",
+    "mean free extent",
+    "files",
+    "fragments / file",
+    "layout score",
+    "dynamic layout score",
+    "probe fragments",
+    "probe fragments / 100 MiB",
+];
+
+/// Free-space and file-fragment histograms of several reports side by side.
+pub(super) fn frag_plots(frags: &[(&str, &FragReport)]) -> Vec<String> {
+    let mut out = Vec::new();
+    // Free extents binned by size in bytes (blocks x block size), share of free space.
+    let mut bins: BTreeSet<u64> = BTreeSet::new();
+    for (_, r) in frags {
+        if let Some(f) = &r.free_space {
+            for b in &f.bins {
+                bins.insert(b.min_blocks * f.block_size);
+            }
+        }
+    }
+    let bins: Vec<u64> = bins.into_iter().collect();
+    if !bins.is_empty() {
+        let series = frags
+            .iter()
+            .map(|(name, r)| BarSeries {
+                name: name.to_string(),
+                bars: bins
+                    .iter()
+                    .map(|&lo| {
+                        let f = r.free_space.as_ref()?;
+                        let pct = f
+                            .bins
+                            .iter()
+                            .find(|b| b.min_blocks * f.block_size == lo)
+                            .map_or(0.0, |b| b.percent);
+                        Some(Bar {
+                            value: pct,
+                            interval: None,
+                            flag: false,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let chart = BarChart {
+            title: "free space by extent size".into(),
+            x_desc: "free extent size (at least)".into(),
+            y_desc: "share of free space (%)".into(),
+            groups: bins.iter().map(|b| human_bytes(*b)).collect(),
+            series,
+            log_y: false,
+            size: (760, 380),
+        };
+        out.push(plot_or_note(plots::bars(&chart)));
+    }
+    let mut fbins: BTreeSet<(u64, u64)> = BTreeSet::new();
+    for (_, r) in frags {
+        if let Some(f) = &r.files {
+            for b in &f.fragments_distribution {
+                fbins.insert((b.min, b.max));
+            }
+        }
+    }
+    let fbins: Vec<(u64, u64)> = fbins.into_iter().collect();
+    if !fbins.is_empty() {
+        let series = frags
+            .iter()
+            .map(|(name, r)| BarSeries {
+                name: name.to_string(),
+                bars: fbins
+                    .iter()
+                    .map(|&(lo, hi)| {
+                        let f = r.files.as_ref()?;
+                        let total: u64 = f.fragments_distribution.iter().map(|b| b.files).sum();
+                        let n = f
+                            .fragments_distribution
+                            .iter()
+                            .find(|b| b.min == lo && b.max == hi)
+                            .map_or(0, |b| b.files);
+                        (total > 0).then(|| Bar {
+                            value: 100.0 * n as f64 / total as f64,
+                            interval: None,
+                            flag: false,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let chart = BarChart {
+            title: "files by number of fragments".into(),
+            x_desc: "fragments per file".into(),
+            y_desc: "share of files with blocks (%), log".into(),
+            groups: fbins
+                .iter()
+                .map(|(a, b)| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}–{b}")
+                    }
+                })
+                .collect(),
+            series,
+            log_y: true,
+            size: (640, 380),
+        };
+        out.push(plot_or_note(plots::bars(&chart)));
+    }
+    out
+}
+
+pub(in crate::html) fn render(p: &mut Page, frags: &[Named<FragReport>]) {
+    let list: Vec<(&str, &FragReport)> = frags.iter().map(|f| (f.name.as_str(), &f.item)).collect();
+    let mut c = fig(&frag_plots(&list));
+    c.push_str(&table(&FIG_HEAD, &frag_figures_rows(&list)));
+    p.section(
+        Section::Frag,
+        "Fragmentation, side by side",
+        "From <code>fsage frag --json</code> reports. Free space: free extents from GETFSMAP \
+         (ext4, xfs) or the btrfs trees (the gaps in data block groups, and each gap of \
+         unallocated device space as an extent of its own; the <i>free</i> column says how much \
+         is unallocated), binned by size in powers of two; each bar is the \
+         share of the free space in extents of that size. Files: FIEMAP of every regular file, \
+         binned by fragments (a fragment is a run of physically contiguous extents); the share is \
+         of files with blocks, on a log axis. Probe: one new file of the given size written, \
+         synced, mapped and deleted. The four figures that separate fresh from aged are free \
+         extents per GiB of free space, the share of free space in extents under 1 MiB, probe \
+         fragments per 100 MiB, and the dynamic layout score.",
+        &c,
+    );
+}

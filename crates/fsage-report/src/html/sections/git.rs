@@ -1,0 +1,224 @@
+//! Git-history aging: grep time per GiB of the aged and the clean instance against pulls, their
+//! ratio, the costed device models and the layout scores of the greps' reads.
+
+use crate::html::format::opt;
+use crate::html::page::{esc, fig, plot_or_note, table, Page};
+use crate::html::plots::{self, Line, LineChart};
+use crate::html::Section;
+use crate::inputs::Named;
+use fsage_profile::human_bytes;
+use std::fmt::Write as _;
+
+/// Git-history aging (Conway et al.): grep seconds per GiB of the aged and the clean instance
+/// against pulls, their ratio, and the layout scores of the greps' reads.
+pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
+    let mut c = String::new();
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.item.rows.iter().map(|r| r.pulls as f64))
+        .fold(1.0, f64::max);
+    let mut per_gib = Vec::new();
+    let mut ratio = Vec::new();
+    let mut layout = Vec::new();
+    let mut model_ratio = Vec::new();
+    let mut model_per_gib = Vec::new();
+    let mut model_color = 0;
+    for (i, s) in series.iter().enumerate() {
+        let g = &s.item;
+        let name = format!("{} {}", s.name, g.fs);
+        let pts = |f: &dyn Fn(&fsage_git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
+            g.rows
+                .iter()
+                .filter_map(|r| f(r).map(|y| (r.pulls as f64, y)))
+                .collect()
+        };
+        let line = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
+            name,
+            color: i,
+            points,
+            intervals: vec![],
+            dashed,
+            dots: true,
+            rings: vec![],
+        };
+        // The spread of the timed greps, per GiB, as whiskers (none for one sample).
+        let spread = |f: &dyn Fn(&fsage_git::GitRow) -> &fsage_git::InstanceFigures| {
+            g.rows
+                .iter()
+                .filter(|r| f(r).grep_samples.len() > 1 && r.du_bytes > 0)
+                .map(|r| {
+                    let (lo, hi) = f(r).grep_spread();
+                    let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
+                    (r.pulls as f64, lo / gib, hi / gib)
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut aged = line(
+            format!("{name} aged"),
+            pts(&|r| Some(r.aged.grep_seconds_per_gib)),
+            false,
+        );
+        aged.intervals = spread(&|r| &r.aged);
+        per_gib.push(aged);
+        let mut clean = line(
+            format!("{name} clean"),
+            pts(&|r| Some(r.clean.grep_seconds_per_gib)),
+            true,
+        );
+        clean.intervals = spread(&|r| &r.clean);
+        per_gib.push(clean);
+        for m in g.model_names() {
+            let ml = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
+                name,
+                color: model_color,
+                points,
+                intervals: vec![],
+                dashed,
+                dots: true,
+                rings: vec![],
+            };
+            model_ratio.push(ml(
+                format!("{name} on {m}"),
+                pts(&|r| r.modeled_ratio_on(m)),
+                false,
+            ));
+            model_per_gib.push(ml(
+                format!("{name} aged on {m}"),
+                pts(&|r| r.aged.modeled_on(m).map(|x| x.seconds_per_gib)),
+                false,
+            ));
+            model_per_gib.push(ml(
+                format!("{name} clean on {m}"),
+                pts(&|r| r.clean.modeled_on(m).map(|x| x.seconds_per_gib)),
+                true,
+            ));
+            model_color += 1;
+        }
+        ratio.push(line(name.clone(), pts(&|r| r.ratio), false));
+        let la = pts(&|r| r.aged.layout_score);
+        if !la.is_empty() {
+            layout.push(line(format!("{name} aged"), la, false));
+            layout.push(line(
+                format!("{name} clean"),
+                pts(&|r| r.clean.layout_score),
+                true,
+            ));
+        }
+    }
+    let chart = |title: &str, y: &str, lines: Vec<Line>| {
+        plot_or_note(plots::lines(&LineChart {
+            title: title.into(),
+            x_desc: "pulls (commits replayed)".into(),
+            y_desc: y.into(),
+            x_range: (0.0, xmax),
+            lines,
+            size: (620, 380),
+        }))
+    };
+    let mut parts = vec![
+        chart(
+            "Cold-cache grep, seconds per GiB (aged solid, clean dashed)",
+            "grep time (s/GiB)",
+            per_gib,
+        ),
+        chart("Aged over clean grep time", "aged / clean", ratio),
+    ];
+    if !model_ratio.is_empty() {
+        parts.push(chart(
+            "Aged over clean on device models (the first grep's trace, costed)",
+            "modeled aged / clean",
+            model_ratio,
+        ));
+        parts.push(chart(
+            "Modeled grep, seconds per GiB (aged solid, clean dashed)",
+            "modeled grep time (s/GiB)",
+            model_per_gib,
+        ));
+    }
+    if !layout.is_empty() {
+        parts.push(chart(
+            "Layout score of the grep's reads (aged solid, clean dashed)",
+            "1 - discontiguities / blocks",
+            layout,
+        ));
+    }
+    c.push_str(&fig(&parts));
+    for s in series {
+        let g = &s.item;
+        let _ = writeln!(
+            c,
+            "<h3>{} ({}, {}, {} mode)</h3><p class=\"note\">{} of {} commits replayed{}, \
+             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.</p>",
+            esc(&s.name),
+            esc(&g.fs),
+            human_bytes(g.size_bytes),
+            esc(&g.mode),
+            g.pulls_done,
+            g.commits_total,
+            if g.finished { "" } else { " (not finished)" },
+            g.every,
+            g.replay_seconds,
+            g.commits_per_second
+                .map_or(String::new(), |r| format!(" ({r:.2} commits/s)")),
+            g.measure_seconds,
+            esc(&g.git_version),
+            esc(&g.grep_version)
+        );
+        let rows: Vec<Vec<String>> = g
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.pulls.to_string(),
+                    r.commit.chars().take(10).collect(),
+                    r.commit_date.chars().take(10).collect(),
+                    human_bytes(r.du_bytes),
+                    format!("{:.3}", r.aged.grep_seconds),
+                    format!("{:.3}", r.aged.grep_seconds_per_gib),
+                    format!("{:.3}", r.clean.grep_seconds),
+                    format!("{:.3}", r.clean.grep_seconds_per_gib),
+                    opt(r.ratio, |x| format!("{x:.2}")),
+                    opt(r.aged.layout_score, |x| format!("{x:.3}")),
+                    opt(r.clean.layout_score, |x| format!("{x:.3}")),
+                    opt(r.aged.frag.fragments_per_file, |x| format!("{x:.3}")),
+                    opt(r.clean.frag.fragments_per_file, |x| format!("{x:.3}")),
+                ]
+            })
+            .collect();
+        c.push_str(&table(
+            &[
+                "pulls",
+                "commit",
+                "date",
+                "du -s",
+                "aged grep s",
+                "aged s/GiB",
+                "clean grep s",
+                "clean s/GiB",
+                "aged/clean",
+                "aged layout",
+                "clean layout",
+                "aged frags/file",
+                "clean frags/file",
+            ],
+            &rows,
+        ));
+    }
+    p.section(
+        Section::Git,
+        "Git-history aging",
+        "<code>fsage git-age</code> replays a repository's first-parent history one <code>git \
+         pull</code> per commit (Conway et al., FAST '17). Every N pulls the aged file system is \
+         unmounted, mounted again and its caches dropped, then <code>grep -r</code> reads the \
+         whole tree (.git included) for a string that is not there; the same tree copied with \
+         <code>cp -a</code> onto a freshly made file system of the same kind and size (the clean \
+         instance) is read the same way. Time is divided by the <code>du -s</code> size. The \
+         layout score is 1 − discontiguities ÷ blocks over the grep's block reads in issue \
+         order (tracefs <code>block:block_rq_issue</code>). With several timed greps the line is \
+         their median and the whiskers span the fastest to the slowest. With cost models, the \
+         first grep's block reads (issue and completion times, \
+         <code>block:block_rq_complete</code>) are replayed on each model in simulated time \
+         (<code>fsage dev cost</code>'s rule): one line per model.",
+        &c,
+    );
+}

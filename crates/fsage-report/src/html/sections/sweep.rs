@@ -1,0 +1,247 @@
+//! Latency sweeps against the slippery-slope model: throughput against device latency with the
+//! model dashed (full range and the 0 to 1 ms panel), each file system's class and the points.
+
+use crate::html::format::{mean_ci, ops, opt, us};
+use crate::html::page::{esc, fig, plot_or_note, table, Page};
+use crate::html::plots::{self, Line, LineChart};
+use crate::html::Section;
+use fsage_experiment::analysis::{Analysis, State, SweepClass};
+use fsage_units::format_latency_us;
+use std::fmt::Write as _;
+
+pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
+    let mut c = String::new();
+    let mut keys: Vec<(String, State)> = Vec::new();
+    for s in &a.sweeps {
+        if !keys.iter().any(|k| k.0 == s.workload && k.1 == s.state) {
+            keys.push((s.workload.clone(), s.state.clone()));
+        }
+    }
+    let (c1, c2) = a.options.calibration_us;
+    for (wl, st) in keys {
+        let sweeps: Vec<_> = a
+            .sweeps
+            .iter()
+            .filter(|s| s.workload == wl && s.state == st)
+            .collect();
+        let xmax = sweeps
+            .iter()
+            .flat_map(|s| s.points.iter().map(|q| q.latency_us))
+            .fold(0.0, f64::max);
+        // x in ms for the full range, in µs for the 0-1 ms panel.
+        let mk = |x_hi: f64, div: f64| {
+            let mut lines = Vec::new();
+            for (i, s) in sweeps.iter().enumerate() {
+                lines.push(Line {
+                    name: s.fs.clone(),
+                    color: i,
+                    points: s
+                        .points
+                        .iter()
+                        .map(|q| (q.latency_us / div, q.measured.mean))
+                        .collect(),
+                    intervals: s
+                        .points
+                        .iter()
+                        .filter(|q| q.measured.ci95.is_some())
+                        .map(|q| (q.latency_us / div, q.measured.low(), q.measured.high()))
+                        .collect(),
+                    dashed: false,
+                    dots: true,
+                    rings: s
+                        .points
+                        .iter()
+                        .filter(|q| q.calibration)
+                        .map(|q| (q.latency_us / div, q.measured.mean))
+                        .collect(),
+                });
+                // The calibrated model when there is one; else the least-squares one, named so
+                // (also when the calibration gave no fit).
+                let model = match (s.classified_with.as_str(), &s.calibration) {
+                    ("calibration", Some(m)) => Some((m, format!("{} model", s.fs))),
+                    _ => s
+                        .least_squares
+                        .as_ref()
+                        .map(|m| (m, format!("{} least-squares model", s.fs))),
+                };
+                if let Some((m, name)) = model {
+                    let n = 200;
+                    lines.push(Line {
+                        name,
+                        color: i,
+                        points: (0..=n)
+                            .map(|k| {
+                                let l = x_hi * k as f64 / n as f64;
+                                (l / div, m.predict(l))
+                            })
+                            .collect(),
+                        intervals: vec![],
+                        dashed: true,
+                        dots: false,
+                        rings: vec![],
+                    });
+                }
+            }
+            lines
+        };
+        let full = LineChart {
+            title: format!("{wl}, {}: throughput against device latency", st.label()),
+            x_desc: "device latency (ms)".into(),
+            y_desc: "throughput (ops/s)".into(),
+            x_range: (0.0, (xmax / 1000.0).max(0.001)),
+            lines: mk(xmax, 1000.0),
+            size: (700, 420),
+        };
+        let sub_hi = xmax.min(1000.0);
+        let zoom = LineChart {
+            title: format!("0 to {}", format_latency_us(sub_hi)),
+            x_desc: "device latency (µs)".into(),
+            y_desc: "throughput (ops/s)".into(),
+            x_range: (0.0, sub_hi.max(1.0)),
+            lines: mk(sub_hi, 1.0),
+            size: (520, 420),
+        };
+        let class_rows: Vec<Vec<String>> = sweeps
+            .iter()
+            .map(|s| {
+                let f = |m: Option<&fsage_experiment::analysis::ModelFit>| {
+                    m.map_or("–".into(), |m| format!("{:.4e} / {}", m.c, us(m.l_sw_us)))
+                };
+                let class = match &s.class {
+                    SweepClass::NoFit { .. } | SweepClass::Unclassified { .. } => {
+                        format!("<span class=\"flag\">{}</span>", esc(&s.class.describe()))
+                    }
+                    other => esc(&other.describe()),
+                };
+                vec![
+                    s.fs.clone(),
+                    f(s.calibration.as_ref()),
+                    f(s.least_squares.as_ref()),
+                    s.classified_with.replace('_', " "),
+                    format!("<span>{class}</span>"),
+                ]
+            })
+            .collect();
+        let mut point_rows = Vec::new();
+        for s in &sweeps {
+            for q in &s.points {
+                point_rows.push(vec![
+                    s.fs.clone(),
+                    format!(
+                        "{}{}",
+                        format_latency_us(q.latency_us),
+                        if q.calibration { " (cal.)" } else { "" }
+                    ),
+                    mean_ci(&q.measured),
+                    opt(q.predicted, ops),
+                    opt(q.error, |e| format!("{:+.1}%", 100.0 * e)),
+                    opt(q.lsq_predicted, ops),
+                    opt(q.lsq_error, |e| format!("{:+.1}%", 100.0 * e)),
+                ]);
+            }
+        }
+        let zoom_svg = if sweeps
+            .iter()
+            .any(|s| s.points.iter().filter(|q| q.latency_us <= 1000.0).count() >= 2)
+        {
+            plot_or_note(plots::lines(&zoom))
+        } else {
+            "<p class=\"note\">(no 0–1 ms panel: fewer than two latencies at or under 1 ms)</p>"
+                .into()
+        };
+        let _ = write!(c, "<h3>{} — {}</h3>", esc(&wl), esc(&st.label()));
+        c.push_str(&fig(&[plot_or_note(plots::lines(&full)), zoom_svg]));
+        c.push_str(&fig(&[
+            table(
+                &[
+                    "fs",
+                    "calibrated C (ops/s·µs) / l_sw",
+                    "least squares C / l_sw",
+                    "classed with",
+                    "class",
+                ],
+                &class_rows,
+            ),
+            table(
+                &[
+                    "fs",
+                    "latency",
+                    "measured ops/s",
+                    "model",
+                    "error",
+                    "least squares",
+                    "error",
+                ],
+                &point_rows,
+            ),
+        ]));
+    }
+    let how = format!(
+        "Mean ops/s per device latency (dots, whiskers the 95% CI) with the slippery-slope \
+         model Throughput = C / (l_dev + l_sw) dashed, in the same colour. The model is \
+         calibrated on the points at {} and {} (ringed); where those were not measured, it is \
+         the least-squares fit of the relative error over all points. Where the calibrated \
+         model gives no fit, the dashed line is the least-squares model (named so in the \
+         legend), when that fit exists. Classes, with tolerance τ = {:.0}% and knee {}: <b>no \
+         fit</b> when, over the fitted range (from the lower to the upper calibration latency, \
+         or every latency for the least-squares model), the least-squares slope of throughput \
+         against latency is positive (throughput falls as the device gets faster, which no \
+         model with C &gt; 0 follows), or when no model with C &gt; 0 and l_sw &gt; 0 goes \
+         through the calibration points; then, over the points below the lower calibration \
+         latency, <b>III</b> when a point at \
+         or above the knee is more than τ below the model (it departs at the highest such \
+         latency); <b>II</b> when no point is more than τ below and some point is more than τ \
+         above; <b>I</b> when every point at or above the knee is within τ and some point under \
+         it is more than τ below; <b>follows</b> when every point is within τ.",
+        format_latency_us(c1),
+        format_latency_us(c2),
+        100.0 * a.options.tolerance,
+        format_latency_us(a.options.knee_us)
+    );
+    p.section(
+        Section::Sweep,
+        &format!("Latency sweeps and the model{suffix}"),
+        &how,
+        &c,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_experiment::analysis::{analyze, AnalysisOptions, Sample};
+
+    /// A sweep whose calibration points admit no model (10 ms faster than 5 ms) still gets a
+    /// dashed line: the least-squares model, named so in the legend.
+    #[test]
+    fn no_calibrated_fit_draws_the_least_squares_model() {
+        let model = |l: f64| 6e7 / (l + 400.0);
+        let mut samples = Vec::new();
+        for k in 0..=10 {
+            let l = k as f64 * 1000.0;
+            let t = if k == 10 {
+                model(5000.0) * 1.01
+            } else {
+                model(l)
+            };
+            for rep in 0..2 {
+                samples.push(Sample {
+                    fs: "ext4".into(),
+                    state: State::Fresh,
+                    workload: "fileserver".into(),
+                    latency_us: Some(l),
+                    rep,
+                    ops_per_s: t * (1.0 + 0.001 * rep as f64),
+                    flowops: vec![],
+                });
+            }
+        }
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let s = &a.sweeps[0];
+        assert!(matches!(s.class, SweepClass::NoFit { .. }), "{:?}", s.class);
+        assert!(s.calibration.is_none() && s.least_squares.is_some());
+        let mut p = Page::default();
+        render(&mut p, &a, "");
+        assert!(p.body.contains("ext4 least-squares model"), "{}", p.body);
+    }
+}
