@@ -297,7 +297,8 @@ impl SlowDevice {
                             dev.display(),
                             rec.name,
                             first.mount_point.display()
-                        )));
+                        ))
+                        .with_remedy(fsage_sys::Remedy::Force));
                     }
                 }
             }
