@@ -6,7 +6,8 @@
 //! ([`fsage_plan::Snapshot`]): only the state a run changes, checked on restore against the profile
 //! stored beside it. A file of another format, truncated, corrupt or foreign is refused with a
 //! message that says which. Format 1 (fsage before the foundation rework) held the planner's
-//! in-memory layout through bincode and is refused.
+//! in-memory layout through bincode and is refused. Format 3 added the report's path
+//! ([`RunRecord::json`]); format 2 files still load, without it.
 
 use crate::report::StopReason;
 use crate::runner::StopConditions;
@@ -16,8 +17,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const MAGIC: &[u8; 12] = b"FSAGE-STATE\0";
-/// Bumped whenever the payload's layout changes; older files are refused, not misread.
-pub const STATE_FORMAT: u32 = 2;
+/// Bumped whenever the payload's layout changes; older files are read by their own layout (back
+/// to [`OLDEST_FORMAT`]) or refused, never misread.
+pub const STATE_FORMAT: u32 = 3;
+/// The oldest format still read (2: before the report's path was kept).
+const OLDEST_FORMAT: u32 = 2;
 const HEADER: usize = 12 + 4 + 8 + 4;
 
 /// The stopping conditions a run was started with: a resume keeps them unless given again.
@@ -79,6 +83,53 @@ pub struct RunRecord {
     pub stopped: Option<StopReason>,
     /// The last session's error, if an I/O error stopped it.
     pub error: Option<String>,
+    /// Where the report goes as JSON (absolute): a resume writes it there too.
+    pub json: Option<PathBuf>,
+}
+
+/// [`RunRecord`] as format 2 laid it out: without `json`.
+#[derive(Deserialize)]
+struct RunRecordV2 {
+    fsage_version: String,
+    profile_name: String,
+    profile_toml: String,
+    target: Option<PathBuf>,
+    write_mode: String,
+    image: Option<PathBuf>,
+    fs: Option<String>,
+    op_log: Option<PathBuf>,
+    op_log_len: u64,
+    elapsed_s: f64,
+    stop: SavedStop,
+    stopped: Option<StopReason>,
+    error: Option<String>,
+}
+
+impl From<RunRecordV2> for RunRecord {
+    fn from(r: RunRecordV2) -> RunRecord {
+        RunRecord {
+            fsage_version: r.fsage_version,
+            profile_name: r.profile_name,
+            profile_toml: r.profile_toml,
+            target: r.target,
+            write_mode: r.write_mode,
+            image: r.image,
+            fs: r.fs,
+            op_log: r.op_log,
+            op_log_len: r.op_log_len,
+            elapsed_s: r.elapsed_s,
+            stop: r.stop,
+            stopped: r.stopped,
+            error: r.error,
+            json: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StateFileV2 {
+    record: RunRecordV2,
+    plan: Snapshot,
 }
 
 #[derive(Serialize)]
@@ -182,7 +233,7 @@ impl State {
             u64::from_le_bytes(v)
         };
         let format = word(12, 4) as u32;
-        if format != STATE_FORMAT {
+        if !(OLDEST_FORMAT..=STATE_FORMAT).contains(&format) {
             return Err(StateError::Format {
                 path: path.into(),
                 found: format,
@@ -209,8 +260,16 @@ impl State {
         if crc32fast::hash(payload) != crc {
             return Err(corrupt("corrupt (checksum mismatch)".into()));
         }
-        let file: StateFileOwned =
-            postcard::from_bytes(payload).map_err(|e| corrupt(format!("corrupt: {e}")))?;
+        let file: StateFileOwned = if format == 2 {
+            let v2: StateFileV2 =
+                postcard::from_bytes(payload).map_err(|e| corrupt(format!("corrupt: {e}")))?;
+            StateFileOwned {
+                record: v2.record.into(),
+                plan: v2.plan,
+            }
+        } else {
+            postcard::from_bytes(payload).map_err(|e| corrupt(format!("corrupt: {e}")))?
+        };
         let profile = fsage_profile::parse(
             &file.record.profile_toml,
             &format!("{} (profile)", path.display()),
@@ -250,6 +309,7 @@ mod tests {
             },
             stopped: Some(StopReason::Interrupted),
             error: None,
+            json: Some("/tmp/run.json".into()),
         }
     }
 
@@ -284,6 +344,75 @@ mod tests {
         for _ in 0..5000 {
             assert_eq!(p.next_op(), st.plan.next_op());
         }
+    }
+
+    /// A format-2 state (fsage before the report's path was kept) loads, with no report path.
+    #[test]
+    fn a_format_2_state_still_loads() {
+        #[derive(Serialize)]
+        struct V2<'a> {
+            fsage_version: &'a str,
+            profile_name: &'a str,
+            profile_toml: &'a str,
+            target: &'a Option<PathBuf>,
+            write_mode: &'a str,
+            image: &'a Option<PathBuf>,
+            fs: &'a Option<String>,
+            op_log: &'a Option<PathBuf>,
+            op_log_len: u64,
+            elapsed_s: f64,
+            stop: SavedStop,
+            stopped: Option<StopReason>,
+            error: &'a Option<String>,
+        }
+        #[derive(Serialize)]
+        struct File<'a> {
+            record: V2<'a>,
+            plan: fsage_plan::SnapshotRef<'a>,
+        }
+        let (r, mut p) = (record(), planner());
+        let payload = postcard::to_stdvec(&File {
+            record: V2 {
+                fsage_version: &r.fsage_version,
+                profile_name: &r.profile_name,
+                profile_toml: &r.profile_toml,
+                target: &r.target,
+                write_mode: &r.write_mode,
+                image: &r.image,
+                fs: &r.fs,
+                op_log: &r.op_log,
+                op_log_len: r.op_log_len,
+                elapsed_s: r.elapsed_s,
+                stop: r.stop,
+                stopped: r.stopped,
+                error: &r.error,
+            },
+            plan: p.snapshot(),
+        })
+        .unwrap();
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        b.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        b.extend_from_slice(&payload);
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("v2");
+        std::fs::write(&path, &b).unwrap();
+        let mut st = State::load(&path).unwrap();
+        assert_eq!(
+            st.record,
+            RunRecord {
+                json: None,
+                ..r.clone()
+            }
+        );
+        for _ in 0..1000 {
+            assert_eq!(p.next_op(), st.plan.next_op());
+        }
+        // Read as format 3, the same bytes are not a state: the formats really differ.
+        b[12..16].copy_from_slice(&3u32.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        assert!(State::load(&path).is_err());
     }
 
     #[test]

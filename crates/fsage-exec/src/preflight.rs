@@ -191,6 +191,15 @@ impl fsage_sys::Blamed for TargetError {
             _ => fsage_sys::Blame::Input,
         }
     }
+    /// The refusals that protect what is there say "or force it": `--force` gets past them.
+    fn remedy(&self) -> Option<fsage_sys::Remedy> {
+        match self {
+            TargetError::NotEmpty { .. } | TargetError::SymlinkElsewhere { .. } => {
+                Some(fsage_sys::Remedy::Force)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Makes sure `target` is an empty directory fsage may age (creating it if missing), unless

@@ -81,6 +81,8 @@ pub struct Checkpointing {
     pub op_log: Option<PathBuf>,
     pub image: Option<PathBuf>,
     pub fs: Option<String>,
+    /// Where the report is written as JSON, kept so that a resume writes it there too.
+    pub json: Option<PathBuf>,
 }
 
 /// Everything besides the source, the backend and the op log that shapes a run.
@@ -158,6 +160,7 @@ impl<S: OpSource, B: Backend> Session<'_, S, B> {
             stop: SavedStop::from(&self.ctx.stop),
             stopped,
             error,
+            json: cp.json.clone(),
         };
         if self
             .source

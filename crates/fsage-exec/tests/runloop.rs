@@ -107,6 +107,7 @@ fn checkpoints_are_written_at_start_and_end_with_the_stopping_conditions() {
         op_log: None,
         image: None,
         fs: None,
+        json: None,
     });
     let mut b = Mock::new();
     let out = run(&mut p, &mut b, None, &c, &mut Silent);

@@ -104,6 +104,10 @@ pub struct GitAgeOptions {
     pub grep_reps: u32,
     /// Device models the first grep's trace of every measurement is costed on.
     pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// Where the caller writes the series as JSON and CSV: kept in the checkpoint, so that a
+    /// resume writes them there too ([`Outcome::json`], [`Outcome::csv`]).
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
 }
 
 /// What the caller sees as the run goes.
@@ -126,6 +130,9 @@ pub struct Outcome {
     /// Stopped by a signal before the last commit.
     pub interrupted: bool,
     pub state: PathBuf,
+    /// Where the series goes as JSON and CSV: the paths given, or a resumed run's saved ones.
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
 }
 
 const STATE_FORMAT: &str = "fsage-git-state/1";
@@ -170,6 +177,61 @@ struct State {
     /// Tree mode: op-log length and next tick at the checkpoint.
     op_log_len: Option<u64>,
     tick: u64,
+    /// The output paths the run was given (none in checkpoints from before they were kept).
+    #[serde(default)]
+    outputs: Outputs,
+}
+
+/// A run's output paths, absolute: a resume writes to them unless given the same again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Outputs {
+    json: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    op_log: Option<PathBuf>,
+}
+
+impl Outputs {
+    fn given(opts: &GitAgeOptions) -> Outputs {
+        let abs = |p: &Option<PathBuf>| {
+            p.as_deref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+        };
+        Outputs {
+            json: abs(&opts.json),
+            csv: abs(&opts.csv),
+            op_log: abs(&opts.op_log),
+        }
+    }
+
+    /// The paths given now, else the saved ones; a path given again that differs from the
+    /// saved one is refused, naming both.
+    fn resumed(given: Outputs, saved: &Outputs, state_file: &Path) -> Result<Outputs> {
+        let mut refused = Vec::new();
+        let mut pick = |flag: &str, g: Option<PathBuf>, s: &Option<PathBuf>| match (g, s) {
+            (Some(g), Some(s)) if g != *s => {
+                refused.push(format!(
+                    "{flag} {} (the run writes {})",
+                    g.display(),
+                    s.display()
+                ));
+                None
+            }
+            (g, s) => g.or_else(|| s.clone()),
+        };
+        let out = Outputs {
+            json: pick("--json", given.json, &saved.json),
+            csv: pick("--csv", given.csv, &saved.csv),
+            op_log: pick("--op-log", given.op_log, &saved.op_log),
+        };
+        if !refused.is_empty() {
+            return Err(Error::input(format!(
+                "{}: a resumed run writes where it was started; drop or correct: {}",
+                state_file.display(),
+                refused.join("; ")
+            )));
+        }
+        Ok(out)
+    }
 }
 
 /// The checkpoint of a run on `target`: `IMAGE.fsage-git.json`, or for a directory target
@@ -222,6 +284,28 @@ fn load_state(path: &Path) -> Result<State> {
         )));
     }
     Ok(st)
+}
+
+/// Refuses an image too small for the checked-out tree at the last commit (each file rounded up
+/// to a 4 KiB block) before anything is made: without the refusal git fills the file system
+/// commits later and the run fails late.
+fn check_fits(source: &Path, last: &str, size: u64) -> Result<()> {
+    let files = crate::tree::ls_tree(source, last)?;
+    let tree: u64 = files.values().map(|s| s.div_ceil(4096).max(1) * 4096).sum();
+    if size <= tree {
+        // The tree, again as much for the repository's objects, and the file system's own.
+        let want = (2 * tree + (64 << 20)).next_multiple_of(1 << 20);
+        return Err(Error::input(format!(
+            "an image of {}: the checked-out tree at the last commit ({}) alone needs {} ({} \
+             files), before the repository's objects and the file system's own metadata",
+            fsage_units::format_size(size),
+            &last[..last.len().min(12)],
+            fsage_units::format_size(tree),
+            files.len()
+        ))
+        .with_remedy(fsage_sys::Remedy::SizeAtLeast(want)));
+    }
+    Ok(())
 }
 
 fn is_measured(i: usize, n: usize, every: u64) -> bool {
@@ -479,6 +563,44 @@ impl Aged {
 
 /// Runs (or, with `resume`, continues) a Git-history aging run.
 pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
+    let state_file = state_path(&opts.target);
+    let image = match &opts.target {
+        Target::Image { path, .. } => Some(path.clone()),
+        Target::Dir { .. } => None,
+    };
+    // What was there before this run is never removed on its way out.
+    let had_image = image.as_ref().is_some_and(|p| p.exists());
+    let had_state = state_file.exists();
+    let had_mnt = image
+        .as_ref()
+        .is_some_and(|p| measure::mount_dir(p).exists());
+    let out = git_age_inner(opts, obs);
+    if let (Err(_), Some(image)) = (&out, &image) {
+        // The run's mount is down (its guard went with the error): leave nothing but what a
+        // resume needs, and say what that is.
+        let mnt = measure::mount_dir(image);
+        if !had_mnt && !fsage_sys::is_mount_point(&mnt) {
+            let _ = std::fs::remove_dir(&mnt);
+        }
+        if !had_image && image.exists() {
+            // How the image was made is for `image save` of a finished run; not needed to resume.
+            let _ = std::fs::remove_file(fsage_lab::fs::sidecar_path(image));
+            if state_file.exists() && !had_state {
+                obs.note(&format!(
+                    "kept {} and its checkpoint {} for `--resume` (remove both to start again)",
+                    image.display(),
+                    state_file.display()
+                ));
+            } else if !state_file.exists() {
+                // Failed before its first checkpoint: nothing to resume from.
+                let _ = std::fs::remove_file(image);
+            }
+        }
+    }
+    out
+}
+
+fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
     fsage_signals::install();
     if opts.every == 0 {
         return Err(Error::input(
@@ -551,6 +673,9 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     let n = commits.len();
     let kind = facts.clean_kind;
     let size = facts.size;
+    if let (Target::Image { .. }, false) = (&opts.target, opts.resume) {
+        check_fits(&source.path, &commits[n - 1].id, size)?;
+    }
     let key = RunKey {
         repo: source.origin.to_string_lossy().into_owned(),
         mode: opts.mode.name().into(),
@@ -585,6 +710,10 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         Some(st)
     } else {
         None
+    };
+    let outputs = match &prior {
+        Some(st) => Outputs::resumed(Outputs::given(opts), &st.outputs, &state_file)?,
+        None => Outputs::given(opts),
     };
     let mut aged = match &opts.target {
         Target::Image { path, kind, size } => {
@@ -727,7 +856,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                         .map_err(|e| crate::Error::io(&aged.tree, "mkdir", e))?;
                     (
                         tree::Files::new(),
-                        opts.op_log.as_deref().map(|p| (p, None)),
+                        outputs.op_log.as_deref().map(|p| (p, None)),
                         0,
                     )
                 }
@@ -747,7 +876,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                             done
                         )));
                     }
-                    let log = match (&opts.op_log, st.op_log_len) {
+                    let log = match (&outputs.op_log, st.op_log_len) {
                         (Some(p), Some(len)) => Some((p.as_path(), Some(len))),
                         (Some(p), None) => Some((p.as_path(), None)),
                         (None, _) => None,
@@ -788,6 +917,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                 series: series.clone(),
                 op_log_len,
                 tick,
+                outputs: outputs.clone(),
             },
         )
     };
@@ -954,5 +1084,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         series,
         interrupted,
         state: state_file,
+        json: outputs.json,
+        csv: outputs.csv,
     })
 }

@@ -32,6 +32,8 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         device: None,
         grep_reps: 1,
         cost_models: Vec::new(),
+        json: None,
+        csv: None,
     }
 }
 

@@ -375,7 +375,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             full.push(format!("{}k", size / 1024));
         }
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
-        run_tool(opts.kind.mkfs(), &refs)?;
+        run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
         return Ok(info(&args));
     }
     let tmp = TempPath::beside(target)?;
@@ -390,7 +390,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     }
     args.push(tmp.path().to_string_lossy().into_owned());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_tool(opts.kind.mkfs(), &refs)?;
+    run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
     args.pop();
     crate::check_interrupted("mkfs")?;
     File::open(tmp.path())
@@ -401,6 +401,20 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
     fsage_sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
+}
+
+/// mkfs.ext4 refuses a device of 2^48 blocks or more ("too big to create a filesystem"): the
+/// size given is at fault, not the operation.
+fn size_refused(e: Error, kind: FsKind, size: u64) -> Error {
+    let text = e.to_string();
+    if text.contains("too big to create") {
+        Error::input(format!(
+            "a size of {size} bytes: too large for {kind} ({text})"
+        ))
+        .with_remedy(Remedy::Size)
+    } else {
+        e
+    }
 }
 
 /// Makes a sparse image file of `size` bytes at `path` (which must not exist) holding a fresh

@@ -59,6 +59,12 @@ impl FreshTwin {
             );
         }
         let size = fsage_sys::size_of(dev)?;
+        FreshTwin::new(kind, size, &[])
+    }
+
+    /// Makes and mounts a new file system of `kind` on an image of `size` bytes: what a real
+    /// file system of that size offers (a dry run reads its usable space).
+    pub fn new(kind: FsKind, size: u64, mkfs_opts: &[String]) -> Result<FreshTwin> {
         kind.check_tools()?;
         let dir = shm_dir().join(format!(
             "fsage-twin-{}-{}",
@@ -79,7 +85,7 @@ impl FreshTwin {
         let mnt = twin.dir.join("mnt");
         std::fs::create_dir(&mnt)
             .map_err(|e| Error::operation(format!("{}: {e}", mnt.display())))?;
-        crate::fs::create_image(kind, size, &image, &[])?;
+        crate::fs::create_image(kind, size, &image, mkfs_opts)?;
         twin.mounted = Some(Mounted::attach_and_mount(&image, &mnt)?);
         Ok(twin)
     }

@@ -222,10 +222,13 @@ pub fn extract_profile(
     use crate::Error;
     if let Some(o) = output {
         if o.exists() && !overwrite {
-            return Err(Error::Input(format!(
-                "{}: exists; refusing to overwrite it",
-                o.display()
-            )));
+            return Err(Error::Setting(
+                fsage_sys::Error::input(format!(
+                    "{}: exists; refusing to overwrite it",
+                    o.display()
+                ))
+                .with_remedy(fsage_sys::Remedy::Force),
+            ));
         }
         fsage_sys::check_writable_file(o)?;
     }

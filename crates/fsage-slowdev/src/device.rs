@@ -342,7 +342,8 @@ impl SlowDevice {
                             dev.display(),
                             rec.name,
                             first.mount_point.display()
-                        )));
+                        ))
+                        .with_remedy(fsage_sys::Remedy::Force));
                     }
                 }
             }

@@ -26,7 +26,8 @@ pub struct AgeArgs {
     /// holding TARGET_DIR.
     #[arg(long, value_parser = fsage_units::parse_size)]
     pub capacity: Option<u64>,
-    /// Fullness u in (0, 1]. Default: the profile's.
+    /// Fullness u in (0, 1): at 1 no room is left for the stable phase's creates. Default: the
+    /// profile's.
     #[arg(long)]
     pub fullness: Option<f64>,
     /// Seed of every random choice: the same seed gives the same op log. Default: 1.
@@ -90,8 +91,10 @@ pub struct AgeArgs {
     #[arg(long)]
     pub force: bool,
     /// Make a file system of this kind on a new image file (TARGET is then the image path), mount
-    /// it, age it, unmount it: the one-command main job. The capacity is the file system's.
-    #[arg(long, value_enum, conflicts_with_all = ["dry_run", "capacity", "resume"])]
+    /// it, age it, unmount it: the one-command main job. The capacity is the file system's. With
+    /// --dry-run and --size: plan at the usable space of a new file system of that size (made in
+    /// memory to read it, then removed); no TARGET.
+    #[arg(long, value_enum, conflicts_with_all = ["capacity", "resume"])]
     pub fs: Option<FsArg>,
     /// Size of the image made by --fs (e.g. 4GiB); with --device, of the file system (default:
     /// the whole device).
@@ -185,7 +188,20 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
             device: args.device.clone(),
         }),
     };
-    if new_fs.is_some() && args.target.is_none() {
+    if new_fs.is_some() && args.dry_run {
+        if args.device.is_some() {
+            return Err(bad_input(
+                "--dry-run formats no device: give --fs KIND --size SIZE to plan at the usable \
+                 space of a new file system of that size",
+            ));
+        }
+        if args.target.is_some() {
+            return Err(bad_input(
+                "--dry-run with --fs makes no image: drop TARGET (the file system is made in \
+                 memory to read its usable space, and removed)",
+            ));
+        }
+    } else if new_fs.is_some() && args.target.is_none() {
         return Err(bad_input(if args.device.is_some() {
             "with --device, TARGET is the directory to mount the new file system on"
         } else {
@@ -197,7 +213,8 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
             "TARGET_DIR is required (or use --dry-run with --capacity)",
         ));
     }
-    if args.resume.is_none() && args.target.is_none() && args.capacity.is_none() {
+    if args.resume.is_none() && args.target.is_none() && args.capacity.is_none() && new_fs.is_none()
+    {
         return Err(bad_input(
             "--capacity is needed: there is no target file system to take it from",
         ));
@@ -320,6 +337,12 @@ pub fn run(args: AgeArgs) -> CmdResult {
     }
     if !args.quiet {
         print!("{}", export(&Text, rep));
+        if args.dry_run {
+            println!(
+                "{}",
+                dry_run_capacity(rep.capacity, args.capacity, out.usable_of)
+            );
+        }
         if let (Some(s), false) = (&out.state, out.state_failed) {
             if rep.converged {
                 println!("state: {} (the run is finished)", s.display());
@@ -349,6 +372,37 @@ pub fn run(args: AgeArgs) -> CmdResult {
         }
         StopReason::Interrupted => Err(interrupted()),
         _ => Ok(()),
+    }
+}
+
+/// What capacity a dry run assumed: a real file system of a size offers less than that size, so
+/// a dry run at `--capacity 4GiB` writes more than a real 4 GiB image would.
+fn dry_run_capacity(
+    capacity: u64,
+    given: Option<u64>,
+    usable_of: Option<(fsage_lab::FsKind, u64)>,
+) -> String {
+    let cap = fsage_units::format_size(capacity);
+    match (usable_of, given) {
+        (Some((kind, size)), _) => format!(
+            "capacity: {cap}, the usable space of a new {} of {} (what a real run on one sees)",
+            kind.name(),
+            fsage_units::format_size(size)
+        ),
+        (None, Some(_)) => {
+            // The size as a flag takes it back exactly: `4GiB`, else bytes.
+            let flag = if cap.contains('.') {
+                capacity.to_string()
+            } else {
+                cap.replace(' ', "")
+            };
+            format!(
+                "capacity: {cap} as given (--capacity); a real file system of that size has less \
+                 usable space (metadata, journal) and a real run on it decides differently: \
+                 --dry-run --fs KIND --size {flag} plans at what a new one offers"
+            )
+        }
+        (None, None) => format!("capacity: {cap}, the target file system's"),
     }
 }
 

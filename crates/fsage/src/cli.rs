@@ -6,11 +6,15 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "fsage",
     version,
-    about = "Age a file system to a profile, reproducibly",
+    about = "A file system aging lab: age, measure, benchmark, report",
     long_about = "fsage ages a directory tree on any POSIX file system to match an aging profile \
                   (file sizes, directory depths, relative ages, fullness), the way Geriatrix does, \
-                  reproducibly and resumably; measures how fragmented a file system is; and keeps \
-                  aged images in memory, in a library, and rolls them back after a benchmark."
+                  reproducibly and resumably, or by replaying a Git repository's history (Conway \
+                  et al.); measures how fragmented a file system is and how far from a fresh one; \
+                  runs Filebench workloads (bench); makes slow block devices of any latency or \
+                  device model (dev); keeps aged images in memory and in a library, and rolls \
+                  them back after a benchmark; runs experiment files resumably (experiment); and \
+                  draws everything it measures in one HTML report (report)."
 )]
 pub struct Cli {
     #[command(subcommand)]

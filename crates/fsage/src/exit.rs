@@ -62,6 +62,14 @@ pub fn bad_input(msg: impl Into<String>) -> CmdError {
     BadInput(msg.into()).into()
 }
 
+/// A refusal `--force` gets past (an output file that exists): exit code 2 and a hint naming
+/// `--force`, as every forceable refusal has.
+pub fn forceable(msg: impl Into<String>) -> CmdError {
+    fsage_sys::Error::input(msg)
+        .with_remedy(Remedy::Force)
+        .into()
+}
+
 /// `return Err(bad_input(format!(...)))`.
 #[macro_export]
 macro_rules! bail_input {

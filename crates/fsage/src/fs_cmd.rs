@@ -142,12 +142,24 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             for d in &u.detached {
                 println!("detached {}", d.display());
             }
+            // A slow device (`fsage dev create`) is attached by its daemon and outlives the
+            // mount; `losetup -d` would bypass `dev destroy`, which also stops the daemon.
+            let registry = fsage_slowdev::Registry::new(fsage_slowdev::Registry::default_root());
             for d in &u.left_attached {
-                println!(
-                    "left {} attached: fsage did not attach it (losetup -d {} detaches it)",
-                    d.display(),
-                    d.display()
-                );
+                match registry.find(&d.to_string_lossy()) {
+                    Ok((_, rec)) => println!(
+                        "left {} attached: it is fsage's slow device {} (`fsage dev destroy {}` \
+                         detaches it and stops its daemon)",
+                        d.display(),
+                        rec.name,
+                        d.display()
+                    ),
+                    Err(_) => println!(
+                        "left {} attached: fsage did not attach it (losetup -d {} detaches it)",
+                        d.display(),
+                        d.display()
+                    ),
+                }
             }
             Ok(())
         }

@@ -211,6 +211,8 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         device,
         grep_reps: a.grep_reps,
         cost_models,
+        json: a.json.clone(),
+        csv: a.csv.clone(),
     };
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !a.quiet;
     let mut obs = Progress {
@@ -222,10 +224,10 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     if tty {
         eprintln!();
     }
-    if let Some(p) = &a.json {
+    if let Some(p) = &out.json {
         fsage_sys::write_atomic(p, export(&Json, &out.series).as_bytes())?;
     }
-    if let Some(p) = &a.csv {
+    if let Some(p) = &out.csv {
         fsage_sys::write_atomic(p, export(&Csv, &out.series).as_bytes())?;
     }
     if !a.quiet {

@@ -148,8 +148,8 @@ pub fn run(cmd: ProfileCmd) -> CmdResult {
             match output {
                 Some(path) => {
                     if path.exists() && !force {
-                        return Err(bad_input(format!(
-                            "{}: exists; --force to overwrite it",
+                        return Err(crate::exit::forceable(format!(
+                            "{}: exists; refusing to overwrite it",
                             path.display()
                         )));
                     }

@@ -61,8 +61,8 @@ pub fn run(a: ReportArgs) -> CmdResult {
     }
     for p in [&a.output, &a.json].into_iter().flatten() {
         if p.as_os_str() != "-" && p.exists() && !a.force {
-            return Err(bad_input(format!(
-                "{}: exists; --force to overwrite it",
+            return Err(crate::exit::forceable(format!(
+                "{}: exists; refusing to overwrite it",
                 p.display()
             )));
         }

@@ -578,3 +578,45 @@ fn dev_create_runs_a_model() {
     assert_eq!(f["latencies"]["read_ns"], 1_000_000, "{f}");
     r.ok(["dev", "destroy", "--all"]);
 }
+
+/// A file system on a slow device: `dev destroy` while it is mounted is refused with a hint
+/// naming `--force`, and `fs umount` names the slow device and `fsage dev destroy` (not
+/// `losetup -d`, which would bypass it).
+#[test]
+fn fs_umount_on_a_slow_device_names_it_and_dev_destroy() {
+    if !can_run(
+        "fs_umount_on_a_slow_device_names_it_and_dev_destroy",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let r = Reg::new();
+    let o = r.ok(["dev", "create", "--size", "64MiB", "--latency", "0"]);
+    let dev = stdout(&o).trim().to_string();
+    let mnt = r.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    r.ok([
+        "fs",
+        "create",
+        "--fs",
+        "ext4",
+        &dev,
+        "--mount",
+        &mnt.to_string_lossy(),
+    ]);
+    let o = r.fsage(["dev", "destroy", &dev]);
+    expect_code(&o, 2, "destroying a mounted device");
+    assert!(
+        stderr(&o).contains("fsage: hint: --force"),
+        "{}",
+        stderr(&o)
+    );
+    let o = r.ok(["fs", "umount", &mnt.to_string_lossy()]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("slow device sd0") && out.contains(&format!("fsage dev destroy {dev}")),
+        "{out}"
+    );
+    assert!(!out.contains("losetup -d"), "{out}");
+    r.ok(["dev", "destroy", &dev]);
+}

@@ -350,8 +350,11 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
     let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
     let state = &x.state;
     let args = |extra: &[&str]| x.args(repo, "100", extra);
+    // The outputs are given to the first run only: the resume writes them too (issue 22).
+    let json = tmp.path().join("series.json");
+    let csv = tmp.path().join("series.csv");
     let mut child = Command::new(bin())
-        .args(args(&[]))
+        .args(args(&["--json", s(&json), "--csv", s(&csv)]))
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -372,11 +375,21 @@ fn git_age_stops_on_sigint_with_130_and_resumes_to_the_last_commit() {
     assert!(fsage_sys::loops_backed_by(img).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
 
-    let json = tmp.path().join("series.json");
-    let o = fsage_ok(args(&["--resume", "--json", s(&json)]));
+    assert_eq!(read_json(&json)["finished"], false);
+    let other = tmp.path().join("other.json");
+    let o = fsage(args(&["--resume", "--json", s(&other)]));
+    expect_code(&o, 2, "a resume given another --json");
+    assert!(
+        stderr(&o).contains(s(&other)) && stderr(&o).contains(s(&json)),
+        "{}",
+        stderr(&o)
+    );
+    let o = fsage_ok(args(&["--resume"]));
     let j = read_json(&json);
     assert_eq!(j["finished"], true, "{}", stderr(&o));
     assert_eq!(j["pulls_done"], 30);
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+    assert_eq!(rows as u64, 1 + j["rows"].as_array().unwrap().len() as u64);
     assert_image_holds_last_commit(img, repo, tmp.path());
 }
 

@@ -1,7 +1,7 @@
 //! Running a prepared run on its backend (dry run, POSIX, parallel POSIX), reconciling a resumed
 //! target first, then writing the report and unmounting what the run mounted.
 
-use super::{AgeError, AgeObserver, AgeOutcome, AgeRequest, Level, Prepared, Result};
+use super::{absolute, AgeError, AgeObserver, AgeOutcome, AgeRequest, Level, Prepared, Result};
 use fsage_exec::{
     reconcile, report, run, Backend, Checkpointing, DryRun, Outcome, Parallel, Posix, RunCtx,
     RunMeta, RunReport, StopConditions, WriteMode,
@@ -59,6 +59,18 @@ pub(super) fn execute(
     stop: StopConditions,
     obs: &mut dyn AgeObserver,
 ) -> Result<AgeOutcome> {
+    // An image made for the run keeps its report beside it, rewritten by every session.
+    // (Beside the mount point for a block device: never a file in /dev.) A resumed run writes
+    // where its first session did, unless given the same path again.
+    let json = req.json.clone().or_else(|| p.json.clone()).or_else(|| {
+        p.image.as_ref().and_then(|(image, _)| {
+            if fsage_sys::is_block_device(image) {
+                p.target.as_ref().map(|t| with_suffix(t, ".report.json"))
+            } else {
+                Some(with_suffix(image, ".report.json"))
+            }
+        })
+    });
     let ctx = RunCtx {
         stop: stop.clone(),
         checkpoint: p.state.clone().map(|path| Checkpointing {
@@ -71,6 +83,7 @@ pub(super) fn execute(
             op_log: p.op_log_path.clone(),
             image: p.image.as_ref().map(|(i, _)| i.clone()),
             fs: p.image.as_ref().map(|(_, f)| f.clone()),
+            json: json.as_deref().map(absolute),
         }),
         elapsed_before: p.elapsed_before,
     };
@@ -107,17 +120,6 @@ pub(super) fn execute(
         .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
     let meta = RunMeta::new(&p.profile, backend_name, target_name);
     let rep = report(&p.planner, &outcome, &meta, &stop);
-    // An image made for the run keeps its report beside it, rewritten by every session.
-    // (Beside the mount point for a block device: never a file in /dev.)
-    let json = req.json.clone().or_else(|| {
-        p.image.as_ref().and_then(|(image, _)| {
-            if fsage_sys::is_block_device(image) {
-                p.target.as_ref().map(|t| with_suffix(t, ".report.json"))
-            } else {
-                Some(with_suffix(image, ".report.json"))
-            }
-        })
-    });
     if let Some(path) = &json {
         fsage_sys::write_atomic(path, &json_bytes(&rep))?;
     }
@@ -147,5 +149,6 @@ pub(super) fn execute(
         image: p.image,
         finished_earlier: false,
         target_refused,
+        usable_of: None,
     })
 }

@@ -179,6 +179,7 @@ pub(super) fn fresh(
         image: None,
         mounted: None,
         saved_stop: None,
+        json: None,
     })
 }
 

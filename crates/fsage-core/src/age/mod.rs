@@ -41,7 +41,7 @@ pub trait AgeObserver: Observer {
 
 /// A new file system to make, mount and age: on a new image file (the request's target, mounted
 /// at `IMAGE.mnt`), or on a block device such as a slow device (the target is then the directory
-/// to mount it on).
+/// to mount it on). A dry run makes one in memory only to read its usable space, and plans at it.
 #[derive(Debug, Clone)]
 pub struct NewFs {
     pub kind: FsKind,
@@ -124,6 +124,13 @@ impl fsage_sys::Blamed for AgeError {
             AgeError::Backend { .. } => Blame::Operation,
         }
     }
+    fn remedy(&self) -> Option<fsage_sys::Remedy> {
+        match self {
+            AgeError::Target(e) => e.remedy(),
+            AgeError::Lab(e) => e.remedy(),
+            _ => None,
+        }
+    }
 }
 
 type Result<T> = std::result::Result<T, AgeError>;
@@ -150,6 +157,9 @@ pub struct AgeOutcome {
     /// The run stopped on an error that is the target's, not the file system's (read-only, no
     /// permission, a name already taken).
     pub target_refused: bool,
+    /// A dry run with a new file system: it planned at the usable space of that file system
+    /// made at this size (its kind and the size).
+    pub usable_of: Option<(FsKind, u64)>,
 }
 
 /// A run ready to go: fresh or resumed.
@@ -166,6 +176,8 @@ struct Prepared {
     image: Option<(PathBuf, String)>,
     saved_stop: Option<StopConditions>,
     mounted: Option<Mounted>,
+    /// A resumed run's report path, from its state.
+    json: Option<PathBuf>,
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -192,11 +204,16 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
     // Held until the run ends: a second session of the same run is refused.
     let mut lock: Option<RunLock> = req.resume.as_deref().map(preflight::lock_run).transpose()?;
     let mut req = req.clone();
+    let mut usable = None;
     let prepared = match (req.resume.clone(), req.new_fs.clone()) {
         (Some(state), _) => match resume::resume(&state, &req, obs)? {
             Some(p) => p,
             None => return resume::finished_run(&state, &req),
         },
+        (None, Some(fs)) if req.dry_run => {
+            usable = Some(setup::usable_capacity(&fs, &mut req, obs)?);
+            fresh::fresh(&req, setup::resolve_profile(&req)?, obs)?
+        }
         (None, Some(fs)) if fs.device.is_some() => {
             setup::with_new_fs_on_device(&fs, &mut req, obs)?
         }
@@ -225,7 +242,10 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
         }
         None => req.stop.clone(),
     };
-    let out = execute::execute(prepared, &req, stop, obs);
+    let out = execute::execute(prepared, &req, stop, obs).map(|mut o| {
+        o.usable_of = usable;
+        o
+    });
     drop(lock);
     out
 }

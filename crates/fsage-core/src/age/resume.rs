@@ -80,9 +80,18 @@ pub(super) fn resume(
             ));
         }
     }
+    if let (Some(given), Some(saved)) = (&req.json, &st.record.json) {
+        if absolute(given) != *saved {
+            refused.push(format!(
+                "--json {} (the run writes its report to {})",
+                given.display(),
+                saved.display()
+            ));
+        }
+    }
     if !refused.is_empty() {
         return Err(input(format!(
-            "{}: a resumed run keeps every option that changes its decisions; drop or correct: {}",
+            "{}: a resumed run keeps every option that changes its decisions or where it writes; drop or correct: {}",
             path.display(),
             refused.join("; ")
         )));
@@ -189,6 +198,7 @@ pub(super) fn resume(
         image: st.record.image.clone().zip(st.record.fs.clone()),
         mounted,
         saved_stop: Some(StopConditions::from(st.record.stop)),
+        json: st.record.json,
     }))
 }
 
@@ -220,18 +230,20 @@ pub(super) fn finished_run(state: &Path, req: &AgeRequest) -> Result<AgeOutcome>
     };
     let stop = StopConditions::from(st.record.stop);
     let rep = report(&st.plan, &outcome, &meta, &stop);
-    if let Some(path) = &req.json {
+    let json = req.json.clone().or(st.record.json.clone());
+    if let Some(path) = &json {
         fsage_sys::write_atomic(path, &json_bytes(&rep))?;
     }
     Ok(AgeOutcome {
         report: rep,
-        json: req.json.clone(),
+        json,
         state: Some(absolute(state)),
         checkpoints: 0,
         state_failed: false,
         image: st.record.image.clone().zip(st.record.fs.clone()),
         finished_earlier: true,
         target_refused: false,
+        usable_of: None,
     })
 }
 

@@ -4,7 +4,7 @@
 use super::checks::check_plan_at;
 use super::fresh::fresh;
 use super::{absolute, input, AgeError, AgeObserver, AgeRequest, Level, NewFs, Prepared, Result};
-use fsage_lab::Mounted;
+use fsage_lab::{FsKind, Mounted};
 use fsage_profile::{human_bytes, Profile};
 use fsage_sys::with_suffix;
 
@@ -170,6 +170,44 @@ pub(super) fn with_new_fs_on_device(
     p.image = Some((dev, fs.kind.name().to_string()));
     p.mounted = Some(mounted);
     Ok(p)
+}
+
+/// A dry run's capacity when it is given a new file system: the space a real run would see on
+/// it (statfs of a new one of that kind and size, made in memory and removed), which is less than
+/// the size, so that the dry run decides as the real run would. The dry run has no target.
+pub(super) fn usable_capacity(
+    fs: &NewFs,
+    req: &mut AgeRequest,
+    obs: &mut dyn AgeObserver,
+) -> Result<(FsKind, u64)> {
+    if fs.device.is_some() {
+        return Err(input(
+            "a dry run formats no device: give the file system's size instead",
+        ));
+    }
+    let size = fs
+        .size
+        .ok_or_else(|| input("a dry run with a new file system needs its size, e.g. 4GiB"))?;
+    let twin = fsage_lab::FreshTwin::new(fs.kind, size, &fs.mkfs_opts)?;
+    let st = fsage_sys::fs_stat(twin.mount_point());
+    twin.finish()?;
+    let st = st.map_err(|err| AgeError::Open {
+        path: "(a new file system in memory)".into(),
+        err,
+    })?;
+    obs.notice(
+        Level::Info,
+        &format!(
+            "a new {} of {} offers {}: the dry run plans at that capacity",
+            fs.kind.name(),
+            human_bytes(size),
+            human_bytes(st.size)
+        ),
+    );
+    req.capacity = Some(st.size);
+    req.block_size.get_or_insert(st.block_size);
+    req.target = None;
+    Ok((fs.kind, size))
 }
 
 /// The profile a new run ages with (a built-in name or a file).
