@@ -299,29 +299,64 @@ pub struct LineChart {
     pub x_range: (f64, f64),
     pub lines: Vec<Line>,
     pub size: (u32, u32),
+    /// A horizontal reference line (a ratio's 1: no difference), labelled with its value.
+    pub reference_y: Option<f64>,
+    /// Keep the y axis for the bulk of the points: a point more than 2.5 times the 90th
+    /// percentile is drawn at the top edge with its value written beside it, instead of
+    /// squashing every other point to the bottom.
+    pub clip_outliers: bool,
+}
+
+/// The y value above which points are outliers, if any point is (see `LineChart::clip_outliers`).
+fn outlier_cap(mut ys: Vec<f64>) -> Option<f64> {
+    if ys.len() < 5 {
+        return None;
+    }
+    ys.sort_by(f64::total_cmp);
+    let p90 = ys[(0.9 * (ys.len() - 1) as f64) as usize];
+    let cap = 2.5 * p90;
+    (p90 > 0.0 && *ys.last().unwrap() > cap)
+        .then(|| ys.iter().copied().filter(|&y| y <= cap).fold(0.0, f64::max))
 }
 
 /// A line chart; returns the `<svg>` element.
 pub fn lines(c: &LineChart) -> Result<String, PlotError> {
     let (x0, x1) = c.x_range;
     let in_x = |x: f64| x >= x0 - 1e-9 && x <= x1 + 1e-9;
-    let mut hi: f64 = 0.0;
+    let mut ys = Vec::new();
     for l in &c.lines {
         for &(x, y) in &l.points {
             if in_x(x) && y.is_finite() {
-                hi = hi.max(y);
+                ys.push(y);
             }
         }
         for &(x, _, h) in &l.intervals {
             if in_x(x) && h.is_finite() {
-                hi = hi.max(h);
+                ys.push(h);
             }
         }
     }
+    let mut hi = ys.iter().copied().fold(0.0, f64::max);
     if hi <= 0.0 {
         return Err("nothing to plot".into());
     }
-    let y1 = hi * 1.15;
+    let cap = if c.clip_outliers {
+        outlier_cap(ys)
+    } else {
+        None
+    };
+    if let Some(cap) = cap {
+        hi = cap;
+    }
+    if let Some(r) = c.reference_y {
+        hi = hi.max(r);
+    }
+    // Room above the data for the legend (a row per named line, top right), so that it covers
+    // no line: the plot area is the height less the caption, margins and x labels.
+    let named = c.lines.iter().filter(|l| !l.points.is_empty()).count() as f64;
+    let plot_h = (c.size.1 as f64 - 88.0).max(100.0);
+    let band = ((15.0 * named + 12.0) / plot_h).min(0.5);
+    let y1 = hi * 1.05 / (1.0 - band);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, c.size).into_drawing_area();
@@ -345,6 +380,23 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
             .bold_line_style(BLACK.mix(0.08))
             .draw()
             .map_err(|e| e.to_string())?;
+        if let Some(r) = c.reference_y {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, r), (x1, r)],
+                    3,
+                    3,
+                    BLACK.mix(0.45).stroke_width(1),
+                ))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{} (no difference)", fmt_tick(r)),
+                    (x0 + (x1 - x0) * 0.01, r),
+                    (FONT, 10).into_font().color(&BLACK.mix(0.6)),
+                )))
+                .map_err(|e| e.to_string())?;
+        }
         for l in &c.lines {
             let col = color(l.color);
             let pts: Vec<(f64, f64)> = l
@@ -352,7 +404,32 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
                 .iter()
                 .copied()
                 .filter(|(x, y)| in_x(*x) && y.is_finite())
+                .map(|(x, y)| (x, y.min(y1)))
                 .collect();
+            // Outliers: at the top edge, a triangle and the value.
+            if cap.is_some() {
+                let top: Vec<(f64, f64)> = l
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|(x, y)| in_x(*x) && y.is_finite() && *y > y1)
+                    .collect();
+                chart
+                    .draw_series(
+                        top.iter()
+                            .map(|&(x, _)| TriangleMarker::new((x, y1 * 0.985), 5, col.filled())),
+                    )
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(top.iter().map(|&(x, y)| {
+                        Text::new(
+                            format!("{} off scale", fmt_tick(y)),
+                            (x + (x1 - x0) * 0.012, y1 * 0.97),
+                            (FONT, 10).into_font().color(&col),
+                        )
+                    }))
+                    .map_err(|e| e.to_string())?;
+            }
             if pts.is_empty() {
                 continue;
             }
@@ -546,4 +623,61 @@ pub fn percentile_panels(c: &PercentilePanels) -> Result<String, PlotError> {
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod outlier_tests {
+    use super::*;
+
+    fn chart(points: Vec<(f64, f64)>, reference_y: Option<f64>) -> String {
+        lines(&LineChart {
+            title: "t".into(),
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            x_range: (0.0, 10.0),
+            lines: vec![Line {
+                name: "a".into(),
+                color: 0,
+                points,
+                intervals: vec![],
+                dashed: false,
+                dots: true,
+                rings: vec![],
+            }],
+            size: (620, 380),
+            reference_y,
+            clip_outliers: true,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_far_outlier_is_written_at_the_top_and_the_rest_keep_the_axis() {
+        assert_eq!(outlier_cap(vec![1.0, 1.1, 0.9, 1.2, 1.0, 40.0]), Some(1.2));
+        assert_eq!(outlier_cap(vec![1.0, 1.1, 0.9, 1.2, 1.0, 2.0]), None);
+        assert_eq!(
+            outlier_cap(vec![1.0, 50.0]),
+            None,
+            "too few points to call one an outlier"
+        );
+        let pts = vec![
+            (0.0, 40.0),
+            (2.0, 1.0),
+            (4.0, 1.1),
+            (6.0, 0.9),
+            (8.0, 1.2),
+            (10.0, 1.0),
+        ];
+        let svg = chart(pts.clone(), Some(1.0));
+        assert!(
+            svg.contains("40 off scale"),
+            "the outlier's value is written"
+        );
+        assert!(
+            svg.contains("(no difference)"),
+            "the reference line is labelled"
+        );
+        let plain = chart(pts[1..].to_vec(), None);
+        assert!(!plain.contains("off scale") && !plain.contains("no difference"));
+    }
 }

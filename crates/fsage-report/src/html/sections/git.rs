@@ -105,7 +105,9 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             ));
         }
     }
-    let chart = |title: &str, y: &str, lines: Vec<Line>| {
+    // Ratios get a line at 1 (no difference); every plot keeps its axis for the bulk of the
+    // points (a noisy first grep is written at the top edge rather than squashing the rest).
+    let chart = |title: &str, y: &str, lines: Vec<Line>, ratio: bool| {
         plot_or_note(plots::lines(&LineChart {
             title: title.into(),
             x_desc: "pulls (commits replayed)".into(),
@@ -113,6 +115,8 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             x_range: (0.0, xmax),
             lines,
             size: (620, 380),
+            reference_y: ratio.then_some(1.0),
+            clip_outliers: true,
         }))
     };
     let mut parts = vec![
@@ -120,19 +124,22 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             "Cold-cache grep, seconds per GiB (aged solid, clean dashed)",
             "grep time (s/GiB)",
             per_gib,
+            false,
         ),
-        chart("Aged over clean grep time", "aged / clean", ratio),
+        chart("Aged over clean grep time", "aged / clean", ratio, true),
     ];
     if !model_ratio.is_empty() {
         parts.push(chart(
             "Aged over clean on device models (the first grep's trace, costed)",
             "modeled aged / clean",
             model_ratio,
+            true,
         ));
         parts.push(chart(
             "Modeled grep, seconds per GiB (aged solid, clean dashed)",
             "modeled grep time (s/GiB)",
             model_per_gib,
+            false,
         ));
     }
     if !layout.is_empty() {
@@ -140,6 +147,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             "Layout score of the grep's reads (aged solid, clean dashed)",
             "1 - discontiguities / blocks",
             layout,
+            false,
         ));
     }
     c.push_str(&fig(&parts));

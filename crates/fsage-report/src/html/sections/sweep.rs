@@ -91,6 +91,8 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             x_range: (0.0, (xmax / 1000.0).max(0.001)),
             lines: mk(xmax, 1000.0),
             size: (700, 420),
+            reference_y: None,
+            clip_outliers: false,
         };
         let sub_hi = xmax.min(1000.0);
         let zoom = LineChart {
@@ -100,6 +102,8 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             x_range: (0.0, sub_hi.max(1.0)),
             lines: mk(sub_hi, 1.0),
             size: (520, 420),
+            reference_y: None,
+            clip_outliers: false,
         };
         let class_rows: Vec<Vec<String>> = sweeps
             .iter()
