@@ -16,7 +16,8 @@
 //! - **Read-ahead**: after a read from the media the drive reads on into a cache segment at media
 //!   rate while it has nothing else to do, up to `read_ahead` bytes; a read lying in what a
 //!   segment holds by its arrival is a hit (overhead and interface transfer only); a read that
-//!   starts inside the segment being filled waits until the stream has reached its end. Any
+//!   lies in what the segment being filled will hold waits until the stream has reached its end
+//!   (also when it starts ahead of the stream, as the second half of a split request does). Any
 //!   other work stops the stream. `read_segments` segments, least recently used replaced.
 //! - **Write cache** (`write_cache` bytes; 0 means write-through): a write that fits is
 //!   acknowledged after overhead and interface transfer and becomes dirty; the drive writes
@@ -357,7 +358,9 @@ impl Hdd {
                 return Some(now + tail);
             }
             if let Some((from, t0, limit)) = s.stream {
-                if idle_streaming && lba <= s.valid_at(now, rate) && lba + n <= limit {
+                // A read ahead of what the stream holds but within its reach waits for it too:
+                // the head is already reading towards it (two halves of a split request).
+                if idle_streaming && lba + n <= limit {
                     extend(&mut self.segments[i], ra, max);
                     let reach = t0 + (lba + n - from) as f64 / rate;
                     self.segments[i].used = now as Ns;
