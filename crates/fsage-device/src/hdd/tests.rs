@@ -354,6 +354,38 @@ fn random_reads_over_the_whole_disk_take_the_datasheet_access_time() {
     );
 }
 
+/// The figures of `scripts/bench-hdd-fio`'s device (100 GiB on the outer edge of the 1 TB disk,
+/// as `fsage dev create --size 100GiB --model hdd-7200` makes it), in simulated time: what fio
+/// on the real-time device is compared with (BENCHMARKS.md, "The hard-disk model in real time").
+#[test]
+fn random_reads_on_a_100_gib_device_at_depths_1_and_16() {
+    let p = params();
+    let size = 100u64 << 30;
+    let n = 4000;
+    let mut s = 7u64;
+    let mut d = Hdd::new(&p, size).unwrap();
+    let one = closed_loop(&mut d, 1, n, |i| {
+        rq(i, RqKind::Read, (lcg(&mut s) % (size / 4096)) * 4096, 4096)
+    }) / n as f64;
+    let mut d = Hdd::new(&p, size).unwrap();
+    let deep = closed_loop(&mut d, 16, n, |i| {
+        rq(i, RqKind::Read, (lcg(&mut s) % (size / 4096)) * 4096, 4096)
+    }) / n as f64;
+    let full = Hdd::new(&p, p.capacity.unwrap())
+        .unwrap()
+        .datasheet_access_ns();
+    eprintln!(
+        "100 GiB device, random 4 KiB reads: depth 1 {:.3} ms ({:.0} IOPS), depth 16 {:.0} IOPS",
+        one / MS,
+        1e9 / one,
+        1e9 / deep
+    );
+    // A tenth of the disk: shorter seeks than the whole stroke, but a half revolution still.
+    let half_rev = 30_000.0 / p.rpm * MS;
+    assert!(one < 0.75 * full && one > half_rev, "{:.2} ms", one / MS);
+    assert!(deep < 0.6 * one, "{:.2} ms per read at depth 16", deep / MS);
+}
+
 #[test]
 fn sequential_reads_stream_at_the_outer_zone_rate() {
     let p = params();
