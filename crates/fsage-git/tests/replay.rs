@@ -208,7 +208,7 @@ fn image_run(test: &str, needs: &str) -> Option<ImageRun> {
         skip(test, format!("needs root ({needs}) and /dev/shm"));
         return None;
     }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let tmp = fsage_testkit::shm_tmp("fsage-git-replay-");
     let repo = repo(tmp.path());
     let image = tmp.path().join("aged.img");
     Some(ImageRun {
