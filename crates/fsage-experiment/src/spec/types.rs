@@ -181,7 +181,7 @@ pub struct Plan {
     /// Workload time: warm-up plus duration over all cells, in seconds.
     pub run_s: f64,
     /// Allowance for making or restoring the image, dropping caches and making the fileset, per
-    /// cell, in seconds (see [`setup_allowance_s`]).
+    /// cell, in seconds (see [`setup_allowance_s`](super::setup_allowance_s)).
     pub setup_s: f64,
     pub estimate_s: f64,
     /// What would stop a run that the plan can see (a library image that is not there).
