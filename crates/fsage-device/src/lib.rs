@@ -116,19 +116,17 @@ pub trait DeviceModel: Send {
 
     /// Takes a state [`DeviceModel::save_state`] gave (of a device of the same model and
     /// size), instead of a fresh device's.
-    fn load_state(&mut self, _bytes: &[u8]) -> std::result::Result<(), String> {
-        Err("this model keeps no state".into())
+    fn load_state(&mut self, _bytes: &[u8]) -> Result<()> {
+        Err(Error::input("this model keeps no state"))
     }
 
     /// Puts the device in the steady state benchmarks start from: the whole device written in
     /// order, then `overwrites` times its capacity written at random (`seed`), at memory speed
     /// (state only, no time passes). Returns what it did, for the user.
-    fn precondition(
-        &mut self,
-        _overwrites: f64,
-        _seed: u64,
-    ) -> std::result::Result<String, String> {
-        Err("this model has nothing to precondition (only SSDs do)".into())
+    fn precondition(&mut self, _overwrites: f64, _seed: u64) -> Result<String> {
+        Err(Error::input(
+            "this model has nothing to precondition (only SSDs do)",
+        ))
     }
 }
 

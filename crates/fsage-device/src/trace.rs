@@ -77,7 +77,7 @@ impl Trace {
             )));
         }
         t.check()
-            .map_err(|m| Error::input(format!("{}: {m}", path.display())))?;
+            .map_err(|e| Error::input(format!("{}: {e}", path.display())))?;
         Ok(t)
     }
 
@@ -88,19 +88,21 @@ impl Trace {
     }
 
     /// Requests in issue order, each completing no earlier than it was issued.
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> Result<()> {
         for (i, w) in self.requests.windows(2).enumerate() {
             if w[1].issue_ns < w[0].issue_ns {
-                return Err(format!(
+                return Err(Error::input(format!(
                     "request {} was issued before request {}: requests must be in issue order",
                     i + 1,
                     i
-                ));
+                )));
             }
         }
         for (i, r) in self.requests.iter().enumerate() {
             if r.complete_ns.is_some_and(|c| c < r.issue_ns) {
-                return Err(format!("request {i} completes before it was issued"));
+                return Err(Error::input(format!(
+                    "request {i} completes before it was issued"
+                )));
             }
         }
         Ok(())

@@ -10,7 +10,7 @@
 //! ([`RunRecord::json`]); format 2 files still load, without it.
 
 use crate::report::StopReason;
-use crate::runner::StopConditions;
+use crate::stop::StopConditions;
 use fsage_plan::{Planner, Snapshot};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -18,6 +18,7 @@ pub mod report;
 pub mod runner;
 pub mod source;
 pub mod status;
+pub mod stop;
 
 pub use backend::{Backend, DryRun, FreeSpace, OpError};
 pub use checkpoint::{RunRecord, SavedStop, State, StateError, STATE_FORMAT};
@@ -29,7 +30,7 @@ pub use reconcile::{reconcile, Reconciled};
 pub use report::{ClippedBin, Fit, RunReport, StopReason};
 pub use runner::{
     report, run, run_source, Checkpointing, Observer, Outcome, Progress, RunCtx, RunMeta, Silent,
-    StopConditions,
 };
 pub use source::PlanSource;
 pub use status::{RunPhase, RunStatus};
+pub use stop::StopConditions;

@@ -145,16 +145,28 @@ impl From<Op> for Step {
 
 /// Checks a relative path from a source the user gave (an op log, a repository): plain components
 /// only, so that a backend can never be steered outside its target.
-pub(crate) fn check_relative(path: &str) -> Result<(), String> {
+pub(crate) fn check_relative(path: &str) -> Result<(), BadPath> {
     if path.is_empty()
         || path.starts_with('/')
         || path
             .split('/')
             .any(|c| c.is_empty() || c == "." || c == ".." || c.contains('\0'))
     {
-        return Err(format!("{path:?} is not a plain relative path"));
+        return Err(BadPath::NotRelative(path.to_string()));
     }
     Ok(())
+}
+
+/// A path from a source the user gave that fsage will not use; the caller adds where it stood.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadPath {
+    #[error("{0:?} is not a plain relative path")]
+    NotRelative(String),
+    /// An op log's `%XX` escape that is not two hex digits.
+    #[error("bad escape in path {0:?}")]
+    BadEscape(String),
+    #[error("path {0:?} is not UTF-8")]
+    NotUtf8(String),
 }
 
 /// Where the run loop takes its operations from: the planner, an op log, later a Git history.

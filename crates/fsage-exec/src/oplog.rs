@@ -13,7 +13,7 @@
 //! | `rename` | the new path |
 //! | `enospc` | size: a create the file system refused (the source dropped it) |
 
-use crate::op::{check_relative, FileRef, OpSource, Operation, Step};
+use crate::op::{check_relative, BadPath, FileRef, OpSource, Operation, Step};
 use crate::report::StopReason;
 use fsage_plan::{DirTree, Op};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ fn encode(path: &str) -> std::borrow::Cow<'_, str> {
     o.into()
 }
 
-fn decode(s: &str) -> Result<String, String> {
+fn decode(s: &str) -> Result<String, BadPath> {
     if !s.contains('%') {
         return Ok(s.to_string());
     }
@@ -55,7 +55,7 @@ fn decode(s: &str) -> Result<String, String> {
             let hex = s
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad escape in path {s:?}"))?;
+                .ok_or_else(|| BadPath::BadEscape(s.to_string()))?;
             out.push(hex);
             i += 3;
         } else {
@@ -63,7 +63,7 @@ fn decode(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("path {s:?} is not UTF-8"))
+    String::from_utf8(out).map_err(|_| BadPath::NotUtf8(s.to_string()))
 }
 
 impl OpLog {
@@ -256,7 +256,7 @@ pub fn read_entries(text: &str, origin: &str) -> Result<(DirTree, Vec<Entry>), O
                     "the planner's directories come before every step".into()
                 ));
             }
-            dirs.push(decode(f[2]).map_err(err)?);
+            dirs.push(decode(f[2]).map_err(|e| err(e.to_string()))?);
             continue;
         }
         raw.push((i + 1, line, f));
@@ -277,8 +277,8 @@ pub fn read_entries(text: &str, origin: &str) -> Result<(DirTree, Vec<Entry>), O
         };
         let tick: u64 = f[0].parse().map_err(|_| err("bad tick".into()))?;
         let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| err(format!("bad {what}")));
-        let path = decode(f[2]).map_err(err)?;
-        check_relative(&path).map_err(err)?;
+        let path = decode(f[2]).map_err(|e| err(e.to_string()))?;
+        check_relative(&path).map_err(|e| err(e.to_string()))?;
         let file = || -> FileRef {
             let (dir, name) = match path.rsplit_once('/') {
                 Some((d, n)) => (index.get(d).copied(), n),
@@ -325,8 +325,8 @@ pub fn read_entries(text: &str, origin: &str) -> Result<(DirTree, Vec<Entry>), O
                 size: num(f[3], "size")?,
             },
             "rename" => {
-                let to = decode(f[3]).map_err(err)?;
-                check_relative(&to).map_err(err)?;
+                let to = decode(f[3]).map_err(|e| err(e.to_string()))?;
+                check_relative(&to).map_err(|e| err(e.to_string()))?;
                 Operation::Rename { from: path, to }
             }
             other => return Err(err(format!("unknown operation {other:?}"))),

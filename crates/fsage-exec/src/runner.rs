@@ -7,24 +7,12 @@ use crate::op::{OpSource, Step};
 use crate::oplog::OpLog;
 use crate::report::{ClippedBin, Conditions, Fit, Histogram, RunReport, StopReason, UnmetBin};
 use crate::source::PlanSource;
+pub use crate::stop::StopConditions;
 use fsage_plan::stats::chi2_p;
 use fsage_plan::{Phase, Planner};
 use fsage_profile::human_bytes;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// The optional stopping conditions; the source running out (T ticks for the planner) always
-/// applies.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StopConditions {
-    pub max_time: Option<Duration>,
-    /// Bytes written divided by the capacity.
-    pub max_overwrites: Option<f64>,
-    /// Stop once the chi-squared fit of the age histogram has at least this p-value.
-    pub confidence: Option<f64>,
-    /// Total ticks (operations), the rapid phase included.
-    pub max_ops: Option<u64>,
-}
 
 /// What a progress display needs; computed only when asked for.
 #[derive(Debug, Clone)]

@@ -187,6 +187,43 @@ impl Drop for ImageGuard {
     }
 }
 
+/// What the image tests age: the synthetic repository and a 64 MiB ext4 image beside it in
+/// /dev/shm; the guard (dropped first) unmounts before the directory goes.
+struct ImageRun {
+    _guard: ImageGuard,
+    tmp: tempfile::TempDir,
+    repo: PathBuf,
+    image: PathBuf,
+    target: Target,
+}
+
+/// The image tests' setup, or `None` after the skip line when git, root or /dev/shm is missing
+/// (`needs`: what root is needed for).
+fn image_run(test: &str, needs: &str) -> Option<ImageRun> {
+    if !have_git() {
+        skip(test, "git is not installed");
+        return None;
+    }
+    if !fsage_testkit::is_root() || !Path::new("/dev/shm").is_dir() {
+        skip(test, format!("needs root ({needs}) and /dev/shm"));
+        return None;
+    }
+    let tmp = fsage_testkit::shm_tmp("fsage-git-replay-");
+    let repo = repo(tmp.path());
+    let image = tmp.path().join("aged.img");
+    Some(ImageRun {
+        _guard: ImageGuard(image.clone()),
+        target: Target::Image {
+            path: image.clone(),
+            kind: fsage_lab::FsKind::Ext4,
+            size: 64 << 20,
+        },
+        tmp,
+        repo,
+        image,
+    })
+}
+
 struct AtMeasurement {
     repo: PathBuf,
     tree: PathBuf,
@@ -207,25 +244,11 @@ impl Observer for AtMeasurement {
 
 #[test]
 fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
-    if !have_git() {
-        return skip("image_run", "git is not installed");
-    }
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/shm").is_dir() {
-        return skip(
-            "image_run",
-            "needs root (loop devices, mounts) and /dev/shm",
-        );
-    }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = repo(tmp.path());
-    let image = tmp.path().join("aged.img");
-    let _g = ImageGuard(image.clone());
-    let t = Target::Image {
-        path: image.clone(),
-        kind: fsage_lab::FsKind::Ext4,
-        size: 64 << 20,
+    let Some(run) = image_run("image_run", "loop devices, mounts") else {
+        return;
     };
-    let mut o = options(&repo, t, Mode::Git);
+    let (tmp, repo, image, t) = (&run.tmp, &run.repo, &run.image, run.target.clone());
+    let mut o = options(repo, t, Mode::Git);
     o.no_measure = false;
     let mut obs = AtMeasurement {
         repo: repo.clone(),
@@ -256,7 +279,7 @@ fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
     }
     assert!(out.series.remounted && out.series.finished);
     // Nothing left: the image is unmounted, the clean instance gone; the checkpoint stays.
-    assert!(fsage_sys::loops_backed_by(&image).is_empty());
+    assert!(fsage_sys::loops_backed_by(image).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
     assert!(out.state.exists());
     // A second run refuses to start over the checkpoint.
@@ -268,25 +291,11 @@ fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
 
 #[test]
 fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
-    if !have_git() {
-        return skip("image_costed", "git is not installed");
-    }
-    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/shm").is_dir() {
-        return skip(
-            "image_costed",
-            "needs root (loop devices, mounts, tracefs) and /dev/shm",
-        );
-    }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
-    let repo = repo(tmp.path());
-    let image = tmp.path().join("aged.img");
-    let _g = ImageGuard(image.clone());
-    let t = Target::Image {
-        path: image.clone(),
-        kind: fsage_lab::FsKind::Ext4,
-        size: 64 << 20,
+    let Some(run) = image_run("image_costed", "loop devices, mounts, tracefs") else {
+        return;
     };
-    let mut o = options(&repo, t.clone(), Mode::Git);
+    let (repo, image, t) = (&run.repo, &run.image, run.target.clone());
+    let mut o = options(repo, t.clone(), Mode::Git);
     o.no_measure = false;
     o.every = 10;
     o.grep_reps = 3;
@@ -366,7 +375,7 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
     }
     // A second run over the traces of the first is refused before anything is made.
     std::fs::remove_file(&out.state).unwrap();
-    std::fs::remove_file(&image).unwrap();
+    std::fs::remove_file(image).unwrap();
     let e = git_age(&o, &mut fsage_git::run::Silent).unwrap_err();
     assert!(
         e.message.contains("traces of an earlier run"),

@@ -230,7 +230,7 @@ pub fn device_trace(
 static TRACEFS_USERS: Mutex<(usize, bool)> = Mutex::new((0, false));
 static INSTANCE_SEQ: AtomicU64 = AtomicU64::new(0);
 
-type ReaderResult = std::result::Result<Vec<BlockRq>, String>;
+type ReaderResult = Result<Vec<BlockRq>>;
 
 /// A running trace of one device's block requests; [`BlockTrace::finish`] stops it and returns
 /// them in issue order. Dropping it stops it too and removes its instance.
@@ -395,7 +395,7 @@ impl BlockTrace {
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("{}: {e}", pipe.display())),
+                    Err(e) => return Err(Error::operation(format!("{}: {e}", pipe.display()))),
                 }
                 if stop.load(Ordering::SeqCst) {
                     idle_after_stop += 1;
@@ -434,8 +434,7 @@ impl BlockTrace {
             .take()
             .map(|h| h.join())
             .unwrap_or(Ok(Ok(Vec::new())))
-            .map_err(|_| Error::operation("the trace reader thread panicked"))?
-            .map_err(Error::operation)?;
+            .map_err(|_| Error::operation("the trace reader thread panicked"))??;
         let lost = self.overruns();
         if lost > 0 {
             crate::fail!("the trace buffer lost {lost} events");

@@ -3,17 +3,13 @@
 //! size and depth fractions within 0.5 percentage points of target in every bin.
 
 use fsage_plan::stats::{rmse, to_fractions};
-use fsage_plan::{PlanConfig, Planner};
+use fsage_plan::Planner;
+
+mod common;
 
 fn check(name: &str, capacity: u64) {
     let profile = fsage_profile::builtin(name).unwrap();
-    let cfg = PlanConfig {
-        capacity,
-        fullness: 0.8,
-        block_size: 4096,
-        seed: 1,
-        exact_sizes: false,
-    };
+    let cfg = common::cfg(capacity, 0.8, 1);
     let mut p = Planner::new(&profile, cfg).unwrap();
     while p.next_op().is_some() {}
     assert_eq!(p.tick(), p.total(), "{name}: stopped early");
@@ -82,13 +78,7 @@ fn wang_os_converges() {
 #[test]
 fn pramod_small_capacity_fills_its_youngest_bin() {
     let profile = fsage_profile::builtin("pramod").unwrap();
-    let cfg = PlanConfig {
-        capacity: 256 << 20,
-        fullness: 0.8,
-        block_size: 4096,
-        seed: 1,
-        exact_sizes: false,
-    };
+    let cfg = common::cfg(256 << 20, 0.8, 1);
     let mut p = Planner::new(&profile, cfg).unwrap();
     let edges = p.age_edges().to_vec();
     assert!(p.total() as f64 >= 1.0 / edges[0]);

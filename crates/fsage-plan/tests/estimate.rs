@@ -1,7 +1,9 @@
 //! Regression: `profile show` predicted 191.7 GiB written where the run wrote 245.5 GiB. The
 //! prediction now runs the planner itself (exact up to 5 million ticks), and memory is estimated before allocating.
 
-use fsage_plan::{estimate_memory, PlanConfig, Planner};
+use fsage_plan::{estimate_memory, Planner};
+
+mod common;
 
 #[test]
 fn the_bytes_written_prediction_matches_a_run_to_t() {
@@ -11,17 +13,7 @@ fn the_bytes_written_prediction_matches_a_run_to_t() {
         ("dabre", 1 << 30),
     ] {
         let p = fsage_profile::builtin(name).unwrap();
-        let mut plan = Planner::new(
-            &p,
-            PlanConfig {
-                capacity: cap,
-                fullness: 0.8,
-                block_size: 4096,
-                seed: 3,
-                exact_sizes: false,
-            },
-        )
-        .unwrap();
+        let mut plan = Planner::new(&p, common::cfg(cap, 0.8, 3)).unwrap();
         let predicted = plan.expected_bytes_written() as f64;
         while plan.next_op().is_some() {}
         let actual = plan.counters.bytes_written as f64;
@@ -36,15 +28,6 @@ fn the_bytes_written_prediction_matches_a_run_to_t() {
 #[test]
 fn an_exabyte_plan_is_estimated_not_allocated() {
     let p = fsage_profile::builtin("agrawal").unwrap();
-    let e = estimate_memory(
-        &p,
-        &PlanConfig {
-            capacity: 8 << 60,
-            fullness: 0.8,
-            block_size: 4096,
-            seed: 1,
-            exact_sizes: false,
-        },
-    );
+    let e = estimate_memory(&p, &common::cfg(8 << 60, 0.8, 1));
     assert!(e.live_files > 1_000_000_000_000, "{e:?}");
 }

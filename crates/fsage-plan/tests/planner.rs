@@ -5,6 +5,8 @@ use fsage_plan::{OpKind, PlanConfig, Planner};
 use fsage_profile::{AgeBin, DepthBin, Fullness, Profile, SizeBin};
 use std::collections::HashMap;
 
+mod common;
+
 fn profile() -> Profile {
     Profile {
         name: "test".into(),
@@ -43,13 +45,7 @@ fn profile() -> Profile {
 }
 
 fn cfg(seed: u64) -> PlanConfig {
-    PlanConfig {
-        capacity: 1 << 30,
-        fullness: 0.8,
-        block_size: 4096,
-        seed,
-        exact_sizes: false,
-    }
+    common::cfg(1 << 30, 0.8, seed)
 }
 
 fn run(seed: u64) -> (Planner, Vec<fsage_plan::Op>) {

@@ -6,6 +6,8 @@ use fsage_profile::{AgeBin, DepthBin, Fullness, Profile, SizeBin};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod common;
+
 fn arb_profile() -> impl Strategy<Value = Profile> {
     let sizes = prop::collection::vec((1u64..1 << 18, 0.0f64..100.0), 1..12);
     let depths = prop::collection::vec((0.0f64..100.0, 0u64..20), 1..8);
@@ -66,11 +68,8 @@ proptest! {
         exact in any::<bool>(),
     ) {
         let cfg = PlanConfig {
-            capacity: cap_mib << 20,
-            fullness,
-            block_size: 4096,
-            seed,
             exact_sizes: exact,
+            ..common::cfg(cap_mib << 20, fullness, seed)
         };
         let Ok(mut p) = Planner::new(&profile, cfg) else {
             // Too small a capacity is an error, never a panic; nothing more to check.
@@ -109,7 +108,7 @@ proptest! {
 
     #[test]
     fn same_seed_same_plan(profile in arb_profile(), seed in any::<u64>()) {
-        let cfg = PlanConfig { capacity: 64 << 20, fullness: 0.7, block_size: 4096, seed, exact_sizes: false };
+        let cfg = common::cfg(64 << 20, 0.7, seed);
         let (Ok(mut a), Ok(mut b)) = (Planner::new(&profile, cfg), Planner::new(&profile, cfg)) else {
             return Ok(());
         };

@@ -25,7 +25,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Installs the handlers (idempotent).
 pub fn install() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only touches an atomic and async-signal-safe calls.
+    // SAFETY: an all-zero `sigaction` is a valid one (empty mask, no flags, SIG_DFL) before the
+    // handler is set in it; sigaction only reads the struct we pass and is given no old-action
+    // pointer; the handler only touches an atomic and async-signal-safe calls.
     unsafe {
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = handler;

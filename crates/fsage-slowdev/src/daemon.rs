@@ -590,8 +590,8 @@ pub fn serve(dir: &Path) -> Result<()> {
             Request::Precondition { overwrites, seed } => match &shared.timing {
                 Timing::Modeled(m) => match m.with_model(|d| d.precondition(overwrites, seed)) {
                     Ok(message) => Response::Done { message },
-                    Err(message) => Response::Error {
-                        message,
+                    Err(e) => Response::Error {
+                        message: e.message,
                         input: true,
                     },
                 },
@@ -663,7 +663,7 @@ pub fn serve(dir: &Path) -> Result<()> {
                 }
                 let synced = synced
                     .map_err(|e| format!("{}: fsync: {e}", rec.backing_file.display()))
-                    .and(saved);
+                    .and(saved.map_err(|e| e.message));
                 reply(
                     &conn,
                     &match synced {
@@ -766,15 +766,19 @@ fn load_drive_state(rec: &DeviceRecord, m: &mut dyn fsage_device::DeviceModel) -
 }
 
 /// Saves the model's drive state beside the image when the device stops cleanly.
-fn save_drive_state(rec: &DeviceRecord, m: &Modeled) -> std::result::Result<(), String> {
+fn save_drive_state(rec: &DeviceRecord, m: &Modeled) -> Result<()> {
     let Some(file) = &rec.state_file else {
         return Ok(());
     };
     let Some(bytes) = m.with_model(|d| d.save_state()) else {
         return Ok(());
     };
-    fsage_sys::write_atomic(file, &bytes)
-        .map_err(|e| format!("{}: cannot save the drive state: {e}", file.display()))?;
+    fsage_sys::write_atomic(file, &bytes).map_err(|e| {
+        Error::operation(format!(
+            "{}: cannot save the drive state: {e}",
+            file.display()
+        ))
+    })?;
     let _ = std::fs::remove_file(crate::registry::in_use_mark(file));
     Ok(())
 }

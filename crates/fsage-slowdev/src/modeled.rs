@@ -293,11 +293,11 @@ impl DeviceModel for Deferred {
         self.inner.save_state()
     }
 
-    fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {
+    fn load_state(&mut self, bytes: &[u8]) -> fsage_device::Result<()> {
         self.inner.load_state(bytes)
     }
 
-    fn precondition(&mut self, overwrites: f64, seed: u64) -> Result<String, String> {
+    fn precondition(&mut self, overwrites: f64, seed: u64) -> fsage_device::Result<String> {
         self.inner.precondition(overwrites, seed)
     }
 

@@ -255,6 +255,15 @@ pub fn tmp() -> TempDir {
         .expect("temporary directory")
 }
 
+/// A temporary directory in /dev/shm whose name starts with `prefix`: images made in it cost
+/// memory, not disk, and go with it.
+pub fn shm_tmp(prefix: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/dev/shm")
+        .expect("temporary directory in /dev/shm")
+}
+
 /// A fresh tmpfs of `size`, or `None` after saying why the test cannot run.
 pub fn tmpfs_or_skip(test: &str, size: &str) -> Option<MountGuard> {
     match need_root_and(&["mount", "umount"]).and_then(|()| MountGuard::tmpfs(size)) {

@@ -183,7 +183,7 @@ impl Layout {
                         )));
                     }
                     write_file(&p, e.size, &data).map_err(|err| {
-                        if err.raw_os_error() == Some(libc::ENOSPC) {
+                        if err.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
                             Error::Target(format!(
                                 "the file system filled up while laying out fileset {} ({} of {} files): make it smaller",
                                 self.name, i, total

@@ -725,19 +725,11 @@ fn check(p: &Parser, m: &mut Model) -> Result<(), Error> {
                     format!("flowop {} ({}) needs filesetname=", f.name, f.kind.name()),
                 ));
             }
-            if f.iosize.is_none() {
-                match f.kind {
-                    FlowopKind::Read
-                    | FlowopKind::Write
-                    | FlowopKind::AppendFile
-                    | FlowopKind::AppendFileRand => {
-                        return Err(p.err(
-                            f.line,
-                            format!("flowop {} ({}) needs iosize=", f.name, f.kind.name()),
-                        ))
-                    }
-                    _ => {}
-                }
+            if f.iosize.is_none() && f.kind.needs_iosize() {
+                return Err(p.err(
+                    f.line,
+                    format!("flowop {} ({}) needs iosize=", f.name, f.kind.name()),
+                ));
             }
         }
     }

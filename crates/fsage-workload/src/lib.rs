@@ -15,6 +15,7 @@ pub mod cgroup;
 mod engine;
 mod error;
 pub mod fileset;
+mod flowop;
 pub mod gamma;
 mod lang;
 pub mod model;

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::flowop::FlowopKind;
+
 /// File descriptors a thread may name (`fd=0` to `fd=63`).
 pub const MAX_FD: u32 = 64;
 
@@ -78,85 +80,4 @@ pub struct FlowopDef {
     pub directio: bool,
     pub iters: u64,
     pub line: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FlowopKind {
-    CreateFile,
-    OpenFile,
-    CloseFile,
-    ReadWholeFile,
-    WriteWholeFile,
-    AppendFile,
-    AppendFileRand,
-    Read,
-    Write,
-    Fsync,
-    DeleteFile,
-    StatFile,
-}
-
-impl FlowopKind {
-    pub const ALL: [FlowopKind; 12] = [
-        FlowopKind::CreateFile,
-        FlowopKind::OpenFile,
-        FlowopKind::CloseFile,
-        FlowopKind::ReadWholeFile,
-        FlowopKind::WriteWholeFile,
-        FlowopKind::AppendFile,
-        FlowopKind::AppendFileRand,
-        FlowopKind::Read,
-        FlowopKind::Write,
-        FlowopKind::Fsync,
-        FlowopKind::DeleteFile,
-        FlowopKind::StatFile,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FlowopKind::CreateFile => "createfile",
-            FlowopKind::OpenFile => "openfile",
-            FlowopKind::CloseFile => "closefile",
-            FlowopKind::ReadWholeFile => "readwholefile",
-            FlowopKind::WriteWholeFile => "writewholefile",
-            FlowopKind::AppendFile => "appendfile",
-            FlowopKind::AppendFileRand => "appendfilerand",
-            FlowopKind::Read => "read",
-            FlowopKind::Write => "write",
-            FlowopKind::Fsync => "fsync",
-            FlowopKind::DeleteFile => "deletefile",
-            FlowopKind::StatFile => "statfile",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<FlowopKind> {
-        FlowopKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-
-    /// Flowops that pick a file of a fileset themselves.
-    pub fn needs_fileset(self) -> bool {
-        matches!(
-            self,
-            FlowopKind::CreateFile
-                | FlowopKind::OpenFile
-                | FlowopKind::DeleteFile
-                | FlowopKind::StatFile
-        )
-    }
-
-    /// Reads data (for the read/write split of the summary).
-    pub fn reads(self) -> bool {
-        matches!(self, FlowopKind::Read | FlowopKind::ReadWholeFile)
-    }
-
-    pub fn writes(self) -> bool {
-        matches!(
-            self,
-            FlowopKind::Write
-                | FlowopKind::WriteWholeFile
-                | FlowopKind::AppendFile
-                | FlowopKind::AppendFileRand
-        )
-    }
 }

@@ -82,7 +82,7 @@ fn every_builtin_runs_on_tmpfs() {
         s(&m.path().join("cg")),
     ]);
     expect_code(&o, 2, "--cache-ratio on tmpfs");
-    assert!(stderr(&o).contains("tmpfs"), "{}", stderr(&o));
+    expect_stderr(&o, "tmpfs");
 }
 
 #[test]
@@ -184,11 +184,7 @@ fn list_show_and_bad_input() {
     std::fs::write(&bad, "set $a=1\nflowop read name=r\n").unwrap();
     let o = fsage(["bench", "show", s(&bad)]);
     expect_code(&o, 2, "bad .f");
-    assert!(
-        stderr(&o).contains(&format!("{}:2:", bad.display())),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, &format!("{}:2:", bad.display()));
     let o = fsage(["bench", "run", "nosuch", s(&d.path().join("t"))]);
     expect_code(&o, 2, "unknown workload");
     let o = fsage([
@@ -200,7 +196,7 @@ fn list_show_and_bad_input() {
         s(&d.path().join("t")),
     ]);
     expect_code(&o, 2, "unknown variable");
-    assert!(stderr(&o).contains("$nosuch"), "{}", stderr(&o));
+    expect_stderr(&o, "$nosuch");
     // A target with someone else's files is refused and left alone.
     let t = d.path().join("full");
     std::fs::create_dir(&t).unwrap();

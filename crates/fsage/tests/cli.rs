@@ -105,7 +105,7 @@ fn profile_show_of_a_bad_toml_names_file_and_line() {
     fs::write(&wrong, text).unwrap();
     let o = fsage(["profile", "show", wrong.to_str().unwrap()]);
     expect_code(&o, 2, "profile show of a profile with fullness 1.8");
-    assert!(stderr(&o).contains("wrong.toml"), "{}", stderr(&o));
+    expect_stderr(&o, "wrong.toml");
 }
 
 /// A small agrawal-like profile in the Geriatrix three-file format.
@@ -143,7 +143,7 @@ fn profile_import_writes_a_toml_that_show_and_age_accept() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(stderr(&o).contains("agrawal_small"), "{}", stderr(&o));
+    expect_stderr(&o, "agrawal_small");
     let text = fs::read_to_string(&out).unwrap();
     assert!(text.contains("name = \"agrawal_small\""), "{text}");
     assert!(text.contains("fullness = 0.7"), "{text}");
@@ -184,7 +184,7 @@ fn profile_import_writes_a_toml_that_show_and_age_accept() {
         out.to_str().unwrap(),
     ]);
     expect_code(&o, 2, "import over an existing file");
-    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    expect_stderr(&o, "--force");
     assert_eq!(fs::read_to_string(&out).unwrap(), text, "file was changed");
 
     // A broken Geriatrix file is refused naming its file and line.
@@ -195,11 +195,7 @@ fn profile_import_writes_a_toml_that_show_and_age_accept() {
     .unwrap();
     let o = fsage(["profile", "import", src.to_str().unwrap()]);
     expect_code(&o, 2, "import of a broken age file");
-    assert!(
-        stderr(&o).contains("age_distribution.txt:3"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "age_distribution.txt:3");
 }
 
 #[test]
@@ -451,7 +447,7 @@ fn bad_flags_exit_2_naming_the_flag() {
 
     let o = fsage(["profile", "show", "agrawal", "--capacity", "lots"]);
     expect_code(&o, 2, "profile show --capacity lots");
-    assert!(stderr(&o).contains("--capacity"), "{}", stderr(&o));
+    expect_stderr(&o, "--capacity");
 
     let o = fsage(["frobnicate"]);
     expect_code(&o, 2, "unknown subcommand");
@@ -576,7 +572,7 @@ fn inputs_are_refused_before_anything_runs() {
         }
         let o = cmd.output().unwrap();
         expect_code(&o, 2, &format!("--capacity {cap}"));
-        assert!(stderr(&o).contains("of memory"), "{}", stderr(&o));
+        expect_stderr(&o, "of memory");
     }
     // Fullness 1 leaves no room: refused with the reason, up front.
     let o = Age::new("agrawal")
@@ -585,7 +581,7 @@ fn inputs_are_refused_before_anything_runs() {
         .fullness("1")
         .run();
     expect_code(&o, 2, "--fullness 1");
-    assert!(stderr(&o).contains("no room"), "{}", stderr(&o));
+    expect_stderr(&o, "no room");
     // An image too small for the profile: refused before mkfs, nothing made.
     let img = d.path().join("tiny.img");
     let o = Age::new("agrawal")
@@ -594,7 +590,7 @@ fn inputs_are_refused_before_anything_runs() {
         .target(s(&img))
         .run();
     expect_code(&o, 2, "--size 1MiB");
-    assert!(stderr(&o).contains("nothing was made"), "{}", stderr(&o));
+    expect_stderr(&o, "nothing was made");
     assert!(!img.exists(), "the image was made before the refusal");
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{expect_code, need_root_and, skip, stderr, stdout};
+use common::{expect_code, expect_stderr, need_root_and, skip, stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tempfile::TempDir;
@@ -17,10 +17,7 @@ struct Reg {
 impl Reg {
     fn new() -> Reg {
         Reg {
-            dir: tempfile::Builder::new()
-                .prefix("fsage-dev-cli-")
-                .tempdir_in("/dev/shm")
-                .unwrap(),
+            dir: fsage_testkit::shm_tmp("fsage-dev-cli-"),
         }
     }
     fn path(&self, n: &str) -> PathBuf {
@@ -85,7 +82,7 @@ fn dev_commands_make_change_show_and_destroy_a_device() {
         "3 fortnights",
     ]);
     expect_code(&o, 2, "bad latency");
-    assert!(stderr(&o).contains("--latency"), "{}", stderr(&o));
+    expect_stderr(&o, "--latency");
     let img = r.path("img");
     let o = r.ok([
         "dev",
@@ -434,11 +431,7 @@ fn dev_cost_costs_a_trace_as_the_rule_says() {
     // A model that is none, and a trace that is none, are bad input naming what is wrong.
     let out = common::fsage(["dev", "cost", trace.to_str().unwrap(), "--model", "warp"]);
     expect_code(&out, 2, "dev cost");
-    assert!(
-        stderr(&out).contains("neither a latency"),
-        "{}",
-        stderr(&out)
-    );
+    expect_stderr(&out, "neither a latency");
     std::fs::write(
         &trace,
         "{\"version\": 1, \"requests\": [{\"kind\": \"jump\"}]}",
@@ -446,7 +439,7 @@ fn dev_cost_costs_a_trace_as_the_rule_says() {
     .unwrap();
     let out = common::fsage(["dev", "cost", trace.to_str().unwrap(), "--model", "1ms"]);
     expect_code(&out, 2, "dev cost");
-    assert!(stderr(&out).contains("t.json:1:"), "{}", stderr(&out));
+    expect_stderr(&out, "t.json:1:");
 }
 
 #[test]
@@ -495,11 +488,7 @@ fn dev_create_refuses_a_bad_model_naming_its_line() {
         bad.to_str().unwrap(),
     ]);
     expect_code(&o, 2, "a bad model file");
-    assert!(
-        stderr(&o).contains(&format!("{}:4", bad.display())),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, &format!("{}:4", bad.display()));
     let o = r.fsage([
         "dev",
         "create",
@@ -568,11 +557,7 @@ fn dev_create_runs_a_model() {
     );
     let o = r.fsage(["dev", "set", &disk, "--latency", "1ms"]);
     expect_code(&o, 2, "dev set on a hard disk");
-    assert!(
-        stderr(&o).contains("runs the device model hdd-7200"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "runs the device model hdd-7200");
     r.ok(["dev", "set", &fixed, "--latency", "1ms"]);
     let f = json(&r.ok(["dev", "stats", &fixed, "--json"]));
     assert_eq!(f["latencies"]["read_ns"], 1_000_000, "{f}");

@@ -101,10 +101,7 @@ struct Lab {
 impl Lab {
     fn new() -> Lab {
         Lab {
-            dir: tempfile::Builder::new()
-                .prefix("fsage-exp-e2e-")
-                .tempdir_in("/dev/shm")
-                .unwrap(),
+            dir: fsage_testkit::shm_tmp("fsage-exp-e2e-"),
         }
     }
     fn path(&self, n: &str) -> PathBuf {

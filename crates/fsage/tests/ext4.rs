@@ -103,11 +103,7 @@ fn ext4_capacity_beyond_the_device_meets_enospc_and_survives() {
         .run_logged_tmp();
     let o = &run.output;
     expect_code(o, 0, "2 GiB of capacity on a 512 MiB ext4");
-    assert!(
-        stderr(o).contains("larger than the file system"),
-        "{}",
-        stderr(o)
-    );
+    expect_stderr(o, "larger than the file system");
     let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert_eq!(j_u64(&j, "ticks"), 40000);

@@ -236,11 +236,7 @@ fn fresh_aged_and_holed_ext4_differ_the_expected_way() {
 fn frag_refuses_bad_input_clearly() {
     let o = fsage(["frag", "/nonexistent/fsage-frag"]);
     expect_code(&o, 2, "frag of a missing path");
-    assert!(
-        stderr(&o).contains("/nonexistent/fsage-frag"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "/nonexistent/fsage-frag");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     fs::write(&bad, "{}").unwrap();
@@ -251,10 +247,10 @@ fn frag_refuses_bad_input_clearly() {
         bad.as_os_str(),
     ]);
     expect_code(&o, 2, "compare of a non-report");
-    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    expect_stderr(&o, "bad.json");
     let o = fsage(["frag", "/", "--probe", "lots"]);
     expect_code(&o, 2, "bad --probe");
-    assert!(stderr(&o).contains("--probe"), "{}", stderr(&o));
+    expect_stderr(&o, "--probe");
 }
 
 #[test]

@@ -60,7 +60,7 @@ impl Synth {
             skip(test, &why);
             return None;
         }
-        let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+        let tmp = fsage_testkit::shm_tmp("fsage-git-age-");
         let repo = tmp.path().join("synth");
         fsage_git::synthetic::make_repo(&repo, commits).unwrap();
         let img = tmp.path().join("aged.img");
@@ -194,7 +194,7 @@ fn git_age_bad_input_is_exit_code_2() {
         "x.img",
     ]);
     expect_code(&o, 2, "missing repository");
-    assert!(stderr(&o).contains("/nonexistent/repo"), "{}", stderr(&o));
+    expect_stderr(&o, "/nonexistent/repo");
     let o = fsage(["git-age", s(tmp.path()), s(tmp.path())]);
     expect_code(&o, 2, "neither --fs nor --clean-fs");
 }
@@ -299,7 +299,7 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     expect_code(&o, 2, "resume with another device latency");
     let o = run(&["--device-latency", "fast"]);
     expect_code(&o, 2, "a latency that is not one");
-    assert!(stderr(&o).contains("--device-latency"), "{}", stderr(&o));
+    expect_stderr(&o, "--device-latency");
 }
 
 /// A bundle of the synthetic repository (a bundle is cloned by fsage for the run).
@@ -428,7 +428,7 @@ fn git_age_refuses_bad_input_before_making_anything() {
 
     let o = image_run(s(&repo), &["--first", "no-such-rev"]);
     expect_code(&o, 2, "a --first that names no commit");
-    assert!(stderr(&o).contains("no-such-rev"), "{}", stderr(&o));
+    expect_stderr(&o, "no-such-rev");
     assert_nothing_made(tmp.path(), "bad --first");
 
     let o = image_run(s(&repo), &["--last", "master", "--branch", "master"]);
@@ -445,11 +445,11 @@ fn git_age_refuses_bad_input_before_making_anything() {
     assert_nothing_made(tmp.path(), "bad --cost-models");
     let o = image_run(s(&repo), &["--cost-models", "1ms,1000us"]);
     expect_code(&o, 2, "the same model twice");
-    assert!(stderr(&o).contains("given twice"), "{}", stderr(&o));
+    expect_stderr(&o, "given twice");
     assert_nothing_made(tmp.path(), "a model given twice");
     let o = image_run(s(&repo), &["--grep-reps", "0"]);
     expect_code(&o, 2, "no grep at all");
-    assert!(stderr(&o).contains("--grep-reps"), "{}", stderr(&o));
+    expect_stderr(&o, "--grep-reps");
     assert_nothing_made(tmp.path(), "--grep-reps 0");
 
     // A subdirectory of the working tree is not the repository.
@@ -457,11 +457,7 @@ fn git_age_refuses_bad_input_before_making_anything() {
     std::fs::create_dir(&sub).unwrap();
     let o = image_run(s(&sub), &["--commits", "2", "--no-measure"]);
     expect_code(&o, 2, "REPO a subdirectory of a working tree");
-    assert!(
-        stderr(&o).contains("subdirectory of the working tree"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "subdirectory of the working tree");
     assert_nothing_made(tmp.path(), "REPO subdirectory");
     assert!(!tmp.path().join("x.img.mnt").exists());
 
@@ -482,7 +478,7 @@ fn git_age_refuses_bad_input_before_making_anything() {
         missing.display(),
         tmp.path().join("nodir").display()
     );
-    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    expect_stderr(&o, &want);
     assert!(!tmp.path().join("nodir").exists());
 
     // A target directory that is not empty.
@@ -500,7 +496,7 @@ fn git_age_refuses_bad_input_before_making_anything() {
         s(&full),
     ]);
     expect_code(&o, 2, "a non-empty target directory");
-    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    expect_stderr(&o, "not empty");
     assert_eq!(std::fs::read(full.join("mine")).unwrap(), b"keep");
     assert_nothing_made(tmp.path(), "non-empty target");
 }
@@ -582,7 +578,7 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
     };
     let o = run(&[]);
     expect_code(&o, 2, "a TARGET_DIR on tmpfs without --size");
-    assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
+    expect_stderr(&o, "no block device");
     assert!(
         stderr(&o).contains("--size"),
         "the hint names the flag: {}",
@@ -594,7 +590,7 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
     let beside = shm.path().join("c.img");
     let o = fsage(Synth::dir_args(repo, "ext4", &beside, &target, &[]));
     expect_code(&o, 2, "a TARGET_DIR on tmpfs, the clean image beside it");
-    assert!(stderr(&o).contains("no block device"), "{}", stderr(&o));
+    expect_stderr(&o, "no block device");
     // With the clean size given, a clean image on the aged file system is refused.
     let o = fsage(Synth::dir_args(
         repo,
@@ -604,11 +600,7 @@ fn git_age_target_dir_without_a_block_device_needs_the_clean_size() {
         &["--size", "64MiB"],
     ));
     expect_code(&o, 2, "the clean image on the aged file system");
-    assert!(
-        stderr(&o).contains("on the file system being aged"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "on the file system being aged");
 
     // Opted in with the clean instance's size: measured, without an aged layout score or
     // fragments per file (no FIEMAP on tmpfs), never shown as 0.
@@ -648,7 +640,7 @@ fn git_age_replays_a_bundle_into_an_image_named_relative_to_the_working_director
     if let Err(why) = need_root_and(&["git", "mkfs.ext4", "losetup"]) {
         return skip("git_age_relative_image", &why);
     }
-    let tmp = tempfile::tempdir_in("/dev/shm").unwrap();
+    let tmp = fsage_testkit::shm_tmp("fsage-git-age-");
     let repo = tmp.path().join("synth");
     fsage_git::synthetic::make_repo(&repo, 3).unwrap();
     bundle_of(&repo, &tmp.path().join("synth.bundle"));

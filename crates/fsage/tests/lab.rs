@@ -338,8 +338,8 @@ fn lab_rollback_after_benchmark() {
     // Regression: a benchmark's failure was hidden. Exit 3: fsage exits 1 and names the code.
     let o = fsage(["rollback", "track", &img, "--", "sh", "-c", "exit 3"]);
     expect_code(&o, 1, "a benchmark that exits 3");
-    assert!(stderr(&o).contains("exit code 3"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("`sh -c exit 3`"), "{}", stderr(&o));
+    expect_stderr(&o, "exit code 3");
+    expect_stderr(&o, "`sh -c exit 3`");
     fsage_ok(["rollback", "restore", &img]);
 
     // The content-comparison fallback.
@@ -390,7 +390,7 @@ fn lab_rollback_after_benchmark() {
         run_cmd("mkfs.ext4", &["-q", "-F", dev.dev()]).unwrap();
         let o = fsage(["image", "copy", &img, dev.dev()]);
         expect_code(&o, 2, "copy onto a device holding a file system");
-        assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+        expect_stderr(&o, "--force");
         fsage_ok(["image", "copy", &img, dev.dev(), "--force"]);
         assert!(
             same_bytes(Path::new(&img), Path::new(dev.dev())),
@@ -413,7 +413,7 @@ fn lab_safety_and_cleanup() {
     // An image holding a file system: refused without --force.
     let o = fsage(["fs", "create", "--fs", "ext4", "--size", "64MiB", &img]);
     expect_code(&o, 2, "create over a file system");
-    assert!(stderr(&o).contains("holds a file system"), "{}", stderr(&o));
+    expect_stderr(&o, "holds a file system");
     // Mounted: refused even with --force, for the image and for its loop device.
     fsage_ok(["fs", "mount", &img, &mnt]);
     let o = fsage([
@@ -423,13 +423,13 @@ fn lab_safety_and_cleanup() {
     let dev = loops_below(&lab.path).pop().expect("a loop device");
     let o = fsage(["fs", "create", "--fs", "ext4", &dev, "--force"]);
     expect_code(&o, 2, "create over a mounted device");
-    assert!(stderr(&o).contains("mounted"), "{}", stderr(&o));
+    expect_stderr(&o, "mounted");
     let o = fsage(["image", "save", &img, "--library", &lib]);
     expect_code(&o, 2, "save of a mounted image");
     // Regression: `fs check` said "clean" on a mounted image.
     let o = fsage(["fs", "check", &img]);
     expect_code(&o, 2, "check of a mounted image");
-    assert!(stderr(&o).contains("unmounted"), "{}", stderr(&o));
+    expect_stderr(&o, "unmounted");
     fsage_ok(["fs", "umount", &mnt]);
     lab.assert_clean();
     // Regression: `image save /etc/passwd` stored a "file system unknown" image.
@@ -437,11 +437,7 @@ fn lab_safety_and_cleanup() {
     fs::write(&not_fs, "not a file system\n").unwrap();
     let o = fsage(["image", "save", s(&not_fs), "--library", &lib]);
     expect_code(&o, 2, "save of a file that holds no file system");
-    assert!(
-        stderr(&o).contains("no ext4, xfs or btrfs"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "no ext4, xfs or btrfs");
 
     // A failed mkfs leaves no file; a failed mount leaves no loop device.
     let small = lab.s("small.img");
@@ -468,11 +464,7 @@ fn lab_safety_and_cleanup() {
         &lib,
     ]);
     expect_code(&o, 2, "restore into a missing directory");
-    assert!(
-        stderr(&o).contains("missingdir: the directory does not exist"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "missingdir: the directory does not exist");
     // Regression: `fs create` on a device of 0 bytes suggested "--size 0".
     let empty = lab.p("empty.img");
     fs::File::create(&empty).unwrap();
@@ -480,7 +472,7 @@ fn lab_safety_and_cleanup() {
         let dev = LoopGuard::attach(&empty).expect("losetup");
         let o = fsage(["fs", "create", "--fs", "ext4", dev.dev()]);
         expect_code(&o, 2, "fs create on a 0-byte device");
-        assert!(stderr(&o).contains("has 0 bytes"), "{}", stderr(&o));
+        expect_stderr(&o, "has 0 bytes");
         assert!(!stderr(&o).contains("--size 0"), "{}", stderr(&o));
     }
     let tiny = lab.p("tiny.img");
@@ -489,7 +481,7 @@ fn lab_safety_and_cleanup() {
         let dev = LoopGuard::attach(&tiny).expect("losetup");
         let o = fsage(["image", "restore", "a", dev.dev(), "--library", &lib]);
         expect_code(&o, 2, "restore to a small device");
-        assert!(stderr(&o).contains("too small"), "{}", stderr(&o));
+        expect_stderr(&o, "too small");
     }
     // A corrupted snapshot fails verification.
     let data = lab.p("library/a/data.zst");
@@ -563,7 +555,7 @@ fn main_job(fs_name: &str, size: &str) {
         .target(&img)
         .max_ops("15000")
         .run_ok();
-    assert!(stderr(&o).contains("unmounted"), "{}", stderr(&o));
+    expect_stderr(&o, "unmounted");
     lab.assert_clean();
     let report = read_json(&lab.p("aged.img.report.json"));
     assert_eq!(j_str(&report, "stop_reason"), "max_ops");
@@ -647,11 +639,7 @@ fn image_targets_are_only_regular_files_or_block_devices() {
         }
         let o = fsage(&args);
         expect_code(&o, 2, "copy onto /dev/null");
-        assert!(
-            stderr(&o).contains("neither a regular file nor a block device"),
-            "{}",
-            stderr(&o)
-        );
+        expect_stderr(&o, "neither a regular file nor a block device");
         let meta = fs::symlink_metadata("/dev/null").unwrap();
         assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
     }
@@ -680,6 +668,6 @@ fn a_mount_that_fails_on_a_corrupt_file_system_exits_1() {
     fs::create_dir(&mnt).unwrap();
     let o = fsage(["fs", "mount", s(&img), s(&mnt)]);
     expect_code(&o, 1, "mount of a corrupt ext4");
-    assert!(stderr(&o).contains("mount -t ext4"), "{}", stderr(&o));
+    expect_stderr(&o, "mount -t ext4");
     assert!(!is_mount_point(&mnt));
 }

@@ -469,11 +469,7 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
     let _ = first.kill();
     let _ = first.wait();
     expect_code(&o, 2, "a second session of a running run");
-    assert!(
-        stderr(&o).contains("another fsage is running"),
-        "{}",
-        stderr(&o)
-    );
+    expect_stderr(&o, "another fsage is running");
 
     // A finished run: resume says so, exits 0 and changes nothing.
     let done = d.path().join("done.state");
@@ -484,14 +480,14 @@ fn a_run_is_resumed_by_one_session_at_a_time_and_a_finished_one_is_left_alone() 
         .run_ok();
     let (before_state, before_log) = (fs::read(&done).unwrap(), fs::read(&done_log).unwrap());
     let o = Age::resume(s(&done)).dry_run().run_ok();
-    assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
+    expect_stderr(&o, "finished run");
     assert_eq!(fs::read(&done).unwrap(), before_state);
     assert_eq!(fs::read(&done_log).unwrap(), before_log);
     // Regression: a finished run's report, lost to a bad path the first time, can be had again:
     // resume with --json writes it, from the state alone.
     let again = d.path().join("again.json");
     let o = Age::resume(s(&done)).dry_run().json(s(&again)).run_ok();
-    assert!(stderr(&o).contains("finished run"), "{}", stderr(&o));
+    expect_stderr(&o, "finished run");
     let j = read_json(&again);
     assert_eq!(j["stop_reason"], "converged");
     assert_eq!(j["profile"], "agrawal");

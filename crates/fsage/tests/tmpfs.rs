@@ -153,7 +153,7 @@ fn non_empty_target_is_refused_and_force_ages_it_leaving_the_file_alone() {
     };
     let o = fsage(args(false));
     expect_code(&o, 2, "age into a non-empty directory");
-    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    expect_stderr(&o, "not empty");
     let names: Vec<_> = fs::read_dir(&target)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -175,7 +175,7 @@ fn non_empty_target_is_refused_and_force_ages_it_leaving_the_file_alone() {
         .capacity("64MiB")
         .run();
     expect_code(&o, 2, "age into a regular file");
-    assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
+    expect_stderr(&o, "not a directory");
 }
 
 #[test]
@@ -233,11 +233,7 @@ fn enospc_on_a_small_tmpfs_is_survived_and_the_disk_matches_the_log() {
     let o = &run.output;
     eprintln!("took {:.1}s", start.elapsed().as_secs_f64());
     expect_code(o, 0, "capacity larger than the tmpfs");
-    assert!(
-        stderr(o).contains("larger than the file system"),
-        "{}",
-        stderr(o)
-    );
+    expect_stderr(o, "larger than the file system");
     let (log, j) = (run.log, run.report);
     assert_eq!(j_str(&j, "stop_reason"), "max_ops");
     assert_eq!(j_u64(&j, "ticks"), 20000);

@@ -4,6 +4,8 @@
 //! outer edge), and where on the platter's circle each sector starts, with the track skew that
 //! lets a transfer crossing to the next track lose only the switch time, not a revolution.
 
+use crate::Error;
+
 /// Bytes per sector.
 pub const SECTOR: u64 = 512;
 
@@ -53,12 +55,12 @@ impl Geometry {
         rate_inner: f64,
         head_switch_ns: f64,
         cyl_switch_ns: f64,
-    ) -> Result<Geometry, String> {
+    ) -> crate::Result<Geometry> {
         let rev_ns = 60e9 / rpm;
         let spt_at = |r: f64| (r * rev_ns / 1e9 / SECTOR as f64).round().max(1.0) as u64;
         let (outer, inner) = (spt_at(rate_outer), spt_at(rate_inner));
         if heads == 0 || zones == 0 {
-            return Err("heads and zones must be at least 1".into());
+            return Err(Error::input("heads and zones must be at least 1"));
         }
         let spt: Vec<u64> = (0..zones)
             .map(|z| {

@@ -34,7 +34,7 @@
 pub mod geometry;
 pub mod seek;
 
-use crate::{DeviceModel, ModelStats, Ns, Rq, RqKind};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind};
 use geometry::{Geometry, SECTOR};
 use seek::SeekCurve;
 use serde::{Deserialize, Serialize};
@@ -147,21 +147,25 @@ pub struct Hdd {
 }
 
 impl Hdd {
-    pub fn new(p: &HddParams, device_size: u64) -> Result<Hdd, String> {
+    pub fn new(p: &HddParams, device_size: u64) -> crate::Result<Hdd> {
         let capacity = p.capacity.unwrap_or(device_size);
         if p.offset + device_size > capacity {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "a device of {} at {} does not fit on a disk of {}",
                 fsage_units::format_size(device_size),
                 fsage_units::format_size(p.offset),
                 fsage_units::format_size(capacity)
-            ));
+            )));
         }
         if p.rate_inner > p.rate_outer || p.rate_inner == 0 {
-            return Err("the inner media rate must be positive and at most the outer".into());
+            return Err(Error::input(
+                "the inner media rate must be positive and at most the outer",
+            ));
         }
         if p.queue_depth == 0 || p.read_segments == 0 {
-            return Err("queue_depth and read_segments must be at least 1".into());
+            return Err(Error::input(
+                "queue_depth and read_segments must be at least 1",
+            ));
         }
         let g = Geometry::new(
             capacity.max(SECTOR * 64),
@@ -180,14 +184,14 @@ impl Hdd {
             p.seek_full_ns as f64,
             max_d,
         )
-        .map_err(|e| format!("read seeks: {e}"))?;
+        .map_err(|e| Error::input(format!("read seeks: {e}")))?;
         let write_seek = SeekCurve::fit(
             p.write_seek_track_ns as f64,
             p.write_seek_avg_ns as f64,
             p.write_seek_full_ns as f64,
             max_d,
         )
-        .map_err(|e| format!("write seeks: {e}"))?;
+        .map_err(|e| Error::input(format!("write seeks: {e}")))?;
         Ok(Hdd {
             base: p.offset / SECTOR,
             p: p.clone(),

@@ -8,6 +8,8 @@
 //! and end cylinder equally likely, zero-length seeks left out: a distance `d` has weight
 //! `D + 1 - d`). [`SeekCurve::fit`] finds the curve of that form through all three.
 
+use crate::Error;
+
 /// A fitted seek curve, times in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SeekCurve {
@@ -38,17 +40,20 @@ impl SeekCurve {
     /// The curve through `(1, track)`, `(max_d, full)` with weighted average `avg`, or why
     /// there is none of this form (the average must lie between the all-linear and the
     /// all-square-root curves' averages).
-    pub fn fit(track: f64, avg: f64, full: f64, max_d: u64) -> Result<SeekCurve, String> {
+    pub fn fit(track: f64, avg: f64, full: f64, max_d: u64) -> crate::Result<SeekCurve> {
         if max_d < 2 {
-            return Err(format!("{} cylinders: too few for a seek curve", max_d + 1));
+            return Err(Error::input(format!(
+                "{} cylinders: too few for a seek curve",
+                max_d + 1
+            )));
         }
         if !(track > 0.0 && track < avg && avg < full) {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "seek times must grow: single-track {} < average {} < full stroke {} (ms)",
                 track / 1e6,
                 avg / 1e6,
                 full / 1e6
-            ));
+            )));
         }
         let md = max_d as f64;
         let curve = |d0: f64| {
@@ -70,7 +75,7 @@ impl SeekCurve {
         let (mut lo, mut hi) = (1.0f64, md);
         let (at_lo, at_hi) = (curve(lo).average(), curve(hi).average());
         if !(at_lo..=at_hi).contains(&avg) {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "an average seek of {:.2} ms cannot be reached with single-track {:.2} ms and \
                  full stroke {:.2} ms: it must lie between {:.2} and {:.2} ms",
                 avg / 1e6,
@@ -78,7 +83,7 @@ impl SeekCurve {
                 full / 1e6,
                 at_lo / 1e6,
                 at_hi / 1e6
-            ));
+            )));
         }
         for _ in 0..100 {
             let mid = (lo * hi).sqrt();
@@ -161,8 +166,8 @@ mod tests {
     #[test]
     fn impossible_figures_are_refused_with_the_range() {
         let e = SeekCurve::fit(1.0 * MS, 14.0 * MS, 15.0 * MS, 100_000).unwrap_err();
-        assert!(e.contains("must lie between"), "{e}");
+        assert!(e.message.contains("must lie between"), "{e}");
         let e = SeekCurve::fit(9.0 * MS, 8.5 * MS, 15.0 * MS, 100_000).unwrap_err();
-        assert!(e.contains("must grow"), "{e}");
+        assert!(e.message.contains("must grow"), "{e}");
     }
 }

@@ -7,6 +7,7 @@
 //! took, and charges the die for it. Keeping the two apart lets the state be driven at memory
 //! speed (preconditioning, aging a drive in simulated time) and saved with an image.
 
+use crate::Error;
 use serde::{Deserialize, Serialize};
 
 /// No flash page: a logical page never written or discarded; a flash page holding nothing valid.
@@ -30,12 +31,16 @@ impl FtlGeometry {
     }
 
     /// Why this shape cannot hold its logical pages with room to collect garbage, if it cannot.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> crate::Result<()> {
         if self.dies == 0 || self.pages_per_block == 0 || self.user_pages == 0 {
-            return Err("dies, pages per block and the capacity must be above 0".into());
+            return Err(Error::input(
+                "dies, pages per block and the capacity must be above 0",
+            ));
         }
         if self.gc_free_blocks < 2 {
-            return Err("garbage collection needs at least 2 free blocks per die".into());
+            return Err(Error::input(
+                "garbage collection needs at least 2 free blocks per die",
+            ));
         }
         // Each die must hold its share of the logical pages, the free blocks garbage collection
         // keeps and one block more: then the blocks in use hold at least a block's worth of
@@ -44,14 +49,16 @@ impl FtlGeometry {
         let needed_blocks =
             per_die.div_ceil(self.pages_per_block as u64) + self.gc_free_blocks as u64 + 1;
         if (self.blocks_per_die as u64) < needed_blocks {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "{} blocks per die hold too little over-provisioning: {} are needed for {} \
                  logical pages per die and {} free blocks",
                 self.blocks_per_die, needed_blocks, per_die, self.gc_free_blocks
-            ));
+            )));
         }
         if self.physical_pages() >= NONE as u64 {
-            return Err("more than 2^32 flash pages: use a larger page".into());
+            return Err(Error::input(
+                "more than 2^32 flash pages: use a larger page",
+            ));
         }
         Ok(())
     }
@@ -111,7 +118,7 @@ pub struct Ftl {
 
 impl Ftl {
     /// An erased drive.
-    pub fn new(geo: FtlGeometry) -> Result<Ftl, String> {
+    pub fn new(geo: FtlGeometry) -> crate::Result<Ftl> {
         geo.check()?;
         let blocks = geo.dies as usize * geo.blocks_per_die as usize;
         let ppb = geo.pages_per_block as usize;
@@ -342,12 +349,12 @@ impl Ftl {
 
     /// Every invariant of the state, for tests: the two maps agree, valid counts match the
     /// pages, free blocks hold nothing, closed lists hold exactly the full blocks.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> crate::Result<()> {
         for (lpn, &ppn) in self.l2p.iter().enumerate() {
             if ppn != NONE && self.p2l[ppn as usize] != lpn as u32 {
-                return Err(format!(
+                return Err(Error::input(format!(
                     "logical page {lpn} maps to {ppn}, which holds another"
-                ));
+                )));
             }
         }
         let ppb = self.geo.pages_per_block as usize;
@@ -356,17 +363,17 @@ impl Ftl {
             if lpn != NONE {
                 held += 1;
                 if self.l2p[lpn as usize] != ppn as u32 {
-                    return Err(format!(
+                    return Err(Error::input(format!(
                         "flash page {ppn} holds {lpn}, which maps elsewhere"
-                    ));
+                    )));
                 }
             }
         }
         if held != self.mapped_pages() {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "{held} flash pages hold data, {} logical pages are mapped",
                 self.mapped_pages()
-            ));
+            )));
         }
         for (g, &v) in self.valid.iter().enumerate() {
             let count = self.p2l[g * ppb..(g + 1) * ppb]
@@ -374,27 +381,35 @@ impl Ftl {
                 .filter(|&&l| l != NONE)
                 .count() as u32;
             if count != v {
-                return Err(format!("block {g}: valid count {v}, pages {count}"));
+                return Err(Error::input(format!(
+                    "block {g}: valid count {v}, pages {count}"
+                )));
             }
         }
         for (d, die) in self.dies.iter().enumerate() {
             for &b in &die.free {
                 let g = self.global(d as u32, b);
                 if self.valid[g as usize] != 0 || self.slot[g as usize] != NONE {
-                    return Err(format!("free block {g} holds data or is listed"));
+                    return Err(Error::input(format!(
+                        "free block {g} holds data or is listed"
+                    )));
                 }
             }
             for (v, list) in self.closed[d].iter().enumerate() {
                 for (i, &g) in list.iter().enumerate() {
                     if self.valid[g as usize] as usize != v || self.slot[g as usize] as usize != i {
-                        return Err(format!("closed block {g} listed under {v} valid pages"));
+                        return Err(Error::input(format!(
+                            "closed block {g} listed under {v} valid pages"
+                        )));
                     }
                 }
             }
             let listed: usize = self.closed[d].iter().map(Vec::len).sum();
             let open = usize::from(die.open.is_some());
             if listed + die.free.len() + open != self.geo.blocks_per_die as usize {
-                return Err(format!("die {d}: blocks lost or counted twice"));
+                return Err(Error::input(format!(
+                    "die {d}: blocks lost or counted twice"
+                )));
             }
         }
         Ok(())
@@ -443,29 +458,31 @@ impl Ftl {
     }
 
     /// Reads what [`Ftl::to_bytes`] wrote, and checks every invariant of the result.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Ftl, String> {
+    pub fn from_bytes(bytes: &[u8]) -> crate::Result<Ftl> {
         let head = MAGIC.len() + 16;
         if bytes.len() < head || &bytes[..MAGIC.len()] != MAGIC {
-            return Err("not an fsage FTL state (version 1)".into());
+            return Err(Error::input("not an fsage FTL state (version 1)"));
         }
         let len = u64::from_le_bytes(bytes[MAGIC.len()..MAGIC.len() + 8].try_into().unwrap());
         let sum = u64::from_le_bytes(bytes[MAGIC.len() + 8..head].try_into().unwrap());
         let body = &bytes[head..];
         if body.len() as u64 != len {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "truncated FTL state: {} bytes of {len}",
                 body.len()
-            ));
+            )));
         }
         if fnv1a(body) != sum {
-            return Err("the FTL state's checksum does not match: the file is damaged".into());
+            return Err(Error::input(
+                "the FTL state's checksum does not match: the file is damaged",
+            ));
         }
         let words: Vec<u32> = body
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
             .collect();
         let mut r = Words(&words);
-        let bad = || "the FTL state is inconsistent".to_string();
+        let bad = || Error::input("the FTL state is inconsistent");
         let geo = FtlGeometry {
             dies: r.one()?,
             blocks_per_die: r.one()?,
@@ -476,7 +493,7 @@ impl Ftl {
         geo.check()?;
         let mut f = Ftl::new(geo)?;
         f.next_die = r.one()?;
-        let mut long = || -> Result<u64, String> { Ok(r.one()? as u64 | (r.one()? as u64) << 32) };
+        let mut long = || -> crate::Result<u64> { Ok(r.one()? as u64 | (r.one()? as u64) << 32) };
         f.counters = FtlCounters {
             host_pages: long()?,
             gc_copies: long()?,
@@ -519,16 +536,16 @@ impl Ftl {
 struct Words<'a>(&'a [u32]);
 
 impl<'a> Words<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u32], String> {
+    fn take(&mut self, n: usize) -> crate::Result<&'a [u32]> {
         if n > self.0.len() {
-            return Err("the FTL state ends early".into());
+            return Err(Error::input("the FTL state ends early"));
         }
         let (a, b) = self.0.split_at(n);
         self.0 = b;
         Ok(a)
     }
 
-    fn one(&mut self) -> Result<u32, String> {
+    fn one(&mut self) -> crate::Result<u32> {
         Ok(self.take(1)?[0])
     }
 }
@@ -613,9 +630,13 @@ mod tests {
         let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 3] ^= 1;
-        assert!(Ftl::from_bytes(&bad).unwrap_err().contains("checksum"));
+        assert!(Ftl::from_bytes(&bad)
+            .unwrap_err()
+            .message
+            .contains("checksum"));
         assert!(Ftl::from_bytes(&bytes[..n - 1])
             .unwrap_err()
+            .message
             .contains("truncated"));
         assert!(Ftl::from_bytes(b"hello").is_err());
     }
@@ -623,7 +644,7 @@ mod tests {
     #[test]
     fn too_little_over_provisioning_is_refused() {
         let e = Ftl::new(small(4 * 16 * 8)).unwrap_err();
-        assert!(e.contains("over-provisioning"), "{e}");
+        assert!(e.message.contains("over-provisioning"), "{e}");
     }
 
     proptest! {
@@ -643,7 +664,7 @@ mod tests {
                     live.insert(lpn);
                 }
             }
-            f.check().map_err(TestCaseError::fail)?;
+            f.check().map_err(|e| TestCaseError::fail(e.message))?;
             for l in 0..200u32 {
                 prop_assert_eq!(f.die_of(l).is_some(), live.contains(&l));
             }

@@ -38,7 +38,7 @@
 
 pub mod ftl;
 
-use crate::{DeviceModel, ModelStats, Ns, Rq, RqKind};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind};
 use ftl::{Ftl, FtlGeometry};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -72,15 +72,17 @@ pub struct SsdParams {
 
 impl SsdParams {
     /// The FTL's shape for a drive of `user_bytes`.
-    pub fn geometry(&self, user_bytes: u64) -> Result<FtlGeometry, String> {
+    pub fn geometry(&self, user_bytes: u64) -> crate::Result<FtlGeometry> {
         if self.page_size == 0 || self.pages_per_block == 0 {
-            return Err("page_size and pages_per_block must be above 0".into());
+            return Err(Error::input(
+                "page_size and pages_per_block must be above 0",
+            ));
         }
         if !(0.0..0.9).contains(&self.over_provisioning) {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "over_provisioning {}: expected a share of the raw flash from 0 to 0.9",
                 self.over_provisioning
-            ));
+            )));
         }
         let dies = self.channels * self.dies_per_channel;
         let user_pages = user_bytes.div_ceil(self.page_size);
@@ -144,12 +146,12 @@ pub struct Ssd {
 
 impl Ssd {
     /// An erased drive for a device of `device_size` bytes.
-    pub fn new(p: &SsdParams, device_size: u64) -> Result<Ssd, String> {
+    pub fn new(p: &SsdParams, device_size: u64) -> crate::Result<Ssd> {
         let user = p.capacity.unwrap_or(device_size);
         if user < device_size {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "the device ({device_size} bytes) is larger than the drive's capacity ({user})"
-            ));
+            )));
         }
         let ftl = Ftl::new(p.geometry(user)?)?;
         Ok(Ssd::with_ftl(p, device_size, ftl))
@@ -341,25 +343,25 @@ impl DeviceModel for Ssd {
         Some(self.ftl.to_bytes())
     }
 
-    fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {
+    fn load_state(&mut self, bytes: &[u8]) -> crate::Result<()> {
         let ftl = Ftl::from_bytes(bytes)?;
         if ftl.geometry() != self.ftl.geometry() {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "the saved drive has another shape ({:?}) than this model on this device ({:?})",
                 ftl.geometry(),
                 self.ftl.geometry()
-            ));
+            )));
         }
         self.ftl = ftl;
         self.buffered.clear();
         Ok(())
     }
 
-    fn precondition(&mut self, overwrites: f64, seed: u64) -> Result<String, String> {
+    fn precondition(&mut self, overwrites: f64, seed: u64) -> crate::Result<String> {
         if !(0.0..=100.0).contains(&overwrites) {
-            return Err(format!(
+            return Err(Error::input(format!(
                 "{overwrites}: overwrites must be from 0 to 100 times the capacity"
-            ));
+            )));
         }
         let n = self.device_pages as u32;
         for l in 0..n {

@@ -425,6 +425,10 @@ fn preconditioning_ages_the_drive_and_its_state_survives_a_save() {
     assert!(ta > 2 * tf, "aged {ta} fresh {tf}");
     // A drive of another size refuses the state.
     let mut other = Ssd::new(&p, 64 << 20).unwrap();
-    assert!(other.load_state(&saved).unwrap_err().contains("shape"));
+    assert!(other
+        .load_state(&saved)
+        .unwrap_err()
+        .message
+        .contains("shape"));
     assert!(d.precondition(-1.0, 1).is_err());
 }

@@ -33,10 +33,7 @@ pub struct Lab {
 impl Lab {
     pub fn new() -> Lab {
         Lab {
-            dir: tempfile::Builder::new()
-                .prefix("fsage-slowdev-test-")
-                .tempdir_in("/dev/shm")
-                .expect("temp dir in /dev/shm"),
+            dir: fsage_testkit::shm_tmp("fsage-slowdev-test-"),
         }
     }
 

@@ -56,6 +56,13 @@ pub fn expect_code(o: &Output, code: i32, what: &str) {
     );
 }
 
+/// Panics, showing the stderr, unless it contains `needle` (what a refusal must name).
+#[track_caller]
+pub fn expect_stderr(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert!(e.contains(needle), "stderr lacks {needle:?}:\n{e}");
+}
+
 /// Runs `fsage ARGS` and panics (with its output) unless it exits 0.
 pub fn fsage_ok<I, S>(args: I) -> Output
 where

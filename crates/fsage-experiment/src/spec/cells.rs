@@ -1,0 +1,165 @@
+//! Expanding the matrix into cells, in run order, and each cell's id: readable parts and a hash
+//! of what the cell measures, stable across runs from other directories and unrelated edits.
+
+use super::types::{Cell, ExperimentSpec, FsSpec, Plan, StateSpec, WorkloadSource, WorkloadSpec};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Version of the cell layout (part of every cell id).
+pub const CELL_FORMAT: u32 = 1;
+
+/// Seconds allowed per cell for everything but the workload: 5 s, plus restoring the image at
+/// 1 GiB/s (an estimate from this machine's /dev/shm, not a measurement of the cell).
+pub fn setup_allowance_s(image_size: u64) -> f64 {
+    5.0 + image_size as f64 / (1u64 << 30) as f64
+}
+
+impl ExperimentSpec {
+    /// Expands the matrix, in run order: repetition, file system, workload, latency, state. The
+    /// states of one comparison run back to back, and each repetition goes through the whole
+    /// matrix once, so that a machine whose speed drifts during a long run (other work, thermal
+    /// state) biases neither side of an aged-against-fresh comparison.
+    pub fn plan(&self) -> Plan {
+        let mut cells = Vec::new();
+        let mut aging_runs = Vec::new();
+        for fs in &self.file_systems {
+            for st in self.states.iter().filter(|s| s.applies_to(fs)) {
+                if let StateSpec::Aged { label, .. } = st {
+                    aging_runs.push(format!("{} aged:{label}", fs.label));
+                }
+            }
+        }
+        for rep in 0..self.repetitions {
+            for fs in &self.file_systems {
+                for w in &self.workloads {
+                    for &lat in &self.latencies {
+                        for st in self.states.iter().filter(|s| s.applies_to(fs)) {
+                            cells.push(self.cell(fs, st, w, rep, lat, None));
+                        }
+                    }
+                    for m in &self.device_models {
+                        for st in self.states.iter().filter(|s| s.applies_to(fs)) {
+                            cells.push(self.cell(fs, st, w, rep, None, Some(m)));
+                        }
+                    }
+                }
+            }
+        }
+        let per_cell = self.warmup_s + self.duration_s;
+        let run_s = per_cell * cells.len() as f64;
+        let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64;
+        Plan {
+            experiment: self.name.clone(),
+            origin: self.origin.clone(),
+            cells,
+            aging_runs,
+            run_s,
+            setup_s,
+            estimate_s: run_s + setup_s,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The image states whose image `library` does not hold, one message each (the file, the
+    /// state, and the library's own word on it, which names `fsage image list`).
+    pub fn missing_images(&self, library: &Path) -> Vec<String> {
+        let lib = fsage_core::image::Library::open(library);
+        self.states
+            .iter()
+            .filter_map(|s| match s {
+                StateSpec::Image { name, .. } => lib
+                    .load(name)
+                    .err()
+                    .map(|e| format!("{}: state image {name:?}: {e}", self.origin)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn cell(
+        &self,
+        fs: &FsSpec,
+        st: &StateSpec,
+        w: &WorkloadSpec,
+        rep: u32,
+        lat: Option<f64>,
+        model: Option<&fsage_device::ModelSpec>,
+    ) -> Cell {
+        let mut c = Cell {
+            id: String::new(),
+            experiment: self.name.clone(),
+            fs: fs.clone(),
+            state: st.clone(),
+            latency_us: lat,
+            device_model: model.cloned(),
+            workload: w.clone(),
+            rep,
+            seed: self.seed.wrapping_add(rep as u64),
+            duration_s: self.duration_s,
+            warmup_s: self.warmup_s,
+            cache_ratio: self.cache_ratio,
+            image_size: self.image_size,
+            profile_file: match st {
+                StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
+                _ => None,
+            },
+        };
+        c.id = cell_id(&c);
+        c
+    }
+}
+
+/// The id of a cell: readable parts, then 12 hex digits of a SHA-256 of the cell's definition
+/// (its JSON, without the id, the experiment's name and the paths of a workload file and a
+/// profile file, whose text counts instead (and a profile's name as written); with the format
+/// version). So the same experiment planned from another directory, or by another spelling of its
+/// path, has the same ids.
+pub fn cell_id(c: &Cell) -> String {
+    let mut key = c.clone();
+    key.id = String::new();
+    key.experiment = String::new();
+    // A workload file counts by its text, not by where the experiment directory sits.
+    if let WorkloadSource::File { path, .. } = &mut key.workload.source {
+        *path = PathBuf::new();
+    }
+    if key.profile_file.is_some() {
+        if let StateSpec::Aged { profile, .. } = &mut key.state {
+            *profile = String::new();
+        }
+    }
+    // Serialising plain data cannot fail.
+    let json = serde_json::to_string(&key).expect("cells serialise");
+    let mut h = Sha256::new();
+    h.update(format!("fsage-cell-{CELL_FORMAT}\n").as_bytes());
+    h.update(json.as_bytes());
+    let hex: String = h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let state = c.state.id_part();
+    let lat = match (&c.device_model, c.latency_us) {
+        (Some(m), _) => m.name.clone(),
+        (None, None) => "plain".to_string(),
+        (None, Some(l)) => format!("{}us", trim_num(l)),
+    };
+    let raw = format!(
+        "{}-{}-{}-{}-r{}",
+        c.fs.label, state, c.workload.label, lat, c.rep
+    );
+    let safe: String = raw
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || "-._".contains(ch) {
+                ch
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}-{hex}")
+}
+
+fn trim_num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}

@@ -1,0 +1,719 @@
+//! Reading an experiment file: TOML with spans, so that every error names the file, the line,
+//! the column and what is wrong; then validation into an [`ExperimentSpec`].
+
+use super::types::{
+    ExperimentSpec, FsSpec, ProfileFile, StateSpec, WorkloadSource, WorkloadSpec,
+    BUILTIN_WORKLOADS, FS_KINDS,
+};
+use crate::Error;
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    duration: Spanned<toml::Value>,
+    warmup: Option<Spanned<toml::Value>>,
+    repetitions: Option<Spanned<i64>>,
+    cache_ratio: Option<Spanned<f64>>,
+    seed: Option<Spanned<i64>>,
+    image_size: Spanned<toml::Value>,
+    #[serde(default)]
+    fs: Vec<Spanned<RawFs>>,
+    #[serde(default)]
+    state: Vec<Spanned<RawState>>,
+    devices: Option<Spanned<RawDevices>>,
+    #[serde(default)]
+    workload: Vec<Spanned<RawWorkload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFs {
+    kind: Spanned<String>,
+    label: Option<Spanned<String>>,
+    mkfs_opts: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    kind: Spanned<String>,
+    profile: Option<Spanned<String>>,
+    label: Option<Spanned<String>>,
+    fullness: Option<Spanned<f64>>,
+    seed: Option<Spanned<i64>>,
+    max_ops: Option<Spanned<i64>>,
+    max_time: Option<Spanned<toml::Value>>,
+    name: Option<Spanned<String>>,
+    fs: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevices {
+    #[serde(default)]
+    latencies: Vec<Spanned<toml::Value>>,
+    #[serde(default)]
+    ranges: Vec<Spanned<RawRange>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRange {
+    from: Spanned<toml::Value>,
+    to: Spanned<toml::Value>,
+    step: Spanned<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    name: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    label: Option<Spanned<String>>,
+    #[serde(default)]
+    set: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+/// Line and column (from 1) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
+    (line, col)
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+    text: &'a str,
+    dir: PathBuf,
+}
+
+impl Ctx<'_> {
+    fn at(&self, span: Range<usize>, msg: impl std::fmt::Display) -> Error {
+        let (l, c) = line_col(self.text, span.start);
+        Error::input(format!("{}:{l}:{c}: {msg}", self.origin))
+    }
+    fn whole(&self, msg: impl std::fmt::Display) -> Error {
+        Error::input(format!("{}: {msg}", self.origin))
+    }
+}
+
+/// Reads and validates an experiment file.
+pub fn load(path: &Path) -> Result<ExperimentSpec, Error> {
+    load_with_text(path).map(|(spec, _)| spec)
+}
+
+/// Reads and validates an experiment file; also returns its text (a runner keeps a copy).
+pub fn load_with_text(path: &Path) -> Result<(ExperimentSpec, String), Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(format!(
+            "{}: cannot read the experiment: {e}",
+            path.display()
+        ))
+    })?;
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let spec = parse(&text, &path.display().to_string(), &dir)?;
+    Ok((spec, text))
+}
+
+/// Parses an experiment; `origin` names it in errors, `dir` resolves relative paths (`.f` files,
+/// profile files).
+pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Error> {
+    let cx = Ctx {
+        origin,
+        text,
+        dir: dir.to_path_buf(),
+    };
+    let raw: Raw = toml::from_str(text).map_err(|e| {
+        let msg = e
+            .message()
+            .trim()
+            .replace("missing field", "missing key")
+            .replace("unknown field", "unknown key");
+        match e.span() {
+            Some(s) if !msg.starts_with("missing key") || s.start > 0 => cx.at(s, msg),
+            _ => cx.whole(msg),
+        }
+    })?;
+
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(cx.at(raw.name.span(), "`name` is empty"));
+    }
+    let duration_s = duration(&cx, &raw.duration, "duration")?;
+    let warmup_s = match &raw.warmup {
+        Some(w) => duration_or_zero(&cx, w, "warmup")?,
+        None => 0.0,
+    };
+    let repetitions = match &raw.repetitions {
+        Some(r) if *r.get_ref() < 1 || *r.get_ref() > 1000 => {
+            return Err(cx.at(
+                r.span(),
+                format!("`repetitions` = {}: must be 1 to 1000", r.get_ref()),
+            ))
+        }
+        Some(r) => *r.get_ref() as u32,
+        None => 1,
+    };
+    let cache_ratio = match &raw.cache_ratio {
+        Some(c) if !(c.get_ref().is_finite() && *c.get_ref() > 0.0) => {
+            return Err(cx.at(
+                c.span(),
+                format!(
+                    "`cache_ratio` = {}: must be above 0 (page cache allowed, as a multiple of \
+                     the fileset's bytes; 0.5 is the slippery-slope study's 1:2)",
+                    c.get_ref()
+                ),
+            ))
+        }
+        Some(c) => Some(*c.get_ref()),
+        None => None,
+    };
+    let seed = match &raw.seed {
+        Some(s) if *s.get_ref() < 0 => {
+            return Err(cx.at(s.span(), "`seed` must be 0 or more"));
+        }
+        Some(s) => *s.get_ref() as u64,
+        None => 1,
+    };
+    let image_size = size(&cx, &raw.image_size, "image_size")?;
+    if image_size < 64 << 20 {
+        return Err(cx.at(
+            raw.image_size.span(),
+            "`image_size` must be at least 64 MiB (xfs and btrfs need room for their metadata)",
+        ));
+    }
+
+    // File systems.
+    if raw.fs.is_empty() {
+        return Err(cx.whole("no file system: add at least one [[fs]] with `kind`"));
+    }
+    let mut file_systems = Vec::new();
+    let mut labels = BTreeSet::new();
+    for f in &raw.fs {
+        let r = f.get_ref();
+        let kind = r.kind.get_ref().trim().to_string();
+        if !FS_KINDS.contains(&kind.as_str()) {
+            return Err(cx.at(
+                r.kind.span(),
+                format!(
+                    "unknown file system kind {kind:?} (fsage makes {})",
+                    FS_KINDS.join(", ")
+                ),
+            ));
+        }
+        let (label, lspan) = match &r.label {
+            Some(l) => (label_ok(&cx, l, "label")?, l.span()),
+            None => (kind.clone(), f.span()),
+        };
+        if !labels.insert(label.clone()) {
+            return Err(cx.at(
+                lspan,
+                format!("file system label {label:?} used twice: give each [[fs]] its own `label`"),
+            ));
+        }
+        file_systems.push(FsSpec {
+            label,
+            kind,
+            mkfs_opts: r.mkfs_opts.clone().filter(|s| !s.trim().is_empty()),
+        });
+    }
+
+    // States.
+    if raw.state.is_empty() {
+        return Err(cx.whole(
+            "no state: add at least one [[state]] (kind = \"fresh\", \"aged\" or \"image\")",
+        ));
+    }
+    let mut states: Vec<StateSpec> = Vec::new();
+    let mut state_labels = BTreeSet::new();
+    let mut profile_files = BTreeMap::new();
+    for s in &raw.state {
+        let (st, pf) = state(&cx, s, &labels)?;
+        if let (StateSpec::Aged { label, .. }, Some(pf)) = (&st, pf) {
+            profile_files.insert(label.clone(), pf);
+        }
+        let key = st.state().label();
+        if !state_labels.insert(key.clone()) {
+            return Err(cx.at(s.span(), format!("state {key:?} given twice")));
+        }
+        states.push(st);
+    }
+
+    // Devices.
+    let (latencies, device_models) = match &raw.devices {
+        None => (vec![None], Vec::new()),
+        Some(d) => devices(&cx, d, image_size)?,
+    };
+
+    // Workloads.
+    if raw.workload.is_empty() {
+        return Err(cx.whole(format!(
+            "no workload: add at least one [[workload]] with `name` (built in: {}) or `file`",
+            BUILTIN_WORKLOADS.join(", ")
+        )));
+    }
+    let mut workloads: Vec<WorkloadSpec> = Vec::new();
+    for w in &raw.workload {
+        let ws = workload(&cx, w)?;
+        if workloads.iter().any(|o| o.label == ws.label) {
+            return Err(cx.at(
+                w.span(),
+                format!(
+                    "workload label {:?} used twice: give it its own `label`",
+                    ws.label
+                ),
+            ));
+        }
+        workloads.push(ws);
+    }
+
+    Ok(ExperimentSpec {
+        name,
+        description: raw.description,
+        origin: origin.to_string(),
+        file_systems,
+        states,
+        latencies,
+        device_models,
+        workloads,
+        duration_s,
+        warmup_s,
+        repetitions,
+        cache_ratio,
+        seed,
+        image_size,
+        profile_files,
+    })
+}
+
+fn label_ok(cx: &Ctx, l: &Spanned<String>, key: &str) -> Result<String, Error> {
+    let s = l.get_ref().trim();
+    if s.is_empty()
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    {
+        return Err(cx.at(
+            l.span(),
+            format!("`{key}` = {s:?}: use letters, digits, '-', '.' and '_' only"),
+        ));
+    }
+    Ok(s.to_string())
+}
+
+fn state(
+    cx: &Ctx,
+    s: &Spanned<RawState>,
+    fs_labels: &BTreeSet<String>,
+) -> Result<(StateSpec, Option<ProfileFile>), Error> {
+    let r = s.get_ref();
+    let kind = r.kind.get_ref().as_str();
+    let not_for = |key: &str, span: Range<usize>| {
+        cx.at(
+            span,
+            format!("`{key}` does not apply to a state of kind {kind:?}"),
+        )
+    };
+    // Keys that belong to other kinds are refused rather than ignored.
+    let aged_keys = [
+        ("profile", r.profile.as_ref().map(|v| v.span())),
+        ("fullness", r.fullness.as_ref().map(|v| v.span())),
+        ("seed", r.seed.as_ref().map(|v| v.span())),
+        ("max_ops", r.max_ops.as_ref().map(|v| v.span())),
+        ("max_time", r.max_time.as_ref().map(|v| v.span())),
+        ("label", r.label.as_ref().map(|v| v.span())),
+    ];
+    let image_keys = [
+        ("name", r.name.as_ref().map(|v| v.span())),
+        ("fs", r.fs.as_ref().map(|v| v.span())),
+    ];
+    match kind {
+        "fresh" => {
+            for (k, sp) in aged_keys.iter().chain(image_keys.iter()) {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            Ok((StateSpec::Fresh, None))
+        }
+        "aged" => {
+            for (k, sp) in &image_keys {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            let Some(p) = &r.profile else {
+                return Err(cx.at(
+                    s.span(),
+                    "an aged state needs `profile` (a built-in name or a profile file)",
+                ));
+            };
+            let pname = p.get_ref().trim();
+            let (profile, file) = if fsage_profile::builtin(pname).is_some() {
+                (pname.to_string(), None)
+            } else {
+                let path = cx.dir.join(pname);
+                let unreadable = |e: &dyn std::fmt::Display| {
+                    cx.at(
+                        p.span(),
+                        format!(
+                            "profile {pname:?} is neither built in ({}) nor a readable profile \
+                             file: {e}",
+                            fsage_profile::builtin_names().join(", ")
+                        ),
+                    )
+                };
+                let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
+                fsage_profile::parse(&text, &path.display().to_string())
+                    .map_err(|e| unreadable(&e))?;
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                (
+                    path.display().to_string(),
+                    Some(ProfileFile {
+                        written: pname.to_string(),
+                        text,
+                    }),
+                )
+            };
+            let label = match &r.label {
+                Some(l) => label_ok(cx, l, "label")?,
+                None => Path::new(pname)
+                    .file_stem()
+                    .map_or(pname.to_string(), |s| s.to_string_lossy().into_owned()),
+            };
+            let fullness = match &r.fullness {
+                Some(f) if !(*f.get_ref() > 0.0 && *f.get_ref() < 1.0) => {
+                    return Err(cx.at(f.span(), "`fullness` must be above 0 and below 1"))
+                }
+                f => f.as_ref().map(|f| *f.get_ref()),
+            };
+            let seed = match &r.seed {
+                Some(v) if *v.get_ref() < 0 => {
+                    return Err(cx.at(v.span(), "`seed` must be 0 or more"))
+                }
+                v => v.as_ref().map(|v| *v.get_ref() as u64),
+            };
+            let max_ops = match &r.max_ops {
+                Some(v) if *v.get_ref() < 1 => {
+                    return Err(cx.at(v.span(), "`max_ops` must be 1 or more"))
+                }
+                v => v.as_ref().map(|v| *v.get_ref() as u64),
+            };
+            let max_time_s = match &r.max_time {
+                Some(v) => Some(duration(cx, v, "max_time")?),
+                None => None,
+            };
+            Ok((
+                StateSpec::Aged {
+                    profile,
+                    label,
+                    fullness,
+                    seed,
+                    max_ops,
+                    max_time_s,
+                },
+                file,
+            ))
+        }
+        "image" => {
+            for (k, sp) in &aged_keys {
+                if let Some(sp) = sp {
+                    return Err(not_for(k, sp.clone()));
+                }
+            }
+            let Some(n) = &r.name else {
+                return Err(cx.at(s.span(), "an image state needs `name` (a library image)"));
+            };
+            let Some(f) = &r.fs else {
+                return Err(cx.at(
+                    s.span(),
+                    "an image state needs `fs`: the label of the [[fs]] it is an image of",
+                ));
+            };
+            if !fs_labels.contains(f.get_ref()) {
+                return Err(cx.at(
+                    f.span(),
+                    format!(
+                        "`fs` = {:?}: no [[fs]] has this label (labels: {})",
+                        f.get_ref(),
+                        fs_labels.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            Ok((
+                StateSpec::Image {
+                    name: label_ok(cx, n, "name")?,
+                    fs: f.get_ref().clone(),
+                },
+                None,
+            ))
+        }
+        other => Err(cx.at(
+            r.kind.span(),
+            format!("unknown state kind {other:?} (fresh, aged or image)"),
+        )),
+    }
+}
+
+/// The devices: latencies (`"none"`, `"100us"`, ranges) and device models (a string that does
+/// not start with a digit: a built-in model's name or a model file, relative to the experiment's
+/// directory), each model checked to build for a device of `image_size`.
+fn devices(
+    cx: &Ctx,
+    d: &Spanned<RawDevices>,
+    image_size: u64,
+) -> Result<(Vec<Option<f64>>, Vec<fsage_device::ModelSpec>), Error> {
+    let r = d.get_ref();
+    let mut set: BTreeSet<Option<u64>> = BTreeSet::new();
+    let mut models: Vec<fsage_device::ModelSpec> = Vec::new();
+    for v in &r.latencies {
+        match v.get_ref() {
+            toml::Value::String(s) if s.trim() == "none" => {
+                set.insert(None);
+            }
+            toml::Value::String(s)
+                if !s.trim().is_empty() && !s.trim().starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                let t = s.trim();
+                let in_dir = cx.dir.join(t);
+                let text = if Path::new(t).is_relative() && in_dir.exists() {
+                    in_dir.to_string_lossy().into_owned()
+                } else {
+                    t.to_string()
+                };
+                let m = fsage_device::resolve(&text).map_err(|e| cx.at(v.span(), e.message))?;
+                m.build(image_size).map_err(|e| {
+                    cx.at(
+                        v.span(),
+                        format!("{}: {} (image_size {image_size} bytes)", m.name, e.message),
+                    )
+                })?;
+                if models.iter().any(|o| o.name == m.name) {
+                    return Err(cx.at(v.span(), format!("device model {:?} given twice", m.name)));
+                }
+                models.push(m);
+            }
+            _ => {
+                set.insert(Some(latency(cx, v, "latencies")?));
+            }
+        }
+    }
+    for rg in &r.ranges {
+        let g = rg.get_ref();
+        let (from, to, step) = (
+            latency(cx, &g.from, "from")?,
+            latency(cx, &g.to, "to")?,
+            latency(cx, &g.step, "step")?,
+        );
+        if step == 0 {
+            return Err(cx.at(g.step.span(), "`step` must be above 0"));
+        }
+        if to < from {
+            return Err(cx.at(g.to.span(), "`to` is below `from`"));
+        }
+        let n = (to - from) / step + 1;
+        if n > 1000 {
+            return Err(cx.at(
+                rg.span(),
+                format!("this range has {n} latencies; at most 1000"),
+            ));
+        }
+        for i in 0..n {
+            set.insert(Some(from + step * i));
+        }
+    }
+    if set.is_empty() && models.is_empty() {
+        return Err(cx.at(
+            d.span(),
+            "[devices] lists no latency: give `latencies` (e.g. [\"none\", \"100us\"]) or \
+             `ranges`, or leave [devices] out for plain images",
+        ));
+    }
+    Ok((
+        set.into_iter()
+            .map(|k| k.map(|n| n as f64 / 1000.0))
+            .collect(),
+        models,
+    ))
+}
+
+/// A quantity in the one grammar of fsage-units, from a TOML string (or a number, which is read
+/// as its text: only 0 needs no unit), the error at its line naming `key`.
+fn quantity<T>(
+    cx: &Ctx,
+    v: &Spanned<toml::Value>,
+    key: &str,
+    parse: fn(&str) -> Result<T, fsage_units::UnitError>,
+) -> Result<T, Error> {
+    let text = match v.get_ref() {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        other => {
+            return Err(cx.at(
+                v.span(),
+                format!(
+                    "`{key}`: expected a string such as \"100us\", found {}",
+                    other.type_str()
+                ),
+            ))
+        }
+    };
+    parse(&text).map_err(|e| cx.at(v.span(), format!("`{key}`: {e}")))
+}
+
+/// A device latency in ns (fsage-units: `"0"`, `"250ns"`, `"100us"`, `"1.5ms"`, at most 60 s).
+fn latency(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
+    quantity(cx, v, key, fsage_units::parse_latency)
+}
+
+/// A duration in seconds, 0 allowed (fsage-units: `"90s"`, `"5m"`, `"1h"`, `"0"`).
+fn duration_or_zero(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    quantity(cx, v, key, fsage_units::parse_duration).map(|d| d.as_secs_f64())
+}
+
+/// A positive duration in seconds.
+fn duration(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<f64, Error> {
+    let secs = duration_or_zero(cx, v, key)?;
+    if secs <= 0.0 {
+        return Err(cx.at(v.span(), format!("`{key}` must be more than 0")));
+    }
+    Ok(secs)
+}
+
+fn size(cx: &Ctx, v: &Spanned<toml::Value>, key: &str) -> Result<u64, Error> {
+    match v.get_ref() {
+        toml::Value::String(s) => {
+            fsage_units::parse_size(s).map_err(|e| cx.at(v.span(), format!("`{key}`: {e}")))
+        }
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
+        other => Err(cx.at(
+            v.span(),
+            format!("`{key}`: expected a size such as \"4GiB\", found {other}"),
+        )),
+    }
+}
+
+fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
+    let r = w.get_ref();
+    let source = match (&r.name, &r.file) {
+        (Some(n), None) => {
+            let name = n.get_ref().trim();
+            if !BUILTIN_WORKLOADS.contains(&name) {
+                return Err(cx.at(
+                    n.span(),
+                    format!(
+                        "unknown built-in workload {name:?} (built in: {}; a .f file goes in \
+                         `file`)",
+                        BUILTIN_WORKLOADS.join(", ")
+                    ),
+                ));
+            }
+            WorkloadSource::Builtin { name: name.into() }
+        }
+        (None, Some(f)) => {
+            let path = cx.dir.join(f.get_ref());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| cx.at(f.span(), format!("workload file {}: {e}", path.display())))?;
+            WorkloadSource::File { path, text }
+        }
+        (Some(n), Some(_)) => {
+            return Err(cx.at(
+                n.span(),
+                "give a workload either `name` (built in) or `file` (a .f file), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(cx.at(
+                w.span(),
+                "a workload needs `name` (built in) or `file` (a .f file)",
+            ))
+        }
+    };
+    let mut set = BTreeMap::new();
+    for (k, v) in &r.set {
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(cx.at(
+                v.span(),
+                format!("variable name {k:?}: letters, digits and _ only"),
+            ));
+        }
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(cx.at(
+                    v.span(),
+                    format!(
+                        "`set.{k}`: expected a string or a number, found {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        set.insert(k.clone(), val);
+    }
+    check_workload(cx, w, &source, &set)?;
+    let label = match &r.label {
+        Some(l) => label_ok(cx, l, "label")?,
+        None => match &source {
+            WorkloadSource::Builtin { name } => name.clone(),
+            WorkloadSource::File { path, .. } => path
+                .file_stem()
+                .map_or("workload".into(), |s| s.to_string_lossy().into_owned()),
+        },
+    };
+    Ok(WorkloadSpec { label, source, set })
+}
+
+/// Parses the workload and applies its variables now, so that a bad `.f` file or a `set` the
+/// workload cannot take is an error of the experiment file (its line, and the `.f` file's line)
+/// before anything runs, not a failure of every cell after the aging.
+fn check_workload(
+    cx: &Ctx,
+    w: &Spanned<RawWorkload>,
+    source: &WorkloadSource,
+    set: &BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let r = w.get_ref();
+    let (parsed, span) = match source {
+        WorkloadSource::Builtin { name } => (
+            fsage_workload::Workload::builtin(name),
+            r.name.as_ref().map_or(w.span(), |n| n.span()),
+        ),
+        WorkloadSource::File { path, text } => (
+            fsage_workload::Workload::parse(text, &path.display().to_string()),
+            r.file.as_ref().map_or(w.span(), |f| f.span()),
+        ),
+    };
+    let parsed = parsed.map_err(|e| cx.at(span, format!("workload: {e}")))?;
+    // One variable at a time first, so that the error points at the one that is wrong.
+    for (k, v) in set {
+        if let Err(e) = parsed.with_vars(&[(k, v)]) {
+            let at = r.set.get(k).map_or(w.span(), |s| s.span());
+            return Err(cx.at(at, format!("`set.{k}` = {v:?}: {e}")));
+        }
+    }
+    let vars: Vec<(&String, &String)> = set.iter().collect();
+    parsed
+        .with_vars(&vars)
+        .map_err(|e| cx.at(w.span(), format!("workload with its `set`: {e}")))?;
+    Ok(())
+}

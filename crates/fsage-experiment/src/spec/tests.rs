@@ -1,0 +1,447 @@
+use super::*;
+use crate::Error;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const GOOD: &str = r#"
+name = "demo"
+duration = "30s"
+warmup = "5s"
+repetitions = 2
+cache_ratio = 0.5
+seed = 7
+image_size = "1GiB"
+
+[[fs]]
+kind = "ext4"
+
+[[fs]]
+kind = "xfs"
+mkfs_opts = "-m reflink=0"
+
+[[state]]
+kind = "fresh"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 100000
+
+[devices]
+latencies = ["none"]
+ranges = [{ from = "0", to = "1ms", step = "500us" }]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 100 }
+"#;
+
+fn p(text: &str) -> Result<ExperimentSpec, Error> {
+    parse(text, "x.toml", Path::new("."))
+}
+
+/// Ids computed before device models existed: latency-only cells keep them.
+#[test]
+fn latency_only_cell_ids_are_pinned() {
+    let plan = p(GOOD).unwrap().plan();
+    let ids: Vec<&str> = plan.cells.iter().take(4).map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "ext4-fresh-varmail-plain-r0-71c04dcc4a52",
+            "ext4-aged.meyer-varmail-plain-r0-1e8eef77ca48",
+            "ext4-fresh-varmail-0us-r0-a8279f6633a1",
+            "ext4-aged.meyer-varmail-0us-r0-6b2fd3387579",
+        ]
+    );
+    let j = serde_json::to_string(&plan.cells[0]).unwrap();
+    assert!(!j.contains("device_model"), "{j}");
+}
+
+#[test]
+fn devices_take_model_names_beside_latencies() {
+    let one = |list: &str| {
+        p(&GOOD.replace(
+            "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+            &format!("latencies = {list}"),
+        ))
+    };
+    let s = one(r#"["none", "100us"]"#).unwrap();
+    let ids: Vec<String> = s.plan().cells.iter().map(|c| c.id.clone()).collect();
+    assert_eq!(
+        ids[2], "ext4-fresh-varmail-100us-r0-1181f7ecc2af",
+        "pinned before models"
+    );
+    assert_eq!(ids[7], "xfs-aged.meyer-varmail-100us-r0-245c97396d14");
+    // A model file beside the experiment, by a name relative to its directory.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+            d.path().join("slow.toml"),
+            "name = \"slow\"\nkind = \"fixed\"\n[params]\nread = { value = \"5ms\", source = \"t\" }\nwrite = { value = \"5ms\", source = \"t\" }\n",
+        )
+        .unwrap();
+    let text = GOOD.replace(
+        "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+        "latencies = [\"slow.toml\", \"100us\", \"0\"]",
+    );
+    let s = parse(&text, "x.toml", d.path()).unwrap();
+    assert_eq!(s.latencies, vec![Some(0.0), Some(100.0)]);
+    assert_eq!(s.device_models.len(), 1);
+    assert_eq!(s.device_models[0].name, "slow");
+    assert!(s.device_models[0].text.contains("5ms"));
+    let plan = s.plan();
+    // Per fs and workload: 2 latencies x 2 states, then the model x 2 states.
+    assert_eq!(plan.cells.len(), 2 * 2 * (2 + 1) * 2);
+    let c = &plan.cells[4];
+    assert!(c.id.starts_with("ext4-fresh-varmail-slow-r0-"), "{}", c.id);
+    assert_eq!(c.latency_us, None);
+    assert_eq!(c.device_model.as_ref().unwrap().name, "slow");
+    // The 100us cells are the same cells as in a latency-only experiment.
+    assert_eq!(plan.cells[2].id, ids[2]);
+    // A bad name is named with file, line and column.
+    let e = one(r#"["none",
+ "warp-drive"]"#)
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("x.toml:") && e.contains("warp-drive"), "{e}");
+    assert!(e.contains("neither a latency"), "{e}");
+    let line = e.split(':').nth(1).unwrap();
+    let want = GOOD
+        .lines()
+        .position(|l| l.starts_with("latencies"))
+        .unwrap()
+        + 2;
+    assert_eq!(line, want.to_string(), "{e}");
+    // A latency with a bad unit stays a latency error.
+    let e = one(r#"["100 parsecs"]"#).unwrap_err().to_string();
+    assert!(e.contains("unknown unit"), "{e}");
+    let twice = text.replace("\"slow.toml\", \"100us\"", "\"slow.toml\", \"slow.toml\"");
+    let e = parse(&twice, "x.toml", d.path()).unwrap_err().to_string();
+    assert!(e.contains("\"slow\" given twice"), "{e}");
+}
+
+#[test]
+fn expands_the_matrix_with_stable_ids() {
+    let s = p(GOOD).unwrap();
+    assert_eq!(
+        s.latencies,
+        vec![None, Some(0.0), Some(500.0), Some(1000.0)]
+    );
+    let plan = s.plan();
+    // 2 fs x 2 states x 1 workload x 2 reps x 4 latencies.
+    assert_eq!(plan.cells.len(), 32);
+    assert_eq!(plan.aging_runs, vec!["ext4 aged:meyer", "xfs aged:meyer"]);
+    let ids: BTreeSet<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids.len(), 32, "ids are unique");
+    // Run order: repetition, fs, workload, latency, state.
+    assert!(plan.cells[0].id.starts_with("ext4-fresh-varmail-plain-r0-"));
+    assert!(plan.cells[1]
+        .id
+        .starts_with("ext4-aged.meyer-varmail-plain-r0-"));
+    assert_eq!(plan.cells[2].latency_us, Some(0.0));
+    assert_eq!(plan.cells[8].fs.label, "xfs");
+    assert_eq!(plan.cells[16].rep, 1);
+    assert_eq!(plan.cells[16].seed, 8);
+    // 32 x 35 s, plus 32 x (5 + 1) s.
+    assert_eq!(plan.run_s, 32.0 * 35.0);
+    assert_eq!(plan.estimate_s, 32.0 * 41.0);
+    // Same cell, same id; another name of the experiment keeps the ids.
+    let again = p(&GOOD.replace("\"demo\"", "\"renamed\"")).unwrap().plan();
+    assert_eq!(again.cells[5].id, plan.cells[5].id);
+    // A longer duration changes every id.
+    let longer = p(&GOOD.replace("\"30s\"", "\"31s\"")).unwrap().plan();
+    assert_ne!(longer.cells[5].id, plan.cells[5].id);
+    // Adding a file system keeps the ids of the cells already there.
+    let more = p(&GOOD.replace(
+        "[[state]]\nkind = \"fresh\"",
+        "[[fs]]\nkind = \"btrfs\"\n\n[[state]]\nkind = \"fresh\"",
+    ))
+    .unwrap()
+    .plan();
+    assert_eq!(more.cells.len(), 48);
+    assert!(more.cells.iter().any(|c| c.id == plan.cells[20].id));
+}
+
+fn err(text: &str) -> String {
+    p(text).unwrap_err().message
+}
+
+#[test]
+fn errors_name_the_line_and_what_is_wrong() {
+    let e = err(&GOOD.replace("kind = \"xfs\"", "kind = \"zfs\""));
+    assert!(e.starts_with("x.toml:14:"), "{e}");
+    assert!(e.contains("unknown file system kind \"zfs\""), "{e}");
+
+    let e = err(&GOOD.replace("step = \"500us\"", "step = \"500\""));
+    assert!(e.starts_with("x.toml:27:"), "{e}");
+    assert!(
+        e.contains("`step`: `500` is not a latency: give a unit"),
+        "{e}"
+    );
+
+    let e = err(&GOOD.replace("name = \"varmail\"", "name = \"mailserver\""));
+    assert!(e.starts_with("x.toml:30:"), "{e}");
+    assert!(e.contains("unknown built-in workload"), "{e}");
+
+    let e = err(&GOOD.replace("profile = \"meyer\"", "profile = \"nosuch\""));
+    assert!(e.starts_with("x.toml:22:"), "{e}");
+    assert!(e.contains("neither built in"), "{e}");
+
+    let e = err(&GOOD.replace("repetitions = 2", "repetitions = 0"));
+    assert!(e.starts_with("x.toml:5:"), "{e}");
+
+    let e = err(&GOOD.replace("seed = 7", "seed = 7\ncolour = 1"));
+    assert!(e.contains("unknown key `colour`"), "{e}");
+    assert!(e.starts_with("x.toml:8:"), "{e}");
+
+    let e = err(&GOOD.replace("duration = \"30s\"\n", ""));
+    assert!(e.contains("missing key `duration`"), "{e}");
+
+    let e = err(&GOOD.replace("max_ops = 100000", "name = \"x\""));
+    assert!(
+        e.contains("`name` does not apply to a state of kind \"aged\""),
+        "{e}"
+    );
+
+    let e = err(&GOOD.replace("[[fs]]\nkind = \"xfs\"", "[[fs]]\nkind = \"ext4\""));
+    assert!(e.contains("label \"ext4\" used twice"), "{e}");
+
+    let e = err(&GOOD.replace("image_size = \"1GiB\"", "image_size = \"1MiB\""));
+    assert!(e.starts_with("x.toml:8:") && e.contains("64 MiB"), "{e}");
+}
+
+#[test]
+fn image_states_apply_to_their_file_system_only() {
+    let text = GOOD.replace(
+        "[devices]",
+        "[[state]]\nkind = \"image\"\nname = \"ext4-meyer\"\nfs = \"ext4\"\n\n[devices]",
+    );
+    let plan = p(&text).unwrap().plan();
+    let images: Vec<&Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| matches!(c.state, StateSpec::Image { .. }))
+        .collect();
+    assert_eq!(images.len(), 8);
+    assert!(images.iter().all(|c| c.fs.label == "ext4"));
+    let bad = GOOD.replace(
+        "[devices]",
+        "[[state]]\nkind = \"image\"\nname = \"a\"\nfs = \"btrfs\"\n\n[devices]",
+    );
+    assert!(p(&bad)
+        .unwrap_err()
+        .message
+        .contains("no [[fs]] has this label"));
+}
+
+#[test]
+fn no_devices_means_plain_images() {
+    let text = GOOD
+        .replace("[devices]\nlatencies = [\"none\"]\n", "")
+        .replace(
+            "ranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]\n",
+            "",
+        );
+    assert_eq!(p(&text).unwrap().latencies, vec![None]);
+}
+
+/// The same experiment file, reached by three spellings of its path (absolute, absolute
+/// through `sub/..`, relative from the current directory), has the same cell ids; the profile
+/// file's text is in every aged cell, and editing it changes the ids.
+#[test]
+fn cell_ids_do_not_depend_on_how_the_path_is_spelled() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let prof = include_str!("../../../fsage-profile/builtin/meyer.toml");
+    std::fs::write(dir.join("myprof.toml"), prof).unwrap();
+    let exp = GOOD.replace("profile = \"meyer\"", "profile = \"myprof.toml\"");
+    std::fs::write(dir.join("exp.toml"), &exp).unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let ups = "../".repeat(cwd.components().count() - 1);
+    let relative = PathBuf::from(format!(
+        "{ups}{}",
+        dir.join("exp.toml")
+            .display()
+            .to_string()
+            .trim_start_matches('/')
+    ));
+    assert!(relative.is_relative());
+    let spellings = [
+        dir.join("exp.toml"),
+        dir.join("sub").join("..").join("exp.toml"),
+        relative,
+    ];
+    let ids = |p: &Path| -> Vec<String> {
+        load(p)
+            .unwrap()
+            .plan()
+            .cells
+            .into_iter()
+            .map(|c| c.id)
+            .collect()
+    };
+    let first = ids(&spellings[0]);
+    assert!(first
+        .iter()
+        .any(|i| i.starts_with("ext4-aged.myprof-varmail-plain-r0-")));
+    for sp in &spellings[1..] {
+        assert_eq!(ids(sp), first, "planned as {}", sp.display());
+    }
+    // A copy of the experiment and its profile elsewhere (a clone of the repository) too.
+    let other = dir.join("sub");
+    std::fs::write(other.join("myprof.toml"), prof).unwrap();
+    std::fs::write(other.join("exp.toml"), &exp).unwrap();
+    assert_eq!(ids(&other.join("exp.toml")), first);
+    let plan = load(&spellings[2]).unwrap().plan();
+    let aged = plan
+        .cells
+        .iter()
+        .find(|c| matches!(c.state, StateSpec::Aged { .. }))
+        .unwrap();
+    let pf = aged.profile_file.as_ref().unwrap();
+    assert_eq!(
+        (pf.written.as_str(), pf.text.as_str()),
+        ("myprof.toml", prof)
+    );
+    assert!(plan
+        .cells
+        .iter()
+        .all(|c| matches!(c.state, StateSpec::Fresh) == c.profile_file.is_none()));
+    // The runner reads the profile from an absolute path whatever the spelling.
+    let StateSpec::Aged { profile, .. } = &aged.state else {
+        unreachable!()
+    };
+    assert_eq!(Path::new(profile), dir.join("myprof.toml"));
+    // An edited profile is another cell.
+    std::fs::write(dir.join("myprof.toml"), format!("{prof}\n# edited\n")).unwrap();
+    assert_ne!(ids(&spellings[0]), first);
+}
+
+/// A workload that cannot run is refused when the experiment is read, with the line of the
+/// experiment and the `.f` file's line, not after the aging by every cell.
+#[test]
+fn bad_workloads_and_variables_are_refused_at_load() {
+    // A variable the built-in does not have, and one it has with a value it cannot take.
+    let e = err(&GOOD.replace(
+        "set = { nfiles = 100 }",
+        "set = { meanfilesize = \"zzz\", nfiles = 10 }",
+    ));
+    assert!(e.starts_with("x.toml:31:"), "{e}");
+    assert!(
+        e.contains("`set.meanfilesize`") && e.contains("no variable $meanfilesize"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("set = { nfiles = 100 }", "set = { nfiles = \"zzz\" }"));
+    assert!(
+        e.starts_with("x.toml:31:") && e.contains("`set.nfiles`"),
+        "{e}"
+    );
+    // The documented variables of the built-ins are accepted.
+    for b in BUILTIN_WORKLOADS {
+        let text = GOOD.replace("\"varmail\"", &format!("\"{b}\"")).replace(
+            "set = { nfiles = 100 }",
+            "set = { nfiles = 100, filesize = \"16k\", nthreads = 2, meandirwidth = 10, \
+                 iosize = \"64k\", meanappendsize = \"4k\" }",
+        );
+        p(&text).unwrap_or_else(|e| panic!("{b}: {e}"));
+    }
+
+    // A .f file that is not Filebench's language, and a good one given a bad value.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("garbage.f"),
+        "set $x=1\nthis is not a workload\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("small.f"),
+        include_str!("../../examples/small.f"),
+    )
+    .unwrap();
+    let with_file = |f: &str, set: &str| {
+        let text = GOOD.replace(
+            "name = \"varmail\"\nset = { nfiles = 100 }",
+            &format!("file = \"{f}\"\nset = {{ {set} }}"),
+        );
+        parse(&text, "x.toml", d.path())
+    };
+    let e = with_file("garbage.f", "").unwrap_err().message;
+    assert!(e.starts_with("x.toml:30:"), "{e}");
+    assert!(e.contains("garbage.f:2:"), "{e}");
+    let e = with_file("small.f", "meanfilesize = \"zzz\"")
+        .unwrap_err()
+        .message;
+    assert!(
+        e.starts_with("x.toml:31:") && e.contains("`set.meanfilesize`"),
+        "{e}"
+    );
+    with_file("small.f", "meanfilesize = \"4k\", nfiles = 10").unwrap();
+}
+
+/// `plan` warns about a library image that is not in the library, naming `fsage image list`
+/// once; an image that is there gives no warning.
+#[test]
+fn missing_library_images_are_named_once() {
+    let text = GOOD.replace(
+        "[devices]",
+        "[[state]]\nkind = \"image\"\nname = \"not-there\"\nfs = \"ext4\"\n\n[devices]",
+    );
+    let lib = tempfile::tempdir().unwrap();
+    let w = p(&text).unwrap().missing_images(lib.path());
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("x.toml: state image \"not-there\""),
+        "{}",
+        w[0]
+    );
+    assert_eq!(w[0].matches("image list").count(), 1, "{}", w[0]);
+    assert!(p(GOOD).unwrap().missing_images(lib.path()).is_empty());
+}
+
+/// Cell ids of a resumed experiment must not change when the parsers of its quantities do:
+/// ids pinned as they were before the latencies, durations and sizes moved to fsage-units.
+#[test]
+fn cell_ids_are_pinned() {
+    let text = GOOD
+        .replace("\"30s\"", "\"1.5m\"")
+        .replace("\"5s\"", "\"0.5s\"")
+        .replace("\"1GiB\"", "\"1.5GiB\"")
+        .replace(
+            "latencies = [\"none\"]",
+            "latencies = [\"none\", \"250ns\", \"1.5ms\", \"100 µs\", \"2s\"]",
+        )
+        .replace("step = \"500us\"", "step = \"0.25ms\"");
+    let plan = p(&text).unwrap().plan();
+    let ids: Vec<&str> = plan
+        .cells
+        .iter()
+        .filter(|c| c.rep == 0 && c.fs.label == "ext4")
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "ext4-fresh-varmail-plain-r0-3eca255f40db",
+            "ext4-aged.meyer-varmail-plain-r0-be96e6b0901d",
+            "ext4-fresh-varmail-0us-r0-7ca8a7307773",
+            "ext4-aged.meyer-varmail-0us-r0-e349d55faf16",
+            "ext4-fresh-varmail-0.25us-r0-8bc1e6bbccd0",
+            "ext4-aged.meyer-varmail-0.25us-r0-dd9feb29f4fb",
+            "ext4-fresh-varmail-100us-r0-4c4500669acb",
+            "ext4-aged.meyer-varmail-100us-r0-edb3431f9a77",
+            "ext4-fresh-varmail-250us-r0-8a185fc20e55",
+            "ext4-aged.meyer-varmail-250us-r0-511a6a72bd07",
+            "ext4-fresh-varmail-500us-r0-05c5c7bc7f90",
+            "ext4-aged.meyer-varmail-500us-r0-518b0b69e277",
+            "ext4-fresh-varmail-750us-r0-ef363df398f9",
+            "ext4-aged.meyer-varmail-750us-r0-b7a153431886",
+            "ext4-fresh-varmail-1000us-r0-37b34ca9d68a",
+            "ext4-aged.meyer-varmail-1000us-r0-be2017ae2d5d",
+            "ext4-fresh-varmail-1500us-r0-f6d2651491c8",
+            "ext4-aged.meyer-varmail-1500us-r0-b906792d8941",
+            "ext4-fresh-varmail-2000000us-r0-ff0487b084da",
+            "ext4-aged.meyer-varmail-2000000us-r0-dc574c4b0d08",
+        ]
+    );
+}

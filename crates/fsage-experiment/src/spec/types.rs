@@ -1,0 +1,190 @@
+//! The data an experiment file becomes: the validated experiment, its file systems, states and
+//! workloads, and the cells and plan the matrix expands into (all serde types, kept in results).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Built-in workload personalities.
+pub const BUILTIN_WORKLOADS: [&str; 4] = ["fileserver", "varmail", "webserver", "webproxy"];
+
+/// File system kinds fsage can make.
+pub const FS_KINDS: [&str; 3] = ["ext4", "xfs", "btrfs"];
+
+/// A file system to benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FsSpec {
+    /// Name in tables and cell ids (default: the kind).
+    pub label: String,
+    pub kind: String,
+    /// Extra mkfs options, one string.
+    pub mkfs_opts: Option<String>,
+}
+
+/// The state a file system is benchmarked in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StateSpec {
+    Fresh,
+    /// Aged with `fsage age` once per file system, then restored before every cell.
+    Aged {
+        /// Built-in profile name, or the profile file's canonical path (resolved from the
+        /// experiment file's directory). The path is where the runner reads the profile, not
+        /// what the cell is: a cell id counts a profile file by its name as written and its text
+        /// ([`Cell::profile_file`]).
+        profile: String,
+        label: String,
+        fullness: Option<f64>,
+        seed: Option<u64>,
+        max_ops: Option<u64>,
+        max_time_s: Option<f64>,
+    },
+    /// An aged image from the library, for the file systems of its kind only.
+    Image {
+        name: String,
+        /// Label of the file system entry it belongs to.
+        fs: String,
+    },
+}
+
+impl StateSpec {
+    /// The analysis' view of the state.
+    pub fn state(&self) -> crate::State {
+        match self {
+            StateSpec::Fresh => crate::State::Fresh,
+            // A profile file by its file name: the directory it sits in is no part of a result,
+            // so that results from runs in other places group together.
+            StateSpec::Aged { profile, label, .. } => crate::State::Aged {
+                profile: Path::new(profile)
+                    .file_name()
+                    .map_or(profile.clone(), |n| n.to_string_lossy().into_owned()),
+                label: label.clone(),
+            },
+            StateSpec::Image { name, .. } => crate::State::Image { name: name.clone() },
+        }
+    }
+    /// The state's part of a cell id and of a base image's name: `fresh`, `aged.LABEL`,
+    /// `image.NAME`.
+    pub fn id_part(&self) -> String {
+        match self {
+            StateSpec::Fresh => "fresh".to_string(),
+            StateSpec::Aged { label, .. } => format!("aged.{label}"),
+            StateSpec::Image { name, .. } => format!("image.{name}"),
+        }
+    }
+    pub(super) fn applies_to(&self, fs: &FsSpec) -> bool {
+        match self {
+            StateSpec::Image { fs: f, .. } => *f == fs.label,
+            _ => true,
+        }
+    }
+}
+
+/// Where a workload comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSource {
+    Builtin {
+        name: String,
+    },
+    /// A Filebench `.f` file; its text is kept so that the cell id changes when the file does.
+    File {
+        path: PathBuf,
+        text: String,
+    },
+}
+
+/// A profile file an aged state names: the name as written in the experiment file and the text
+/// read from it. This, not the path it was found at, is what the cell ids count, and what a cell
+/// result keeps so that the aging can be reproduced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileFile {
+    /// `profile` as written in the experiment file (relative to its directory).
+    pub written: String,
+    /// The profile's TOML text.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    pub label: String,
+    pub source: WorkloadSource,
+    /// Variables overridden (`set $name=value`).
+    pub set: BTreeMap<String, String>,
+}
+
+/// A parsed, validated experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSpec {
+    pub name: String,
+    pub description: String,
+    /// The file it was read from.
+    pub origin: String,
+    pub file_systems: Vec<FsSpec>,
+    pub states: Vec<StateSpec>,
+    /// Added device latencies in µs; `None` is a plain image without the slow device. Sorted,
+    /// `None` first, then fastest to slowest.
+    pub latencies: Vec<Option<f64>>,
+    /// Device models (`hdd-7200`, a model file) in `[devices] latencies`, in the order given;
+    /// their cells come after the latencies' in each comparison.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_models: Vec<fsage_device::ModelSpec>,
+    pub workloads: Vec<WorkloadSpec>,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub repetitions: u32,
+    pub cache_ratio: Option<f64>,
+    pub seed: u64,
+    pub image_size: u64,
+    /// The profile files of the aged states, by state label (built-in profiles have none).
+    #[serde(default)]
+    pub profile_files: BTreeMap<String, ProfileFile>,
+}
+
+/// One run of one workload: the unit a runner executes and records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `FS-STATE-WORKLOAD-LATENCY-rREP-HASH`: readable, and stable while what the cell measures
+    /// stays the same (the hash covers everything below except the experiment's name).
+    pub id: String,
+    pub experiment: String,
+    pub fs: FsSpec,
+    pub state: StateSpec,
+    pub latency_us: Option<f64>,
+    /// The device model the cell runs on (then `latency_us` is `None`), text included. Absent
+    /// from latency-only cells, whose ids stay what they were before models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<fsage_device::ModelSpec>,
+    pub workload: WorkloadSpec,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// The workload's seed: the experiment's seed plus the repetition, so that every state and
+    /// file system sees the same operations in a repetition.
+    pub seed: u64,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub cache_ratio: Option<f64>,
+    pub image_size: u64,
+    /// The aged state's profile file (name as written and text), when it is not built in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_file: Option<ProfileFile>,
+}
+
+/// The matrix and what it will cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub experiment: String,
+    pub origin: String,
+    pub cells: Vec<Cell>,
+    /// Aging runs (one per file system and aged state), whose time is not in the estimate.
+    pub aging_runs: Vec<String>,
+    /// Workload time: warm-up plus duration over all cells, in seconds.
+    pub run_s: f64,
+    /// Allowance for making or restoring the image, dropping caches and making the fileset, per
+    /// cell, in seconds (see [`setup_allowance_s`](super::setup_allowance_s)).
+    pub setup_s: f64,
+    pub estimate_s: f64,
+    /// What would stop a run that the plan can see (a library image that is not there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
