@@ -10,7 +10,8 @@
 //! - [`tree`]: `--mode tree`, each commit's changes as fsage-exec operations.
 //! - [`measure`]: one measurement of an instance (grep, own read, layout score, frag figures),
 //!   and the greps' traces costed on device models ([`measure::cost_on_models`]).
-//! - [`slow`]: measurements taken through a slow device of a chosen latency ([`MeasureDevice`]).
+//! - [`slow`]: measurements taken through a slow device running a chosen model, a fixed latency
+//!   or one with state such as `hdd-7200` ([`MeasureDevice`]).
 
 pub mod git;
 pub mod measure;

@@ -199,11 +199,24 @@ pub struct Measured {
 /// trace, `du` the size the seconds per GiB are computed over. The grep runs `grep.reps` times
 /// (at least once), caches dropped before each; the figures keep the median and every sample, the
 /// layout score and the trace come from the first (each grep is traced the same way, so that
-/// the samples are alike).
-pub fn measure_instance(mount: &Path, rdev: Option<u64>, du: u64, grep: Grep) -> Result<Measured> {
+/// the samples are alike). `renew`, when given, is called before every grep after the first and
+/// gives the device to trace from then on (a slow device running a model with state is replaced
+/// by a fresh one, [`SlowMount::renew`]).
+pub fn measure_instance(
+    mount: &Path,
+    mut rdev: Option<u64>,
+    du: u64,
+    grep: Grep,
+    mut renew: Option<&mut dyn FnMut() -> Result<Option<u64>>>,
+) -> Result<Measured> {
     let mut samples = Vec::new();
     let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
-    for _ in 0..grep.reps.max(1) {
+    for i in 0..grep.reps.max(1) {
+        if i > 0 {
+            if let Some(f) = renew.as_mut() {
+                rdev = f()?;
+            }
+        }
         fsage_lab::drop_caches()?;
         let trace = match rdev {
             Some(d) => BlockTrace::start_timed(d, RqFilter::Reads).map_err(|e| e.message),
@@ -343,8 +356,8 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 }
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
-/// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given),
-/// measured, and removed.
+/// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given;
+/// a new one before each grep for a model with state), measured, and removed.
 pub fn clean_instance(
     kind: FsKind,
     size: u64,
@@ -399,7 +412,10 @@ pub fn clean_instance(
         }
     };
     let prepare_seconds = t.elapsed().as_secs_f64();
-    let mut m = measure_instance(&mnt, rdev, du, grep)?;
+    let mut m = match g.slow.as_mut() {
+        Some(s) => measure_instance(&mnt, rdev, du, grep, Some(&mut || s.renew()))?,
+        None => measure_instance(&mnt, rdev, du, grep, None)?,
+    };
     m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
         m.figures.set_device_reads(s.finish()?);

@@ -97,8 +97,9 @@ pub struct GitAgeOptions {
     pub op_log: Option<PathBuf>,
     /// Skip the measurements (replay only; for timing the replay itself).
     pub no_measure: bool,
-    /// Take every measurement with the instance on a slow device of these latencies (an image
-    /// target only); none: on plain loop devices.
+    /// Take every measurement with the instance on a slow device running this model (a fixed
+    /// latency or one with state, such as `hdd-7200`; an image target only); none: on plain
+    /// loop devices.
     pub device: Option<MeasureDevice>,
     /// Timed greps per instance and measurement (their median is the series' time).
     pub grep_reps: u32,
@@ -154,9 +155,14 @@ struct RunKey {
     first: String,
     last: String,
     commits: u64,
-    /// The measuring device's latencies (absent in checkpoints from before the option).
+    /// The measuring device's latencies, for a plain latency (absent in checkpoints from before
+    /// the option).
     #[serde(default)]
     device: Option<Latencies>,
+    /// The measuring device's model, text included, for any other model (absent in checkpoints
+    /// from before models), so that a resume cannot switch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    device_model: Option<fsage_device::ModelSpec>,
     /// Timed greps per measurement (1 in checkpoints from before repetitions).
     #[serde(default = "one")]
     grep_reps: u32,
@@ -546,8 +552,9 @@ impl Aged {
         if let Some(m) = self.mounted.take() {
             m.finish()?;
         }
-        let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|s| {
-            let m = measure::measure_instance(&self.mnt, Some(s.rdev()), du, grep);
+        let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|mut s| {
+            let rdev = Some(s.rdev());
+            let m = measure::measure_instance(&self.mnt, rdev, du, grep, Some(&mut || s.renew()));
             let done = s.finish();
             let mut m = m?;
             m.figures.set_device_reads(done?);
@@ -628,6 +635,14 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
     let state_file = state_path(&opts.target);
     let traces_dir = traces_path(&opts.target);
     let facts = check_target(opts, &state_file)?;
+    if let Some(d) = &opts.device {
+        d.model.build(facts.size).map_err(|e| {
+            Error::input(format!(
+                "--device-model: {}: {} (for a device of {} bytes)",
+                d.model.name, e.message, facts.size
+            ))
+        })?;
+    }
     for m in &opts.cost_models {
         m.build(facts.size).map_err(|e| {
             Error::input(format!(
@@ -676,6 +691,12 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
     if let (Target::Image { .. }, false) = (&opts.target, opts.resume) {
         check_fits(&source.path, &commits[n - 1].id, size)?;
     }
+    // A plain latency keys the run as before models (older checkpoints resume); any other
+    // model is keyed by its whole spec.
+    let plain_latency = opts.device.as_ref().and_then(|d| {
+        let l = d.latencies()?;
+        (d.model == fsage_device::ModelSpec::fixed(l.read_ns)).then_some(l.read_ns)
+    });
     let key = RunKey {
         repo: source.origin.to_string_lossy().into_owned(),
         mode: opts.mode.name().into(),
@@ -690,7 +711,12 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         first: commits[0].id.clone(),
         last: commits[n - 1].id.clone(),
         commits: n as u64,
-        device: opts.device.as_ref().map(|d| d.latencies),
+        device: plain_latency.map(Latencies::uniform),
+        device_model: opts
+            .device
+            .as_ref()
+            .filter(|_| plain_latency.is_none())
+            .map(|d| d.model.clone()),
         grep_reps: opts.grep_reps,
         cost_models: opts.cost_models.clone(),
     };
@@ -701,8 +727,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         if st.key != key {
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
-                 repository, range, file systems, size, mode, every, gc, device latency, grep \
-                 repetitions and cost models",
+                 repository, range, file systems, size, mode, every, gc, device latency or \
+                 model, grep repetitions and cost models",
                 state_file.display(),
                 st.key
             )));
@@ -776,7 +802,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             pulls_done: 0,
             finished: false,
             remounted: matches!(opts.target, Target::Image { .. }),
-            device_latencies: key.device,
+            device_latencies: opts.device.as_ref().and_then(|d| d.latencies()),
+            device_model: opts.device.as_ref().map(|d| d.model.clone()),
             grep_reps: opts.grep_reps,
             cost_models: opts.cost_models.clone(),
             traces_dir: None,
@@ -942,7 +969,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             reps: opts.grep_reps,
         };
         let mut a = match &opts.device {
-            None => measure::measure_instance(&aged.mnt, rdev, du, grep)?,
+            None => measure::measure_instance(&aged.mnt, rdev, du, grep, None)?,
             Some(d) => aged.measure_slow(d, du, grep)?,
         };
         a.figures.prepare_seconds = prepare_seconds;

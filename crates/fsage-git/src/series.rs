@@ -181,9 +181,14 @@ pub struct GitSeries {
     /// for a TARGET_DIR fsage did not mount: caches are dropped only).
     pub remounted: bool,
     /// The latencies of the slow device every measurement was taken on (both instances mounted
-    /// through it); none: plain loop devices over the images.
+    /// through it), when it ran a fixed latency; none: plain loop devices over the images, or a
+    /// model with state (`device_model`).
     #[serde(default)]
     pub device_latencies: Option<fsage_slowdev::Latencies>,
+    /// The model the slow device ran (`--device-model`, or the fixed model of
+    /// `--device-latency`), its file's text included; absent in series from before models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<fsage_device::ModelSpec>,
     /// Timed greps per instance and measurement (1 in series written before repetitions).
     #[serde(default = "one")]
     pub grep_reps: u32,

@@ -1,10 +1,14 @@
 //! Measuring on a slow device: an image in /dev/shm reads at memory speed, so its layout barely
-//! shows in the grep's time. With a device latency, each measurement mounts the (unmounted)
-//! image through a `fsage-slowdev` device of that latency instead of a plain loop device, takes
-//! the measurement, unmounts and destroys the device; the replay and the clean instance's copy
-//! run on plain loop devices at full speed.
+//! shows in the grep's time. With a device (a fixed latency or a device model such as
+//! `hdd-7200`), each measurement mounts the (unmounted) image through a `fsage-slowdev` device
+//! running that model instead of a plain loop device, takes the measurement, unmounts and
+//! destroys the device; the replay and the clean instance's copy run on plain loop devices at
+//! full speed. A model with state (a disk's head, rotation and caches) gets a new device before
+//! every timed grep, so that what the drive cached in one grep does not serve the next; a fixed
+//! latency has no state and keeps one device per measurement.
 
 use crate::{Error, Result};
+use fsage_device::{ModelKind, ModelSpec};
 use fsage_lab::Mounted;
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Latencies, SlowDevice};
 use std::ffi::OsString;
@@ -12,10 +16,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The device the measurements are taken on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MeasureDevice {
-    /// Per-request latencies (reads, writes, flushes) of the device.
-    pub latencies: Latencies,
+    /// The model the device runs (`fsage_device::resolve`: a latency, a built-in, a model file),
+    /// built for the image's size.
+    pub model: ModelSpec,
     /// The command that runs the device's daemon (default: the running executable with
     /// `dev serve`, which is fsage itself).
     pub daemon_cmd: Option<Vec<OsString>>,
@@ -24,13 +29,36 @@ pub struct MeasureDevice {
 }
 
 impl MeasureDevice {
-    /// One latency for every request.
+    /// One latency for every request (the fixed model of that latency).
     pub fn uniform(latency_ns: u64) -> MeasureDevice {
+        MeasureDevice::model(ModelSpec::fixed(latency_ns))
+    }
+
+    /// A device running `model`.
+    pub fn model(model: ModelSpec) -> MeasureDevice {
         MeasureDevice {
-            latencies: Latencies::uniform(latency_ns),
+            model,
             daemon_cmd: None,
             registry: None,
         }
+    }
+
+    /// The latencies of a fixed-latency model (none for a model with state).
+    pub fn latencies(&self) -> Option<Latencies> {
+        match &self.model.kind {
+            ModelKind::Fixed(p) => Some(Latencies {
+                read_ns: p.read_ns,
+                write_ns: p.write_ns,
+                flush_ns: p.flush_ns,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether every grep needs a device of its own: a model with state would otherwise serve
+    /// a grep from what the last one left in its caches.
+    pub fn fresh_per_grep(&self) -> bool {
+        !matches!(self.model.kind, ModelKind::Fixed(_))
     }
 }
 
@@ -42,12 +70,37 @@ pub struct DeviceReads {
     pub mean_ns: f64,
 }
 
+impl DeviceReads {
+    /// The reads of two devices taken in turn, as one.
+    fn plus(a: Option<DeviceReads>, b: Option<DeviceReads>) -> Option<DeviceReads> {
+        match (a, b) {
+            (Some(a), Some(b)) => {
+                let n = a.requests + b.requests;
+                Some(DeviceReads {
+                    requests: n,
+                    mean_ns: if n == 0 {
+                        0.0
+                    } else {
+                        (a.mean_ns * a.requests as f64 + b.mean_ns * b.requests as f64) / n as f64
+                    },
+                })
+            }
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// A file system mounted from `image` through a slow device. Dropping it unmounts, then
 /// destroys the device (fields drop in order); [`SlowMount::finish`] does so and reports errors.
 pub struct SlowMount {
     mounted: Option<Mounted>,
     device: Option<DeviceGuard>,
     rdev: u64,
+    image: PathBuf,
+    mnt: PathBuf,
+    dev: MeasureDevice,
+    /// The reads of the devices [`SlowMount::renew`] replaced.
+    earlier: Option<DeviceReads>,
 }
 
 fn slow_err(e: fsage_slowdev::Error) -> Error {
@@ -60,27 +113,34 @@ fn slow_err(e: fsage_slowdev::Error) -> Error {
 impl SlowMount {
     /// Puts a slow device over `image` (unmounted, not attached) and mounts it on `mnt`.
     pub fn mount(image: &Path, mnt: &Path, dev: &MeasureDevice) -> Result<SlowMount> {
-        let mut spec = DeviceSpec::new(Backing::Image(image.to_path_buf()), 0);
-        spec.latencies = dev.latencies;
-        spec.daemon_cmd = dev.daemon_cmd.clone();
-        if let Some(r) = &dev.registry {
+        let mut m = SlowMount {
+            mounted: None,
+            device: None,
+            rdev: 0,
+            image: image.to_path_buf(),
+            mnt: mnt.to_path_buf(),
+            dev: dev.clone(),
+            earlier: None,
+        };
+        m.attach()?;
+        Ok(m)
+    }
+
+    fn attach(&mut self) -> Result<()> {
+        let mut spec =
+            DeviceSpec::with_model(Backing::Image(self.image.clone()), self.dev.model.clone());
+        spec.daemon_cmd = self.dev.daemon_cmd.clone();
+        if let Some(r) = &self.dev.registry {
             spec.registry = r.clone();
         }
         let guard = SlowDevice::create(&spec).map_err(slow_err)?.into_guard();
-        let rdev = std::fs::metadata(guard.path())
-            .map_err(|e| crate::Error::io(guard.path(), "stat", e))?
+        let path = guard.path().to_path_buf();
+        self.rdev = std::fs::metadata(&path)
+            .map_err(|e| crate::Error::io(&path, "stat", e))?
             .rdev();
-        let mut m = SlowMount {
-            mounted: None,
-            device: Some(guard),
-            rdev,
-        };
-        let path = m.device.as_ref().map(|g| g.path().to_path_buf());
-        m.mounted = Some(Mounted::attach_and_mount(
-            path.as_deref().unwrap_or(Path::new("")),
-            mnt,
-        )?);
-        Ok(m)
+        self.device = Some(guard);
+        self.mounted = Some(Mounted::attach_and_mount(&path, &self.mnt)?);
+        Ok(())
     }
 
     /// The slow device's number (for the block trace).
@@ -88,9 +148,21 @@ impl SlowMount {
         self.rdev
     }
 
+    /// Before a grep after the first: a model with state gets a new device (unmount, destroy,
+    /// create, mount), so the grep starts on a drive that has cached nothing; a fixed latency
+    /// keeps its device. The device to trace.
+    pub fn renew(&mut self) -> Result<Option<u64>> {
+        if self.dev.fresh_per_grep() {
+            let r = self.take_down()?;
+            self.earlier = DeviceReads::plus(self.earlier, r);
+            self.attach()?;
+        }
+        Ok(Some(self.rdev))
+    }
+
     /// Unmounts and destroys the device; the reads it served from mount to unmount (none when
     /// its daemon did not answer).
-    pub fn finish(mut self) -> Result<Option<DeviceReads>> {
+    fn take_down(&mut self) -> Result<Option<DeviceReads>> {
         if let Some(m) = self.mounted.take() {
             m.finish()?;
         }
@@ -109,6 +181,13 @@ impl SlowMount {
         }
         Ok(reads)
     }
+
+    /// Unmounts and destroys the device; the reads it (and the devices it replaced) served from
+    /// mount to unmount (none when no daemon answered).
+    pub fn finish(mut self) -> Result<Option<DeviceReads>> {
+        let r = self.take_down()?;
+        Ok(DeviceReads::plus(self.earlier, r))
+    }
 }
 
 impl Drop for SlowMount {
@@ -116,5 +195,40 @@ impl Drop for SlowMount {
         // Unmount before the device goes (its guard destroys it by force).
         drop(self.mounted.take());
         drop(self.device.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_models_with_state_get_a_device_per_grep() {
+        assert!(!MeasureDevice::uniform(100_000).fresh_per_grep());
+        let hdd = fsage_device::resolve("hdd-7200").unwrap();
+        let d = MeasureDevice::model(hdd);
+        assert!(d.fresh_per_grep());
+        assert_eq!(d.latencies(), None);
+        assert_eq!(
+            MeasureDevice::uniform(7).latencies(),
+            Some(Latencies::uniform(7))
+        );
+    }
+
+    #[test]
+    fn reads_of_devices_in_turn_add_up_with_a_weighted_mean() {
+        let a = DeviceReads {
+            requests: 1,
+            mean_ns: 10.0,
+        };
+        let b = DeviceReads {
+            requests: 3,
+            mean_ns: 30.0,
+        };
+        let s = DeviceReads::plus(Some(a), Some(b)).unwrap();
+        assert_eq!(s.requests, 4);
+        assert!((s.mean_ns - 25.0).abs() < 1e-9);
+        assert_eq!(DeviceReads::plus(None, Some(b)), Some(b));
+        assert_eq!(DeviceReads::plus(None, None), None);
     }
 }

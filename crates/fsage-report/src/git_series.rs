@@ -56,6 +56,14 @@ pub fn render(s: &GitSeries) -> String {
             ""
         }
     );
+    if let (None, Some(m)) = (&s.device_latencies, &s.device_model) {
+        let _ = writeln!(
+            o,
+            "measured on a slow device running the model {}: {} (a new device before every \
+             grep, so no grep finds the drive's caches warm; replay at full speed)",
+            m.name, m.description
+        );
+    }
     if let Some(l) = &s.device_latencies {
         let _ = writeln!(
             o,
@@ -335,6 +343,7 @@ mod tests {
             finished: true,
             remounted: true,
             device_latencies: None,
+            device_model: None,
             grep_reps: 1,
             cost_models: vec![],
             traces_dir: None,

@@ -74,6 +74,17 @@ pub struct GitAgeArgs {
     /// per request (e.g. 100us; reads, writes and flushes); the replay stays at full speed.
     #[arg(long, value_name = "LATENCY", requires = "fs", value_parser = fsage_units::parse_latency)]
     pub device_latency: Option<u64>,
+    /// Take every measurement (aged and clean) with the image on a slow device running this
+    /// model in real time: a built-in model such as hdd-7200, a model file, or a latency (the
+    /// same as --device-latency). A model with state gets a new device before every grep, so
+    /// the drive's caches start cold each time; the replay stays at full speed.
+    #[arg(
+        long,
+        value_name = "M",
+        requires = "fs",
+        conflicts_with = "device_latency"
+    )]
+    pub device_model: Option<String>,
     /// Cost every grep's block trace on these device models (comma-separated: a latency such as
     /// 1ms, a built-in model such as hdd-7200, or a model file); each gets modeled seconds,
     /// seconds per GiB and an aged/clean ratio in the series. The traces stay in IMAGE.traces/.
@@ -176,7 +187,13 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     if a.op_log.is_some() && a.mode != ModeArg::Tree {
         return Err(bad_input("--op-log needs --mode tree"));
     }
-    let device = a.device_latency.map(fsage_git::MeasureDevice::uniform);
+    let device = match (&a.device_model, a.device_latency) {
+        (Some(m), _) => Some(fsage_git::MeasureDevice::model(
+            fsage_device::resolve(m)
+                .map_err(|e| bad_input(format!("--device-model: {}", e.message)))?,
+        )),
+        (None, l) => l.map(fsage_git::MeasureDevice::uniform),
+    };
     let cost_models = a
         .cost_models
         .iter()

@@ -1,7 +1,7 @@
 //! `fsage git-age`: a run killed with SIGKILL and resumed ends in the tree of the last commit and
-//! the series shape of an uninterrupted run; with --device-latency both instances are measured
-//! through a slow device that the series names and that is gone afterwards; bad input gets exit
-//! code 2.
+//! the series shape of an uninterrupted run; with --device-latency (or --device-model) both
+//! instances are measured through a slow device that the series names and that is gone
+//! afterwards; bad input gets exit code 2.
 
 mod common;
 
@@ -300,6 +300,90 @@ fn git_age_measures_both_instances_on_a_slow_device() {
     let o = run(&["--device-latency", "fast"]);
     expect_code(&o, 2, "a latency that is not one");
     expect_stderr(&o, "--device-latency");
+}
+
+#[test]
+fn git_age_measures_on_a_device_running_a_disk_model() {
+    if !Path::new("/dev/fuse").exists() {
+        return skip("git_age_device_model", "/dev/fuse is missing");
+    }
+    let Some(x) = Synth::new("git_age_device_model", 10, &["git", "mkfs.ext4", "losetup"]) else {
+        return;
+    };
+    let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
+    let registry = tmp.path().join("registry");
+    let _c = SlowCleanup {
+        images: vec![img.clone(), tmp.path().join("aged.img.clean")],
+        registry: registry.clone(),
+    };
+    let json = tmp.path().join("series.json");
+    let run = |extra: &[&str]| {
+        Command::new(bin())
+            .args(["git-age", s(repo), "--fs", "ext4", "--size", "64MiB"])
+            .arg(img)
+            .args(["--every", "9", "--quiet", "--json", s(&json)])
+            .args(extra)
+            .env("FSAGE_DEV_REGISTRY", &registry)
+            .output()
+            .unwrap()
+    };
+    // Refusals first, before anything is made: an unknown model names the flag; a model and a
+    // latency together are refused.
+    let o = run(&["--device-model", "no-such-disk"]);
+    expect_code(&o, 2, "an unknown device model");
+    assert!(stderr(&o).contains("--device-model"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-disk"), "{}", stderr(&o));
+    assert_nothing_made(tmp.path(), "an unknown device model");
+    let o = run(&["--device-model", "hdd-7200", "--device-latency", "1ms"]);
+    expect_code(&o, 2, "--device-model with --device-latency");
+    assert_nothing_made(tmp.path(), "--device-model with --device-latency");
+
+    // Two greps per instance: each on a device of its own (the model starts cold).
+    let o = run(&["--device-model", "hdd-7200", "--grep-reps", "2"]);
+    expect_code(&o, 0, "git-age --device-model hdd-7200");
+    let j = read_json(&json);
+    assert_eq!(
+        j["device_model"]["name"], "hdd-7200",
+        "the series names the model"
+    );
+    assert_eq!(j["device_model"]["kind"]["kind"], "hdd");
+    assert!(
+        j["device_latencies"].is_null(),
+        "a disk model is no fixed latency: {}",
+        j["device_latencies"]
+    );
+    let rows = j["rows"].as_array().unwrap();
+    let pulls: Vec<u64> = rows.iter().map(|r| r["pulls"].as_u64().unwrap()).collect();
+    assert_eq!(pulls, vec![1, 10]);
+    for r in rows {
+        for inst in ["aged", "clean"] {
+            let f = &r[inst];
+            let reads = f["device_reads"].as_u64().unwrap_or(0);
+            assert!(reads > 0, "{inst} at {}: no device reads: {f}", r["pulls"]);
+            let traced = f["read_requests"].as_u64().unwrap_or_else(|| {
+                panic!("{inst}: no block trace: {}", f["trace_error"]);
+            });
+            assert!(
+                traced > 0 && traced <= reads,
+                "{inst}: {traced} traced, {reads} served"
+            );
+            assert_eq!(f["grep_samples"].as_array().unwrap().len(), 2);
+            assert!(f["grep_seconds"].as_f64().unwrap() > 0.0);
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&registry)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "devices left in the registry: {left:?}");
+    assert!(fsage_sys::loops_backed_by(img).is_empty());
+    assert_image_holds_last_commit(img, repo, tmp.path());
+
+    // The model is part of the run: a resume on a fixed latency, or with none, is refused.
+    let o = run(&["--resume", "--device-latency", "100us"]);
+    expect_code(&o, 2, "resume on a latency after a model");
+    assert!(stderr(&o).contains("model"), "{}", stderr(&o));
+    let o = run(&["--resume"]);
+    expect_code(&o, 2, "resume without the model");
 }
 
 /// A bundle of the synthetic repository (a bundle is cloned by fsage for the run).
