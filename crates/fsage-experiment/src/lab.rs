@@ -6,9 +6,9 @@
 //! library (image). The base image is never mounted read-write again: each cell starts from a
 //! sparse copy of it, so that every cell sees the same layout whatever the cells before it wrote
 //! (this is the "restore before every run instead of re-aging"). A cell then attaches the copy,
-//! through a slow device of the cell's latency when it has one, mounts it, runs the workload
-//! (caches dropped, the page cache limited when the experiment says so), unmounts and removes
-//! the copy.
+//! through a slow device of the cell's latency or device model when it has one, mounts it, runs
+//! the workload (caches dropped, the page cache limited when the experiment says so), unmounts
+//! and removes the copy.
 //!
 //! A base image is complete when its `KEY.base.json` exists; one without it (a run killed while
 //! aging) is made again. A run killed in a cell leaves a mount or a slow device behind: the next
@@ -430,12 +430,21 @@ impl LabExecutor {
         .map_err(step("restoring the base image"))?;
         std::fs::create_dir_all(mnt).map_err(io_at(mnt.display()))?;
         let mut device: Option<DeviceGuard> = None;
-        let block: PathBuf = match cell.latency_us {
-            Some(us) => {
-                let mut spec = DeviceSpec::new(
-                    Backing::Image(work.to_path_buf()),
-                    (us * 1000.0).round() as u64,
-                );
+        // A model's device is the working copy, so the model is built for the image's size (the
+        // experiment file was refused if the model could not hold it).
+        let spec = match (&cell.device_model, cell.latency_us) {
+            (Some(m), _) => Some(DeviceSpec::with_model(
+                Backing::Image(work.to_path_buf()),
+                m.clone(),
+            )),
+            (None, Some(us)) => Some(DeviceSpec::new(
+                Backing::Image(work.to_path_buf()),
+                (us * 1000.0).round() as u64,
+            )),
+            (None, None) => None,
+        };
+        let block: PathBuf = match spec {
+            Some(mut spec) => {
                 spec.registry = self.registry.root().to_path_buf();
                 let d = SlowDevice::create(&spec)
                     .map_err(step("slow device"))?
@@ -488,6 +497,7 @@ impl LabExecutor {
             state: cell.state.state(),
             workload: cell.workload.label.clone(),
             latency_us: cell.latency_us,
+            device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
             rep: cell.rep,
             ops_per_s: rep.overall.ops_per_sec,
             flowops: rep
@@ -715,9 +725,12 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
             })?;
         }
     }
-    if spec.latencies.iter().any(Option::is_some) && !Path::new("/dev/fuse").exists() {
+    if (spec.latencies.iter().any(Option::is_some) || !spec.device_models.is_empty())
+        && !Path::new("/dev/fuse").exists()
+    {
         return Err(crate::Error::input(format!(
-            "{}: device latencies need the slow device, which needs /dev/fuse (not found)",
+            "{}: device latencies and models need the slow device, which needs /dev/fuse (not \
+             found)",
             spec.origin
         )));
     }

@@ -131,6 +131,7 @@ mod tests {
                 state: cell.state.state(),
                 workload: cell.workload.label.clone(),
                 latency_us: cell.latency_us,
+                device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
                 rep: 0,
                 ops_per_s: 1234.5,
                 flowops: vec![],

@@ -214,16 +214,6 @@ pub fn run(
     obs: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let t0 = Instant::now();
-    // A device model needs the slow device to run one (fsage_slowdev::DeviceSpec.model), which
-    // this build's slow device does not have: refused before anything is made.
-    if let Some(c) = plan.cells.iter().find(|c| c.device_model.is_some()) {
-        let m = c.device_model.as_ref().map_or("", |m| m.name.as_str());
-        return Err(Error::input(format!(
-            "{}: cell {} runs on the device model {m:?}, but this fsage's slow device runs fixed \
-             latencies only; plan it, or list latencies instead of models to run it",
-            plan.origin, c.id
-        )));
-    }
     prepare_out(out, plan, spec_text)?;
     let (before, unreadable) = recorded_and_unreadable(out)?;
     for (p, why) in &unreadable {
@@ -493,6 +483,7 @@ mod tests {
                     state: cell.state.state(),
                     workload: cell.workload.label.clone(),
                     latency_us: cell.latency_us,
+                    device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
                     rep: cell.rep,
                     ops_per_s: ops,
                     flowops: vec![],
@@ -626,19 +617,23 @@ mod tests {
     }
 
     #[test]
-    fn cells_on_a_device_model_are_refused_before_anything_is_made() {
+    fn cells_on_a_device_model_run_and_their_results_record_the_model() {
+        let text = SPEC.replace("[\"0\", \"1ms\"]", "[\"0\", \"hdd-7200\"]");
+        let plan = spec::parse(&text, "mock.toml", Path::new("."))
+            .unwrap()
+            .plan();
+        let on_model: Vec<&Cell> = plan
+            .cells
+            .iter()
+            .filter(|c| c.device_model.is_some())
+            .collect();
+        // Two file systems, one state, two repetitions on the model.
+        assert_eq!(on_model.len(), 4);
+        assert!(on_model.iter().all(|c| c.id.contains("-hdd-7200-")));
         let d = tempfile::tempdir().unwrap();
-        std::fs::write(
-            d.path().join("disk.toml"),
-            "name = \"disk\"\nkind = \"fixed\"\n[params]\n\
-             read = { value = \"8ms\", source = \"t\" }\nwrite = { value = \"8ms\", source = \"t\" }\n",
-        )
-        .unwrap();
-        let text = SPEC.replace("[\"0\", \"1ms\"]", "[\"0\", \"disk.toml\"]");
-        let plan = spec::parse(&text, "mock.toml", d.path()).unwrap().plan();
         let out = d.path().join("out");
         let mut m = mock(vec![], None);
-        let e = run(
+        let s = run(
             &plan,
             &text,
             &out,
@@ -646,13 +641,34 @@ mod tests {
             &mut m,
             &mut Quiet,
         )
-        .unwrap_err();
-        assert!(
-            e.message.contains("device model \"disk\"") && e.message.contains("mock.toml"),
-            "{e}"
-        );
-        assert!(!out.exists(), "nothing made");
-        assert_eq!(m.ran.len(), 0);
+        .unwrap();
+        assert_eq!((s.ran, s.failed), (8, 0));
+        let res = results(&out);
+        for c in on_model {
+            assert!(m.ran.contains(&c.id), "{} did not run", c.id);
+            let r = &res[&c.id];
+            assert!(r.is_done());
+            // The result holds the model as run: its name, kind and file text.
+            let model = r.cell.device_model.as_ref().expect("the model is recorded");
+            assert_eq!(model.name, "hdd-7200");
+            assert!(matches!(model.kind, fsage_device::ModelKind::Hdd(_)));
+            assert!(model.text.contains("7200"), "{}", model.text);
+            assert_eq!(r.cell.latency_us, None);
+        }
+        // The analysis keeps the model's cells apart from the plain 0-latency ones.
+        let samples: Vec<Sample> = res.values().flat_map(|r| r.samples.clone()).collect();
+        let a = crate::analyze(&samples, &Default::default());
+        let on = |m: Option<&str>| {
+            a.means
+                .iter()
+                .filter(|g| g.device_model.as_deref() == m)
+                .count()
+        };
+        assert_eq!((on(None), on(Some("hdd-7200"))), (2, 2));
+        assert!(a
+            .notes
+            .iter()
+            .any(|n| n.starts_with("hdd-7200: a device model")));
     }
 
     #[test]

@@ -157,6 +157,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         state: cell.state.state(),
         workload: cell.workload.label.clone(),
         latency_us: cell.latency_us,
+        device_model: None,
         rep: cell.rep,
         ops_per_s: ops,
         flowops: fl,

@@ -5,8 +5,13 @@ use fsage_core::against::AgingFigures;
 use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
-fn lat(l: Option<f64>) -> String {
-    l.map_or("plain".into(), format_latency_us)
+/// The device of a group: a model by name (never a latency: a model is no point on that
+/// axis), a latency, or a plain image.
+fn dev(model: &Option<String>, l: Option<f64>) -> String {
+    match model {
+        Some(m) => format!("model {m}"),
+        None => l.map_or("plain".into(), format_latency_us),
+    }
 }
 
 pub fn render(set: &ReportSet) -> String {
@@ -85,7 +90,7 @@ pub fn render(set: &ReportSet) -> String {
                 "  {:<10} {:<12} {:<8} {:<16} {:>9.0} -> {:>9.0} ops/s  slowdown {:+6.1}%{}",
                 r.fs,
                 r.workload,
-                lat(r.latency_us),
+                dev(&r.device_model, r.latency_us),
                 r.state.label(),
                 r.fresh.mean,
                 r.aged.mean,
@@ -107,7 +112,7 @@ pub fn render(set: &ReportSet) -> String {
                     "rank order swapped within noise (not a change)"
                 },
                 r.workload,
-                lat(r.latency_us),
+                dev(&r.device_model, r.latency_us),
                 r.state.label(),
                 r.order.join(" > "),
                 r.fresh_order.join(" > ")

@@ -545,3 +545,73 @@ set = { nfiles = 100, nthreads = 2 }
         assert_eq!(&after[name], bytes, "{name} was changed by the rerun");
     }
 }
+
+/// A cell on a device model runs for real: the working copy goes behind a slow device running
+/// `hdd-7200`, the workload completes, and the result records the model (name and text) and the
+/// device's settings and model counters; nothing is left mounted or running.
+#[test]
+fn a_cell_on_a_disk_model_runs_and_records_the_model() {
+    let test = "a_cell_on_a_disk_model_runs_and_records_the_model";
+    if let Err(e) = need_root_and(&["mkfs.ext4"]) {
+        skip(test, &e);
+        return;
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return;
+    }
+    let lab = Lab::new();
+    let file = lab.path("m.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "on-a-disk"
+duration = "2s"
+image_size = "256MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[state]]
+kind = "fresh"
+
+[devices]
+latencies = ["hdd-7200"]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 50, nthreads = 1 }
+"#,
+    )
+    .unwrap();
+    let out = lab.path("out");
+    let o = lab
+        .cmd(&Lab::run_args(&file, &out, &["--quiet"]))
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "experiment run on hdd-7200");
+    let cells = cell_files(&out.join("cells"));
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    let (name, bytes) = cells.iter().next().unwrap();
+    assert!(name.contains("-hdd-7200-"), "{name}");
+    let r: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    assert_eq!(r["status"], "done", "{r}");
+    assert_eq!(r["cell"]["device_model"]["name"], "hdd-7200");
+    assert!(r["cell"]["latency_us"].is_null());
+    let s = &r["samples"][0];
+    assert_eq!(s["device_model"], "hdd-7200");
+    assert!(s["ops_per_s"].as_f64().unwrap() > 0.0, "{s}");
+    // The slow device ran the model: its record names it, and the model served requests.
+    let dev = &r["environment"]["device"];
+    assert_eq!(dev["model"]["name"], "hdd-7200", "{dev}");
+    let counted = &dev["stats"]["model"]["stats"];
+    let served = ["reads", "writes", "flushes"]
+        .iter()
+        .map(|k| counted[k].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(served > 0, "the model served no request: {dev}");
+    assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
+    let o = lab.cmd(&["dev", "list", "--json"]).output().unwrap();
+    let devs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(devs.as_array().map_or(0, |a| a.len()), 0, "{devs}");
+}

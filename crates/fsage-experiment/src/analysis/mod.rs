@@ -72,8 +72,14 @@ pub struct Sample {
     pub fs: String,
     pub state: State,
     pub workload: String,
-    /// Added device latency in µs; `None` when no slow device was used (a plain image).
+    /// Added device latency in µs; `None` when no slow device was used (a plain image) or the
+    /// device ran a model.
     pub latency_us: Option<f64>,
+    /// The device model the cell ran on (`hdd-7200`), by name; then `latency_us` is `None`. A
+    /// model is not a point on the latency axis: its groups are compared aged against fresh and
+    /// ranked, but left out of sweeps and inversions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub rep: u32,
     pub ops_per_s: f64,
     #[serde(default)]
@@ -113,6 +119,9 @@ pub struct GroupMean {
     pub state: State,
     pub workload: String,
     pub latency_us: Option<f64>,
+    /// The device model, by name (then `latency_us` is `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub ops_per_s: MeanCi,
 }
 
@@ -122,6 +131,9 @@ pub struct AgedVsFresh {
     pub fs: String,
     pub workload: String,
     pub latency_us: Option<f64>,
+    /// The device model, by name (then `latency_us` is `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub state: State,
     pub fresh: MeanCi,
     pub aged: MeanCi,
@@ -136,6 +148,9 @@ pub struct AgedVsFresh {
 pub struct RankOrder {
     pub workload: String,
     pub latency_us: Option<f64>,
+    /// The device model, by name (then `latency_us` is `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub state: State,
     /// File systems, fastest first.
     pub order: Vec<String>,
@@ -157,6 +172,9 @@ pub struct FlowopCompare {
     pub fs: String,
     pub workload: String,
     pub latency_us: Option<f64>,
+    /// The device model, by name (then `latency_us` is `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub state: State,
     pub flowop: String,
     /// Mean over repetitions of each repetition's p99, in µs.
@@ -182,7 +200,8 @@ pub struct Analysis {
     pub flowops: Vec<FlowopCompare>,
     pub sweeps: Vec<SweepFit>,
     pub inversions: Vec<Inversion>,
-    /// Samples left out, and why (NaN or negative throughput).
+    /// Samples left out, and why (NaN or negative throughput); device models left out of the
+    /// sweeps, by name.
     pub notes: Vec<String>,
 }
 
@@ -191,7 +210,15 @@ pub(crate) fn lat_key(l: Option<f64>) -> Option<i64> {
     l.map(|v| (v * 1000.0).round() as i64)
 }
 
-type GroupKey = (String, Option<i64>, String, State);
+/// Key of a device: its model's name (none for a latency or a plain image, which sort first),
+/// then its latency ([`lat_key`]).
+pub(crate) type DevKey = (Option<String>, Option<i64>);
+
+pub(crate) fn dev_key(model: &Option<String>, l: Option<f64>) -> DevKey {
+    (model.clone(), lat_key(l))
+}
+
+type GroupKey = (String, DevKey, String, State);
 
 /// Runs every analysis on `samples`.
 pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
@@ -214,6 +241,17 @@ pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
         })
         .cloned()
         .collect();
+    let models: BTreeSet<&String> = good
+        .iter()
+        .filter_map(|s| s.device_model.as_ref())
+        .collect();
+    for m in models {
+        notes.push(format!(
+            "{m}: a device model, not a point on the latency axis: its cells are compared aged \
+             against fresh and ranked on their own, and left out of the latency sweeps and \
+             inversions"
+        ));
+    }
     let means = group_means(&good);
     Analysis {
         format: ANALYSIS_FORMAT,
@@ -229,14 +267,15 @@ pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
     }
 }
 
-/// Mean and interval of ops/s per (workload, latency, fs, state), in that order.
+/// Mean and interval of ops/s per (workload, device, fs, state), in that order: the device is a
+/// latency (or none), then the device models by name.
 pub fn group_means(samples: &[Sample]) -> Vec<GroupMean> {
     let mut groups: BTreeMap<GroupKey, (Option<f64>, Vec<f64>)> = BTreeMap::new();
     for s in samples {
         groups
             .entry((
                 s.workload.clone(),
-                lat_key(s.latency_us),
+                dev_key(&s.device_model, s.latency_us),
                 s.fs.clone(),
                 s.state.clone(),
             ))
@@ -246,13 +285,16 @@ pub fn group_means(samples: &[Sample]) -> Vec<GroupMean> {
     }
     groups
         .into_iter()
-        .map(|((workload, _, fs, state), (latency_us, xs))| GroupMean {
-            fs,
-            state,
-            workload,
-            latency_us,
-            ops_per_s: MeanCi::of(&xs),
-        })
+        .map(
+            |((workload, (model, _), fs, state), (latency_us, xs))| GroupMean {
+                fs,
+                state,
+                workload,
+                latency_us,
+                device_model: model,
+                ops_per_s: MeanCi::of(&xs),
+            },
+        )
         .collect()
 }
 
@@ -261,11 +303,12 @@ fn fresh_of<'a>(means: &'a [GroupMean], g: &GroupMean) -> Option<&'a GroupMean> 
         f.state.is_fresh()
             && f.fs == g.fs
             && f.workload == g.workload
-            && lat_key(f.latency_us) == lat_key(g.latency_us)
+            && dev_key(&f.device_model, f.latency_us) == dev_key(&g.device_model, g.latency_us)
     })
 }
 
-/// Every aged state against the fresh one of the same file system, workload and latency.
+/// Every aged state against the fresh one of the same file system, workload and device (latency
+/// or model).
 pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
     means
         .iter()
@@ -283,6 +326,7 @@ pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
                 fs: g.fs.clone(),
                 workload: g.workload.clone(),
                 latency_us: g.latency_us,
+                device_model: g.device_model.clone(),
                 state: g.state.clone(),
                 significant: !fresh.overlaps(&aged),
                 fresh,
@@ -293,18 +337,22 @@ pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
         .collect()
 }
 
-/// The rank order of the file systems per (workload, latency, state); an aged order is compared
+/// The rank order of the file systems per (workload, device, state); an aged order is compared
 /// with the fresh order of the same file systems. A swap against the fresh order counts as a rank
 /// change ([`RankOrder::changed`]) only when the swapped pair is apart in both states (see
 /// [`apart`]); otherwise it is [`RankOrder::within_noise`].
 pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
     type Ranked = (Option<f64>, Vec<(String, MeanCi)>);
-    let mut by: BTreeMap<(String, Option<i64>, State), Ranked> = BTreeMap::new();
+    let mut by: BTreeMap<(String, DevKey, State), Ranked> = BTreeMap::new();
     for g in means {
-        by.entry((g.workload.clone(), lat_key(g.latency_us), g.state.clone()))
-            .or_insert((g.latency_us, Vec::new()))
-            .1
-            .push((g.fs.clone(), g.ops_per_s.clone()));
+        by.entry((
+            g.workload.clone(),
+            dev_key(&g.device_model, g.latency_us),
+            g.state.clone(),
+        ))
+        .or_insert((g.latency_us, Vec::new()))
+        .1
+        .push((g.fs.clone(), g.ops_per_s.clone()));
     }
     let order_of = |v: &[(String, MeanCi)]| {
         let mut v = v.to_vec();
@@ -317,7 +365,7 @@ pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
             continue;
         }
         let order = order_of(v);
-        let fresh = by.get(&(workload.clone(), *lk, State::Fresh));
+        let fresh = by.get(&(workload.clone(), lk.clone(), State::Fresh));
         let fresh_order = match fresh {
             Some((_, fv)) => {
                 let members: BTreeSet<&String> = v.iter().map(|(fs, _)| fs).collect();
@@ -355,6 +403,7 @@ pub fn rank_orders(means: &[GroupMean]) -> Vec<RankOrder> {
         out.push(RankOrder {
             workload: workload.clone(),
             latency_us: *latency_us,
+            device_model: lk.0.clone(),
             state: state.clone(),
             order,
             fresh_order,
@@ -373,14 +422,14 @@ pub fn apart(a: &MeanCi, b: &MeanCi) -> bool {
 
 /// Per-flowop p99 (mean over repetitions) and max (over all), every state against fresh.
 pub fn flowop_latencies(samples: &[Sample]) -> Vec<FlowopCompare> {
-    type Key = (String, Option<i64>, String, String, State);
+    type Key = (String, DevKey, String, String, State);
     let mut acc: BTreeMap<Key, (Option<f64>, Vec<f64>, f64)> = BTreeMap::new();
     for s in samples {
         for f in &s.flowops {
             let e = acc
                 .entry((
                     s.workload.clone(),
-                    lat_key(s.latency_us),
+                    dev_key(&s.device_model, s.latency_us),
                     s.fs.clone(),
                     f.flowop.clone(),
                     s.state.clone(),
@@ -398,7 +447,7 @@ pub fn flowop_latencies(samples: &[Sample]) -> Vec<FlowopCompare> {
         }
         let fresh = acc.get(&(
             workload.clone(),
-            *lk,
+            lk.clone(),
             fs.clone(),
             flowop.clone(),
             State::Fresh,
@@ -411,6 +460,7 @@ pub fn flowop_latencies(samples: &[Sample]) -> Vec<FlowopCompare> {
             fs: fs.clone(),
             workload: workload.clone(),
             latency_us: *latency_us,
+            device_model: lk.0.clone(),
             state: state.clone(),
             flowop: flowop.clone(),
             fresh_p99_us: fresh_p99,
@@ -434,6 +484,7 @@ mod tests {
             state,
             workload: "varmail".into(),
             latency_us: None,
+            device_model: None,
             rep,
             ops_per_s: ops,
             flowops: vec![FlowopLatency {
@@ -448,6 +499,70 @@ mod tests {
             profile: "meyer".into(),
             label: "meyer".into(),
         }
+    }
+
+    /// A model's cells are compared aged against the fresh cells on the same model (not the
+    /// plain or fixed-latency ones) and never made a point of a sweep.
+    #[test]
+    fn a_device_model_is_its_own_device_and_no_sweep_point() {
+        let on = |model: Option<&str>, lat: Option<f64>, x: Sample| Sample {
+            device_model: model.map(String::from),
+            latency_us: lat,
+            ..x
+        };
+        let mut samples = Vec::new();
+        for rep in 0..2 {
+            let r = rep as f64;
+            // Plain and at two latencies: aging costs nothing there.
+            for l in [0.0, 1000.0] {
+                let ops = 1e6 / (l + 100.0) + r;
+                samples.push(on(None, Some(l), s("ext4", State::Fresh, rep, ops)));
+                samples.push(on(None, Some(l), s("ext4", aged(), rep, ops)));
+            }
+            samples.push(s("ext4", State::Fresh, rep, 900.0 + r));
+            samples.push(s("ext4", aged(), rep, 900.0 + r));
+            // On the disk aging halves the throughput.
+            samples.push(on(
+                Some("hdd-7200"),
+                None,
+                s("ext4", State::Fresh, rep, 200.0 + r),
+            ));
+            samples.push(on(
+                Some("hdd-7200"),
+                None,
+                s("ext4", aged(), rep, 100.0 + r),
+            ));
+        }
+        let a = analyze(&samples, &AnalysisOptions::default());
+        // Plain, 0, 1 ms and the model: four devices, two states.
+        assert_eq!(a.means.len(), 8);
+        let hdd: Vec<&AgedVsFresh> = a
+            .aged_vs_fresh
+            .iter()
+            .filter(|v| v.device_model.as_deref() == Some("hdd-7200"))
+            .collect();
+        assert_eq!(hdd.len(), 1);
+        assert!((hdd[0].slowdown_percent - 49.9).abs() < 0.2, "{:?}", hdd[0]);
+        assert_eq!(hdd[0].latency_us, None);
+        let plain = a
+            .aged_vs_fresh
+            .iter()
+            .find(|v| v.device_model.is_none() && v.latency_us.is_none())
+            .unwrap();
+        assert!(plain.slowdown_percent.abs() < 1e-9, "{plain:?}");
+        // The sweeps hold the two latencies only.
+        assert_eq!(a.sweeps.len(), 2, "{:?}", a.sweeps);
+        for sw in &a.sweeps {
+            let ls: Vec<f64> = sw.points.iter().map(|p| p.latency_us).collect();
+            assert_eq!(ls, vec![0.0, 1000.0]);
+        }
+        assert_eq!(
+            a.notes
+                .iter()
+                .filter(|n| n.contains("not a point on the latency axis"))
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -219,10 +219,14 @@ pub struct SweepFit {
     pub class: SweepClass,
 }
 
-/// Fits and classifies every (workload, state, fs) measured at two or more device latencies.
+/// Fits and classifies every (workload, state, fs) measured at two or more device latencies. A
+/// device model (a disk) is not a latency, so its groups are never points of a sweep.
 pub fn sweep_fits(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<SweepFit> {
     let mut by: BTreeMap<(String, State, String), Vec<&GroupMean>> = BTreeMap::new();
-    for g in means.iter().filter(|g| g.latency_us.is_some()) {
+    for g in means
+        .iter()
+        .filter(|g| g.latency_us.is_some() && g.device_model.is_none())
+    {
         by.entry((g.workload.clone(), g.state.clone(), g.fs.clone()))
             .or_default()
             .push(g);
@@ -481,11 +485,12 @@ fn changes(points: &[(f64, i8, bool)]) -> Vec<(f64, f64, i8, bool)> {
 /// Every pair of file systems (per workload and state) whose order changes between two
 /// latencies at which both orders are clear, with no clear order in between, walking from the
 /// slowest device to the fastest. Confirmed inversions come from the orders backed by intervals
-/// alone; orders from a single repetition add unconfirmed ones (`confirmed: false`).
+/// alone; orders from a single repetition add unconfirmed ones (`confirmed: false`). Only fixed
+/// latencies count (a device model has no place between them).
 pub fn inversions(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<Inversion> {
     type Curve = BTreeMap<i64, (f64, MeanCi)>;
     let mut by: BTreeMap<(String, State), BTreeMap<String, Curve>> = BTreeMap::new();
-    for g in means {
+    for g in means.iter().filter(|g| g.device_model.is_none()) {
         let Some(l) = g.latency_us else { continue };
         by.entry((g.workload.clone(), g.state.clone()))
             .or_default()
@@ -738,6 +743,7 @@ mod tests {
             state: State::Fresh,
             workload: "fileserver".into(),
             latency_us: Some(l),
+            device_model: None,
             ops_per_s: MeanCi::of(&[ops * 0.995, ops * 1.005]),
         }
     }

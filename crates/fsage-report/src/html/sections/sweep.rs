@@ -234,6 +234,7 @@ mod tests {
                     state: State::Fresh,
                     workload: "fileserver".into(),
                     latency_us: Some(l),
+                    device_model: None,
                     rep,
                     ops_per_s: t * (1.0 + 0.001 * rep as f64),
                     flowops: vec![],
