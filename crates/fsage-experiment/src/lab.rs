@@ -445,6 +445,9 @@ impl LabExecutor {
         };
         let block: PathBuf = match spec {
             Some(mut spec) => {
+                // Base images carry no drive state (an SSD's FTL) yet: every cell starts with a
+                // fresh drive, and the state its device saves goes with the copy.
+                spec.fresh_state = true;
                 spec.registry = self.registry.root().to_path_buf();
                 let d = SlowDevice::create(&spec)
                     .map_err(step("slow device"))?
@@ -614,11 +617,15 @@ impl Executor for LabExecutor {
         let base_seconds = (self.bases.len() > had).then_some(base.seconds);
         let work = self.images.join("cell.img");
         let mnt = self.images.join("cell.mnt");
+        // The copy, and the drive state a device running an SSD model saved beside it.
+        let state = fsage_slowdev::state_file_of(&work);
         let _ = std::fs::remove_file(&work);
+        let _ = std::fs::remove_file(&state);
         let r = self
             .cell_inner(cell, &base, &work, &mnt, obs)
             .map(|r| CellRun { base_seconds, ..r });
         let _ = std::fs::remove_file(&work);
+        let _ = std::fs::remove_file(&state);
         let _ = std::fs::remove_dir(&mnt);
         r
     }

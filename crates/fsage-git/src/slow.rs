@@ -5,7 +5,9 @@
 //! destroys the device; the replay and the clean instance's copy run on plain loop devices at
 //! full speed. A model with state (a disk's head, rotation and caches) gets a new device before
 //! every timed grep, so that what the drive cached in one grep does not serve the next; a fixed
-//! latency has no state and keeps one device per measurement.
+//! latency has no state and keeps one device per measurement. The replay never runs through the
+//! model, so a drive state saved beside the image (an SSD's `IMAGE.ftl`) would match nothing:
+//! every device starts with a fresh drive and its saved state is removed.
 
 use crate::{Error, Result};
 use fsage_device::{ModelKind, ModelSpec};
@@ -129,6 +131,9 @@ impl SlowMount {
     fn attach(&mut self) -> Result<()> {
         let mut spec =
             DeviceSpec::with_model(Backing::Image(self.image.clone()), self.dev.model.clone());
+        // The replay does not go through the model, so no saved drive state (an SSD's FTL)
+        // matches the image: every device starts with a fresh drive.
+        spec.fresh_state = true;
         spec.daemon_cmd = self.dev.daemon_cmd.clone();
         if let Some(r) = &self.dev.registry {
             spec.registry = r.clone();
@@ -178,6 +183,15 @@ impl SlowMount {
                     })
             });
             g.destroy().map_err(slow_err)?;
+            // The drive state a device of a model with one saved on destroy would be loaded by
+            // no later device (each starts fresh): nothing of it is left beside the image.
+            let state = fsage_slowdev::state_file_of(&self.image);
+            match std::fs::remove_file(&state) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(crate::Error::io(&state, "remove", e))
+                }
+                _ => {}
+            }
         }
         Ok(reads)
     }

@@ -312,21 +312,28 @@ fn git_age_measures_on_a_device_running_a_disk_model() {
     };
     let (tmp, repo, img) = (&x.tmp, &x.repo, &x.img);
     let registry = tmp.path().join("registry");
+    let ssd = tmp.path().join("ssd.img");
     let _c = SlowCleanup {
-        images: vec![img.clone(), tmp.path().join("aged.img.clean")],
+        images: vec![
+            img.clone(),
+            tmp.path().join("aged.img.clean"),
+            ssd.clone(),
+            tmp.path().join("ssd.img.clean"),
+        ],
         registry: registry.clone(),
     };
     let json = tmp.path().join("series.json");
-    let run = |extra: &[&str]| {
+    let run_on = |image: &Path, extra: &[&str]| {
         Command::new(bin())
             .args(["git-age", s(repo), "--fs", "ext4", "--size", "64MiB"])
-            .arg(img)
+            .arg(image)
             .args(["--every", "9", "--quiet", "--json", s(&json)])
             .args(extra)
             .env("FSAGE_DEV_REGISTRY", &registry)
             .output()
             .unwrap()
     };
+    let run = |extra: &[&str]| run_on(img, extra);
     // Refusals first, before anything is made: an unknown model names the flag; a model and a
     // latency together are refused.
     let o = run(&["--device-model", "no-such-disk"]);
@@ -384,6 +391,19 @@ fn git_age_measures_on_a_device_running_a_disk_model() {
     assert!(stderr(&o).contains("model"), "{}", stderr(&o));
     let o = run(&["--resume"]);
     expect_code(&o, 2, "resume without the model");
+
+    // An SSD keeps a drive state beside a kept image when its device goes; the replay never ran
+    // through the model, so every device starts fresh and no state is left behind.
+    let o = run_on(&ssd, &["--device-model", "ssd-sata", "--grep-reps", "2"]);
+    expect_code(&o, 0, "git-age --device-model ssd-sata");
+    assert_eq!(read_json(&json)["device_model"]["name"], "ssd-sata");
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".ftl"))
+        .collect();
+    assert!(left.is_empty(), "drive states left: {left:?}");
 }
 
 /// A bundle of the synthetic repository (a bundle is cloned by fsage for the run).
