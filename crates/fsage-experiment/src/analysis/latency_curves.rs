@@ -17,13 +17,16 @@ pub const PERCENTILES: [(&str, &str); 5] = [
     ("max_us", "max"),
 ];
 
-/// One flowop of one (file system, workload, device latency, state): its latency percentiles
+/// One flowop of one (file system, workload, device latency or model, state): its latency percentiles
 /// over the repetitions (each percentile the mean of the repetitions'; max the largest).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlowopCurve {
     pub fs: String,
     pub workload: String,
     pub latency_us: Option<f64>,
+    /// The device model the cells ran on, by name (then `latency_us` is `None`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_model: Option<String>,
     pub state: State,
     pub flowop: String,
     pub reps: usize,
@@ -31,7 +34,7 @@ pub struct FlowopCurve {
     pub points: Vec<(String, f64)>,
 }
 
-type Key = (String, String, Option<u64>, State, String);
+type Key = (String, String, (Option<String>, Option<u64>), State, String);
 
 /// The curves of every flowop of the done cells, in the order first seen.
 pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<FlowopCurve> {
@@ -64,7 +67,10 @@ pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Fl
                 let key: Key = (
                     cell.fs.label.clone(),
                     cell.workload.label.clone(),
-                    cell.latency_us.map(f64::to_bits),
+                    (
+                        cell.device_model.as_ref().map(|m| m.name.clone()),
+                        cell.latency_us.map(f64::to_bits),
+                    ),
                     cell.state.state(),
                     name.to_string(),
                 );
@@ -98,12 +104,14 @@ pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Fl
                     (label.to_string(), x)
                 })
                 .collect();
+            let (fs, workload, (device_model, lat), state, flowop) = k;
             FlowopCurve {
-                fs: k.0,
-                workload: k.1,
-                latency_us: k.2.map(f64::from_bits),
-                state: k.3,
-                flowop: k.4,
+                fs,
+                workload,
+                latency_us: lat.map(f64::from_bits),
+                device_model,
+                state,
+                flowop,
                 reps: *reps,
                 points,
             }
