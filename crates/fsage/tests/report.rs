@@ -215,3 +215,23 @@ fn chromium_renders_every_section_without_console_errors() {
         bytes.len()
     );
 }
+
+/// Cells on a device model are grouped under the model's name, apart from the plain-image and
+/// fixed-latency cells, in the page and the summary (the committed hdd-7200 experiment).
+#[test]
+fn cells_on_a_device_model_are_their_own_groups() {
+    let run = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/experiments/hdd-aged-vs-fresh/run");
+    let d = tmp();
+    let html = d.path().join("r.html");
+    let o = fsage_ok(["report", s(&run), "-o", s(&html)]);
+    let out = stdout(&o);
+    assert!(out.contains("fileserver   model hdd-7200"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>fileserver — device model hdd-7200</h3>"));
+    assert!(page.contains("<h3>fileserver — device 100 µs</h3>"));
+    assert!(
+        !page.contains("<h3>fileserver — plain image</h3>"),
+        "the model's cells are not shown as a plain image"
+    );
+}

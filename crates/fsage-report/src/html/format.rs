@@ -28,11 +28,15 @@ pub(super) fn mean_ci(m: &MeanCi) -> String {
     }
 }
 
-/// A cell's device latency, or "plain image" for none.
-pub(super) fn lat(l: Option<f64>) -> String {
-    l.map_or("plain image".into(), |v| {
-        format!("device {}", format_latency_us(v))
-    })
+/// A group's device: a device model by name (a model is no point on the latency axis), a
+/// latency, or "plain image" for none.
+pub(super) fn lat(model: &Option<String>, l: Option<f64>) -> String {
+    match model {
+        Some(m) => format!("device model {m}"),
+        None => l.map_or("plain image".into(), |v| {
+            format!("device {}", format_latency_us(v))
+        }),
+    }
 }
 
 /// A measured latency in µs, to three digits.

@@ -11,23 +11,25 @@ use std::fmt::Write as _;
 
 pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
     let mut c = String::new();
-    // Per (workload, latency): groups = file systems, series = states.
-    let mut keys: Vec<(String, Option<f64>)> = Vec::new();
+    // Per (workload, device): groups = file systems, series = states. A device is a model by
+    // name or a latency.
+    let mut keys: Vec<(String, Option<String>, Option<f64>)> = Vec::new();
     for m in &a.means {
-        let k = (m.workload.clone(), m.latency_us);
-        if !keys
-            .iter()
-            .any(|x| x.0 == k.0 && x.1.map(|v| v.to_bits()) == k.1.map(|v| v.to_bits()))
-        {
+        let k = (m.workload.clone(), m.device_model.clone(), m.latency_us);
+        if !keys.iter().any(|x| {
+            x.0 == k.0 && x.1 == k.1 && x.2.map(|v| v.to_bits()) == k.2.map(|v| v.to_bits())
+        }) {
             keys.push(k);
         }
     }
-    let same = |x: Option<f64>, y: Option<f64>| x.map(|v| v.to_bits()) == y.map(|v| v.to_bits());
-    for (wl, l) in keys {
+    for (wl, model, l) in keys {
+        let same = |dm: &Option<String>, x: Option<f64>| {
+            *dm == model && x.map(|v| v.to_bits()) == l.map(|v| v.to_bits())
+        };
         let means: Vec<_> = a
             .means
             .iter()
-            .filter(|m| m.workload == wl && same(m.latency_us, l))
+            .filter(|m| m.workload == wl && same(&m.device_model, m.latency_us))
             .collect();
         let states: BTreeSet<State> = means.iter().map(|m| m.state.clone()).collect();
         if !states.iter().any(|s| s.is_fresh()) || states.len() < 2 {
@@ -43,7 +45,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
         let changed: BTreeSet<String> = a
             .ranks
             .iter()
-            .filter(|r| r.workload == wl && same(r.latency_us, l) && r.changed)
+            .filter(|r| r.workload == wl && same(&r.device_model, r.latency_us) && r.changed)
             .map(|r| r.state.label())
             .collect();
         let series: Vec<BarSeries> = states
@@ -73,7 +75,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             })
             .collect();
         let chart = BarChart {
-            title: format!("{wl}, {}: mean ops/s with 95% CI", lat(l)),
+            title: format!("{wl}, {}: mean ops/s with 95% CI", lat(&model, l)),
             x_desc: "file system".into(),
             y_desc: "throughput (ops/s)".into(),
             groups: fss.clone(),
@@ -84,7 +86,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
         let rows: Vec<Vec<String>> = a
             .aged_vs_fresh
             .iter()
-            .filter(|r| r.workload == wl && same(r.latency_us, l))
+            .filter(|r| r.workload == wl && same(&r.device_model, r.latency_us))
             .map(|r| {
                 vec![
                     r.fs.clone(),
@@ -104,7 +106,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
         let ranks: Vec<Vec<String>> = a
             .ranks
             .iter()
-            .filter(|r| r.workload == wl && same(r.latency_us, l))
+            .filter(|r| r.workload == wl && same(&r.device_model, r.latency_us))
             .map(|r| {
                 vec![
                     r.state.label(),
@@ -121,7 +123,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                 ]
             })
             .collect();
-        let _ = write!(c, "<h3>{} — {}</h3>", esc(&wl), esc(&lat(l)));
+        let _ = write!(c, "<h3>{} — {}</h3>", esc(&wl), esc(&lat(&model, l)));
         c.push_str(&fig(&[
             plot_or_note(plots::bars(&chart)),
             format!(

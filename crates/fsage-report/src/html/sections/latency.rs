@@ -12,10 +12,8 @@ use std::fmt::Write as _;
 /// The percentile panels of one (file system, workload, device latency): from the cells' full
 /// workload reports when there are any (p50 to max), else the analysis' p99 and max.
 fn latency_panels(
-    fs: &str,
-    wl: &str,
-    l: Option<f64>,
-    lk: Option<i64>,
+    (fs, wl): (&str, &str),
+    (model, l, lk): (&Option<String>, Option<f64>, Option<i64>),
     rows: &[&FlowopCompare],
     flowops: &[String],
     curves: &[FlowopCurve],
@@ -23,12 +21,15 @@ fn latency_panels(
     let mine: Vec<&FlowopCurve> = curves
         .iter()
         .filter(|c| {
-            c.fs == fs && c.workload == wl && c.latency_us.map(|v| (v * 1000.0) as i64) == lk
+            c.fs == fs
+                && c.workload == wl
+                && c.device_model == *model
+                && c.latency_us.map(|v| (v * 1000.0) as i64) == lk
         })
         .collect();
     let title = format!(
         "{fs}, {wl}, {}: latency percentiles per flowop (log axis)",
-        lat(l)
+        lat(model, l)
     );
     let mut fos: Vec<String> = flowops.to_vec();
     let (percentiles, states, panels) = if !mine.is_empty() {
@@ -94,23 +95,29 @@ fn panels_of(
 
 pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str, curves: &[FlowopCurve]) {
     let mut c = String::new();
-    let mut keys: BTreeMap<(String, String, Option<i64>), Option<f64>> = BTreeMap::new();
+    // Per (workload, file system, device): a device is a model by name or a latency.
+    type Key = (String, String, Option<String>, Option<i64>);
+    let mut keys: BTreeMap<Key, Option<f64>> = BTreeMap::new();
     for f in &a.flowops {
         keys.insert(
             (
                 f.workload.clone(),
                 f.fs.clone(),
+                f.device_model.clone(),
                 f.latency_us.map(|v| (v * 1000.0) as i64),
             ),
             f.latency_us,
         );
     }
-    for ((wl, fs, lk), l) in keys {
+    for ((wl, fs, model, lk), l) in keys {
         let rows: Vec<_> = a
             .flowops
             .iter()
             .filter(|f| {
-                f.workload == wl && f.fs == fs && f.latency_us.map(|v| (v * 1000.0) as i64) == lk
+                f.workload == wl
+                    && f.fs == fs
+                    && f.device_model == model
+                    && f.latency_us.map(|v| (v * 1000.0) as i64) == lk
             })
             .collect();
         let flowops: Vec<String> = {
@@ -122,7 +129,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str, curves: 
             }
             v
         };
-        let chart = latency_panels(&fs, &wl, l, lk, &rows, &flowops, curves);
+        let chart = latency_panels((&fs, &wl), (&model, l, lk), &rows, &flowops, curves);
         let trows: Vec<Vec<String>> = rows
             .iter()
             .map(|r| {
@@ -138,7 +145,13 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str, curves: 
                 ]
             })
             .collect();
-        let _ = write!(c, "<h3>{} — {} — {}</h3>", esc(&fs), esc(&wl), esc(&lat(l)));
+        let _ = write!(
+            c,
+            "<h3>{} — {} — {}</h3>",
+            esc(&fs),
+            esc(&wl),
+            esc(&lat(&model, l))
+        );
         c.push_str(&fig(&[plot_or_note(plots::percentile_panels(&chart))]));
         c.push_str(&fig(&[table(
             &[
