@@ -104,6 +104,13 @@ pub struct AgeArgs {
     /// of an image; TARGET is then the directory to mount it on.
     #[arg(long, requires = "fs")]
     pub device: Option<PathBuf>,
+    /// Age the drive too: an SSD model (ssd-sata, ssd-nvme or a model file) is fed the run's
+    /// block requests to the image at memory speed, and its state (the FTL) is saved beside the
+    /// image as IMAGE.ftl, where `fsage dev create --image IMAGE --model M` starts from it. With
+    /// --fs (or --resume of such a run; give it again to go on aging the drive). Use
+    /// --write-mode write: fallocate writes no data, so the drive sees only metadata.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub device_model: Option<String>,
     /// Extra mkfs options for --fs, as one string.
     #[arg(long, requires = "fs", allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
@@ -259,6 +266,12 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         resume: args.resume.clone(),
         force: args.force,
         new_fs,
+        device_model: args
+            .device_model
+            .as_deref()
+            .map(fsage_device::resolve)
+            .transpose()
+            .map_err(|e| CmdError::from(e).context("--device-model"))?,
     })
 }
 

@@ -9,6 +9,7 @@
 //! planning checks that `profile show` uses too.
 
 mod checks;
+mod drive;
 mod execute;
 mod fresh;
 mod resume;
@@ -80,6 +81,9 @@ pub struct AgeRequest {
     /// Age a target that is not empty, or reached through a link onto another file system.
     pub force: bool,
     pub new_fs: Option<NewFs>,
+    /// Age the drive too: a device model that keeps state (an SSD), fed the run's block requests
+    /// to its image at memory speed; its state is saved as `IMAGE.ftl` (see `drive`).
+    pub device_model: Option<fsage_device::ModelSpec>,
 }
 
 /// Why a run could not be prepared or finished. `blame()` says who has to act.
@@ -201,6 +205,16 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
     {
         fsage_sys::check_writable_file(path)?;
     }
+    // A drive to age is checked before anything is made.
+    if let Some(m) = &req.device_model {
+        if req.new_fs.is_none() && req.resume.is_none() || req.dry_run {
+            return Err(input(
+                "--device-model ages the drive of an image fsage makes and mounts: use it with \
+                 --fs KIND --size SIZE IMAGE (or --resume of such a run)",
+            ));
+        }
+        drive::check(m)?;
+    }
     // Held until the run ends: a second session of the same run is refused.
     let mut lock: Option<RunLock> = req.resume.as_deref().map(preflight::lock_run).transpose()?;
     let mut req = req.clone();
@@ -242,7 +256,27 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
         }
         None => req.stop.clone(),
     };
-    let out = execute::execute(prepared, &req, stop, obs).map(|mut o| {
+    let drive =
+        match (&req.device_model, &prepared.image, &prepared.mounted) {
+            (None, _, _) => None,
+            (Some(m), Some((image, _)), Some(mounted)) => {
+                Some(drive::DriveAging::start(m, image, mounted.device())?)
+            }
+            (Some(_), _, _) => return Err(input(
+                "--device-model ages the drive of an image fsage makes and mounts: use it with \
+                 --fs KIND --size SIZE IMAGE (or --resume of such a run)",
+            )),
+        };
+    let out = execute::execute(prepared, &req, stop, obs);
+    // The drive's state is saved whatever the run's outcome (an interrupted run resumes it).
+    if let Some(d) = drive {
+        match d.finish() {
+            Ok(said) => obs.notice(Level::Info, &said),
+            Err(e) if out.is_ok() => return Err(e),
+            Err(e) => obs.notice(Level::Warning, &format!("the drive's state: {e}")),
+        }
+    }
+    let out = out.map(|mut o| {
         o.usable_of = usable;
         o
     });

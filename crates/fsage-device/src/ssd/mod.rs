@@ -117,6 +117,9 @@ pub fn greedy_write_amplification(physical_pages: u64, user_pages: u64) -> f64 {
 /// What the SSD counts beyond [`ModelStats`]' common fields (also folded into them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SsdCounters {
+    /// Pages the host wrote to this drive since it was built (its FTL's own count goes on
+    /// across saved states).
+    pub host_pages: u64,
     pub flash_reads: u64,
     pub programs: u64,
     pub gc_copies: u64,
@@ -252,6 +255,7 @@ impl Ssd {
                 free_at.max(arrived)
             };
             let placed = self.ftl.write(lpn);
+            self.counters.host_pages += 1;
             let d = placed.die as usize;
             let mut die_ready = self.die_free[d].max(accepted);
             if placed.gc_copies > 0 || placed.gc_erases > 0 {
@@ -326,14 +330,13 @@ impl DeviceModel for Ssd {
 
     fn stats(&self) -> ModelStats {
         let c = self.counters;
-        let f = self.ftl.counters();
         ModelStats {
             flash_reads: c.flash_reads,
             programs: c.programs,
             gc_copies: c.gc_copies,
             erases: c.erases,
             gc_ns: c.gc_ns,
-            host_pages: f.host_pages,
+            host_pages: c.host_pages,
             free_blocks: self.ftl.free_blocks(),
             ..self.stats.clone()
         }
