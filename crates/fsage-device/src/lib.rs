@@ -197,4 +197,12 @@ impl ModelStats {
 /// cannot serve. The type every lab-side crate shares.
 pub use fsage_sys::Error;
 
+/// Where a drive's state (an SSD's FTL) is kept beside the image it belongs to: `IMAGE.ftl`, the
+/// one name the slow device, `fsage age --device-model`, the image library and experiments use.
+pub fn state_file_of(image: &std::path::Path) -> std::path::PathBuf {
+    let mut s = image.as_os_str().to_owned();
+    s.push(".ftl");
+    std::path::PathBuf::from(s)
+}
+
 pub type Result<T> = std::result::Result<T, Error>;

@@ -141,6 +141,12 @@ impl ModelSpec {
         })
     }
 
+    /// Whether a device of this model has a state of its own that outlives it (an SSD's FTL,
+    /// saved as `IMAGE.ftl`): what ages with a file system.
+    pub fn keeps_state(&self) -> bool {
+        matches!(self.kind, ModelKind::Ssd(_))
+    }
+
     /// Builds the model for a device of `device_size` bytes.
     pub fn build(&self, device_size: u64) -> Result<Box<dyn DeviceModel>> {
         Ok(match &self.kind {

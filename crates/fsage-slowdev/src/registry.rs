@@ -50,12 +50,7 @@ pub struct DeviceRecord {
     pub state_note: Option<String>,
 }
 
-/// The drive state a device on `image` keeps: `IMAGE.ftl`.
-pub fn state_file_of(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".ftl");
-    PathBuf::from(s)
-}
+pub use fsage_device::state_file_of;
 
 /// The mark a running device leaves in place of the state it loaded (`IMAGE.ftl.inuse`): if the
 /// daemon dies, the state would no longer match the image, so it is not loaded again.

@@ -21,17 +21,11 @@ pub(super) struct DriveAging {
     resumed: bool,
 }
 
-/// `IMAGE.ftl` (the same file `fsage dev create` reads).
-fn state_file(image: &Path) -> PathBuf {
-    let mut s = image.as_os_str().to_owned();
-    s.push(".ftl");
-    PathBuf::from(s)
-}
+use fsage_device::state_file_of as state_file;
 
 /// Refuses a model that keeps no drive state (nothing to age).
 pub(super) fn check(spec: &ModelSpec) -> Result<()> {
-    let keeps_state = spec.build(64 << 30).map(|m| m.save_state().is_some());
-    if !matches!(keeps_state, Ok(true)) {
+    if !spec.keeps_state() {
         return Err(input(format!(
             "--device-model {}: this model keeps no drive state to age (only SSD models do)",
             spec.name
