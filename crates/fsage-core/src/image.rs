@@ -111,7 +111,23 @@ pub struct Manifest {
     pub aging: Option<serde_json::Value>,
     /// Free text (`--note`).
     pub note: Option<String>,
+    /// The drive the image aged on (an SSD model's state, `IMAGE.ftl`), kept as `drive.ftl`:
+    /// restoring the image brings its drive back with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<DriveRecord>,
 }
+
+/// A saved drive state (an SSD's FTL) in a snapshot.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DriveRecord {
+    /// `drive.ftl`, in the snapshot's directory.
+    pub file: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The file a snapshot keeps its drive state in.
+const DRIVE_FILE: &str = "drive.ftl";
 
 /// What to record besides the image itself.
 #[derive(Debug, Clone, Default)]
@@ -200,6 +216,9 @@ pub struct RestoreStats {
     pub size: u64,
     pub data_bytes: u64,
     pub seconds: f64,
+    /// Where the snapshot's drive state went (`TARGET.ftl`), when it has one and the target is
+    /// an image file.
+    pub drive_state: Option<PathBuf>,
 }
 
 impl Library {
@@ -253,6 +272,21 @@ impl Library {
             }
         } else {
             fsage_lab::bail!("{}: not an image file or block device", image.display());
+        }
+        let inuse = {
+            let mut s = fsage_device::state_file_of(image).into_os_string();
+            s.push(".inuse");
+            PathBuf::from(s)
+        };
+        if image.is_file() && inuse.exists() && !opts.force {
+            return Err(Error::input(format!(
+                "{}: a slow device runs on this image (its drive state is {}): destroy the \
+                 device first, so that the image and its drive are saved as they are (or force \
+                 it, without the drive)",
+                image.display(),
+                inuse.display()
+            ))
+            .with_remedy(Remedy::Force));
         }
         if fsage_lab::probe_fs(image)?.is_none() {
             fsage_lab::bail!(
@@ -321,6 +355,20 @@ impl Library {
             None
         };
         let fs_type = fsage_lab::fs::probe_fs(image)?;
+        // The drive the image aged on, when a device or an aging run saved one beside it.
+        let ftl = fsage_device::state_file_of(image);
+        let drive = if image.is_file() && ftl.is_file() {
+            let bytes = fs::read(&ftl).map_err(|e| Error::io(&ftl, "", e))?;
+            let dest_ftl = tmp.path().join(DRIVE_FILE);
+            fsage_sys::write_atomic(&dest_ftl, &bytes)?;
+            Some(DriveRecord {
+                file: DRIVE_FILE.into(),
+                bytes: bytes.len() as u64,
+                sha256: hex(&Sha256::digest(&bytes)),
+            })
+        } else {
+            None
+        };
         let manifest = Manifest {
             format: FORMAT.into(),
             name: opts.name.clone(),
@@ -354,6 +402,7 @@ impl Library {
                 .and_then(|s| s.as_u64()),
             aging: opts.report.clone(),
             note: opts.note.clone(),
+            drive,
         };
         let json =
             serde_json::to_string_pretty(&manifest).map_err(|e| Error::input(e.to_string()))?;
@@ -502,9 +551,30 @@ impl Library {
         Ok(m)
     }
 
-    /// Decompresses snapshot `name` and checks both its checksums, writing nothing.
+    /// Decompresses snapshot `name` and checks its checksums (the drive state's too), writing
+    /// nothing.
     pub fn verify(&self, name: &str) -> Result<Manifest> {
-        self.stream(name, |_, _| Ok(()))
+        let m = self.stream(name, |_, _| Ok(()))?;
+        self.drive_bytes(name, &m)?;
+        Ok(m)
+    }
+
+    /// The snapshot's drive state, read and checked against its manifest; none if it has none.
+    fn drive_bytes(&self, name: &str, m: &Manifest) -> Result<Option<Vec<u8>>> {
+        let Some(d) = &m.drive else {
+            return Ok(None);
+        };
+        let p = self.entry_dir(name).join(&d.file);
+        let bytes = fs::read(&p).map_err(|e| Error::io(&p, "", e))?;
+        let sha = hex(&Sha256::digest(&bytes));
+        if sha != d.sha256 {
+            fsage_lab::fail!(
+                "{}: checksum mismatch: the drive state has SHA-256 {sha}, the manifest says {}",
+                p.display(),
+                d.sha256
+            );
+        }
+        Ok(Some(bytes))
     }
 
     /// Restores snapshot `name` to `target`: an image file (written to a temporary file, renamed
@@ -516,6 +586,27 @@ impl Library {
         let m = self.load(name)?;
         fsage_lab::fs::check_target_safe(target, force)?;
         let device = is_block_device(target);
+        // The drive goes beside an image file (a block device has no place for it); it is read
+        // and checked before anything is written, and an old one is replaced only when forced.
+        let drive = if device {
+            None
+        } else {
+            self.drive_bytes(name, &m)?
+        };
+        let drive_target = fsage_device::state_file_of(target);
+        if !device && drive_target.exists() && !force {
+            return Err(Error::input(format!(
+                "{}: a drive state exists there, which would not match the restored image (force \
+                 its replacement{})",
+                drive_target.display(),
+                if drive.is_some() {
+                    " by the snapshot's own"
+                } else {
+                    "; the snapshot has none, so it is removed"
+                }
+            ))
+            .with_remedy(Remedy::Force));
+        }
         let (f, tmp) = if device {
             let f = OpenOptions::new()
                 .write(true)
@@ -594,10 +685,23 @@ impl Library {
         if let Some(t) = tmp {
             t.persist(target)?;
         }
+        let drive_state = match drive {
+            Some(bytes) => {
+                fsage_sys::write_atomic(&drive_target, &bytes)?;
+                Some(drive_target)
+            }
+            None => {
+                if !device {
+                    let _ = fs::remove_file(&drive_target);
+                }
+                None
+            }
+        };
         Ok(RestoreStats {
             size: m.size,
             data_bytes: m.data_bytes,
             seconds: t0.elapsed().as_secs_f64(),
+            drive_state,
         })
     }
 }
@@ -854,6 +958,7 @@ mod gather_tests {
             profile: None,
             seed: None,
             aging: None,
+            drive: None,
             note: None,
         }
     }

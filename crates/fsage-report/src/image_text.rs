@@ -85,6 +85,20 @@ pub fn show(i: &StoredImage) -> String {
             m.zstd_level
         ),
     );
+    line(
+        "drive",
+        m.drive.as_ref().map_or(
+            "none (restored without a drive state: a device on it starts erased)".into(),
+            |d| {
+                format!(
+                    "the SSD drive state it aged on, {} ({}, sha256 {}): restored beside the image",
+                    d.file,
+                    human_bytes(d.bytes),
+                    d.sha256
+                )
+            },
+        ),
+    );
     line("image sha256", m.checksums.image_sha256.clone());
     line("data sha256", m.checksums.data_sha256.clone());
     line("source", m.source.clone());

@@ -151,6 +151,13 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
                 human_bytes(m.compressed_bytes),
                 m.checksums.image_sha256
             );
+            if let Some(d) = &m.drive {
+                println!(
+                    "with the drive it aged on ({}, {}): restored with the image",
+                    fsage_device::state_file_of(&a.image).display(),
+                    human_bytes(d.bytes)
+                );
+            }
             match (&m.profile, g.profile_from) {
                 (Some(p), Some(from)) if from != "given" => {
                     println!("profile {} recorded, from {from}", p.name)
@@ -245,11 +252,15 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
             let lib = lib.open();
             let s = lib.restore(&name, &target, force)?;
             println!(
-                "restored {name:?} to {} ({}, {} of data) in {:.2}s; checksums verified",
+                "restored {name:?} to {} ({}, {} of data) in {:.2}s; checksums verified{}",
                 target.display(),
                 human_bytes(s.size),
                 human_bytes(s.data_bytes),
-                s.seconds
+                s.seconds,
+                s.drive_state.map_or(String::new(), |p| format!(
+                    "; the drive it aged on to {}",
+                    p.display()
+                ))
             );
             Ok(())
         }

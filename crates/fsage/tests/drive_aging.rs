@@ -87,3 +87,82 @@ fn an_ssd_ages_with_the_file_system_and_a_resumed_run_continues_it() {
         "the drive aged further"
     );
 }
+
+#[test]
+fn the_image_library_keeps_the_drive_an_image_aged_on() {
+    if let Err(why) = need_root_and(&["mkfs.ext4", "losetup"]) {
+        return skip("the_image_library_keeps_the_drive_an_image_aged_on", &why);
+    }
+    let d = tmp();
+    let img = d.path().join("a.img");
+    let lib = d.path().join("lib");
+    fsage_ok([
+        "age",
+        "-p",
+        "meyer",
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        "--write-mode",
+        "write",
+        "--max-ops",
+        "1000",
+        "--device-model",
+        "ssd-sata",
+        s(&img),
+    ]);
+    let drive = std::fs::read(d.path().join("a.img.ftl")).unwrap();
+    let o = fsage_ok([
+        "image",
+        "save",
+        s(&img),
+        "--name",
+        "a",
+        "--library",
+        s(&lib),
+    ]);
+    expect_stdout(&o, "with the drive it aged on");
+    let o = fsage_ok(["image", "show", "a", "--library", s(&lib)]);
+    expect_stdout(&o, "the SSD drive state it aged on");
+
+    // Restored beside the image, byte for byte.
+    let out = d.path().join("b.img");
+    let o = fsage_ok(["image", "restore", "a", s(&out), "--library", s(&lib)]);
+    expect_stdout(&o, "the drive it aged on to");
+    assert_eq!(std::fs::read(d.path().join("b.img.ftl")).unwrap(), drive);
+    // A drive state already there is not replaced unless forced.
+    std::fs::remove_file(&out).unwrap();
+    let o = fsage(["image", "restore", "a", s(&out), "--library", s(&lib)]);
+    expect_code(&o, 2, "a drive state in the way");
+    expect_stderr(&o, "b.img.ftl: a drive state exists there");
+    assert!(!out.exists(), "refused before anything is written");
+    fsage_ok([
+        "image",
+        "restore",
+        "a",
+        s(&out),
+        "--library",
+        s(&lib),
+        "--force",
+    ]);
+
+    // A damaged drive state fails verification and is not restored.
+    let kept = lib.join("a").join("drive.ftl");
+    let mut bytes = std::fs::read(&kept).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&kept, bytes).unwrap();
+    let o = fsage(["image", "verify", "a", "--library", s(&lib)]);
+    expect_code(&o, 1, "a damaged drive state");
+    expect_stdout(&o, "the drive state has SHA-256");
+    let o = fsage([
+        "image",
+        "restore",
+        "a",
+        s(&d.path().join("c.img")),
+        "--library",
+        s(&lib),
+    ]);
+    expect_code(&o, 1, "a damaged drive state is not restored");
+    assert!(!d.path().join("c.img").exists());
+}

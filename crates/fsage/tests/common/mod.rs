@@ -63,6 +63,13 @@ pub fn expect_stderr(o: &Output, needle: &str) {
     assert!(e.contains(needle), "stderr lacks {needle:?}:\n{e}");
 }
 
+/// Panics, showing the stdout, unless it contains `needle`.
+#[track_caller]
+pub fn expect_stdout(o: &Output, needle: &str) {
+    let out = stdout(o);
+    assert!(out.contains(needle), "stdout lacks {needle:?}:\n{out}");
+}
+
 /// Runs `fsage ARGS` and panics (with its output) unless it exits 0.
 pub fn fsage_ok<I, S>(args: I) -> Output
 where
