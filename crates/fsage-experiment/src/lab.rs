@@ -15,9 +15,9 @@
 //! run removes those that are under its own image directory, and nothing else.
 
 use crate::analysis::FlowopLatency;
-use crate::result::Environment;
+use crate::result::{DriveState, Environment};
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
-use crate::spec::{Cell, FsSpec, StateSpec, WorkloadSource};
+use crate::spec::{Cell, DriveSpec, FsSpec, StateSpec, WorkloadSource};
 use crate::{Error, Sample};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_lab::sparse::{copy_image, CopyOptions};
@@ -43,6 +43,16 @@ pub struct BaseImage {
     pub sha256: String,
     /// Seconds it took to make (aging included).
     pub seconds: f64,
+    /// SHA-256 of the drive state its aging left (`KEY.img.ftl`), for a base aged on an SSD
+    /// model; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive_sha256: Option<String>,
+}
+
+/// The cell's device model when it keeps a drive state (an SSD): then aged base images are
+/// aged through it, and the cell's drive is the one its `drive` names.
+fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
+    cell.device_model.as_ref().filter(|m| m.keeps_state())
 }
 
 /// Runs cells on this machine. `out` is the experiment's output directory (aging and layout
@@ -172,6 +182,7 @@ impl LabExecutor {
         for p in [
             image.clone(),
             fsage_lab::fs::sidecar_path(&image),
+            fsage_slowdev::state_file_of(&image),
             meta.clone(),
         ] {
             let _ = std::fs::remove_file(p);
@@ -205,9 +216,14 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } => {
+                let drive = drive_model(cell);
                 obs.event(&Event::Note(&format!(
-                    "aging {} with {label} (once; every cell of this state starts from a copy)",
-                    cell.fs.label
+                    "aging {} with {label}{} (once; every cell of this state starts from a copy)",
+                    cell.fs.label,
+                    drive.map_or(String::new(), |m| format!(
+                        ", writing data, on the drive of model {} (it ages too)",
+                        m.name
+                    ))
                 )));
                 std::fs::create_dir_all(self.out.join("aging"))
                     .map_err(io_at(self.out.display()))?;
@@ -230,6 +246,10 @@ impl LabExecutor {
                         mkfs_opts,
                         device: None,
                     }),
+                    // The drive sees only what is written: aging by fallocate (the default)
+                    // would leave it nearly erased.
+                    write_mode: drive.map(|_| fsage_exec::WriteMode::Write),
+                    device_model: drive.cloned(),
                     ..Default::default()
                 };
                 let mut ao = AgeNotes { obs };
@@ -277,6 +297,13 @@ impl LabExecutor {
         let size = std::fs::metadata(&image)
             .map_err(io_at(image.display()))?
             .len();
+        let ftl = fsage_slowdev::state_file_of(&image);
+        let drive_sha256 = if ftl.exists() {
+            let bytes = std::fs::read(&ftl).map_err(io_at(ftl.display()))?;
+            Some(hex(&Sha256::digest(&bytes)))
+        } else {
+            None
+        };
         let b = BaseImage {
             key: key.clone(),
             image,
@@ -285,6 +312,7 @@ impl LabExecutor {
             size,
             sha256,
             seconds: t0.elapsed().as_secs_f64(),
+            drive_sha256,
         };
         write_json(&meta, &b)?;
         // The output directory keeps a copy: the image directory may be in /dev/shm, gone after
@@ -409,10 +437,55 @@ impl LabExecutor {
         r
     }
 
+    /// The drive state a cell's device starts from (the state file and where it came from), or
+    /// none for an erased drive: the base's own drive, or the drive of the aged state the cell
+    /// names (whose base is made first if it is not there yet).
+    fn drive_of(
+        &mut self,
+        cell: &Cell,
+        base: &BaseImage,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Option<(PathBuf, DriveState)>, Error> {
+        if drive_model(cell).is_none() {
+            return Ok(None);
+        }
+        let from = match &cell.drive {
+            None => base.clone(),
+            Some(DriveSpec::Erased) => return Ok(None),
+            Some(DriveSpec::Of {
+                state,
+                profile_file,
+            }) => {
+                let mut other = cell.clone();
+                other.state = state.clone();
+                other.profile_file = profile_file.clone();
+                other.drive = None;
+                let b = self.base(&other, obs)?;
+                if b.drive_sha256.is_none() {
+                    return Err(Error::operation(format!(
+                        "base image {} has no drive state to run {} on",
+                        b.key, cell.fs.label
+                    )));
+                }
+                b
+            }
+        };
+        Ok(from.drive_sha256.clone().map(|sha256| {
+            (
+                fsage_slowdev::state_file_of(&from.image),
+                DriveState {
+                    base: from.key.clone(),
+                    sha256,
+                },
+            )
+        }))
+    }
+
     fn cell_inner(
         &mut self,
         cell: &Cell,
         base: &BaseImage,
+        drive: Option<DriveState>,
         work: &Path,
         mnt: &Path,
         obs: &mut dyn RunObserver,
@@ -445,9 +518,9 @@ impl LabExecutor {
         };
         let block: PathBuf = match spec {
             Some(mut spec) => {
-                // Base images carry no drive state (an SSD's FTL) yet: every cell starts with a
-                // fresh drive, and the state its device saves goes with the copy.
-                spec.fresh_state = true;
+                // The drive state copied beside the working copy (see `drive_of`), or an erased
+                // drive; what the device saves at the end goes with the copy.
+                spec.fresh_state = drive.is_none();
                 spec.registry = self.registry.root().to_path_buf();
                 let d = SlowDevice::create(&spec)
                     .map_err(step("slow device"))?
@@ -497,7 +570,7 @@ impl LabExecutor {
         };
         let sample = Sample {
             fs: cell.fs.label.clone(),
-            state: cell.state.state(),
+            state: cell.analysis_state(),
             workload: cell.workload.label.clone(),
             latency_us: cell.latency_us,
             device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
@@ -522,12 +595,19 @@ impl LabExecutor {
         }
         Ok(CellRun {
             samples: vec![sample],
-            environment: Some(environment(cell, base, &r.workload_text, dev_json)),
+            environment: Some(Environment {
+                drive_state: drive,
+                ..environment(cell, base, &r.workload_text, dev_json)
+            }),
             workload_report: serde_json::to_value(&r).ok(),
             interrupted: r.interrupted,
             base_seconds: None,
         })
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The largest probe written on a scratch copy of a base image: small, so that it costs seconds.
@@ -602,11 +682,22 @@ impl LabExecutor {
                 profile.clear();
             }
         }
-        let def = serde_json::to_string(&(&cell.fs, &state, cell.image_size, source))
-            .expect("plain data serialises");
-        let h = Sha256::digest(def.as_bytes());
-        let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
-        Ok(format!("{}-{}-{hex}", cell.fs.label, cell.state.id_part()))
+        // An aged base whose drive ages with it (an SSD model) is its own base, per model: the
+        // model's text counts, and its data is written rather than allocated.
+        let drive = match (&cell.state, drive_model(cell)) {
+            (StateSpec::Aged { .. }, Some(m)) => Some(m),
+            _ => None,
+        };
+        let def = match drive {
+            None => serde_json::to_string(&(&cell.fs, &state, cell.image_size, source)),
+            Some(m) => serde_json::to_string(&(&cell.fs, &state, cell.image_size, source, &m.text)),
+        }
+        .expect("plain data serialises");
+        let h = hex(&Sha256::digest(def.as_bytes())[..4]);
+        Ok(match drive {
+            None => format!("{}-{}-{h}", cell.fs.label, cell.state.id_part()),
+            Some(m) => format!("{}-{}-{}-{h}", cell.fs.label, cell.state.id_part(), m.name),
+        })
     }
 }
 
@@ -622,7 +713,14 @@ impl Executor for LabExecutor {
         let _ = std::fs::remove_file(&work);
         let _ = std::fs::remove_file(&state);
         let r = self
-            .cell_inner(cell, &base, &work, &mnt, obs)
+            .drive_of(cell, &base, obs)
+            .and_then(|drive| {
+                // The device starts from this drive state, a copy: the base keeps its own.
+                if let Some((src, _)) = &drive {
+                    std::fs::copy(src, &state).map_err(io_at(state.display()))?;
+                }
+                self.cell_inner(cell, &base, drive.map(|(_, d)| d), &work, &mnt, obs)
+            })
             .map(|r| CellRun { base_seconds, ..r });
         let _ = std::fs::remove_file(&work);
         let _ = std::fs::remove_file(&state);
@@ -683,6 +781,7 @@ fn environment(
         seed: cell.seed,
         workload_text: workload_text.to_string(),
         device,
+        drive_state: None,
     }
 }
 

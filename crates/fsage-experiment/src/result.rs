@@ -38,6 +38,18 @@ pub struct Environment {
     pub workload_text: String,
     /// The slow device's settings, as the device reports them (absent for a plain image).
     pub device: Option<serde_json::Value>,
+    /// The drive state (an SSD model's FTL) the cell's device started from: which base image's
+    /// drive, and the state file's SHA-256; absent for an erased drive or a model without state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive_state: Option<DriveState>,
+}
+
+/// Where a cell's drive state came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriveState {
+    /// The base image whose aging left this drive (`ext4-aged.meyer-ssd-sata-1a2b3c4d`).
+    pub base: String,
+    pub sha256: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -151,6 +151,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         seed: cell.seed,
         workload_text: String::new(),
         device: None,
+        drive_state: None,
     };
     let sample = Sample {
         fs: cell.fs.label.clone(),

@@ -615,3 +615,139 @@ set = { nfiles = 50, nthreads = 1 }
     let devs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(devs.as_array().map_or(0, |a| a.len()), 0, "{devs}");
 }
+
+#[test]
+fn ssd_cells_run_on_the_drive_their_base_aged_and_on_crossed_drives() {
+    let test = "ssd_cells_run_on_the_drive_their_base_aged_and_on_crossed_drives";
+    if let Err(e) = need_root_and(&["mkfs.ext4"]) {
+        skip(test, &e);
+        return;
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return;
+    }
+    let lab = Lab::new();
+    // A small drive with few dies, so that 128 MiB has enough blocks per die.
+    let ssd = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/experiments/geriatrix-ssd/ssd-92.toml"),
+    )
+    .unwrap()
+    .replace("1113MiB", "140MiB")
+    .replace("name = \"ssd-92\"", "name = \"small-ssd\"")
+    .replace(
+        "pages_per_block = { value = 256",
+        "pages_per_block = { value = 64",
+    );
+    std::fs::write(lab.path("small-ssd.toml"), ssd).unwrap();
+    let file = lab.path("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "on-an-ssd"
+duration = "1s"
+warmup = "0s"
+image_size = "128MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[state]]
+kind = "fresh"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 1500
+
+[devices]
+latencies = ["small-ssd.toml"]
+drives = ["own", "erased", "aged.meyer"]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 50, nthreads = 1 }
+"#,
+    )
+    .unwrap();
+    let out = lab.path("out");
+    let o = lab
+        .cmd(&Lab::run_args(&file, &out, &["--quiet"]))
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "experiment run on an SSD model with crossed drives");
+    let cells = cell_files(&out.join("cells"));
+    // fresh on its own drive and on the aged one; aged on its own drive and on an erased one.
+    assert_eq!(cells.len(), 4, "{:?}", cells.keys());
+    let get = |part: &str| -> serde_json::Value {
+        let (_, bytes) = cells
+            .iter()
+            .find(|(n, _)| n.starts_with(part))
+            .unwrap_or_else(|| panic!("no cell {part}: {:?}", cells.keys()));
+        let r: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(r["status"], "done", "{r}");
+        r
+    };
+    let fresh = get("ext4-fresh-varmail-small-ssd-r0");
+    let fresh_aged_drive = get("ext4-fresh-varmail-small-ssd-drive.aged.meyer-r0");
+    let aged = get("ext4-aged.meyer-varmail-small-ssd-r0");
+    let aged_erased = get("ext4-aged.meyer-varmail-small-ssd-drive.erased-r0");
+    // The aged base aged its drive: its cell and the fresh file system's crossed cell start
+    // from that drive (same base, same checksum); the others start erased.
+    let drive = |r: &serde_json::Value| r["environment"]["drive_state"].clone();
+    assert!(drive(&fresh).is_null(), "{}", drive(&fresh));
+    assert!(drive(&aged_erased).is_null(), "{}", drive(&aged_erased));
+    let own = drive(&aged);
+    assert!(
+        own["base"]
+            .as_str()
+            .unwrap()
+            .starts_with("ext4-aged.meyer-small-ssd-"),
+        "{own}"
+    );
+    assert_eq!(own, drive(&fresh_aged_drive));
+    let base: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            out.join("bases")
+                .join(format!("{}.json", own["base"].as_str().unwrap())),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(base["drive_sha256"], own["sha256"]);
+    // The device loaded the drive it was given, and counted the model's work.
+    let note = |r: &serde_json::Value| {
+        r["environment"]["device"]["stats"]["drive_state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        note(&aged).contains("started from the drive state saved"),
+        "{}",
+        note(&aged)
+    );
+    assert!(
+        note(&aged_erased).contains("fresh drive"),
+        "{}",
+        note(&aged_erased)
+    );
+    let programs = &aged["environment"]["device"]["stats"]["model"]["stats"]["programs"];
+    assert!(
+        programs.as_u64().is_some(),
+        "{}",
+        aged["environment"]["device"]
+    );
+    // The analysis sees the crossed cells as states of their own.
+    assert_eq!(
+        fresh_aged_drive["samples"][0]["state"]["kind"], "on_drive",
+        "{}",
+        fresh_aged_drive["samples"][0]
+    );
+    assert_eq!(
+        fresh_aged_drive["samples"][0]["state"]["drive"],
+        "aged.meyer"
+    );
+    assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
+}

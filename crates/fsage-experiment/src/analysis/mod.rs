@@ -41,6 +41,10 @@ pub enum State {
     Aged { profile: String, label: String },
     /// An aged image restored from the library.
     Image { name: String },
+    /// A file system state on a drive that is not its own (an SSD model's drive state:
+    /// `erased`, or the drive an aged state aged, `aged.LABEL`). Compared against fresh like an
+    /// aged state: it is one of the two agings Geriatrix separates.
+    OnDrive { fs: Box<State>, drive: String },
 }
 
 impl State {
@@ -53,6 +57,7 @@ impl State {
             State::Fresh => "fresh".into(),
             State::Aged { label, .. } => format!("aged:{label}"),
             State::Image { name } => format!("image:{name}"),
+            State::OnDrive { fs, drive } => format!("{} on drive {drive}", fs.label()),
         }
     }
 }

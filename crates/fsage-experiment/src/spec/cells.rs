@@ -1,7 +1,9 @@
 //! Expanding the matrix into cells, in run order, and each cell's id: readable parts and a hash
 //! of what the cell measures, stable across runs from other directories and unrelated edits.
 
-use super::types::{Cell, ExperimentSpec, FsSpec, Plan, StateSpec, WorkloadSource, WorkloadSpec};
+use super::types::{
+    Cell, DriveSpec, ExperimentSpec, FsSpec, Plan, StateSpec, WorkloadSource, WorkloadSpec,
+};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -22,10 +24,20 @@ impl ExperimentSpec {
     pub fn plan(&self) -> Plan {
         let mut cells = Vec::new();
         let mut aging_runs = Vec::new();
+        // An aged state is aged once for the plain and fixed-latency devices and the models
+        // without state, and once more on each model that keeps a drive state (its drive ages
+        // with it).
+        let plain =
+            !self.latencies.is_empty() || self.device_models.iter().any(|m| !m.keeps_state());
         for fs in &self.file_systems {
             for st in self.states.iter().filter(|s| s.applies_to(fs)) {
                 if let StateSpec::Aged { label, .. } = st {
-                    aging_runs.push(format!("{} aged:{label}", fs.label));
+                    if plain {
+                        aging_runs.push(format!("{} aged:{label}", fs.label));
+                    }
+                    for m in self.device_models.iter().filter(|m| m.keeps_state()) {
+                        aging_runs.push(format!("{} aged:{label} on {}", fs.label, m.name));
+                    }
                 }
             }
         }
@@ -39,7 +51,14 @@ impl ExperimentSpec {
                     }
                     for m in &self.device_models {
                         for st in self.states.iter().filter(|s| s.applies_to(fs)) {
-                            cells.push(self.cell(fs, st, w, rep, None, Some(m)));
+                            for drive in self.drives_of(m, st) {
+                                let mut c = self.cell(fs, st, w, rep, None, Some(m));
+                                if drive.is_some() {
+                                    c.drive = drive;
+                                    c.id = cell_id(&c);
+                                }
+                                cells.push(c);
+                            }
                         }
                     }
                 }
@@ -76,6 +95,24 @@ impl ExperimentSpec {
             .collect()
     }
 
+    /// The drives a state runs on with model `m`: its own alone unless the model keeps state
+    /// and `drives` asks for more; an erased drive under a fresh file system, and an aged state's
+    /// drive under that state, are its own drive, so they are not made twice.
+    fn drives_of(&self, m: &fsage_device::ModelSpec, st: &StateSpec) -> Vec<Option<DriveSpec>> {
+        if !m.keeps_state() || self.drives.is_empty() {
+            return vec![None];
+        }
+        self.drives
+            .iter()
+            .filter(|d| match (d, st) {
+                (Some(DriveSpec::Erased), StateSpec::Fresh) => false,
+                (Some(DriveSpec::Of { state, .. }), s) => state.id_part() != s.id_part(),
+                _ => true,
+            })
+            .cloned()
+            .collect()
+    }
+
     fn cell(
         &self,
         fs: &FsSpec,
@@ -92,6 +129,7 @@ impl ExperimentSpec {
             state: st.clone(),
             latency_us: lat,
             device_model: model.cloned(),
+            drive: None,
             workload: w.clone(),
             rep,
             seed: self.seed.wrapping_add(rep as u64),
@@ -127,6 +165,13 @@ pub fn cell_id(c: &Cell) -> String {
             *profile = String::new();
         }
     }
+    if let Some(DriveSpec::Of {
+        state: StateSpec::Aged { profile, .. },
+        profile_file: Some(_),
+    }) = &mut key.drive
+    {
+        *profile = String::new();
+    }
     // Serialising plain data cannot fail.
     let json = serde_json::to_string(&key).expect("cells serialise");
     let mut h = Sha256::new();
@@ -138,7 +183,10 @@ pub fn cell_id(c: &Cell) -> String {
         .collect();
     let state = c.state.id_part();
     let lat = match (&c.device_model, c.latency_us) {
-        (Some(m), _) => m.name.clone(),
+        (Some(m), _) => match &c.drive {
+            Some(d) => format!("{}-drive.{}", m.name, d.label()),
+            None => m.name.clone(),
+        },
         (None, None) => "plain".to_string(),
         (None, Some(l)) => format!("{}us", trim_num(l)),
     };

@@ -14,8 +14,8 @@ mod types;
 pub use cells::{cell_id, setup_allowance_s, CELL_FORMAT};
 pub use parser::{load, load_with_text, parse};
 pub use types::{
-    Cell, ExperimentSpec, FsSpec, Plan, ProfileFile, StateSpec, WorkloadSource, WorkloadSpec,
-    BUILTIN_WORKLOADS, FS_KINDS,
+    Cell, DriveSpec, ExperimentSpec, FsSpec, Plan, ProfileFile, StateSpec, WorkloadSource,
+    WorkloadSpec, BUILTIN_WORKLOADS, FS_KINDS,
 };
 
 #[cfg(test)]

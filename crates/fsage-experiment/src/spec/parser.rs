@@ -2,7 +2,7 @@
 //! the column and what is wrong; then validation into an [`ExperimentSpec`].
 
 use super::types::{
-    ExperimentSpec, FsSpec, ProfileFile, StateSpec, WorkloadSource, WorkloadSpec,
+    DriveSpec, ExperimentSpec, FsSpec, ProfileFile, StateSpec, WorkloadSource, WorkloadSpec,
     BUILTIN_WORKLOADS, FS_KINDS,
 };
 use crate::Error;
@@ -62,6 +62,8 @@ struct RawDevices {
     latencies: Vec<Spanned<toml::Value>>,
     #[serde(default)]
     ranges: Vec<Spanned<RawRange>>,
+    #[serde(default)]
+    drives: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +261,14 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         None => (vec![None], Vec::new()),
         Some(d) => devices(&cx, d, image_size)?,
     };
+    let drives = match raw
+        .devices
+        .as_ref()
+        .and_then(|d| d.get_ref().drives.as_ref())
+    {
+        None => Vec::new(),
+        Some(list) => drives(&cx, list, &device_models, &states, &profile_files)?,
+    };
 
     // Workloads.
     if raw.workload.is_empty() {
@@ -290,6 +300,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         states,
         latencies,
         device_models,
+        drives,
         workloads,
         duration_s,
         warmup_s,
@@ -550,6 +561,75 @@ fn devices(
             .collect(),
         models,
     ))
+}
+
+/// `[devices] drives`: `"own"`, `"erased"`, `"aged.LABEL"` (an aged state of this file), each
+/// once, for an experiment with a model that keeps state (an SSD).
+fn drives(
+    cx: &Ctx,
+    list: &Spanned<Vec<Spanned<String>>>,
+    models: &[fsage_device::ModelSpec],
+    states: &[StateSpec],
+    profile_files: &BTreeMap<String, ProfileFile>,
+) -> Result<Vec<Option<DriveSpec>>, Error> {
+    if !models.iter().any(|m| m.keeps_state()) {
+        return Err(cx.at(
+            list.span(),
+            "`drives` needs a device model that keeps a drive state (an SSD, e.g. \"ssd-sata\") \
+             in `latencies`",
+        ));
+    }
+    if list.get_ref().is_empty() {
+        return Err(cx.at(
+            list.span(),
+            "`drives` is empty: give [\"own\"] or leave it out",
+        ));
+    }
+    let mut out: Vec<Option<DriveSpec>> = Vec::new();
+    for d in list.get_ref() {
+        let t = d.get_ref().trim();
+        let drive = match t {
+            "own" => None,
+            "erased" => Some(DriveSpec::Erased),
+            _ => {
+                let known = states
+                    .iter()
+                    .find(|s| matches!(s, StateSpec::Aged { .. }) && s.id_part() == t);
+                let Some(st) = known else {
+                    let aged: Vec<String> = states
+                        .iter()
+                        .filter(|s| matches!(s, StateSpec::Aged { .. }))
+                        .map(|s| format!("\"{}\"", s.id_part()))
+                        .collect();
+                    return Err(cx.at(
+                        d.span(),
+                        format!(
+                            "drive {t:?}: not \"own\", \"erased\" or an aged state of this \
+                             experiment ({})",
+                            if aged.is_empty() {
+                                "it has none".to_string()
+                            } else {
+                                aged.join(", ")
+                            }
+                        ),
+                    ));
+                };
+                let profile_file = match st {
+                    StateSpec::Aged { label, .. } => profile_files.get(label).cloned(),
+                    _ => None,
+                };
+                Some(DriveSpec::Of {
+                    state: st.clone(),
+                    profile_file,
+                })
+            }
+        };
+        if out.contains(&drive) {
+            return Err(cx.at(d.span(), format!("drive {t:?} given twice")));
+        }
+        out.push(drive);
+    }
+    Ok(out)
 }
 
 /// A quantity in the one grammar of fsage-units, from a TOML string (or a number, which is read

@@ -445,3 +445,106 @@ fn cell_ids_are_pinned() {
         ]
     );
 }
+
+#[test]
+fn drives_cross_the_two_agings_on_an_ssd_only() {
+    let with = |devices: &str| {
+        p(&GOOD.replace(
+            "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+            devices,
+        ))
+    };
+    // Without `drives`, an SSD cell runs on its own drive and has the id it would have anyway.
+    let own = with("latencies = [\"ssd-sata\"]").unwrap();
+    let own_ids: Vec<String> = own.plan().cells.iter().map(|c| c.id.clone()).collect();
+    assert_eq!(own_ids.len(), 2 * 2 * 2);
+    assert!(own.plan().cells.iter().all(|c| c.drive.is_none()));
+
+    let s = with(
+        "latencies = [\"ssd-sata\", \"hdd-7200\"]\ndrives = [\"own\", \"erased\", \"aged.meyer\"]",
+    )
+    .unwrap();
+    let plan = s.plan();
+    // Aged once for the disk, once more on the SSD, whose drive ages with it.
+    assert_eq!(
+        plan.aging_runs,
+        [
+            "ext4 aged:meyer",
+            "ext4 aged:meyer on ssd-sata",
+            "xfs aged:meyer",
+            "xfs aged:meyer on ssd-sata"
+        ]
+    );
+    let ext4_ssd_r0: Vec<(String, String)> = plan
+        .cells
+        .iter()
+        .filter(|c| {
+            c.rep == 0
+                && c.fs.label == "ext4"
+                && c.device_model.as_ref().unwrap().name == "ssd-sata"
+        })
+        .map(|c| {
+            (
+                c.state.id_part(),
+                c.drive.as_ref().map_or("own".into(), |d| d.label()),
+            )
+        })
+        .collect();
+    // Fresh: its own (erased) drive and the aged drive; aged: its own drive and an erased one.
+    assert_eq!(
+        ext4_ssd_r0,
+        [
+            ("fresh", "own"),
+            ("fresh", "aged.meyer"),
+            ("aged.meyer", "own"),
+            ("aged.meyer", "erased"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    // The disk keeps no state: its cells are the own-drive ones alone.
+    let hdd = plan
+        .cells
+        .iter()
+        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .count();
+    assert_eq!(hdd, 2 * 2 * 2);
+    // Own-drive cells keep their ids; the others name their drive, and all differ.
+    for c in plan.cells.iter().filter(|c| c.drive.is_none()) {
+        if c.device_model.as_ref().unwrap().name == "ssd-sata" {
+            assert!(own_ids.contains(&c.id), "{}", c.id);
+        }
+    }
+    let crossed = plan.cells.iter().find(|c| c.drive.is_some()).unwrap();
+    assert!(
+        crossed.id.contains("-ssd-sata-drive.aged.meyer-"),
+        "{}",
+        crossed.id
+    );
+    let ids: BTreeSet<&String> = plan.cells.iter().map(|c| &c.id).collect();
+    assert_eq!(ids.len(), plan.cells.len());
+    // The analysis sees the crossed cells as states of their own.
+    assert_eq!(
+        crossed.analysis_state().label(),
+        "fresh on drive aged.meyer"
+    );
+
+    // Errors name the line and what is wrong.
+    let e = with("latencies = [\"hdd-7200\"]\ndrives = [\"erased\"]")
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("x.toml:") && e.contains("keeps a drive state"),
+        "{e}"
+    );
+    let e = with("latencies = [\"ssd-sata\"]\ndrives = [\"aged.nobody\"]")
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("\"aged.nobody\"") && e.contains("\"aged.meyer\""),
+        "{e}"
+    );
+    let e = with("latencies = [\"ssd-sata\"]\ndrives = [\"own\", \"own\"]")
+        .unwrap_err()
+        .message;
+    assert!(e.contains("given twice"), "{e}");
+}

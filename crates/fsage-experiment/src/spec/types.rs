@@ -80,6 +80,35 @@ impl StateSpec {
     }
 }
 
+/// The drive a cell on an SSD model runs on, when it is not the file system's own (the drive
+/// that aged with the base image: erased for a fresh file system, aged with it for an aged one).
+/// Crossing them tells the two agings apart, as Geriatrix asks: an aged file system on an erased
+/// drive, a fresh file system on an aged drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DriveSpec {
+    /// An erased drive (every block free), whatever aged the file system.
+    Erased,
+    /// The drive that aged with another state of the same file system (`aged.LABEL`), as if the
+    /// file system had been made again on it without a discard. The state is kept whole (with
+    /// its profile file's text): the drive's history is part of what the cell measures.
+    Of {
+        state: StateSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        profile_file: Option<ProfileFile>,
+    },
+}
+
+impl DriveSpec {
+    /// As written in `[devices] drives`, and in cell ids and tables: `erased`, `aged.LABEL`.
+    pub fn label(&self) -> String {
+        match self {
+            DriveSpec::Erased => "erased".into(),
+            DriveSpec::Of { state, .. } => state.id_part(),
+        }
+    }
+}
+
 /// Where a workload comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -129,6 +158,10 @@ pub struct ExperimentSpec {
     /// their cells come after the latencies' in each comparison.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_models: Vec<fsage_device::ModelSpec>,
+    /// The drives of the cells on models that keep state (`[devices] drives`): `None` is each
+    /// file system's own drive; the default is that alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drives: Vec<Option<DriveSpec>>,
     pub workloads: Vec<WorkloadSpec>,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -155,6 +188,10 @@ pub struct Cell {
     /// from latency-only cells, whose ids stay what they were before models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_model: Option<fsage_device::ModelSpec>,
+    /// The drive, when it is not the file system's own (only on a model that keeps state);
+    /// absent otherwise, so that other cells keep their ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<DriveSpec>,
     pub workload: WorkloadSpec,
     /// Repetition, from 0.
     pub rep: u32,
@@ -168,6 +205,20 @@ pub struct Cell {
     /// The aged state's profile file (name as written and text), when it is not built in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_file: Option<ProfileFile>,
+}
+
+impl Cell {
+    /// The analysis' view of the cell's state: the file system's state, on a drive that is not
+    /// its own when the cell says so.
+    pub fn analysis_state(&self) -> crate::State {
+        match &self.drive {
+            None => self.state.state(),
+            Some(d) => crate::State::OnDrive {
+                fs: Box::new(self.state.state()),
+                drive: d.label(),
+            },
+        }
+    }
 }
 
 /// The matrix and what it will cost.
