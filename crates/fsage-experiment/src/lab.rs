@@ -14,7 +14,7 @@
 //! aging) is made again. A run killed in a cell leaves a mount or a slow device behind: the next
 //! run removes those that are under its own image directory, and nothing else.
 
-use crate::analysis::FlowopLatency;
+use crate::analysis::{FlashCounters, FlowopLatency};
 use crate::result::{DriveState, Environment};
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, DriveSpec, FsSpec, StateSpec, WorkloadSource};
@@ -544,13 +544,26 @@ impl LabExecutor {
         let target = mnt.join("bench");
         let mut wo = WorkloadNotes { obs };
         let ran = fsage_workload::run(&w, &cfg, &target, &mut wo);
+        let stats = device.as_ref().and_then(|d| d.device().stats().ok());
         let dev_json = device.as_ref().and_then(|d| {
             let mut v = serde_json::to_value(d.device().record()).ok()?;
-            if let (Some(o), Ok(st)) = (v.as_object_mut(), d.device().stats()) {
+            if let (Some(o), Some(st)) = (v.as_object_mut(), &stats) {
                 o.insert("stats".into(), serde_json::to_value(st).ok()?);
             }
             Some(v)
         });
+        // An SSD's counters over the cell (fileset creation and warm-up included).
+        let flash = drive_model(cell)
+            .and(stats.as_ref())
+            .and_then(|st| st.model.as_ref()?.stats.as_ref())
+            .map(|m| FlashCounters {
+                host_pages: m.host_pages,
+                programs: m.programs,
+                gc_copies: m.gc_copies,
+                erases: m.erases,
+                gc_s: m.gc_ns as f64 / 1e9,
+                free_blocks: m.free_blocks,
+            });
         let fin = mounted.finish().map_err(step("unmount"));
         let destroyed = match device {
             // Stopping the daemon under a file system that is still mounted would fail its I/O:
@@ -587,6 +600,7 @@ impl LabExecutor {
                     })
                 })
                 .collect(),
+            flash,
         };
         if rep.overall.ops == 0 && !r.interrupted {
             return Err(Error::operation(

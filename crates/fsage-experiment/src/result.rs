@@ -77,6 +77,44 @@ impl CellResult {
     pub fn is_done(&self) -> bool {
         self.status == CellStatus::Done
     }
+
+    /// The samples the analyses take: as recorded, with an SSD model's counters taken from the
+    /// device's statistics in the environment where a sample lacks them (results written before
+    /// samples carried them).
+    pub fn analysis_samples(&self) -> Vec<crate::Sample> {
+        let ssd = self
+            .cell
+            .device_model
+            .as_ref()
+            .is_some_and(|m| m.keeps_state());
+        let from_env = || {
+            let st = self
+                .environment
+                .as_ref()?
+                .device
+                .as_ref()?
+                .pointer("/stats/model/stats")?;
+            let n = |k: &str| st.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            Some(crate::analysis::FlashCounters {
+                host_pages: n("host_pages"),
+                programs: n("programs"),
+                gc_copies: n("gc_copies"),
+                erases: n("erases"),
+                gc_s: n("gc_ns") as f64 / 1e9,
+                free_blocks: n("free_blocks"),
+            })
+        };
+        self.samples
+            .iter()
+            .map(|s| match (&s.flash, ssd) {
+                (None, true) => crate::Sample {
+                    flash: from_env(),
+                    ..s.clone()
+                },
+                _ => s.clone(),
+            })
+            .collect()
+    }
 }
 
 /// The results read from a directory, and the files that were not cell results.
@@ -147,6 +185,7 @@ mod tests {
                 rep: 0,
                 ops_per_s: 1234.5,
                 flowops: vec![],
+                flash: None,
             }],
             cell,
             status: CellStatus::Failed {

@@ -487,6 +487,7 @@ mod tests {
                     rep: cell.rep,
                     ops_per_s: ops,
                     flowops: vec![],
+                    flash: None,
                 }],
                 ..Default::default()
             })

@@ -162,6 +162,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         rep: cell.rep,
         ops_per_s: ops,
         flowops: fl,
+        flash: None,
     };
     let r = CellResult {
         format: RESULT_FORMAT,

@@ -162,7 +162,7 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
         .cells
         .iter()
         .filter(|c| c.item.is_done())
-        .flat_map(|c| c.item.samples.iter().cloned())
+        .flat_map(|c| c.item.analysis_samples())
         .collect();
     if !samples.is_empty() {
         set.analyses.insert(

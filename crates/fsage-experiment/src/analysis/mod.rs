@@ -89,6 +89,58 @@ pub struct Sample {
     pub ops_per_s: f64,
     #[serde(default)]
     pub flowops: Vec<FlowopLatency>,
+    /// An SSD model's counters over the cell (absent on other devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flash: Option<FlashCounters>,
+}
+
+/// What an SSD model's drive did during one cell: the pages the host wrote, the pages
+/// programmed (the host's and garbage collection's), the pages collection copied, the blocks
+/// erased, the seconds the dies spent collecting, and the free blocks left at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlashCounters {
+    pub host_pages: u64,
+    pub programs: u64,
+    pub gc_copies: u64,
+    pub erases: u64,
+    pub gc_s: f64,
+    pub free_blocks: u64,
+}
+
+impl FlashCounters {
+    /// Pages programmed per page the host wrote (none before it wrote any).
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
+    }
+}
+
+/// Means over the repetitions of a group of the drive's counters (see [`FlashCounters`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlashMeans {
+    /// Total pages programmed / total host pages over the repetitions.
+    pub write_amplification: Option<f64>,
+    pub gc_copies: f64,
+    pub erases: f64,
+    pub gc_s: f64,
+    pub free_blocks: f64,
+}
+
+impl FlashMeans {
+    fn of(xs: &[&FlashCounters]) -> Option<FlashMeans> {
+        if xs.is_empty() {
+            return None;
+        }
+        let n = xs.len() as f64;
+        let sum = |f: &dyn Fn(&FlashCounters) -> f64| xs.iter().map(|x| f(x)).sum::<f64>();
+        let host = sum(&|x| x.host_pages as f64);
+        Some(FlashMeans {
+            write_amplification: (host > 0.0).then(|| sum(&|x| x.programs as f64) / host),
+            gc_copies: sum(&|x| x.gc_copies as f64) / n,
+            erases: sum(&|x| x.erases as f64) / n,
+            gc_s: sum(&|x| x.gc_s) / n,
+            free_blocks: sum(&|x| x.free_blocks as f64) / n,
+        })
+    }
 }
 
 /// Settings of the analyses; the defaults are the slippery-slope study's.
@@ -128,6 +180,9 @@ pub struct GroupMean {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_model: Option<String>,
     pub ops_per_s: MeanCi,
+    /// The SSD drive's counters, averaged (on an SSD model only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flash: Option<FlashMeans>,
 }
 
 /// One aged state against the fresh state of the same file system, workload and latency.
@@ -146,6 +201,11 @@ pub struct AgedVsFresh {
     pub slowdown_percent: f64,
     /// Whether the two 95% intervals are apart (the difference is more than noise).
     pub significant: bool,
+    /// The drive's write amplification fresh and aged (on an SSD model only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_wa: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aged_wa: Option<f64>,
 }
 
 /// The order of the file systems (fastest first) in one state, against the fresh order.
@@ -275,29 +335,31 @@ pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
 /// Mean and interval of ops/s per (workload, device, fs, state), in that order: the device is a
 /// latency (or none), then the device models by name.
 pub fn group_means(samples: &[Sample]) -> Vec<GroupMean> {
-    let mut groups: BTreeMap<GroupKey, (Option<f64>, Vec<f64>)> = BTreeMap::new();
+    type Group<'a> = (Option<f64>, Vec<f64>, Vec<&'a FlashCounters>);
+    let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
     for s in samples {
-        groups
+        let g = groups
             .entry((
                 s.workload.clone(),
                 dev_key(&s.device_model, s.latency_us),
                 s.fs.clone(),
                 s.state.clone(),
             ))
-            .or_insert((s.latency_us, Vec::new()))
-            .1
-            .push(s.ops_per_s);
+            .or_insert((s.latency_us, Vec::new(), Vec::new()));
+        g.1.push(s.ops_per_s);
+        g.2.extend(s.flash.as_ref());
     }
     groups
         .into_iter()
         .map(
-            |((workload, (model, _), fs, state), (latency_us, xs))| GroupMean {
+            |((workload, (model, _), fs, state), (latency_us, xs, flash))| GroupMean {
                 fs,
                 state,
                 workload,
                 latency_us,
                 device_model: model,
                 ops_per_s: MeanCi::of(&xs),
+                flash: FlashMeans::of(&flash),
             },
         )
         .collect()
@@ -337,6 +399,8 @@ pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
                 fresh,
                 aged,
                 slowdown_percent,
+                fresh_wa: f.flash.as_ref().and_then(|x| x.write_amplification),
+                aged_wa: g.flash.as_ref().and_then(|x| x.write_amplification),
             })
         })
         .collect()
@@ -497,6 +561,7 @@ mod tests {
                 p99_us: ops / 10.0,
                 max_us: ops,
             }],
+            flash: None,
         }
     }
     fn aged() -> State {
@@ -681,5 +746,46 @@ mod tests {
             ("xfs", aged(), &[880.0, 882.0]),
         ])));
         assert!(!r.changed && !r.within_noise, "{r:?}");
+    }
+
+    #[test]
+    fn a_drive_on_another_state_is_compared_with_fresh_and_its_counters_averaged() {
+        let flash = |host: u64, programs: u64| FlashCounters {
+            host_pages: host,
+            programs,
+            gc_copies: programs - host,
+            erases: 10,
+            gc_s: 1.5,
+            free_blocks: 4,
+        };
+        let on = |state: State, ops: f64, host: u64, programs: u64| Sample {
+            device_model: Some("ssd".into()),
+            flash: Some(flash(host, programs)),
+            ..s("ext4", state, 0, ops)
+        };
+        let crossed = State::OnDrive {
+            fs: Box::new(State::Fresh),
+            drive: "aged.meyer".into(),
+        };
+        let samples = [
+            on(State::Fresh, 1000.0, 100, 100),
+            on(State::Fresh, 1000.0, 300, 300),
+            on(crossed.clone(), 250.0, 100, 250),
+            on(crossed.clone(), 250.0, 100, 350),
+        ];
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let g = a.means.iter().find(|g| g.state == crossed).unwrap();
+        let f = g.flash.as_ref().unwrap();
+        // Pages over pages: (250 + 350) / (100 + 100).
+        assert_eq!(f.write_amplification, Some(3.0));
+        assert_eq!(f.gc_copies, 200.0);
+        let r = &a.aged_vs_fresh[0];
+        assert_eq!(r.state, crossed);
+        assert_eq!(crossed.label(), "fresh on drive aged.meyer");
+        assert_eq!((r.fresh_wa, r.aged_wa), (Some(1.0), Some(3.0)));
+        assert!((r.slowdown_percent - 75.0).abs() < 1e-9, "{r:?}");
+        // No counters, no drive figures.
+        let plain = analyze(&[s("ext4", State::Fresh, 0, 1.0)], &Default::default());
+        assert!(plain.means[0].flash.is_none());
     }
 }

@@ -745,6 +745,7 @@ mod tests {
             latency_us: Some(l),
             device_model: None,
             ops_per_s: MeanCi::of(&[ops * 0.995, ops * 1.005]),
+            flash: None,
         }
     }
 

@@ -123,6 +123,46 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                 ]
             })
             .collect();
+        // An SSD model's drive: what it did in each group (the aging of the drive shows here).
+        let means_ref = &means;
+        let drive_rows: Vec<Vec<String>> = states
+            .iter()
+            .flat_map(|st| {
+                fss.iter().filter_map(move |fs| {
+                    let m = means_ref.iter().find(|m| &m.fs == fs && &m.state == st)?;
+                    let f = m.flash.as_ref()?;
+                    Some(vec![
+                        fs.clone(),
+                        st.label(),
+                        f.write_amplification
+                            .map_or("–".into(), |w| format!("{w:.2}")),
+                        format!("{:.0}", f.gc_copies),
+                        format!("{:.0}", f.erases),
+                        format!("{:.2}", f.gc_s),
+                        format!("{:.0}", f.free_blocks),
+                    ])
+                })
+            })
+            .collect();
+        let drive_table = if drive_rows.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<p></p>{}",
+                table(
+                    &[
+                        "fs",
+                        "state",
+                        "write amplification",
+                        "GC page copies",
+                        "erases",
+                        "GC busy s",
+                        "free blocks at end"
+                    ],
+                    &drive_rows
+                )
+            )
+        };
         let _ = write!(c, "<h3>{} — {}</h3>", esc(&wl), esc(&lat(&model, l)));
         c.push_str(&fig(&[
             plot_or_note(plots::bars(&chart)),
@@ -143,6 +183,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                 table(&["state", "rank order (fastest first)", "vs fresh"], &ranks)
             ),
         ]));
+        c.push_str(&drive_table);
     }
     p.section(
         Section::AgedVsFresh,
@@ -154,7 +195,83 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
          systems by mean ops/s in each state; ⚑ marks a state whose order changed against the fresh \
          one: a pair of file systems in the other order whose 95% intervals are apart in both \
          states (two or more repetitions each). A swap of means whose intervals overlap in either \
-         state, or that rests on one repetition, is shown as <i>within noise</i> and not flagged.",
+         state, or that rests on one repetition, is shown as <i>within noise</i> and not flagged. \
+         On an SSD model, a state <i>on drive X</i> ran on a drive that is not its own (an erased \
+         one, or the drive another state aged), and a table gives what each group's drive did: \
+         write amplification (pages programmed per page written by the host, over the \
+         repetitions), pages copied and blocks erased by garbage collection and the dies' time \
+         in it (means per cell, fileset creation and warm-up included), and the free blocks left.",
         &c,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::page::Page;
+    use fsage_experiment::analysis::{analyze, FlashCounters, Sample};
+
+    fn crossed_again() -> State {
+        State::OnDrive {
+            fs: Box::new(State::Fresh),
+            drive: "aged.meyer".into(),
+        }
+    }
+
+    #[test]
+    fn an_ssd_group_shows_what_its_drive_did() {
+        let sample = |state: State, ops: f64, programs: u64| Sample {
+            fs: "ext4".into(),
+            state,
+            workload: "fileserver".into(),
+            latency_us: None,
+            device_model: Some("ssd-92".into()),
+            rep: 0,
+            ops_per_s: ops,
+            flowops: vec![],
+            flash: Some(FlashCounters {
+                host_pages: 1000,
+                programs,
+                gc_copies: programs - 1000,
+                erases: 7,
+                gc_s: 0.5,
+                free_blocks: 16,
+            }),
+        };
+        let crossed = State::OnDrive {
+            fs: Box::new(State::Fresh),
+            drive: "aged.meyer".into(),
+        };
+        let a = analyze(
+            &[
+                sample(State::Fresh, 100.0, 1000),
+                sample(crossed, 20.0, 2630),
+            ],
+            &Default::default(),
+        );
+        let mut p = Page::default();
+        render(&mut p, &a, "");
+        for want in [
+            "write amplification",
+            "fresh on drive aged.meyer",
+            "2.63",
+            "1630",
+            "+80.0",
+        ] {
+            assert!(p.body.contains(want), "{want} missing:\n{}", p.body);
+        }
+        // Without a drive's counters there is no drive table.
+        let bare = |s: Sample| Sample { flash: None, ..s };
+        let a = analyze(
+            &[
+                bare(sample(State::Fresh, 100.0, 1000)),
+                bare(sample(crossed_again(), 20.0, 2630)),
+            ],
+            &Default::default(),
+        );
+        let mut p = Page::default();
+        render(&mut p, &a, "");
+        assert!(p.body.contains("+80.0"), "{}", p.body);
+        assert!(!p.body.contains("GC page copies"), "{}", p.body);
+    }
 }

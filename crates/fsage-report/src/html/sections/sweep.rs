@@ -238,6 +238,7 @@ mod tests {
                     rep,
                     ops_per_s: t * (1.0 + 0.001 * rep as f64),
                     flowops: vec![],
+                    flash: None,
                 });
             }
         }
