@@ -172,7 +172,9 @@ impl LabExecutor {
         let image = self.images.join(format!("{key}.img"));
         if let Ok(text) = std::fs::read_to_string(&meta) {
             if let Ok(b) = serde_json::from_str::<BaseImage>(&text) {
-                if b.image == image && image.exists() {
+                let drive_kept =
+                    b.drive_sha256.is_none() || fsage_slowdev::state_file_of(&image).exists();
+                if b.image == image && image.exists() && drive_kept {
                     self.bases.insert(key, b.clone());
                     return Ok(b);
                 }
