@@ -4,10 +4,11 @@
 //! merged when the threads have ended.
 
 use crate::cgroup::MemCgroup;
+use crate::control::{self, Control, Counts};
 use crate::error::{Error, Setting};
 use crate::fileset::{self, Fileset, Layout};
-use crate::flowop::{exec, Buf, Fail, OpenFd};
-use crate::model::{FlowopDef, FlowopKind, MAX_FD};
+use crate::flowop::{exec, Buf, Fail, ThreadIo};
+use crate::model::{FlowopDef, FlowopKind, QuitMode, MAX_FD};
 use crate::result::{
     BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary,
 };
@@ -165,6 +166,17 @@ pub fn run(
             ))
         }
         _ => {}
+    }
+    for n in &model.notes {
+        obs.note(&format!("{}: {n}", w.origin));
+    }
+    let uses_aio = model
+        .threads
+        .iter()
+        .flat_map(|t| &t.flowops)
+        .any(|f| f.kind == FlowopKind::AioWrite);
+    if uses_aio && !crate::aio::io_uring_available() {
+        obs.note("aiowrite: this kernel refuses io_uring, so the writes are synchronous (pwrite) and aiowait has nothing to wait for");
     }
     let names: Vec<String> = model.filesets.iter().map(|f| f.name.clone()).collect();
     check_target(target, &names, cfg.reuse)?;
@@ -438,6 +450,10 @@ struct Shared<'a> {
     error: Mutex<Option<Error>>,
     record: bool,
     flowops: &'a [Vec<FlowopDef>],
+    control: Control,
+    mode: QuitMode,
+    /// Why the first thread that finished did (a finish reached, a fileset used up).
+    done: Mutex<Option<String>>,
 }
 
 impl Shared<'_> {
@@ -528,8 +544,8 @@ fn run_rep(
             Fileset::new(
                 l,
                 d.readonly,
-                uses(FlowopKind::CreateFile),
-                uses(FlowopKind::DeleteFile),
+                uses(FlowopKind::CreateFile) || uses(FlowopKind::MakeDir),
+                uses(FlowopKind::DeleteFile) || uses(FlowopKind::RemoveDir),
             )
         })
         .collect();
@@ -560,6 +576,9 @@ fn run_rep(
         error: Mutex::new(None),
         record: cfg.record_latency,
         flowops: &flowops,
+        control: Control::new(model),
+        mode: model.mode,
+        done: Mutex::new(None),
     };
     let barrier = Gate {
         ready: AtomicU64::new(0),
@@ -642,7 +661,10 @@ fn run_rep(
     if let Some(e) = sh.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
         return Err(e);
     }
-    Ok(merge(w, cfg, rep, n as u64, start, outs, interrupted))
+    let done = sh.done.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let mut r = merge(w, cfg, rep, n as u64, start, outs, interrupted);
+    r.done = done;
+    Ok(r)
 }
 
 fn merge(
@@ -674,7 +696,9 @@ fn merge(
         for (k, f) in o.flows.into_iter().enumerate() {
             let m = &mut merged[o.def][k];
             add(m, &f);
-            add(&mut total, &f);
+            if model.threads[o.def].flowops[k].kind.is_io() {
+                add(&mut total, &f);
+            }
         }
     }
     let stats = |f: &FlowStats| -> OpStats {
@@ -701,9 +725,26 @@ fn merge(
             enospc: f.enospc,
         }
     };
-    let mut flowops = Vec::new();
+    let mut flowops: Vec<FlowopResult> = Vec::new();
     for (d, t) in model.threads.iter().enumerate() {
+        // A composite flowop expanded several times repeats its flowops' names: one row each.
         for (k, f) in t.flowops.iter().enumerate() {
+            if let Some(first) = t.flowops[..k]
+                .iter()
+                .position(|x| x.name == f.name && x.kind == f.kind)
+            {
+                let (a, b) = merged[d].split_at_mut(k);
+                add(&mut a[first], &b[0]);
+                b[0] = FlowStats::default();
+            }
+        }
+        for (k, f) in t.flowops.iter().enumerate() {
+            if t.flowops[..k]
+                .iter()
+                .any(|x| x.name == f.name && x.kind == f.kind)
+            {
+                continue;
+            }
             flowops.push(FlowopResult {
                 name: f.name.clone(),
                 kind: f.kind.name().into(),
@@ -727,6 +768,7 @@ fn merge(
         flowops,
         overall,
         interrupted,
+        done: None,
     }
 }
 
@@ -771,8 +813,15 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
         .max()
         .unwrap_or(1 << 20)
         .max(4096) as usize;
-    let mut buf = Buf::new(iomax, &mut rng);
-    let mut fds: Vec<Option<OpenFd>> = (0..MAX_FD).map(|_| None).collect();
+    let buf = Buf::new(iomax, &mut rng);
+    let mut tio = ThreadIo {
+        fds: (0..MAX_FD).map(|_| None).collect(),
+        last: vec![None; MAX_FD as usize],
+        buf,
+        rng,
+        aio: None,
+    };
+    let mut counts = Counts::new(flowops.len());
     let mut flows: Vec<FlowStats> = flowops
         .iter()
         .map(|_| FlowStats {
@@ -838,8 +887,28 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 };
                 // The latency does not include the sample's clock reads.
                 let t0 = if sample { Instant::now() } else { t0 };
-                let r = exec(&sh.filesets, f, &mut fds, &mut buf, &mut rng, &stop_now);
+                let r = if f.kind.is_pacing() {
+                    control::exec(&sh.control, flowops, k, &mut counts, &stop_now).map(|()| (0, 0))
+                } else {
+                    exec(&sh.filesets, f, &mut tio, &stop_now)
+                };
                 let t1 = Instant::now();
+                if let Ok((rd, wr)) = r {
+                    counts.add(k, f.kind, rd + wr);
+                    if sh.control.global && f.kind.is_io() {
+                        sh.control.ops.fetch_add(1, Relaxed);
+                        sh.control.bytes.fetch_add(rd + wr, Relaxed);
+                    }
+                }
+                // A fileset used up ends the thread in a run-until-done workload.
+                let r = match r {
+                    Err(Fail::Fatal(Error::RunDry { fileset, msg }))
+                        if sh.mode != QuitMode::Timeout =>
+                    {
+                        Err(Fail::Done(format!("fileset {fileset} used up ({msg})")))
+                    }
+                    r => r,
+                };
                 match r {
                     Ok((rd, wr)) => {
                         if counted {
@@ -871,6 +940,24 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                         }
                     }
                     Err(Fail::Stopped) => break 'run,
+                    Err(Fail::Done(why)) => {
+                        let finish = matches!(
+                            f.kind,
+                            FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
+                        );
+                        let mut d = sh.done.lock().unwrap_or_else(|e| e.into_inner());
+                        if d.is_none() {
+                            *d = Some(why);
+                        }
+                        drop(d);
+                        if finish || sh.mode == QuitMode::FirstDone {
+                            sh.stop.store(true, Relaxed);
+                        }
+                        if counted {
+                            last_end = Some(t1);
+                        }
+                        break 'run;
+                    }
                     Err(Fail::Fatal(e)) => {
                         sh.fail(e);
                         break 'run;
@@ -882,12 +969,7 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
         }
     }
     let cpu_ns = measuring.then(|| thread_cpu_ns().saturating_sub(cpu0));
-    for slot in fds.iter_mut() {
-        if let Some(o) = slot.take() {
-            drop(o.fd);
-            sh.filesets[o.fileset].release(o.entry);
-        }
-    }
+    tio.close_all(&sh.filesets);
     sh.finished.fetch_add(1, Relaxed);
     ThreadOut {
         def,

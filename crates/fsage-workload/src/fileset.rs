@@ -9,8 +9,7 @@
 //! file another thread holds open is never deleted under it.
 
 use crate::error::Error;
-use crate::gamma;
-use crate::model::{FilesetDef, SizeDist};
+use crate::model::FilesetDef;
 use fsage_plan::Rng;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -30,6 +29,8 @@ pub struct Layout {
     pub entries: Vec<Entry>,
     /// Directories that hold files (the leaves of the tree).
     pub leaf_dirs: u64,
+    /// The entries are directories (`leafdirs=`), not files.
+    pub entry_dirs: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -86,17 +87,18 @@ pub fn plan(def: &FilesetDef, target: &Path, seed: u64) -> Layout {
     let mut entries: Vec<Entry> = (0..n)
         .map(|i| {
             let leaf = (i as u128 * leaves as u128 / n as u128) as u64;
-            let size = match def.size {
-                SizeDist::Fixed(b) => b,
-                SizeDist::Gamma { mean, shape } => gamma::size(&mut rng, mean, shape),
-            };
+            let size = def.size.sample(&mut rng);
             let dir = if depth > 0 {
                 leaf_path(leaf)
             } else {
                 PathBuf::new()
             };
             Entry {
-                rel: dir.join(format!("f{i:0fw$}")),
+                rel: dir.join(if def.dirs {
+                    format!("l{i:0fw$}")
+                } else {
+                    format!("f{i:0fw$}")
+                }),
                 size,
                 prealloc: false,
             }
@@ -116,6 +118,7 @@ pub fn plan(def: &FilesetDef, target: &Path, seed: u64) -> Layout {
         dirs,
         entries,
         leaf_dirs: leaves,
+        entry_dirs: def.dirs,
     }
 }
 
@@ -169,7 +172,21 @@ impl Layout {
         for (i, e) in self.entries.iter().enumerate() {
             let p = self.root.join(&e.rel);
             let meta = std::fs::symlink_metadata(&p).ok();
-            if e.prealloc {
+            if self.entry_dirs {
+                match (e.prealloc, meta.as_ref().map(|m| m.is_dir())) {
+                    (true, Some(true)) | (false, None) => {}
+                    (true, None) => mkdir(&p)?,
+                    (false, Some(true)) => {
+                        std::fs::remove_dir(&p).map_err(|err| Error::io("removing", &p, err))?
+                    }
+                    (_, Some(false)) => {
+                        return Err(Error::Target(format!(
+                            "{}: not a directory where the fileset keeps one",
+                            p.display()
+                        )))
+                    }
+                }
+            } else if e.prealloc {
                 if meta
                     .as_ref()
                     .is_some_and(|m| m.is_file() && m.len() == e.size)
@@ -309,6 +326,8 @@ pub enum Want {
 pub struct Fileset {
     pub name: String,
     pub readonly: bool,
+    /// The entries are directories.
+    pub dirs: bool,
     pub paths: Vec<CString>,
     pub sizes: Vec<u64>,
     pool: Mutex<Pool>,
@@ -342,6 +361,7 @@ impl Fileset {
         Fileset {
             name: layout.name.clone(),
             readonly,
+            dirs: layout.entry_dirs,
             paths: layout
                 .entries
                 .iter()
@@ -367,7 +387,39 @@ impl Fileset {
         rng: &mut Rng,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<u32>, Error> {
+        self.take_at(want, None, rng, stop)
+    }
+
+    /// [`Fileset::take`], preferring entry `at` (`indexed=`) when it is in a state `want` can
+    /// take; otherwise one drawn at random.
+    pub fn take_at(
+        &self,
+        want: Want,
+        at: Option<u32>,
+        rng: &mut Rng,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<u32>, Error> {
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = at.filter(|&e| (e as usize) < pool.state.len()) {
+            let st = pool.state[e as usize];
+            let ok = match want {
+                Want::Create => st == State::Free,
+                Want::Delete => st == State::Idle,
+                Want::Open => st == State::Idle || st == State::Open,
+            };
+            if ok {
+                match want {
+                    Want::Create | Want::Delete => pool.enter(e, State::Transit),
+                    Want::Open => {
+                        pool.refs[e as usize] += 1;
+                        if st == State::Idle {
+                            pool.enter(e, State::Open);
+                        }
+                    }
+                }
+                return Ok(Some(e));
+            }
+        }
         let began = Instant::now();
         loop {
             let avail = match want {
@@ -515,6 +567,8 @@ mod tests {
             prealloc,
             readonly: false,
             reuse: false,
+            single_file: false,
+            dirs: false,
             line: 1,
         }
     }

@@ -31,10 +31,27 @@ pub enum FlowopKind {
     Fsync,
     DeleteFile,
     StatFile,
+    MakeDir,
+    RemoveDir,
+    ListDir,
+    AioWrite,
+    AioWait,
+    SemBlock,
+    SemPost,
+    Block,
+    Wakeup,
+    Hog,
+    Delay,
+    EventLimit,
+    IopsLimit,
+    OpsLimit,
+    BwLimit,
+    FinishOnCount,
+    FinishOnBytes,
 }
 
 impl FlowopKind {
-    pub const ALL: [FlowopKind; 12] = [
+    pub const ALL: [FlowopKind; 29] = [
         FlowopKind::CreateFile,
         FlowopKind::OpenFile,
         FlowopKind::CloseFile,
@@ -47,6 +64,23 @@ impl FlowopKind {
         FlowopKind::Fsync,
         FlowopKind::DeleteFile,
         FlowopKind::StatFile,
+        FlowopKind::MakeDir,
+        FlowopKind::RemoveDir,
+        FlowopKind::ListDir,
+        FlowopKind::AioWrite,
+        FlowopKind::AioWait,
+        FlowopKind::SemBlock,
+        FlowopKind::SemPost,
+        FlowopKind::Block,
+        FlowopKind::Wakeup,
+        FlowopKind::Hog,
+        FlowopKind::Delay,
+        FlowopKind::EventLimit,
+        FlowopKind::IopsLimit,
+        FlowopKind::OpsLimit,
+        FlowopKind::BwLimit,
+        FlowopKind::FinishOnCount,
+        FlowopKind::FinishOnBytes,
     ];
 
     pub fn name(self) -> &'static str {
@@ -63,6 +97,23 @@ impl FlowopKind {
             FlowopKind::Fsync => "fsync",
             FlowopKind::DeleteFile => "deletefile",
             FlowopKind::StatFile => "statfile",
+            FlowopKind::MakeDir => "makedir",
+            FlowopKind::RemoveDir => "removedir",
+            FlowopKind::ListDir => "listdir",
+            FlowopKind::AioWrite => "aiowrite",
+            FlowopKind::AioWait => "aiowait",
+            FlowopKind::SemBlock => "semblock",
+            FlowopKind::SemPost => "sempost",
+            FlowopKind::Block => "block",
+            FlowopKind::Wakeup => "wakeup",
+            FlowopKind::Hog => "hog",
+            FlowopKind::Delay => "delay",
+            FlowopKind::EventLimit => "eventlimit",
+            FlowopKind::IopsLimit => "iopslimit",
+            FlowopKind::OpsLimit => "opslimit",
+            FlowopKind::BwLimit => "bwlimit",
+            FlowopKind::FinishOnCount => "finishoncount",
+            FlowopKind::FinishOnBytes => "finishonbytes",
         }
     }
 
@@ -70,7 +121,7 @@ impl FlowopKind {
         FlowopKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// Flowops that pick a file of a fileset themselves.
+    /// Flowops that pick a file (or directory) of a fileset themselves.
     pub fn needs_fileset(self) -> bool {
         matches!(
             self,
@@ -78,7 +129,15 @@ impl FlowopKind {
                 | FlowopKind::OpenFile
                 | FlowopKind::DeleteFile
                 | FlowopKind::StatFile
+                | FlowopKind::MakeDir
+                | FlowopKind::RemoveDir
+                | FlowopKind::ListDir
         )
+    }
+
+    /// Flowops whose fileset must hold directories (`leafdirs=`); listdir takes either.
+    pub fn on_dirs(self) -> bool {
+        matches!(self, FlowopKind::MakeDir | FlowopKind::RemoveDir)
     }
 
     /// Flowops that move `iosize` bytes at a time and have no default for it.
@@ -89,7 +148,34 @@ impl FlowopKind {
                 | FlowopKind::Write
                 | FlowopKind::AppendFile
                 | FlowopKind::AppendFileRand
+                | FlowopKind::AioWrite
         )
+    }
+
+    pub fn needs_value(self) -> bool {
+        matches!(
+            self,
+            FlowopKind::FinishOnCount
+                | FlowopKind::FinishOnBytes
+                | FlowopKind::Hog
+                | FlowopKind::Delay
+        )
+    }
+
+    pub fn needs_target(self) -> bool {
+        matches!(self, FlowopKind::SemPost | FlowopKind::Wakeup)
+    }
+
+    /// Operations on files and directories: they make the IO summary and the counts that
+    /// `finishoncount`, `opslimit` and `iopslimit` read. The others (limits, semaphores, hog,
+    /// delay, finish) only pace the threads and are listed apart.
+    pub fn is_io(self) -> bool {
+        (self as usize) <= FlowopKind::AioWait as usize && self != FlowopKind::AioWait
+    }
+
+    /// Flowops that only pace the thread (run by the engine's control module).
+    pub fn is_pacing(self) -> bool {
+        !self.is_io() && self != FlowopKind::AioWait
     }
 
     /// Reads data (for the read/write split of the summary).
@@ -104,6 +190,7 @@ impl FlowopKind {
                 | FlowopKind::WriteWholeFile
                 | FlowopKind::AppendFile
                 | FlowopKind::AppendFileRand
+                | FlowopKind::AioWrite
         )
     }
 }
@@ -124,6 +211,11 @@ impl Buf {
         Buf { v, off }
     }
     fn get(&mut self, n: usize) -> &mut [u8] {
+        if self.off + n > self.v.len() {
+            // A drawn iosize above the buffer: grow it (the data stays incompressible).
+            let mut rng = Rng::new(self.v.len() as u64);
+            *self = Buf::new(n, &mut rng);
+        }
         &mut self.v[self.off..self.off + n]
     }
 }
@@ -139,16 +231,43 @@ pub(crate) struct OpenFd {
 }
 
 /// Why a flowop did not complete: a full file system (counted, the run goes on), a stop asked
-/// for while it waited for a file, or an error that ends the run.
+/// for while it waited for a file, the thread is done (a finish reached, a fileset used up in a
+/// run-until-done workload), or an error that ends the run.
 pub(crate) enum Fail {
     Enospc,
     Stopped,
+    Done(String),
     Fatal(Error),
 }
 
 impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         Fail::Fatal(e)
+    }
+}
+
+/// What one thread keeps between its flowops: open files, the last file each fd held (for a
+/// `deletefile` by fd), its buffer and generator, and its asynchronous I/O ring.
+pub(crate) struct ThreadIo {
+    pub(crate) fds: Vec<Option<OpenFd>>,
+    pub(crate) last: Vec<Option<(usize, u32)>>,
+    pub(crate) buf: Buf,
+    pub(crate) rng: Rng,
+    pub(crate) aio: Option<crate::aio::Aio>,
+}
+
+impl ThreadIo {
+    /// Closes every file (after waiting for its asynchronous writes) and gives the entries back.
+    pub(crate) fn close_all(&mut self, filesets: &[Fileset]) {
+        if let Some(a) = &mut self.aio {
+            let _ = a.wait_all();
+        }
+        for slot in self.fds.iter_mut() {
+            if let Some(o) = slot.take() {
+                drop(o.fd);
+                filesets[o.fileset].release(o.entry);
+            }
+        }
     }
 }
 
@@ -168,6 +287,25 @@ fn workload_err(f: &FlowopDef, msg: String) -> Fail {
         flowop: f.name.clone(),
         msg,
     })
+}
+
+/// Takes an entry of fileset `fi` for `want`: the `indexed=` one when it is free for it, else
+/// one drawn at random.
+fn take(
+    fs: &Fileset,
+    want: Want,
+    f: &FlowopDef,
+    rng: &mut Rng,
+    stop: &dyn Fn() -> bool,
+) -> Result<u32, Fail> {
+    let at = f
+        .indexed
+        .as_ref()
+        .map(|p| (p.get(rng) % fs.paths.len().max(1) as u64) as u32);
+    match fs.take_at(want, at, rng, stop)? {
+        Some(e) => Ok(e),
+        None => Err(Fail::Stopped),
+    }
 }
 
 /// Opens an entry of fileset `fi` for the flowop (a hold on it is already taken).
@@ -211,34 +349,44 @@ fn open_entry(
 }
 
 /// The open file an I/O flowop works on: its fd, or (with a fileset and an empty fd) a file of
-/// that fileset opened now and kept open, as Filebench's webserver log appends expect.
-fn io_fd<'a>(
+/// that fileset opened now and kept open, as Filebench's webserver log appends expect
+/// (`opennext`: a new file of the fileset every time).
+fn io_fd(
     filesets: &[Fileset],
     f: &FlowopDef,
-    fds: &'a mut [Option<OpenFd>],
-    rng: &mut Rng,
+    t: &mut ThreadIo,
     stop: &dyn Fn() -> bool,
-) -> Result<&'a mut OpenFd, Fail> {
+) -> Result<(), Fail> {
     let slot = f.fd as usize;
-    if fds[slot].is_none() {
-        let Some(fi) = f.fileset else {
+    if f.opennext && f.fileset_name.is_some() {
+        if let Some(o) = t.fds[slot].take() {
+            if let Some(a) = &mut t.aio {
+                a.wait_all().map_err(Fail::Fatal)?;
+            }
+            drop(o.fd);
+            filesets[o.fileset].release(o.entry);
+        }
+    }
+    if t.fds[slot].is_none() {
+        let Some(fi) = f.fileset.filter(|_| f.fileset_name.is_some()) else {
             return Err(workload_err(
                 f,
                 format!("fd {} is not open (open it with openfile or createfile first, or give filesetname)", f.fd),
             ));
         };
-        let Some(e) = filesets[fi].take(Want::Open, rng, stop)? else {
-            return Err(Fail::Stopped);
-        };
+        let e = take(&filesets[fi], Want::Open, f, &mut t.rng, stop)?;
         match open_entry(filesets, fi, e, false, f) {
-            Ok(o) => fds[slot] = Some(o),
+            Ok(o) => {
+                t.last[slot] = Some((fi, e));
+                t.fds[slot] = Some(o)
+            }
             Err(x) => {
                 filesets[fi].release(e);
                 return Err(x);
             }
         }
     }
-    let o = fds[slot].as_mut().expect("slot filled above");
+    let o = t.fds[slot].as_mut().expect("slot filled above");
     if f.directio && !o.direct {
         let fl = rustix::fs::fcntl_getfl(&o.fd)
             .map_err(|e| errno_fail(e, "fcntl", f, &filesets[o.fileset].paths[o.entry as usize]))?;
@@ -252,7 +400,7 @@ fn io_fd<'a>(
         })?;
         o.direct = true;
     }
-    Ok(o)
+    Ok(())
 }
 
 fn write_at(fd: &OwnedFd, data: &[u8], off: u64, dsync: bool) -> Result<usize, Errno> {
@@ -263,35 +411,64 @@ fn write_at(fd: &OwnedFd, data: &[u8], off: u64, dsync: bool) -> Result<usize, E
     }
 }
 
-/// One flowop; `Ok((bytes read, bytes written))`.
+/// This operation's I/O size: fixed, or drawn from `iosize=$randvar` (at least 1 byte).
+fn iosize_of(f: &FlowopDef, rng: &mut Rng) -> usize {
+    match &f.iosize_dist {
+        Some(r) => r.sample(rng).clamp(1, 1 << 30) as usize,
+        None => f.iosize.unwrap_or(1 << 20) as usize,
+    }
+}
+
+/// The offset of a `read`/`write`/`aiowrite`: random in the file (or its working set) with
+/// `random`, else where the last one ended, from the start again at the end of the file. A file
+/// planned empty (`define file` without a size) is written on and on.
+fn offset_of(f: &FlowopDef, o: &mut OpenFd, size: u64, io: u64, rng: &mut Rng) -> u64 {
+    let span = if f.workingset > 0 {
+        size.min(f.workingset).max(io)
+    } else {
+        size
+    };
+    if f.random {
+        let span = if size == 0 && f.workingset > 0 {
+            f.workingset
+        } else {
+            span
+        };
+        rng.below((span / io).max(1)) * io
+    } else {
+        if size > 0 && o.off + io > span.max(io) {
+            o.off = 0;
+        }
+        o.off
+    }
+}
+
+/// One flowop that moves data or changes the tree; `Ok((bytes read, bytes written))`.
 pub(crate) fn exec(
     filesets: &[Fileset],
     f: &FlowopDef,
-    fds: &mut [Option<OpenFd>],
-    buf: &mut Buf,
-    rng: &mut Rng,
+    t: &mut ThreadIo,
     stop: &dyn Fn() -> bool,
 ) -> Result<(u64, u64), Fail> {
     let slot = f.fd as usize;
-    let iosize = f.iosize.unwrap_or(1 << 20) as usize;
+    let iosize = iosize_of(f, &mut t.rng);
     match f.kind {
         FlowopKind::CreateFile | FlowopKind::OpenFile => {
-            if fds[slot].is_some() {
+            if t.fds[slot].is_some() {
                 return Err(workload_err(f, format!("fd {} is already open", f.fd)));
             }
             let fi = f.fileset.expect("checked by the parser");
             let create = f.kind == FlowopKind::CreateFile;
             let want = if create { Want::Create } else { Want::Open };
             let fs = &filesets[fi];
-            let Some(e) = fs.take(want, rng, stop)? else {
-                return Err(Fail::Stopped);
-            };
+            let e = take(fs, want, f, &mut t.rng, stop)?;
             match open_entry(filesets, fi, e, create, f) {
                 Ok(o) => {
                     if create {
                         fs.created(e);
                     }
-                    fds[slot] = Some(o);
+                    t.fds[slot] = Some(o);
+                    t.last[slot] = Some((fi, e));
                     Ok((0, 0))
                 }
                 Err(x) => {
@@ -305,173 +482,326 @@ pub(crate) fn exec(
             }
         }
         FlowopKind::CloseFile => {
-            let Some(o) = fds[slot].take() else {
+            let Some(o) = t.fds[slot].take() else {
                 return Err(workload_err(f, format!("fd {} is not open", f.fd)));
             };
+            if let Some(a) = &mut t.aio {
+                a.wait_all().map_err(Fail::Fatal)?;
+            }
             drop(o.fd);
             filesets[o.fileset].release(o.entry);
             Ok((0, 0))
         }
-        FlowopKind::DeleteFile | FlowopKind::StatFile => {
-            let fi = f.fileset.expect("checked by the parser");
+        FlowopKind::DeleteFile if f.fileset_name.is_none() => {
+            // By fd: the file open there (closed first), or the last one it held.
+            if let Some(o) = t.fds[slot].take() {
+                drop(o.fd);
+                filesets[o.fileset].release(o.entry);
+            }
+            let Some((fi, e)) = t.last[slot].take() else {
+                return Err(workload_err(
+                    f,
+                    format!("fd {} never held a file to delete", f.fd),
+                ));
+            };
             let fs = &filesets[fi];
-            let del = f.kind == FlowopKind::DeleteFile;
-            let Some(e) = fs.take(if del { Want::Delete } else { Want::Open }, rng, stop)? else {
-                return Err(Fail::Stopped);
+            let e = match fs.take_at(Want::Delete, Some(e), &mut t.rng, stop)? {
+                Some(e) => e,
+                None => return Err(Fail::Stopped),
             };
             let path = fs.paths[e as usize].as_c_str();
-            if del {
-                match rustix::fs::unlink(path) {
+            match rustix::fs::unlink(path) {
+                Ok(()) => {
+                    fs.deleted(e);
+                    Ok((0, 0))
+                }
+                Err(err) => {
+                    fs.delete_failed(e);
+                    Err(errno_fail(err, "unlink", f, path))
+                }
+            }
+        }
+        FlowopKind::DeleteFile
+        | FlowopKind::StatFile
+        | FlowopKind::MakeDir
+        | FlowopKind::RemoveDir
+        | FlowopKind::ListDir => {
+            let fi = f.fileset.expect("checked by the parser");
+            let fs = &filesets[fi];
+            let want = match f.kind {
+                FlowopKind::DeleteFile | FlowopKind::RemoveDir => Want::Delete,
+                FlowopKind::MakeDir => Want::Create,
+                _ => Want::Open,
+            };
+            let e = take(fs, want, f, &mut t.rng, stop)?;
+            let path = fs.paths[e as usize].as_c_str();
+            match f.kind {
+                FlowopKind::DeleteFile | FlowopKind::RemoveDir => {
+                    let r = if f.kind == FlowopKind::DeleteFile {
+                        rustix::fs::unlink(path)
+                    } else {
+                        rustix::fs::rmdir(path)
+                    };
+                    match r {
+                        Ok(()) => {
+                            fs.deleted(e);
+                            Ok((0, 0))
+                        }
+                        Err(err) => {
+                            fs.delete_failed(e);
+                            Err(errno_fail(err, "unlink", f, path))
+                        }
+                    }
+                }
+                FlowopKind::MakeDir => match rustix::fs::mkdir(path, Mode::from_raw_mode(0o755)) {
                     Ok(()) => {
-                        fs.deleted(e);
+                        fs.created(e);
+                        fs.release(e);
                         Ok((0, 0))
                     }
                     Err(err) => {
-                        fs.delete_failed(e);
-                        Err(errno_fail(err, "unlink", f, path))
+                        fs.create_failed(e);
+                        Err(errno_fail(err, "mkdir", f, path))
                     }
+                },
+                FlowopKind::ListDir => {
+                    // The directory itself (leafdirs) or the one holding the file.
+                    let dir = if fs.dirs {
+                        std::path::PathBuf::from(path.to_string_lossy().into_owned())
+                    } else {
+                        std::path::Path::new(&*path.to_string_lossy())
+                            .parent()
+                            .map(|p| p.to_path_buf())
+                            .unwrap_or_default()
+                    };
+                    let r = list_dir(&dir);
+                    fs.release(e);
+                    r.map(|n| (n, 0))
+                        .map_err(|err| errno_fail(err, "readdir", f, path))
                 }
-            } else {
-                let r = rustix::fs::stat(path);
-                fs.release(e);
-                r.map(|_| (0, 0))
-                    .map_err(|err| errno_fail(err, "stat", f, path))
+                _ => {
+                    let r = rustix::fs::stat(path);
+                    fs.release(e);
+                    r.map(|_| (0, 0))
+                        .map_err(|err| errno_fail(err, "stat", f, path))
+                }
             }
         }
         FlowopKind::Fsync => {
-            let Some(o) = fds[slot].as_ref() else {
+            let Some(o) = t.fds[slot].as_ref() else {
                 return Err(workload_err(f, format!("fd {} is not open", f.fd)));
             };
             rustix::fs::fsync(&o.fd).map(|_| (0, 0)).map_err(|e| {
                 errno_fail(e, "fsync", f, &filesets[o.fileset].paths[o.entry as usize])
             })
         }
+        _ => exec_data(filesets, f, t, iosize, stop),
+    }
+}
+
+/// The flowops of [`exec`] that write or read at an offset, split off for the borrow checker.
+fn exec_data(
+    filesets: &[Fileset],
+    f: &FlowopDef,
+    t: &mut ThreadIo,
+    iosize: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<(u64, u64), Fail> {
+    match f.kind {
         FlowopKind::ReadWholeFile => {
-            let o = io_fd(filesets, f, fds, rng, stop)?;
-            let b = buf.get(iosize);
-            let mut off = 0u64;
-            loop {
-                match rustix::io::pread(&o.fd, &mut *b, off) {
-                    Ok(n) => {
-                        off += n as u64;
-                        if n < iosize {
-                            break;
+            let mut buf = std::mem::replace(
+                &mut t.buf,
+                Buf {
+                    v: Vec::new(),
+                    off: 0,
+                },
+            );
+            let r = (|| {
+                io_fd(filesets, f, t, stop)?;
+                let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
+                let b = buf.get(iosize);
+                let mut off = 0u64;
+                loop {
+                    match rustix::io::pread(&o.fd, &mut *b, off) {
+                        Ok(n) => {
+                            off += n as u64;
+                            if n < iosize {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            return Err(errno_fail(
+                                e,
+                                "read",
+                                f,
+                                &filesets[o.fileset].paths[o.entry as usize],
+                            ))
                         }
                     }
-                    Err(e) => {
-                        return Err(errno_fail(
-                            e,
-                            "read",
-                            f,
-                            &filesets[o.fileset].paths[o.entry as usize],
-                        ))
-                    }
                 }
-            }
-            o.size = Some(off);
-            Ok((off, 0))
+                o.size = Some(off);
+                Ok((off, 0))
+            })();
+            t.buf = buf;
+            r
         }
         FlowopKind::WriteWholeFile => {
             let src = f.srcfd.unwrap_or(f.fd) as usize;
-            let size = match fds[src].as_ref() {
+            let size = match t.fds[src].as_ref() {
                 Some(s) => filesets[s.fileset].sizes[s.entry as usize],
                 None => {
                     return Err(workload_err(f, format!("srcfd {src} is not open")));
                 }
             };
-            let o = io_fd(filesets, f, fds, rng, stop)?;
-            let mut off = 0u64;
-            while off < size {
-                let n = (size - off).min(iosize as u64) as usize;
-                let b = buf.get(n);
-                match write_at(&o.fd, b, off, f.dsync) {
-                    Ok(k) => off += k as u64,
-                    Err(e) => {
-                        return Err(errno_fail(
-                            e,
-                            "write",
-                            f,
-                            &filesets[o.fileset].paths[o.entry as usize],
-                        ))
+            let mut buf = std::mem::replace(
+                &mut t.buf,
+                Buf {
+                    v: Vec::new(),
+                    off: 0,
+                },
+            );
+            let r = (|| {
+                io_fd(filesets, f, t, stop)?;
+                let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
+                let mut off = 0u64;
+                while off < size {
+                    let n = (size - off).min(iosize as u64) as usize;
+                    match write_at(&o.fd, buf.get(n), off, f.dsync) {
+                        Ok(k) => off += k as u64,
+                        Err(e) => {
+                            return Err(errno_fail(
+                                e,
+                                "write",
+                                f,
+                                &filesets[o.fileset].paths[o.entry as usize],
+                            ))
+                        }
                     }
                 }
-            }
-            o.size = Some(o.size.unwrap_or(0).max(size));
-            Ok((0, off))
+                o.size = Some(o.size.unwrap_or(0).max(size));
+                Ok((0, off))
+            })();
+            t.buf = buf;
+            r
         }
         FlowopKind::AppendFile | FlowopKind::AppendFileRand => {
             let n = if f.kind == FlowopKind::AppendFileRand {
-                rng.between(1, iosize as u64) as usize
+                t.rng.between(1, iosize as u64) as usize
             } else {
                 iosize
             };
-            let o = io_fd(filesets, f, fds, rng, stop)?;
-            let mut flags = ReadWriteFlags::APPEND;
-            if f.dsync {
-                flags |= ReadWriteFlags::DSYNC;
-            }
-            // RWF_APPEND: the kernel writes at the end of the file, atomically with respect to
-            // other appends (O_APPEND semantics for this one write).
-            match rustix::io::pwritev2(&o.fd, &[IoSlice::new(buf.get(n))], 0, flags) {
-                Ok(k) => {
-                    if let Some(s) = &mut o.size {
-                        *s += k as u64;
-                    }
-                    Ok((0, k as u64))
+            let mut buf = std::mem::replace(
+                &mut t.buf,
+                Buf {
+                    v: Vec::new(),
+                    off: 0,
+                },
+            );
+            let r = (|| {
+                io_fd(filesets, f, t, stop)?;
+                let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
+                let mut flags = ReadWriteFlags::APPEND;
+                if f.dsync {
+                    flags |= ReadWriteFlags::DSYNC;
                 }
-                Err(e) => Err(errno_fail(
-                    e,
-                    "append",
-                    f,
-                    &filesets[o.fileset].paths[o.entry as usize],
-                )),
-            }
+                // RWF_APPEND: the kernel writes at the end of the file, atomically with respect
+                // to other appends (O_APPEND semantics for this one write).
+                match rustix::io::pwritev2(&o.fd, &[IoSlice::new(buf.get(n))], 0, flags) {
+                    Ok(k) => {
+                        if let Some(s) = &mut o.size {
+                            *s += k as u64;
+                        }
+                        Ok((0, k as u64))
+                    }
+                    Err(e) => Err(errno_fail(
+                        e,
+                        "append",
+                        f,
+                        &filesets[o.fileset].paths[o.entry as usize],
+                    )),
+                }
+            })();
+            t.buf = buf;
+            r
         }
-        FlowopKind::Read | FlowopKind::Write => {
-            let write = f.kind == FlowopKind::Write;
-            let o = io_fd(filesets, f, fds, rng, stop)?;
-            let path = &filesets[o.fileset].paths[o.entry as usize];
-            let size = if write {
-                filesets[o.fileset].sizes[o.entry as usize]
-            } else {
-                match o.size {
-                    Some(s) => s,
-                    None => {
-                        let s = rustix::fs::fstat(&o.fd)
-                            .map_err(|e| errno_fail(e, "fstat", f, path))?
-                            .st_size as u64;
-                        o.size = Some(s);
-                        s
+        FlowopKind::Read | FlowopKind::Write | FlowopKind::AioWrite => {
+            let write = f.kind != FlowopKind::Read;
+            let mut buf = std::mem::replace(
+                &mut t.buf,
+                Buf {
+                    v: Vec::new(),
+                    off: 0,
+                },
+            );
+            let mut aio = t.aio.take();
+            let r = (|| {
+                io_fd(filesets, f, t, stop)?;
+                let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
+                let path = &filesets[o.fileset].paths[o.entry as usize];
+                let size = if write {
+                    filesets[o.fileset].sizes[o.entry as usize]
+                } else {
+                    match o.size {
+                        Some(s) => s,
+                        None => {
+                            let s = rustix::fs::fstat(&o.fd)
+                                .map_err(|e| errno_fail(e, "fstat", f, path))?
+                                .st_size as u64;
+                            o.size = Some(s);
+                            s
+                        }
                     }
+                };
+                let io = iosize as u64;
+                let off = offset_of(f, o, size, io, &mut t.rng);
+                if f.kind == FlowopKind::AioWrite {
+                    let a = match &mut aio {
+                        Some(a) => a,
+                        None => aio.insert(crate::aio::Aio::new()),
+                    };
+                    a.write(&o.fd, buf.get(iosize), off, f.dsync)
+                        .map_err(|e| errno_fail(e, "aiowrite", f, path))?;
+                    o.off = off + io;
+                    return Ok((0, io));
                 }
-            };
-            let io = iosize as u64;
-            let off = if f.random {
-                rng.below((size / io).max(1)) * io
-            } else {
-                if o.off + io > size.max(io) {
-                    o.off = 0;
-                }
-                o.off
-            };
-            let b = buf.get(iosize);
-            let r = if write {
-                write_at(&o.fd, b, off, f.dsync)
-            } else {
-                rustix::io::pread(&o.fd, &mut *b, off)
-            };
-            match r {
-                Ok(n) => {
-                    o.off = off + n as u64;
-                    if write {
-                        o.size = Some(o.size.unwrap_or(0).max(o.off));
-                        Ok((0, n as u64))
-                    } else {
-                        Ok((n as u64, 0))
+                let b = buf.get(iosize);
+                let r = if write {
+                    write_at(&o.fd, b, off, f.dsync)
+                } else {
+                    rustix::io::pread(&o.fd, &mut *b, off)
+                };
+                match r {
+                    Ok(n) => {
+                        o.off = off + n as u64;
+                        if write {
+                            o.size = Some(o.size.unwrap_or(0).max(o.off));
+                            Ok((0, n as u64))
+                        } else {
+                            Ok((n as u64, 0))
+                        }
                     }
+                    Err(e) => Err(errno_fail(e, if write { "write" } else { "read" }, f, path)),
                 }
-                Err(e) => Err(errno_fail(e, if write { "write" } else { "read" }, f, path)),
-            }
+            })();
+            t.buf = buf;
+            t.aio = aio;
+            r
         }
+        FlowopKind::AioWait => match &mut t.aio {
+            Some(a) => a.wait_all().map(|_| (0, 0)).map_err(Fail::Fatal),
+            None => Ok((0, 0)),
+        },
+        other => unreachable!("{} is not a data flowop", other.name()),
     }
+}
+
+/// Reads a whole directory; the number of entries.
+fn list_dir(dir: &std::path::Path) -> Result<u64, Errno> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    let mut n = 0;
+    for e in rd {
+        e.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+        n += 1;
+    }
+    Ok(n)
 }

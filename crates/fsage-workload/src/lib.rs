@@ -11,7 +11,9 @@
 //! # Ok::<(), fsage_workload::Error>(())
 //! ```
 
+pub mod aio;
 pub mod cgroup;
+mod control;
 mod engine;
 mod error;
 pub mod fileset;
@@ -19,12 +21,13 @@ mod flowop;
 pub mod gamma;
 mod lang;
 pub mod model;
+pub mod randvar;
 mod result;
 mod workload;
 
 pub use engine::{run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
 pub use error::{Error, Setting};
 pub use lang::parse_size;
-pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, SizeDist, ThreadDef};
+pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, ThreadDef};
 pub use result::{BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary};
 pub use workload::{Workload, BUILTINS};

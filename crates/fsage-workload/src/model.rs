@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::flowop::FlowopKind;
+pub use crate::randvar::{Dist, Param, RandVar};
 
 /// File descriptors a thread may name (`fd=0` to `fd=63`).
 pub const MAX_FD: u32 = 64;
@@ -16,10 +17,39 @@ pub struct Model {
     pub run_line: Option<usize>,
     /// Every variable's final value, as `.f` text, sorted by name.
     pub vars: Vec<(String, String)>,
+    /// `set mode quit ...`: when a run ends.
+    pub mode: QuitMode,
+    /// `eventgen rate=N`: events per second for the rate-limit flowops (0: no limit).
+    pub eventgen_hz: u64,
+    /// What fsage accepted but does not act on (`debug`, `psrun`'s sampling), said once each.
+    pub notes: Vec<String>,
+}
+
+/// `set mode quit timeout|firstdone|alldone`: does the run end at its time (the default), when
+/// the first thread is done, or when every thread is done? A thread is done when a
+/// `finishoncount`/`finishonbytes` is reached or (outside `timeout`) when its fileset has no
+/// file left for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuitMode {
+    #[default]
+    Timeout,
+    FirstDone,
+    AllDone,
+}
+
+impl QuitMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            QuitMode::Timeout => "timeout",
+            QuitMode::FirstDone => "firstdone",
+            QuitMode::AllDone => "alldone",
+        }
+    }
 }
 
 /// How the sizes of a fileset's files are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeDist {
     Fixed(u64),
@@ -28,13 +58,25 @@ pub enum SizeDist {
         mean: f64,
         shape: f64,
     },
+    /// A random variable (`size=$randvar`, a cvar of another type).
+    Rand(RandVar),
 }
 
 impl SizeDist {
+    /// One file's size.
+    pub fn sample(&self, rng: &mut fsage_plan::Rng) -> u64 {
+        match self {
+            SizeDist::Fixed(b) => *b,
+            SizeDist::Gamma { mean, shape } => crate::gamma::size(rng, *mean, *shape),
+            SizeDist::Rand(r) => r.sample(rng),
+        }
+    }
+
     pub fn mean(&self) -> f64 {
         match *self {
             SizeDist::Fixed(b) => b as f64,
             SizeDist::Gamma { mean, .. } => mean,
+            SizeDist::Rand(ref r) => r.mean(),
         }
     }
 }
@@ -52,6 +94,10 @@ pub struct FilesetDef {
     pub prealloc: u64,
     pub readonly: bool,
     pub reuse: bool,
+    /// `define file`: one file (laid out as `TARGET/<name>/f0`).
+    pub single_file: bool,
+    /// `leafdirs=N`: the entries are N directories (for makedir, removedir, listdir), not files.
+    pub dirs: bool,
     pub line: usize,
 }
 
@@ -79,5 +125,21 @@ pub struct FlowopDef {
     pub dsync: bool,
     pub directio: bool,
     pub iters: u64,
+    /// `iosize=$randvar`: drawn at every operation (`iosize` then holds the largest draw).
+    pub iosize_dist: Option<RandVar>,
+    /// `value=`: a count, a byte count, a semaphore value, hog loops or delay seconds.
+    pub value: Option<u64>,
+    /// `target=`: the flowop a limit, finish, sempost or wakeup refers to (by name).
+    pub target: Option<String>,
+    /// `indexed=`: which entry of the fileset (drawn, modulo the entries).
+    pub indexed: Option<Param>,
+    /// `workingset=`: random offsets fall in the first this many bytes (0: the whole file).
+    pub workingset: u64,
+    /// `opennext`: every operation takes another file of the fileset.
+    pub opennext: bool,
+    /// `blocking` (sempost): wait for the semaphore's high-water room.
+    pub blocking: bool,
+    /// `highwater=` (semblock).
+    pub highwater: Option<u64>,
     pub line: usize,
 }

@@ -72,6 +72,10 @@ pub struct RepResult {
     pub overall: OpStats,
     pub cpu_us_per_op: Option<f64>,
     pub interrupted: bool,
+    /// Why the repetition ended before its time: a finish reached or a fileset used up
+    /// (`None`: at its time or operation count).
+    #[serde(default)]
+    pub done: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -130,14 +130,19 @@ impl Workload {
     pub fn to_f_text(&self) -> String {
         let sets = lang::set_lines(&self.text);
         let mut out = String::new();
+        let mut skip_to = 0;
         for (i, line) in self.text.lines().enumerate() {
             let n = i + 1;
+            if n <= skip_to {
+                continue;
+            }
             match sets
                 .iter()
-                .find(|(l, name, _)| *l == n && self.overrides.contains_key(name))
+                .find(|(first, _, name)| *first == n && self.overrides.contains_key(name))
             {
-                Some((_, name, _)) => {
+                Some((_, last, name)) => {
                     out.push_str(&format!("set ${name}={}", self.overrides[name]));
+                    skip_to = *last;
                 }
                 None => out.push_str(line),
             }
