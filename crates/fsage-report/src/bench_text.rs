@@ -60,7 +60,7 @@ fn rep_table(out: &mut String, r: &RepResult) {
     for f in &r.flowops {
         match f.kind.as_str() {
             "read" | "readwholefile" => rd += f.stats.ops_per_sec,
-            "write" | "writewholefile" | "appendfile" | "appendfilerand" => {
+            "write" | "writewholefile" | "appendfile" | "appendfilerand" | "aiowrite" => {
                 wr += f.stats.ops_per_sec
             }
             _ => {}
@@ -69,12 +69,13 @@ fn rep_table(out: &mut String, r: &RepResult) {
     let o = &r.overall;
     let _ = writeln!(
         out,
-        "IO Summary: {} ops {:.1} ops/s {:.0}/{:.0} rd/wr {:.1} MB/s {} ms/op {} us cpu/op over {:.3} s ({} threads){}",
+        "IO Summary: {} ops {:.1} ops/s {:.0}/{:.0} rd/wr {:.1} MB/s ({:.1} MiB/s) {} ms/op {} us cpu/op over {:.3} s ({} threads){}",
         o.ops,
         o.ops_per_sec,
         rd,
         wr,
         o.mb_per_sec,
+        o.mb_per_sec * 1e6 / 1048576.0,
         ms(o.mean_us),
         r.cpu_us_per_op.map_or("-".into(), |c| format!("{c:.1}")),
         r.measured_secs,
@@ -90,6 +91,9 @@ fn rep_table(out: &mut String, r: &RepResult) {
         ms(o.p999_us),
         ms(o.max_us)
     );
+    if let Some(d) = &r.done {
+        let _ = writeln!(out, "ended when done: {d}");
+    }
 }
 
 pub fn render(b: &BenchResult) -> String {
@@ -146,6 +150,27 @@ pub fn render(b: &BenchResult) -> String {
             s.mb_per_sec_mean
         );
     }
+    if s.reps > 1 && !s.flowops.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nper flowop over {} repetitions: mean ops/s ± 95% CI, mean latency",
+            s.reps
+        );
+        for f in &s.flowops {
+            let _ = writeln!(
+                out,
+                "{:<18} {:>11.1} ± {:<9} {:>9} ms/op",
+                f.name,
+                f.ops_per_sec_mean,
+                f.ops_per_sec_ci95.map_or("-".into(), |c| format!("{c:.1}")),
+                ms(f.mean_us)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "MB/s is 10^6 bytes per second; MiB/s (2^20), Filebench's mb/s, is MB/s x 0.954"
+    );
     if b.interrupted {
         let _ = writeln!(
             out,

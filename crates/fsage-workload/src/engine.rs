@@ -142,6 +142,29 @@ impl RunConfig {
     }
 }
 
+/// The warm-up `bench run` uses when none is given: a tenth of the measured time, from 1 to
+/// 10 s (a first repetition measured from a cold start ran 15% slow); none for a run of a
+/// fixed operation count or a run-until-done workload (`set mode quit firstdone|alldone`, a
+/// finish flowop), whose operations all count.
+pub fn default_warmup(m: &crate::model::Model, stop: Option<Stop>) -> Duration {
+    let until_done = m.mode != QuitMode::Timeout
+        || m.threads.iter().flat_map(|t| &t.flowops).any(|f| {
+            matches!(
+                f.kind,
+                FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
+            )
+        });
+    let secs = match stop {
+        Some(Stop::Ops(_)) => return Duration::ZERO,
+        Some(Stop::Duration(d)) => d.as_secs_f64(),
+        None => m.run_secs.unwrap_or(60) as f64,
+    };
+    if until_done {
+        return Duration::ZERO;
+    }
+    Duration::from_secs_f64((secs / 10.0).clamp(1.0, 10.0))
+}
+
 /// Runs `w` on `target` as `cfg` says. The target must be an empty directory (made if missing,
 /// when its parent exists) or hold a fileset an earlier run made (with `cfg.reuse`); nothing is
 /// written outside it.

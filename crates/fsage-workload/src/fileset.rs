@@ -553,6 +553,7 @@ impl Fileset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::SizeDist;
 
     fn def(entries: u64, dirwidth: u64, prealloc: u64) -> FilesetDef {
         FilesetDef {

@@ -552,12 +552,14 @@ impl Parser<'_> {
                 "min" => r.min = self.float(a)?,
                 "max" => r.max = Some(self.float(a)?),
                 "round" => r.round = self.float(a)?,
-                other => return Err(self.err(
-                    line,
-                    format!(
+                other => {
+                    return Err(self.err(
+                        line,
+                        format!(
                         "cvar: unsupported attribute {other:?} (type, parameters, min, max, round)"
                     ),
-                )),
+                    ))
+                }
             }
         }
         let ty = ty.ok_or_else(|| self.err(line, "cvar without type="))?;
@@ -1138,18 +1140,19 @@ fn set(p: &mut Parser, line: usize, model: &mut Model) -> Result<(), Error> {
             match (a, b) {
                 (Some(Tk::Word(q)), Some(Tk::Word(m))) if q == "quit" => {
                     p.pos += 1;
-                    model.mode =
-                        match m.as_str() {
-                            "timeout" => QuitMode::Timeout,
-                            "firstdone" => QuitMode::FirstDone,
-                            "alldone" => QuitMode::AllDone,
-                            other => return Err(p.err(
+                    model.mode = match m.as_str() {
+                        "timeout" => QuitMode::Timeout,
+                        "firstdone" => QuitMode::FirstDone,
+                        "alldone" => QuitMode::AllDone,
+                        other => {
+                            return Err(p.err(
                                 line,
                                 format!(
                                     "set mode quit {other}: expected timeout, firstdone or alldone"
                                 ),
-                            )),
-                        };
+                            ))
+                        }
+                    };
                     Ok(())
                 }
                 (Some(Tk::Word(n)), _) if n == "nousestats" => Ok(()),

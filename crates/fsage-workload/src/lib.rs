@@ -25,9 +25,11 @@ pub mod randvar;
 mod result;
 mod workload;
 
-pub use engine::{run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
+pub use engine::{default_warmup, run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
 pub use error::{Error, Setting};
 pub use lang::parse_size;
 pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, ThreadDef};
-pub use result::{BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary};
+pub use result::{
+    BenchResult, CacheLimit, Environment, FlowopResult, FlowopSummary, OpStats, RepResult, Summary,
+};
 pub use workload::{Workload, BUILTINS};

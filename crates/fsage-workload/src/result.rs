@@ -87,6 +87,35 @@ pub struct Summary {
     /// Standard deviation / mean of ops/s across repetitions.
     pub ops_per_sec_cv: Option<f64>,
     pub mb_per_sec_mean: f64,
+    /// Each flowop across the repetitions (thread, name): mean ops/s and its 95% interval.
+    #[serde(default)]
+    pub flowops: Vec<FlowopSummary>,
+}
+
+/// One flowop's ops/s over the repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowopSummary {
+    pub thread: String,
+    pub name: String,
+    pub kind: String,
+    pub ops_per_sec_mean: f64,
+    pub ops_per_sec_ci95: Option<f64>,
+    /// Mean latency over the repetitions (the mean of their means), in µs.
+    pub mean_us: Option<f64>,
+    pub p99_us_mean: Option<f64>,
+}
+
+fn mean_ci(xs: &[f64]) -> (f64, Option<f64>) {
+    let n = xs.len();
+    if n == 0 {
+        return (0.0, None);
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, None);
+    }
+    let sd = (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt();
+    (mean, Some(t95(n as u32 - 1) * sd / (n as f64).sqrt()))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,7 +206,36 @@ impl Summary {
         } else {
             (None, None)
         };
+        let mut flowops = Vec::new();
+        if let Some(first) = reps.first() {
+            for f in &first.flowops {
+                let same: Vec<&FlowopResult> = reps
+                    .iter()
+                    .filter_map(|r| {
+                        r.flowops
+                            .iter()
+                            .find(|x| x.thread == f.thread && x.name == f.name)
+                    })
+                    .collect();
+                let rates: Vec<f64> = same.iter().map(|x| x.stats.ops_per_sec).collect();
+                let (m, ci) = mean_ci(&rates);
+                let avg = |g: &dyn Fn(&OpStats) -> Option<f64>| {
+                    let v: Vec<f64> = same.iter().filter_map(|x| g(&x.stats)).collect();
+                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                };
+                flowops.push(FlowopSummary {
+                    thread: f.thread.clone(),
+                    name: f.name.clone(),
+                    kind: f.kind.clone(),
+                    ops_per_sec_mean: m,
+                    ops_per_sec_ci95: ci,
+                    mean_us: avg(&|s| s.mean_us),
+                    p99_us_mean: avg(&|s| s.p99_us),
+                });
+            }
+        }
         Summary {
+            flowops,
             reps: n as u32,
             ops_per_sec_mean: mean,
             ops_per_sec_ci95: ci,

@@ -204,14 +204,15 @@ fn bad_files_are_refused_with_file_line_and_keyword() {
     // Unsupported keywords and attributes.
     let e = parse_err("set $a=1\n\ncreate files\n");
     assert!(e.starts_with("bad.f:3:") && e.contains("\"create\""), "{e}");
-    let e = parse_err("define file name=x,size=1k\n");
+    // An unbalanced `}` says so, at its line.
+    let e = parse_err(&format!("{base}}}\n"));
     assert!(
-        e.starts_with("bad.f:1:") && e.contains("define file"),
+        e.starts_with("bad.f:3:") && e.contains("unbalanced `}`"),
         "{e}"
     );
-    let e = parse_err(&thread("  flowop read name=r,fd=1,iosize=4k,workingset=1m"));
+    let e = parse_err(&thread("  flowop read name=r,fd=1,iosize=4k,lathist=1"));
     assert!(
-        e.starts_with("bad.f:5:") && e.contains("\"workingset\""),
+        e.starts_with("bad.f:5:") && e.contains("\"lathist\""),
         "{e}"
     );
     let e = parse_err(&thread("  flowop openfile name=o,filesetname=nosuch"));
@@ -219,13 +220,27 @@ fn bad_files_are_refused_with_file_line_and_keyword() {
         e.starts_with("bad.f:5:") && e.contains("undefined fileset \"nosuch\""),
         "{e}"
     );
-    let e = parse_err("set $s=cvar(type=cvar-normal,parameters=mean:1)\n");
+    let e = parse_err("set $s=cvar(type=cvar-zipf,parameters=mean:1)\n");
+    assert!(e.starts_with("bad.f:1:") && e.contains("cvar-zipf"), "{e}");
+    let e = parse_err(&format!("{base}system \"rm -rf /\"\n"));
+    assert!(e.starts_with("bad.f:3:") && e.contains("system"), "{e}");
+    let e = parse_err(&thread("  flowop sempost name=p,value=1,target=nosuch"));
     assert!(
-        e.starts_with("bad.f:1:") && e.contains("cvar-normal"),
+        e.starts_with("bad.f:5:") && e.contains("target \"nosuch\""),
         "{e}"
     );
-    let e = parse_err(&format!("{base}eventgen rate=10\n"));
-    assert!(e.starts_with("bad.f:3:") && e.contains("eventgen"), "{e}");
+    let e = parse_err(&thread("  flowop finishoncount name=f"));
+    assert!(e.contains("needs value="), "{e}");
+    let e = parse_err("set $a = $b * 2\n");
+    assert!(
+        e.starts_with("bad.f:1:") && e.contains("undefined variable $b"),
+        "{e}"
+    );
+    let e = parse_err("set $a = big * 2\n");
+    assert!(
+        e.starts_with("bad.f:1:") && e.contains("needs two numbers"),
+        "{e}"
+    );
     let e = parse_err(&thread("  flowop read name=r,fd=1"));
     assert!(e.contains("needs iosize"), "{e}");
     let e = parse_err("define fileset name=f,size=1k,entries=3,prealloc=150\n");

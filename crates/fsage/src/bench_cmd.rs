@@ -58,7 +58,8 @@ pub struct RunArgs {
     /// Stop after N operations (all threads together) instead of after a time.
     #[arg(long)]
     pub ops: Option<u64>,
-    /// Run this long before measuring (e.g. 10s; 0 for none).
+    /// Run this long before measuring (e.g. 10s; 0 for none). Default: a tenth of the
+    /// measured time, 1 to 10 s; none for --ops and for run-until-done workloads.
     #[arg(long, value_name = "DUR", value_parser = fsage_units::parse_duration)]
     pub warmup: Option<std::time::Duration>,
     /// Instances of every thread (instead of the workload's).
@@ -125,6 +126,11 @@ struct Bar {
 }
 
 impl Observer for Bar {
+    fn note(&mut self, msg: &str) {
+        self.clear();
+        eprintln!("fsage: note: {msg}");
+    }
+
     fn progress(&mut self, p: &Progress) {
         if !self.enabled {
             return;
@@ -186,7 +192,9 @@ fn run_bench(a: RunArgs) -> CmdResult {
         (None, Some(n)) => Some(Stop::Ops(n)),
         (None, None) => None,
     };
-    let warmup = a.warmup.unwrap_or_default();
+    let warmup = a
+        .warmup
+        .unwrap_or_else(|| fsage_workload::default_warmup(w.model(), stop));
     let cfg = RunConfig {
         stop,
         warmup,
