@@ -202,7 +202,87 @@ pub fn run(
         obs.note("aiowrite: this kernel refuses io_uring, so the writes are synchronous (pwrite) and aiowait has nothing to wait for");
     }
     let names: Vec<String> = model.filesets.iter().map(|f| f.name.clone()).collect();
-    check_target(target, &names, cfg.reuse)?;
+    // Refused from the sizes alone, before anything is made or planned (planning 10^8 entries
+    // takes minutes and gigabytes).
+    let parent_stat = fsage_sys::fs_stat(if target.exists() {
+        target
+    } else {
+        target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    })
+    .map_err(|e| Error::io("statfs", target, e))?;
+    if cfg.cache_ratio.is_some() && parent_stat.magic == fsage_sys::TMPFS_MAGIC {
+        return Err(Error::Config(
+            "the page cache cannot be limited on tmpfs: its files live in the page cache".into(),
+        ));
+    }
+    let mut est_bytes = 0f64;
+    for d in &model.filesets {
+        est_bytes += d.entries as f64 * d.prealloc as f64 / 100.0 * d.size.mean();
+        // The plan keeps a path, a size and a state per entry: about 200 bytes.
+        let plan_bytes = d.entries.saturating_mul(200);
+        if let Some(avail) = available_memory() {
+            if plan_bytes > avail / 2 {
+                return Err(Error::Parse {
+                    origin: w.origin.clone(),
+                    line: d.line,
+                    msg: format!(
+                        "fileset {}: {} entries need about {} MiB of memory to plan and this machine has {} MiB available: lower entries",
+                        d.name, d.entries, plan_bytes >> 20, avail >> 20
+                    ),
+                });
+            }
+        }
+    }
+    if est_bytes > parent_stat.available as f64 * 1.1 + (64 << 20) as f64 && !cfg.reuse {
+        return Err(Error::Target(format!(
+            "the filesets' preallocated files take about {:.0} MiB (entries x prealloc x mean size) and {} has {} MiB available: make them smaller",
+            est_bytes / 1048576.0,
+            target.display(),
+            parent_stat.available >> 20
+        )));
+    }
+    let made = !target.exists();
+    let r = run_checked(w, cfg, target, obs, stop, &names);
+    if made
+        && r.as_ref().is_err_and(|e| {
+            !matches!(
+                e,
+                Error::Interrupted
+                    | Error::Io { .. }
+                    | Error::NoResult(_)
+                    | Error::RunDry { .. }
+                    | Error::Workload { .. }
+            )
+        })
+    {
+        // A refusal leaves nothing behind: the directory it made and its marker go.
+        let _ = std::fs::remove_file(target.join(MARKER));
+        let _ = std::fs::remove_dir(target);
+    }
+    r
+}
+
+/// MemAvailable from /proc/meminfo, in bytes.
+fn available_memory() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = l.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn run_checked(
+    w: &Workload,
+    cfg: &RunConfig,
+    target: &Path,
+    obs: &mut dyn Observer,
+    stop: Stop,
+    names: &[String],
+) -> Result<BenchResult, Error> {
+    let model = w.model();
+    check_target(target, names, cfg.reuse)?;
     let layouts: Vec<Layout> = model
         .filesets
         .iter()
@@ -240,7 +320,7 @@ pub fn run(
     let marker = Marker {
         made_by: format!("fsage {}", env!("CARGO_PKG_VERSION")),
         workload: w.name.clone(),
-        filesets: names.clone(),
+        filesets: names.to_vec(),
     };
     fsage_sys::write_atomic(
         &target.join(MARKER),
@@ -973,7 +1053,11 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                             *d = Some(why);
                         }
                         drop(d);
-                        if finish || sh.mode == QuitMode::FirstDone {
+                        // A finish ends the run, except under alldone, where every thread
+                        // must be done.
+                        if (finish && sh.mode != QuitMode::AllDone)
+                            || sh.mode == QuitMode::FirstDone
+                        {
                             sh.stop.store(true, Relaxed);
                         }
                         if counted {
