@@ -219,8 +219,24 @@ pub fn run(
         ));
     }
     let mut est_bytes = 0f64;
+    let room = parent_stat.available as f64 * 1.1 + (64u64 << 20) as f64;
     for d in &model.filesets {
-        est_bytes += d.entries as f64 * d.prealloc as f64 / 100.0 * d.size.mean();
+        let mine = d.entries as f64 * d.prealloc as f64 / 100.0 * d.size.mean();
+        est_bytes += mine;
+        if est_bytes > room && !cfg.reuse {
+            return Err(Error::Parse {
+                origin: w.origin.clone(),
+                line: d.line,
+                msg: format!(
+                    "fileset {} does not fit: its preallocated files take about {:.0} MiB (entries x prealloc x mean size){}, and {} has {} MiB available",
+                    d.name,
+                    mine / 1048576.0,
+                    if est_bytes > mine { format!(" plus {:.0} MiB for the filesets before it", (est_bytes - mine) / 1048576.0) } else { String::new() },
+                    target.display(),
+                    parent_stat.available >> 20
+                ),
+            });
+        }
         // The plan keeps a path, a size and a state per entry: about 200 bytes.
         let plan_bytes = d.entries.saturating_mul(200);
         if let Some(avail) = available_memory() {
@@ -235,14 +251,6 @@ pub fn run(
                 });
             }
         }
-    }
-    if est_bytes > parent_stat.available as f64 * 1.1 + (64 << 20) as f64 && !cfg.reuse {
-        return Err(Error::Target(format!(
-            "the filesets' preallocated files take about {:.0} MiB (entries x prealloc x mean size) and {} has {} MiB available: make them smaller",
-            est_bytes / 1048576.0,
-            target.display(),
-            parent_stat.available >> 20
-        )));
     }
     let made = !target.exists();
     let r = run_checked(w, cfg, target, obs, stop, &names);

@@ -648,10 +648,12 @@ impl Parser<'_> {
             },
         };
         let bad = match &r.dist {
-            Dist::Uniform { lo, hi } | Dist::Triangular { lo, hi, .. } => !(lo <= hi),
+            Dist::Uniform { lo, hi } | Dist::Triangular { lo, hi, .. } => {
+                lo > hi || lo.is_nan() || hi.is_nan()
+            }
             Dist::Weibull { shape, scale } => !(*shape > 0.0 && *scale > 0.0),
-            Dist::Erlang { rate, .. } => !(*rate > 0.0),
-            Dist::Exponential { mean } => !(*mean > 0.0),
+            Dist::Erlang { rate, .. } => rate.is_nan() || *rate <= 0.0,
+            Dist::Exponential { mean } => mean.is_nan() || *mean <= 0.0,
             _ => false,
         };
         if bad {
@@ -700,7 +702,7 @@ impl Parser<'_> {
                 }
             }
             "gamma" => {
-                if !(shape > 0.0) {
+                if shape.is_nan() || shape <= 0.0 {
                     return Err(self.err(line, "randvar gamma: gamma must be positive"));
                 }
                 // Filebench: with no mean the mean is the shape itself.
