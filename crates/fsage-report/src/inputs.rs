@@ -8,6 +8,7 @@ use fsage_experiment::lab::BaseImage;
 use fsage_experiment::spec::StateSpec;
 use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
 use fsage_measure::FragReport;
+use fsage_workload::BenchResult;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,8 @@ pub enum Kind {
     Against,
     /// A Git-aging series (`fsage git-age --json`).
     Git,
+    /// A workload run (`fsage bench run --json`).
+    Bench,
 }
 
 /// Everything the report shows.
@@ -43,6 +46,8 @@ pub struct ReportSet {
     pub verdicts: Vec<BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
     pub git: Vec<Named<fsage_git::GitSeries>>,
+    /// Workload runs (`fsage bench run --json`), in the order given.
+    pub bench: Vec<Named<BenchResult>>,
     /// Computed from the cell results (first), then any analysis JSON given.
     pub analyses: Vec<Named<Analysis>>,
     /// Files in a directory that were not fsage results, with why.
@@ -57,6 +62,7 @@ impl ReportSet {
             && self.cells.is_empty()
             && self.analyses.is_empty()
             && self.git.is_empty()
+            && self.bench.is_empty()
     }
 }
 
@@ -71,6 +77,8 @@ pub fn detect(v: &serde_json::Value) -> Option<Kind> {
         Some(Kind::Analysis)
     } else if has("aged_report") && has("fresh_report") && has("verdict") {
         Some(Kind::Against)
+    } else if has("workload_text") && has("reps") && has("summary") && has("environment") {
+        Some(Kind::Bench)
     } else if has("stop_reason") && has("profile") && has("age") && has("size") {
         Some(Kind::Run)
     } else if has("fs_type") && has("free_space") && has("block_size") {
@@ -85,7 +93,7 @@ fn name_of(p: &Path) -> String {
         || p.display().to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    for suffix in [".json", ".run", ".frag", ".report", ".against", ".img"] {
+    for suffix in [".json", ".run", ".frag", ".report", ".against", ".bench", ".img"] {
         if let Some(s) = n.strip_suffix(suffix) {
             n = s.to_string();
         }
@@ -177,7 +185,8 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
     if set.is_empty() {
         return Err(Error::input(
             "nothing to report: no fsage result among the inputs (aging run reports, \
-             fragmentation reports and comparisons, cell results, analyses or Git-aging series)",
+             fragmentation reports and comparisons, cell results, analyses, Git-aging series or \
+             bench runs)",
         ));
     }
     Ok(set)
@@ -245,10 +254,15 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
             path,
             item: serde_json::from_value(v).map_err(|e| bad("a Git-aging series", e))?,
         }),
+        Some(Kind::Bench) => set.bench.push(Named {
+            name,
+            path,
+            item: serde_json::from_value(v).map_err(|e| bad("a bench run", e))?,
+        }),
         None => {
             return Err(Error::input(format!(
                 "{}: not a result fsage knows (an aging run report, a frag report, a cell \
-                 result, an analysis or a Git-aging series)",
+                 result, an analysis, a Git-aging series or a `bench run --json` result)",
                 p.display()
             )))
         }

@@ -72,6 +72,28 @@ pub fn render(set: &ReportSet) -> String {
     for v in &set.verdicts {
         let _ = writeln!(o, "against fresh: {}", v.line());
     }
+    for b in &set.bench {
+        let x = &b.item;
+        let sm = &x.summary;
+        let _ = writeln!(
+            o,
+            "bench {}: {} on {} ({}), {} repetition{} of {}: {:.1}{} ops/s, {:.1} MB/s ({:.1} \
+             MiB/s){}",
+            b.name,
+            x.workload,
+            x.environment.target,
+            x.environment.target_fs,
+            sm.reps,
+            if sm.reps == 1 { "" } else { "s" },
+            x.stop,
+            sm.ops_per_sec_mean,
+            sm.ops_per_sec_ci95
+                .map_or(String::new(), |c| format!(" ± {c:.1}")),
+            sm.mb_per_sec_mean,
+            crate::html::mib(sm.mb_per_sec_mean),
+            if x.interrupted { " (interrupted)" } else { "" }
+        );
+    }
     if !set.cells.is_empty() {
         let done = set.cells.iter().filter(|c| c.item.is_done()).count();
         let _ = writeln!(

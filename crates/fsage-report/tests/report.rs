@@ -291,3 +291,54 @@ fn latency_percentile_curves_come_from_the_cells_workload_reports() {
     assert!(html.contains(">\np99\n<") && html.contains(">\nmax\n<"));
     assert!(!html.contains(">\np99.9\n<"));
 }
+
+/// Age, bench, report by hand: an aging run and two `bench run --json` results (the aged image
+/// and a fresh one) load as what they are, each gets its summary line, and the page its bench
+/// section with both runs.
+#[test]
+fn bench_results_are_read_and_shown_side_by_side() {
+    let inputs = [
+        fx("bench/aged-ext4.run.json"),
+        fx("bench/varmail-fresh-ext4.json"),
+        fx("bench/varmail-aged-ext4.json"),
+    ];
+    let set = load(&inputs, &AnalysisOptions::default()).unwrap();
+    assert_eq!(set.runs.len(), 1);
+    assert_eq!(set.bench.len(), 2);
+    assert!(set.cells.is_empty() && set.analyses.is_empty());
+    assert_eq!(set.bench[0].name, "varmail-fresh-ext4");
+    let text = export(&Text, &set);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bench varmail-aged-ext4: varmail on "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let s = &set.bench[1].item.summary;
+    assert!(
+        line.contains(&format!(
+            "(ext4), 3 repetitions of duration 2s: {:.1} ± {:.1} ops/s, {:.1} MB/s ({:.1} MiB/s)",
+            s.ops_per_sec_mean,
+            s.ops_per_sec_ci95.unwrap(),
+            s.mb_per_sec_mean,
+            s.mb_per_sec_mean * 1e6 / 1048576.0
+        )),
+        "{line}"
+    );
+    let page = export(&Html::default(), &set);
+    assert_eq!(page.matches("data-kind=\"bench\"").count(), 1);
+    assert_eq!(page.matches("data-kind=\"aging\"").count(), 1);
+    assert!(page.contains("<td class=\"l\">bench run</td>"));
+
+    // A bench result that does not parse says what it looked like.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("broken.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&inputs[1]).unwrap()).unwrap();
+    v["reps"] = serde_json::json!("three");
+    std::fs::write(&p, v.to_string()).unwrap();
+    let e = load(&[p], &AnalysisOptions::default()).unwrap_err();
+    assert!(
+        e.message.contains("broken.json: looks like a bench run but does not parse"),
+        "{}",
+        e.message
+    );
+}

@@ -21,10 +21,15 @@ pub(super) fn ops(x: f64) -> String {
 
 /// A mean and its 95% interval, in the precision of [`ops`].
 pub(super) fn mean_ci(m: &MeanCi) -> String {
-    match m.ci95 {
-        Some(c) if m.mean >= 100.0 => format!("{:.0} ± {c:.0}", m.mean),
-        Some(c) => format!("{:.2} ± {c:.2}", m.mean),
-        None => ops(m.mean),
+    mean_pm(m.mean, m.ci95)
+}
+
+/// A mean and the half-width of its 95% interval (none for one value), as [`mean_ci`].
+pub(super) fn mean_pm(mean: f64, ci95: Option<f64>) -> String {
+    match ci95 {
+        Some(c) if mean >= 100.0 => format!("{mean:.0} ± {c:.0}"),
+        Some(c) => format!("{mean:.2} ± {c:.2}"),
+        None => ops(mean),
     }
 }
 
@@ -49,4 +54,9 @@ pub(super) fn state_order(states: &BTreeSet<State>) -> Vec<State> {
     let mut v: Vec<State> = states.iter().cloned().collect();
     v.sort_by_key(|s| (!s.is_fresh(), s.label()));
     v
+}
+
+/// MB/s (10^6 bytes) as MiB/s (2^20 bytes, Filebench's `mb/s`).
+pub(crate) fn mib(mb_per_s: f64) -> f64 {
+    mb_per_s * 1e6 / 1_048_576.0
 }

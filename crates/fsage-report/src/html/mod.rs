@@ -12,13 +12,16 @@ mod page;
 pub mod plots;
 mod sections;
 
+pub(crate) use format::mib;
 pub use page::esc;
 
 use crate::inputs::ReportSet;
 use crate::Exporter;
 use fsage_experiment::analysis::latency_curves::FlowopCurve;
 use page::Page;
-use sections::{against, aged_vs_fresh, aging, cells, frag, git, inversions, latency, sweep};
+use sections::{
+    against, aged_vs_fresh, aging, bench, cells, frag, git, inversions, latency, sweep,
+};
 use std::fmt;
 use thiserror::Error;
 
@@ -33,6 +36,8 @@ pub enum Section {
     Frag,
     /// `frag --against-fresh` comparisons and an experiment's base-image verdicts.
     AgainstFresh,
+    /// `bench run --json` results side by side.
+    Bench,
     /// Aged against fresh throughput, from the analyses.
     AgedVsFresh,
     /// Tail latency per flowop.
@@ -47,11 +52,12 @@ pub enum Section {
 
 impl Section {
     /// Every section, in page order.
-    pub const ALL: [Section; 9] = [
+    pub const ALL: [Section; 10] = [
         Section::Aging,
         Section::Git,
         Section::Frag,
         Section::AgainstFresh,
+        Section::Bench,
         Section::AgedVsFresh,
         Section::Latency,
         Section::Sweep,
@@ -66,6 +72,7 @@ impl Section {
             Section::Git => "git",
             Section::Frag => "frag",
             Section::AgainstFresh => "against-fresh",
+            Section::Bench => "bench",
             Section::AgedVsFresh => "aged-vs-fresh",
             Section::Latency => "latency",
             Section::Sweep => "sweep",
@@ -134,6 +141,9 @@ pub fn render(set: &ReportSet, only: &[Section]) -> String {
     if want(Section::AgainstFresh) && !set.verdicts.is_empty() {
         against::experiment_verdicts(&mut p, &set.verdicts);
     }
+    if want(Section::Bench) && !set.bench.is_empty() {
+        bench::render(&mut p, &set.bench);
+    }
     let curves =
         fsage_experiment::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
     for a in &set.analyses {
@@ -179,7 +189,7 @@ mod tests {
         let e = "nosuch".parse::<Section>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "no section is called \"nosuch\": one of aging, git, frag, against-fresh, \
+            "no section is called \"nosuch\": one of aging, git, frag, against-fresh, bench, \
              aged-vs-fresh, latency, sweep, inversions, cells"
         );
         // Page order is the enum's order.

@@ -176,6 +176,13 @@ pub(super) fn document(p: Page, set: &ReportSet) -> String {
             r.path.display().to_string(),
         ]);
     }
+    for r in &set.bench {
+        inputs.push(vec![
+            r.name.clone(),
+            "bench run".into(),
+            r.path.display().to_string(),
+        ]);
+    }
     if !set.cells.is_empty() {
         inputs.push(vec![
             format!("{} cells", set.cells.len()),

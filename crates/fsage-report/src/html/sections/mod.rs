@@ -4,6 +4,7 @@
 pub(super) mod against;
 pub(super) mod aged_vs_fresh;
 pub(super) mod aging;
+pub(super) mod bench;
 pub(super) mod cells;
 pub(super) mod frag;
 pub(super) mod git;
