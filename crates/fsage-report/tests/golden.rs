@@ -19,9 +19,10 @@ fn fixtures() -> PathBuf {
 
 /// Every kind of input the report reads: aging run reports, frag reports, an against-fresh
 /// comparison, cell results (the aged and the sweep experiments), a Git-aging series, an
-/// experiment output directory (its base images' verdicts) and an analysis written by
-/// `fsage report --json` (a second analysis, so section titles carry the analysis' name).
-const ALL: [&str; 11] = [
+/// experiment output directory (its base images' verdicts), an analysis written by
+/// `fsage report --json` (a second analysis, so section titles carry the analysis' name) and two
+/// `fsage bench run --json` results.
+const ALL: [&str; 13] = [
     "aged-ext4.run.json",
     "aged2-ext4.run.json",
     "fresh-ext4.frag.json",
@@ -33,6 +34,8 @@ const ALL: [&str; 11] = [
     "git/zlib-ext4.json",
     "experiment",
     "analysis/sweep.json",
+    "bench/varmail-fresh-ext4.json",
+    "bench/varmail-aged-ext4.json",
 ];
 
 /// Real cell results whose workload reports carry p50 to max per flowop (the latency section's
