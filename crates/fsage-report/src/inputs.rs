@@ -93,7 +93,9 @@ fn name_of(p: &Path) -> String {
         || p.display().to_string(),
         |s| s.to_string_lossy().into_owned(),
     );
-    for suffix in [".json", ".run", ".frag", ".report", ".against", ".bench", ".img"] {
+    for suffix in [
+        ".json", ".run", ".frag", ".report", ".against", ".bench", ".img",
+    ] {
         if let Some(s) = n.strip_suffix(suffix) {
             n = s.to_string();
         }

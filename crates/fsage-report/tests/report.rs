@@ -337,7 +337,8 @@ fn bench_results_are_read_and_shown_side_by_side() {
     std::fs::write(&p, v.to_string()).unwrap();
     let e = load(&[p], &AnalysisOptions::default()).unwrap_err();
     assert!(
-        e.message.contains("broken.json: looks like a bench run but does not parse"),
+        e.message
+            .contains("broken.json: looks like a bench run but does not parse"),
         "{}",
         e.message
     );

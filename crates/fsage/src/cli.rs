@@ -57,6 +57,6 @@ pub enum Command {
     #[command(subcommand)]
     Experiment(crate::experiment_cmd::ExperimentCmd),
     /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from
-    /// aging runs, frag reports, cell results and analyses.
+    /// aging runs, frag reports, bench runs, cell results and analyses.
     Report(crate::report_cmd::ReportArgs),
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Results to report on: `fsage age --json` and `fsage frag --json` reports, cell results,
-    /// Git-aging series (`fsage git-age --json`), analyses, directories of them (their *.json
-    /// files), or an experiment's output directory.
+    /// Git-aging series (`fsage git-age --json`), `fsage bench run --json` results, analyses,
+    /// directories of them (their *.json files), or an experiment's output directory.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Write the HTML report (one self-contained file) here.
@@ -21,8 +21,8 @@ pub struct ReportArgs {
     /// Write the analyses as JSON here ("-" for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Only these sections (repeat the flag): aging, git, frag, against-fresh, aged-vs-fresh,
-    /// latency, sweep, inversions, cells.
+    /// Only these sections (repeat the flag): aging, git, frag, against-fresh, bench,
+    /// aged-vs-fresh, latency, sweep, inversions, cells.
     #[arg(long, value_name = "KIND", value_parser = str::parse::<Section>)]
     pub section: Vec<Section>,
     /// The two device latencies the model is calibrated on (a unit is required: 5ms, 500us).

@@ -27,6 +27,8 @@ fn inputs() -> Vec<String> {
         fx("cells/sweep"),
         fx("against/aged-ext4.against.json"),
         fx("git/zlib-ext4.json"),
+        fx("bench/varmail-fresh-ext4.json"),
+        fx("bench/varmail-aged-ext4.json"),
     ]
 }
 
@@ -64,7 +66,7 @@ fn report_writes_html_json_and_a_summary() {
     assert!(
         e.contains("--section")
             && e.contains("\"nosuch\"")
-            && e.contains("one of aging, git, frag, against-fresh, aged-vs-fresh, latency, sweep, inversions, cells"),
+            && e.contains("one of aging, git, frag, against-fresh, bench, aged-vs-fresh, latency, sweep, inversions, cells"),
         "{e}"
     );
 }
@@ -104,6 +106,24 @@ fn chromium(bin: &Path, profile: &Path, args: &[&str]) -> (String, String) {
         std::fs::read_to_string(&out).unwrap_or_default(),
         std::fs::read_to_string(&err).unwrap_or_default(),
     )
+}
+
+/// The page's own check, read back from the DOM Chromium dumped: (sections, sections drawn).
+fn sections_checked(dom: &str) -> (usize, usize) {
+    let body = dom
+        .split("<body")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .unwrap_or_else(|| panic!("no <body> in the DOM:\n{dom:.2000}"));
+    let attr = |k: &str| -> usize {
+        body.split(&format!("{k}=\""))
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .unwrap_or_else(|| panic!("no {k} on <body{body}>: the check script did not run"))
+            .parse()
+            .unwrap()
+    };
+    (attr("data-sections"), attr("data-sections-ok"))
 }
 
 #[test]
@@ -150,21 +170,9 @@ fn chromium_renders_every_section_without_console_errors() {
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
     // The page's own check ran (no script error stopped it) and found every section drawn.
-    let body = dom
-        .split("<body")
-        .nth(1)
-        .and_then(|b| b.split('>').next())
-        .unwrap_or_else(|| panic!("no <body> in the DOM:\n{dom:.2000}"));
-    let attr = |k: &str| {
-        body.split(&format!("{k}=\""))
-            .nth(1)
-            .and_then(|v| v.split('"').next())
-            .unwrap_or_else(|| panic!("no {k} on <body{body}>: the check script did not run"))
-            .to_string()
-    };
-    let total: usize = attr("data-sections").parse().unwrap();
-    assert_eq!(total, 10, "sections on the page");
-    assert_eq!(attr("data-sections-ok"), total.to_string());
+    let (total, ok) = sections_checked(&dom);
+    assert_eq!(total, 11, "sections on the page");
+    assert_eq!(ok, total);
     assert_eq!(dom.matches("data-rendered=\"yes\"").count(), total);
 
     // The check is not fooled by a table: the same page with every plot replaced by a
@@ -233,5 +241,83 @@ fn cells_on_a_device_model_are_their_own_groups() {
     assert!(
         !page.contains("<h3>fileserver — plain image</h3>"),
         "the model's cells are not shown as a plain image"
+    );
+}
+
+/// Age, bench, report by hand: `fsage report` of an aging run and two `fsage bench run --json`
+/// results (committed fixtures: varmail on the aged 256 MiB ext4 image and on a fresh one) gives
+/// the aging and bench sections and a summary line per run; headless Chromium draws both
+/// sections with no console message, and a screenshot of the page has something on it.
+#[test]
+fn report_of_an_aging_run_and_two_bench_runs() {
+    const T: &str = "report_of_an_aging_run_and_two_bench_runs";
+    let d = tmp();
+    let html = d.path().join("x.html");
+    let o = fsage_ok([
+        "report",
+        &fx("bench/aged-ext4.run.json"),
+        &fx("bench/varmail-fresh-ext4.json"),
+        &fx("bench/varmail-aged-ext4.json"),
+        "-o",
+        s(&html),
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("aging run aged-ext4: profile meyer"), "{out}");
+    for run in ["varmail-fresh-ext4", "varmail-aged-ext4"] {
+        assert!(
+            out.contains(&format!("bench {run}: varmail on ")),
+            "no line for {run}: {out}"
+        );
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<section class=\"fsage\"").count(), 2);
+    assert!(page.contains("data-kind=\"aging\"") && page.contains("data-kind=\"bench\""));
+    // --section bench alone.
+    let only = d.path().join("only.html");
+    fsage_ok([
+        "report",
+        &fx("bench/varmail-aged-ext4.json"),
+        "--section",
+        "bench",
+        "-o",
+        s(&only),
+    ]);
+    let only = std::fs::read_to_string(&only).unwrap();
+    assert_eq!(only.matches("<section class=\"fsage\"").count(), 1);
+
+    let Some(bin) = find_cmd("chromium") else {
+        return skip(T, "chromium not installed (scripts/setup installs it)");
+    };
+    let url = format!("file://{}", html.display());
+    let (dom, log) = chromium(
+        &bin,
+        &d.path().join("profile-dom"),
+        &["--enable-logging=stderr", "--v=0", "--dump-dom", &url],
+    );
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert_eq!(sections_checked(&dom), (2, 2), "sections drawn");
+    let bench = dom
+        .split("data-kind=\"bench\"")
+        .nth(1)
+        .and_then(|b| b.split('>').next())
+        .expect("the bench section in the DOM");
+    assert!(bench.contains("data-rendered=\"yes\""), "{bench}");
+    let png = d.path().join("shot.png");
+    chromium(
+        &bin,
+        &d.path().join("profile-shot"),
+        &[
+            "--window-size=1400,2400",
+            &format!("--screenshot={}", png.display()),
+            &url,
+        ],
+    );
+    let bytes = std::fs::read(&png).expect("a screenshot");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(
+        bytes.len() > 50_000,
+        "a nearly blank screenshot: {} bytes",
+        bytes.len()
     );
 }

@@ -78,10 +78,7 @@ pub(crate) fn flowop_figures(b: &BenchResult) -> Vec<FlowopFigures> {
                 p90_us: mean(|x| x.stats.p90_us),
                 p99_us: mean(|x| x.stats.p99_us),
                 p999_us: mean(|x| x.stats.p999_us),
-                max_us: same
-                    .iter()
-                    .filter_map(|x| x.stats.max_us)
-                    .reduce(f64::max),
+                max_us: same.iter().filter_map(|x| x.stats.max_us).reduce(f64::max),
                 enospc: same.iter().map(|x| x.stats.enospc).sum(),
             }
         })
@@ -205,7 +202,9 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
                 if x.interrupted {
                     "interrupted".into()
                 } else {
-                    x.done.clone().unwrap_or_else(|| "at its time or count".into())
+                    x.done
+                        .clone()
+                        .unwrap_or_else(|| "at its time or count".into())
                 },
             ]
         })
@@ -291,7 +290,10 @@ pub(in crate::html) fn render(p: &mut Page, runs: &[Named<BenchResult>]) {
         v
     };
     let chart = BarChart {
-        title: format!("{}: ops/s per flowop, mean with 95% CI", workloads.join(", ")),
+        title: format!(
+            "{}: ops/s per flowop, mean with 95% CI",
+            workloads.join(", ")
+        ),
         x_desc: "flowop".into(),
         y_desc: "throughput (ops/s)".into(),
         groups: flowops.clone(),
@@ -401,7 +403,10 @@ mod tests {
         let again = flowop_figures(&old);
         assert_eq!(again.len(), figs.len());
         for (x, y) in again.iter().zip(&figs) {
-            assert_eq!((&x.label, x.p50_us, x.max_us), (&y.label, y.p50_us, y.max_us));
+            assert_eq!(
+                (&x.label, x.p50_us, x.max_us),
+                (&y.label, y.p50_us, y.max_us)
+            );
             assert!((x.ops_per_s - y.ops_per_s).abs() < 1e-9 * y.ops_per_s);
             let (cx, cy) = (x.ops_per_s_ci95.unwrap(), y.ops_per_s_ci95.unwrap());
             assert!((cx - cy).abs() < 1e-9 * cy);
@@ -439,7 +444,11 @@ mod tests {
             fmt_mb(mib(s.mb_per_sec_mean))
         )));
         // Every repetition has its row.
-        assert_eq!(h.matches("<td class=\"l\">at its time or count</td>").count(), 6);
+        assert_eq!(
+            h.matches("<td class=\"l\">at its time or count</td>")
+                .count(),
+            6
+        );
         // Two files of one name: the legend tells them apart by target.
         let mut same = runs.clone();
         same[1].name = same[0].name.clone();
