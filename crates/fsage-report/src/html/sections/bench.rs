@@ -240,9 +240,9 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
             &reps,
         ),
     ]));
-    let _ = write!(
+    let _ = writeln!(
         c,
-        "<details><summary>The workload as run</summary><pre>{}</pre></details>\n",
+        "<details><summary>The workload as run</summary><pre>{}</pre></details>",
         esc(&b.workload_text)
     );
 }
