@@ -42,6 +42,13 @@ pub struct Environment {
     /// drive, and the state file's SHA-256; absent for an erased drive or a model without state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drive_state: Option<DriveState>,
+    /// The CPU's model name: with `kernel`, what says whether two cells ran on comparable
+    /// hardware (results written before it was recorded lack it).
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    /// The Slurm job (`ARRAYJOB_TASK`) the cell ran in, when it ran in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<String>,
 }
 
 /// Where a cell's drive state came from.
