@@ -622,7 +622,18 @@ impl LabExecutor {
             }
             None => work.to_path_buf(),
         };
-        let mounted = Mounted::attach_and_mount(&block, mnt).map_err(step("mount"))?;
+        // Every working copy of a base has the base's UUID, and XFS refuses to mount a second
+        // file system of one UUID: two cells of one base at once on a node (Slurm tasks) need
+        // `nouuid`, which skips only that check. Given always, so no result depends on it.
+        let opts = fsage_lab::mount::MountOptions {
+            options: if cell.fs.kind == "xfs" {
+                "nouuid".into()
+            } else {
+                String::new()
+            },
+            ..Default::default()
+        };
+        let mounted = Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?;
         let cfg = RunConfig {
             stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
             warmup: Duration::from_secs_f64(cell.warmup_s),

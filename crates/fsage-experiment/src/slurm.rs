@@ -31,7 +31,9 @@ pub const SUBMISSIONS: &str = "submissions.json";
 /// What can go wrong between fsage and Slurm.
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
-    #[error("{0} not found: install Slurm's client commands (Debian: slurm-client) or put them on PATH")]
+    #[error(
+        "{0} not found: install Slurm's client commands (Debian: slurm-client) or put them on PATH"
+    )]
     Missing(&'static str),
     #[error("{cmd} failed ({status}): {stderr}")]
     Failed {
@@ -494,7 +496,11 @@ fn alive_jobs(subs: &[Submission]) -> Result<BTreeMap<String, LiveJob>, Error> {
         subs.iter().flat_map(Submission::job_ids).collect();
     let text = slurm_cmd(
         &squeue,
-        &["--noheader".into(), "--array".into(), "--format=%F|%K|%T|%R".into()],
+        &[
+            "--noheader".into(),
+            "--array".into(),
+            "--format=%F|%K|%T|%R".into(),
+        ],
     )?;
     let mut alive = BTreeMap::new();
     for line in text.lines() {
@@ -715,8 +721,7 @@ fn preflight_cells(cells: &[&Cell]) -> Result<(), Error> {
         let kind = fsage_lab::FsKind::parse(&c.fs.kind).map_err(|e| Error::input(e.to_string()))?;
         kind.check_tools()
             .map_err(|e| Error::input(format!("{}: {e}", c.id)))?;
-        if (c.latency_us.is_some() || c.device_model.is_some())
-            && !Path::new("/dev/fuse").exists()
+        if (c.latency_us.is_some() || c.device_model.is_some()) && !Path::new("/dev/fuse").exists()
         {
             return Err(Error::input(format!(
                 "{}: runs on the slow device, which needs /dev/fuse (not found on this node)",
@@ -822,7 +827,10 @@ mod tests {
     fn time_limits_are_written_as_slurm_reads_them() {
         use std::time::Duration;
         assert_eq!(slurm_time(Duration::from_secs(90)), "0-00:01:30");
-        assert_eq!(slurm_time(Duration::from_secs(2 * 86400 + 3723)), "2-01:02:03");
+        assert_eq!(
+            slurm_time(Duration::from_secs(2 * 86400 + 3723)),
+            "2-01:02:03"
+        );
         assert_eq!(slurm_time(Duration::from_millis(1500)), "0-00:00:02");
     }
 
