@@ -65,7 +65,8 @@ pub enum ExperimentCmd {
         /// The Slurm partition of every job.
         #[arg(long, value_name = "P")]
         partition: Option<String>,
-        /// At most N tasks of each array run at once (`--array=...%N`).
+        /// At most N tasks of each base's array run at once (`--array=...%N`; the arrays of
+        /// different bases are not limited together).
         #[arg(long, value_name = "N")]
         max_parallel: Option<u32>,
         /// Each job's time limit (`2h`, `30m`).

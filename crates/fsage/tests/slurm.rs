@@ -544,3 +544,248 @@ fn a_submitted_experiment_matches_a_local_run_and_a_cancelled_one_resumes_with_o
     assert!(stdout(&o).contains("no job of"), "{}", stdout(&o));
     eprintln!("slurm test: {:.0} s", t_all.elapsed().as_secs_f64());
 }
+
+/// A directory on PATH with stand-ins for `sbatch` and `squeue`: sbatch logs its arguments and
+/// answers job ids from 100 up (or fails, or answers nonsense, as `mode` says); squeue lists
+/// no job.
+fn fake_slurm(dir: &Path, mode: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let sbatch = match mode {
+        "fail" => {
+            "#!/bin/sh\necho 'sbatch: error: invalid partition specified: nope' >&2\nexit 1\n"
+                .to_string()
+        }
+        "nonsense" => "#!/bin/sh\necho 'Submitted batch job'\n".to_string(),
+        _ => format!(
+            "#!/bin/sh\nn=$(cat {d}/n 2>/dev/null || echo 100)\necho $((n + 1)) > {d}/n\n\
+             echo \"$@\" >> {d}/sbatch.log\necho \"$n;cluster\"\n",
+            d = dir.display()
+        ),
+    };
+    for (name, text) in [
+        ("sbatch", sbatch.as_str()),
+        ("squeue", "#!/bin/sh\nexit 0\n"),
+    ] {
+        let p = bin.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// What `submit` hands to sbatch, without a cluster: base jobs first, then an array per base
+/// that waits for it, with the flags given; a failing or confused sbatch is reported as such.
+#[test]
+fn submit_passes_its_options_to_sbatch_and_reports_sbatch_failures() {
+    let d = tmp();
+    let file = d.path().join("e.toml");
+    std::fs::write(&file, SPEC).unwrap();
+    let out = d.path().join("out");
+    let run = |path: &str, extra: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args(["experiment", "submit", s(&file), "--out", s(&out)])
+            .args(extra)
+            .env("PATH", path);
+        c.output().unwrap()
+    };
+    let path = fake_slurm(d.path(), "ok");
+    let o = run(
+        &path,
+        &[
+            "--partition",
+            "storage",
+            "--max-parallel",
+            "3",
+            "--time",
+            "90m",
+            "--cells-per-task",
+            "2",
+            "--",
+            "--exclusive",
+            "--constraint=ssd",
+        ],
+    );
+    expect_code(&o, 0, "submit");
+    assert!(stdout(&o).contains("8 cells: 0 done already, 8 submitted"));
+    let log = std::fs::read_to_string(d.path().join("sbatch.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    // Four bases (ext4 and xfs, fresh and aged), each followed by its array of 2 cells in 1 task.
+    assert_eq!(lines.len(), 8, "{log}");
+    for (i, pair) in lines.chunks(2).enumerate() {
+        let base_id = 100 + 2 * i;
+        assert!(pair[0].contains("--partition=storage"), "{}", pair[0]);
+        assert!(pair[0].contains("--time=0-01:30:00"), "{}", pair[0]);
+        assert!(
+            pair[0].contains("--exclusive --constraint=ssd"),
+            "{}",
+            pair[0]
+        );
+        assert!(pair[0].contains("slurm/base.sh"), "{}", pair[0]);
+        assert!(!pair[0].contains("--array"), "{}", pair[0]);
+        assert!(pair[1].contains("--array=0-0%3"), "{}", pair[1]);
+        assert!(
+            pair[1].contains(&format!("--dependency=afterok:{base_id} ")),
+            "{}",
+            pair[1]
+        );
+        assert!(pair[1].contains("--kill-on-invalid-dep=yes"), "{}", pair[1]);
+        assert!(pair[1].contains("slurm/cells.sh"), "{}", pair[1]);
+    }
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let arrays = subs[0]["arrays"].as_array().unwrap();
+    assert_eq!(arrays.len(), 4);
+    assert_eq!(arrays[0]["job_id"], "101");
+    assert_eq!(arrays[0]["tasks"][0].as_array().unwrap().len(), 2);
+    // The task file the array reads: line 1 holds task 0's two cells.
+    let tf = std::fs::read_to_string(arrays[0]["task_file"].as_str().unwrap()).unwrap();
+    assert_eq!(tf.lines().next().unwrap().split(' ').count(), 2, "{tf}");
+    let script = std::fs::read_to_string(out.join("slurm/cells.sh")).unwrap();
+    assert!(script.contains(bin()), "{script}");
+    assert!(script.contains("run-cell"), "{script}");
+    // Status names every cell's job (squeue lists none: they are left, not queued).
+    let o = Command::new(bin())
+        .args(["experiment", "status", s(&out)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "status");
+    assert!(stdout(&o).contains("[job 101_0]"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("Slurm jobs of the last submission"));
+
+    // sbatch refusing: its message, exit 1; nonsense: named as such.
+    let out2 = d.path().join("out2");
+    let path = fake_slurm(&d.path().join("f"), "fail");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out2)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 1, "a failing sbatch");
+    expect_stderr(&o, "invalid partition specified: nope");
+    let path = fake_slurm(&d.path().join("g"), "nonsense");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out2)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 1, "sbatch without a job id");
+    expect_stderr(&o, "not a job id");
+
+    // Bad input: zero cells per task; run-cell of a cell the plan lacks; cancel of a directory
+    // with no submission.
+    let o = run(&fake_slurm(d.path(), "ok"), &["--cells-per-task", "0"]);
+    expect_code(&o, 2, "--cells-per-task 0");
+    expect_stderr(&o, "cells per task");
+    let o = fsage(["experiment", "run-cell", s(&out), "no-such-cell"]);
+    expect_code(&o, 2, "run-cell of an unknown id");
+    expect_stderr(&o, "has no cell \"no-such-cell\"");
+    let o = fsage(["experiment", "cancel", s(&out2)]);
+    expect_code(&o, 2, "cancel without a submission");
+    expect_stderr(&o, "nothing to cancel");
+}
+
+/// BENCHMARKS.md's Slurm overhead: the test's 8 cells run locally and through Slurm on one
+/// node, with the base images already made (they are shared, so neither side ages), one cell
+/// at a time and two at a time. Wall time is from the command's start to the last cell's file.
+/// `cargo test --release -p fsage --test slurm -- --ignored --nocapture overhead`
+#[test]
+#[ignore = "a measurement for BENCHMARKS.md (about 2 minutes), not a check"]
+fn overhead_of_slurm_against_a_local_run() {
+    if let Err(e) = need_root_and(&["munged", "slurmctld", "slurmd", "sbatch", "mkfs.xfs"]) {
+        skip("overhead", e);
+        return;
+    }
+    let cluster = Cluster::start();
+    let lab = Lab {
+        dir: fsage_testkit::shm_tmp("fsage-slurm-bench-"),
+    };
+    let file = lab.path("e.toml");
+    std::fs::write(&file, SPEC).unwrap();
+    let images = lab.path("images");
+    let local = |out: &Path| {
+        let t0 = Instant::now();
+        let o = lab.fsage(
+            &cluster,
+            &[
+                "experiment",
+                "run",
+                s(&file),
+                "--out",
+                s(out),
+                "--images",
+                s(&images),
+                "--quiet",
+            ],
+        );
+        expect_code(&o, 0, "local run");
+        t0.elapsed().as_secs_f64()
+    };
+    // Makes the bases (not measured).
+    local(&lab.path("warm"));
+    let mean_cell = |out: &Path| {
+        let c = cells(out);
+        assert_eq!(c.len(), 8);
+        c.values()
+            .map(|r| r["seconds"].as_f64().unwrap())
+            .sum::<f64>()
+            / 8.0
+    };
+    let mut rows = Vec::new();
+    for i in 0..3 {
+        let out = lab.path(&format!("local{i}"));
+        let t = local(&out);
+        rows.push(("local `experiment run`".to_string(), t, mean_cell(&out)));
+    }
+    // `--exclusive`: each job takes the node, so one cell runs at a time, as locally (the
+    // arrays' `%N` limits each base's array, not all four). Then two at once on the 2 CPUs.
+    let modes: [(&str, &[&str]); 2] = [
+        (
+            "Slurm, one job at a time (`-- --exclusive`)",
+            &["--", "--exclusive"],
+        ),
+        ("Slurm, two cells at once (2 CPUs)", &[]),
+    ];
+    for (what, extra) in modes {
+        for i in 0..3 {
+            let out = lab.path(&format!("slurm-{}-{i}", extra.len()));
+            let t0 = Instant::now();
+            let mut args = vec![
+                "experiment",
+                "submit",
+                s(&file),
+                "--out",
+                s(&out),
+                "--images",
+                s(&images),
+            ];
+            args.extend(extra);
+            let o = lab.fsage(&cluster, &args);
+            expect_code(&o, 0, "submit");
+            while cells(&out).len() < 8 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(300),
+                    "{}",
+                    job_logs(&out)
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let t = t0.elapsed().as_secs_f64();
+            let st = wait_done(&lab, &cluster, &out, Duration::from_secs(60));
+            assert_eq!(st["done"], 8);
+            rows.push((what.to_string(), t, mean_cell(&out)));
+        }
+    }
+    println!("| run | wall time, 8 cells | mean cell time (as the runner measures it) |");
+    println!("| --- | --- | --- |");
+    for (what, t, c) in rows {
+        println!("| {what} | {t:.1} s | {c:.2} s |");
+    }
+}
