@@ -463,6 +463,9 @@ pub struct Status {
     /// The jobs of the last Slurm submission, when the directory has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<JobLine>,
+    /// Why Slurm could not be asked where the cells not done stand (no `squeue` here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_note: Option<String>,
 }
 
 /// The plan an output directory was last run with (its `plan.json`).
@@ -549,6 +552,7 @@ pub fn status(out: &Path) -> Result<Status, Error> {
         queued: 0,
         running: 0,
         jobs: Vec::new(),
+        slurm_note: None,
     })
 }
 

@@ -567,7 +567,18 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
     let Some(last) = subs.last() else {
         return Ok(st);
     };
-    let alive = alive_jobs(&subs)?;
+    // The cell files say what is done wherever the directory is read; Slurm only adds where
+    // the rest stand, so a machine without Slurm (or a cluster that does not answer) still
+    // gets the status, with a note.
+    let alive = match alive_jobs(&subs) {
+        Ok(a) => a,
+        Err(e) => {
+            st.slurm_note = Some(format!(
+                "Slurm was not asked ({e}): cells in queued or running jobs are counted as left"
+            ));
+            BTreeMap::new()
+        }
+    };
     let ended = ended_jobs(&subs);
     // The last submission's task of each cell.
     let mut task_of: BTreeMap<&str, String> = BTreeMap::new();
@@ -626,7 +637,12 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
                 .filter(|j| j.id == id || j.id.starts_with(&format!("{id}_")))
                 .collect();
             let state = if live.is_empty() {
-                ended.get(&id).cloned().unwrap_or_else(|| "ended".into())
+                let unknown = if st.slurm_note.is_some() {
+                    "unknown"
+                } else {
+                    "ended"
+                };
+                ended.get(&id).cloned().unwrap_or_else(|| unknown.into())
             } else {
                 let mut s: Vec<String> = live.iter().map(|j| j.state.clone()).collect();
                 s.sort();

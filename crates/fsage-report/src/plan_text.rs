@@ -145,6 +145,9 @@ pub fn status(s: &fsage_experiment::runner::Status) -> String {
             .map_or(String::new(), |j| format!("  [job {j}]"));
         let _ = writeln!(o, "  {:<56} {what}{job}", c.id);
     }
+    if let Some(n) = &s.slurm_note {
+        let _ = writeln!(o, "note: {n}");
+    }
     if !s.jobs.is_empty() {
         let _ = writeln!(o, "Slurm jobs of the last submission:");
         for j in &s.jobs {

@@ -659,6 +659,24 @@ fn submit_passes_its_options_to_sbatch_and_reports_sbatch_failures() {
     expect_code(&o, 0, "status");
     assert!(stdout(&o).contains("[job 101_0]"), "{}", stdout(&o));
     assert!(stdout(&o).contains("Slurm jobs of the last submission"));
+    // A controller that does not answer: the cell files' status still, with a note.
+    std::fs::write(
+        d.path().join("fakebin/squeue"),
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let o = Command::new(bin())
+        .args(["experiment", "status", s(&out)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "status without a controller");
+    assert!(
+        stdout(&o).contains("Unable to contact slurm controller"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("8 left"), "{}", stdout(&o));
 
     // sbatch refusing: its message, exit 1; nonsense: named as such.
     let out2 = d.path().join("out2");
