@@ -51,7 +51,7 @@ pub struct BaseImage {
 
 /// The cell's device model when it keeps a drive state (an SSD): then aged base images are
 /// aged through it, and the cell's drive is the one its `drive` names.
-fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
+pub(crate) fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
     cell.device_model.as_ref().filter(|m| m.keeps_state())
 }
 
@@ -175,14 +175,17 @@ impl LabExecutor {
         Ok(ex)
     }
 
-    /// Makes the base image of `cell` if it is not made yet (a Slurm base job), and says where
-    /// it is.
+    /// Makes the base image of `cell` if it is not made yet (a Slurm base job), and the base
+    /// its drive state comes from, and says where the cell's base is.
     pub fn make_base_of(
         &mut self,
         cell: &Cell,
         obs: &mut dyn RunObserver,
     ) -> Result<BaseImage, Error> {
-        self.base(cell, obs)
+        let base = self.base(cell, obs)?;
+        // And the base whose drive state the cell starts from, when it is another's.
+        self.drive_of(cell, &base, obs)?;
+        Ok(base)
     }
 
     /// The working directory of the cells (the scratch directory of a task).

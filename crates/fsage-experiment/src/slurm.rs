@@ -155,7 +155,30 @@ pub struct SubmitSummary {
 /// the same name have the same base image (the image's content key adds only what the plan
 /// fixes: the size, the profile's text, the library image's checksum).
 pub fn base_group(cell: &Cell) -> String {
-    format!("{}-{}", cell.fs.label, cell.state.id_part())
+    // As the lab's base key: an aged base whose drive ages with it is one per drive model.
+    match (&cell.state, crate::lab::drive_model(cell)) {
+        (crate::spec::StateSpec::Aged { .. }, Some(m)) => {
+            format!("{}-{}-{}", cell.fs.label, cell.state.id_part(), m.name)
+        }
+        _ => format!("{}-{}", cell.fs.label, cell.state.id_part()),
+    }
+}
+
+/// The base whose drive state a cell starts from when it is another state's (`drive = aged.X`),
+/// as a group name and a cell standing for it.
+fn drive_source(cell: &Cell) -> Option<(String, Cell)> {
+    let crate::spec::DriveSpec::Of {
+        state,
+        profile_file,
+    } = cell.drive.as_ref()?
+    else {
+        return None;
+    };
+    let mut other = cell.clone();
+    other.state = state.clone();
+    other.profile_file = profile_file.clone();
+    other.drive = None;
+    Some((base_group(&other), other))
 }
 
 /// `experiment submit`: plans `file` into `out` (as `experiment run` does), then submits the
@@ -237,8 +260,25 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
     }
     // By base, in plan order within each.
     let mut groups: Vec<(String, Vec<&Cell>)> = Vec::new();
+    // The bases other bases' cells take their drive state from: made first, by jobs of their
+    // own, which the bases needing them wait for (so no two jobs make one base).
+    let mut sources: Vec<(String, Cell)> = Vec::new();
+    let mut needs: BTreeMap<String, String> = BTreeMap::new();
     for c in todo {
         let g = base_group(c);
+        if let Some((src, other)) = drive_source(c) {
+            if !sources.iter().any(|(n, _)| *n == src) {
+                // A cell of the plan whose own base it is stands for it, else the stand-in.
+                let rep = plan
+                    .cells
+                    .iter()
+                    .find(|p| base_group(p) == src && p.drive.is_none())
+                    .cloned()
+                    .unwrap_or(other);
+                sources.push((src.clone(), rep));
+            }
+            needs.insert(g.clone(), src);
+        }
         match groups.iter_mut().find(|(n, _)| *n == g) {
             Some((_, v)) => v.push(c),
             None => groups.push((g, vec![c])),
@@ -290,12 +330,37 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         runner::write_json(&sdir.join(SUBMISSIONS), &all)
     };
     let exp = &plan.experiment;
+    let mut source_jobs: BTreeMap<String, String> = BTreeMap::new();
+    for (g, rep) in &sources {
+        if groups.iter().any(|(n, _)| n == g) {
+            continue; // its own base job (below) makes it
+        }
+        let mut args = common(format!("fsage-base-{exp}"), "base-%j.out".into());
+        args.extend(opts.sbatch_args.iter().cloned());
+        args.push(base_sh.display().to_string());
+        args.push(rep.id.clone());
+        let id = sbatch_run(&sbatch, &args)?;
+        sub.bases.push(BaseJob {
+            job_id: id.clone(),
+            base: g.clone(),
+            cell: rep.id.clone(),
+        });
+        record(&sub)?;
+        source_jobs.insert(g.clone(), id);
+    }
+    // Sources with cells of their own go first, so the bases needing them can wait for them.
+    groups.sort_by_key(|(g, _)| !sources.iter().any(|(n, _)| n == g));
     for (g, cells) in &groups {
         let mut args = common(format!("fsage-base-{exp}"), "base-%j.out".into());
+        if let Some(src) = needs.get(g).and_then(|s| source_jobs.get(s)) {
+            args.push(format!("--dependency=afterok:{src}"));
+            args.push("--kill-on-invalid-dep=yes".into());
+        }
         args.extend(opts.sbatch_args.iter().cloned());
         args.push(base_sh.display().to_string());
         args.push(cells[0].id.clone());
         let id = sbatch_run(&sbatch, &args)?;
+        source_jobs.entry(g.clone()).or_insert_with(|| id.clone());
         sub.bases.push(BaseJob {
             job_id: id.clone(),
             base: g.clone(),
