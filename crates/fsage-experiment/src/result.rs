@@ -304,6 +304,7 @@ mod tests {
             seed: 1,
             workload_text: String::new(),
             device: None,
+            drive_state: None,
             cpu_model: Some(cpu.into()),
             slurm_job: None,
         };
