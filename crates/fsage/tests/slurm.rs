@@ -807,3 +807,41 @@ fn overhead_of_slurm_against_a_local_run() {
         println!("| {what} | {t:.1} s | {c:.2} s |");
     }
 }
+
+/// Cells on an aged SSD drive under a fresh file system (`drives = ["own", "aged.meyer"]`): the
+/// aged base (which carries the drive) gets its job first, and the fresh base's job waits for it,
+/// so that no two jobs make one base.
+#[test]
+fn a_base_whose_drive_other_cells_use_is_submitted_first_and_waited_for() {
+    let d = tmp();
+    let file = d.path().join("e.toml");
+    std::fs::write(
+        &file,
+        "name = \"drives\"\nduration = \"1s\"\nimage_size = \"512MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+         [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
+         max_ops = 1000\n[devices]\nlatencies = [\"ssd-sata\"]\ndrives = [\"own\", \"aged.meyer\"]\n\
+         [[workload]]\nname = \"varmail\"\n",
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out)])
+        .env("PATH", fake_slurm(d.path(), "ok"))
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "submit");
+    let log = std::fs::read_to_string(d.path().join("sbatch.log")).unwrap();
+    let base_lines: Vec<&str> = log.lines().filter(|l| l.contains("base.sh")).collect();
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let bases = subs[0]["bases"].as_array().unwrap();
+    let names: Vec<&str> = bases.iter().map(|b| b["base"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ext4-aged.meyer-ssd-sata", "ext4-fresh"], "{log}");
+    let aged_job = bases[0]["job_id"].as_str().unwrap();
+    assert!(!base_lines[0].contains("--dependency"), "{log}");
+    assert!(
+        base_lines[1].contains(&format!("--dependency=afterok:{aged_job} ")),
+        "{log}"
+    );
+}
