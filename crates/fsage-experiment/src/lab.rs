@@ -51,7 +51,7 @@ pub struct BaseImage {
 
 /// The cell's device model when it keeps a drive state (an SSD): then aged base images are
 /// aged through it, and the cell's drive is the one its `drive` names.
-fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
+pub(crate) fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
     cell.device_model.as_ref().filter(|m| m.keeps_state())
 }
 
@@ -67,6 +67,12 @@ pub struct LabExecutor {
     failed_bases: BTreeMap<String, Error>,
     library: fsage_core::image::Library,
     registry: Registry,
+    /// Where each cell's working copy is made and mounted: the image directory for a local run,
+    /// node-local memory for a Slurm task (`run-cell`).
+    work: PathBuf,
+    /// A Slurm task: the image directory is shared with other tasks (on this node and others),
+    /// so it is not locked whole; a base image is made under a lock of its own.
+    shared: bool,
     _lock: fsage_exec::preflight::RunLock,
 }
 
@@ -103,31 +109,106 @@ impl LabExecutor {
         .map_err(|e| crate::Error::operation(e.to_string()))?;
         let ex = LabExecutor {
             out: out.to_path_buf(),
-            images,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),
             library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
             registry: Registry::new(Registry::default_root()),
+            work: images.clone(),
+            shared: false,
+            images,
             _lock: lock,
         };
         ex.clean_leftovers()?;
         Ok(ex)
     }
 
-    /// Unmounts what is mounted under the image directory and destroys the slow devices whose
-    /// backing file is there: the remains of a run that was killed. Touches nothing else.
+    /// The executor of one `experiment run-cell` (a Slurm task, or a run by hand): base images
+    /// come from (or are made in) `images`, which other tasks share, so only the base being made
+    /// is locked; each cell's working copy goes to `scratch`, a directory of this task in
+    /// node-local memory (made, locked, and cleaned of what a killed task of the same name left).
+    pub fn for_task(out: &Path, images: &Path, scratch: &Path) -> Result<LabExecutor, Error> {
+        check_images_dir(images)?;
+        std::fs::create_dir_all(images).map_err(|e| {
+            Error::input(format!(
+                "{}: cannot make the image directory: {e}",
+                images.display()
+            ))
+        })?;
+        let images = images
+            .canonicalize()
+            .map_err(|e| Error::input(format!("{}: {e}", images.display())))?;
+        let marker = images.join(IMAGES_MARKER);
+        if !marker.exists() {
+            fsage_sys::write_atomic(
+                &marker,
+                b"base images and working copies of fsage experiment runs\n",
+            )
+            .map_err(|e| Error::operation(e.to_string()))?;
+        }
+        std::fs::create_dir_all(scratch).map_err(|e| {
+            Error::input(format!(
+                "{}: cannot make the scratch directory: {e}",
+                scratch.display()
+            ))
+        })?;
+        let work = scratch
+            .canonicalize()
+            .map_err(|e| Error::input(format!("{}: {e}", scratch.display())))?;
+        let lock = fsage_exec::preflight::lock_run(&work.join(".fsage-task")).map_err(|e| {
+            Error::input(format!(
+                "{}: {e} (another run-cell of the same cells is running on this node)",
+                work.display()
+            ))
+        })?;
+        let ex = LabExecutor {
+            out: out.to_path_buf(),
+            images,
+            bases: BTreeMap::new(),
+            failed_bases: BTreeMap::new(),
+            library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
+            registry: Registry::new(Registry::default_root()),
+            work,
+            shared: true,
+            _lock: lock,
+        };
+        ex.clean_leftovers()?;
+        Ok(ex)
+    }
+
+    /// Makes the base image of `cell` if it is not made yet (a Slurm base job), and the base
+    /// its drive state comes from, and says where the cell's base is.
+    pub fn make_base_of(
+        &mut self,
+        cell: &Cell,
+        obs: &mut dyn RunObserver,
+    ) -> Result<BaseImage, Error> {
+        let base = self.base(cell, obs)?;
+        // And the base whose drive state the cell starts from, when it is another's.
+        self.drive_of(cell, &base, obs)?;
+        Ok(base)
+    }
+
+    /// The working directory of the cells (the scratch directory of a task).
+    pub fn work_dir(&self) -> &Path {
+        &self.work
+    }
+
+    /// Unmounts what is mounted under the working directory (the image directory of a local
+    /// run, the scratch directory of a task) and destroys the slow devices whose backing file is
+    /// there: the remains of a run that was killed. Touches nothing else (a task leaves the
+    /// shared image directory alone: other tasks work there).
     fn clean_leftovers(&self) -> Result<(), crate::Error> {
         let mounts = fsage_sys::mounts()
             .map_err(|e| crate::Error::operation(format!("reading the mount table: {e}")))?;
         for m in mounts.iter().rev() {
-            if m.mount_point.starts_with(&self.images) {
+            if m.mount_point.starts_with(&self.work) {
                 fsage_lab::mount::umount_point(&m.mount_point).map_err(|e| {
                     crate::Error::operation(format!("cleaning up a killed run: {e}"))
                 })?;
             }
         }
         for (_, rec) in self.registry.list() {
-            if rec.backing_file.starts_with(&self.images) {
+            if rec.backing_file.starts_with(&self.work) {
                 let dev = SlowDevice::open(&self.registry, &rec.name).map_err(|e| {
                     crate::Error::operation(format!("cleaning up a killed run: {e}"))
                 })?;
@@ -170,6 +251,17 @@ impl LabExecutor {
         }
         let meta = self.images.join(format!("{key}.base.json"));
         let image = self.images.join(format!("{key}.img"));
+        // Tasks share the image directory: one makes a base, another finding it locked fails
+        // (in a submission the base's own job makes it and the cells wait for that job).
+        let _base_lock = if self.shared {
+            Some(fsage_exec::preflight::lock_run(&meta).map_err(|e| {
+                Error::operation(format!(
+                    "base image {key}: {e} (another task is making it on this node)"
+                ))
+            })?)
+        } else {
+            None
+        };
         if let Ok(text) = std::fs::read_to_string(&meta) {
             if let Ok(b) = serde_json::from_str::<BaseImage>(&text) {
                 let drive_kept =
@@ -533,7 +625,18 @@ impl LabExecutor {
             }
             None => work.to_path_buf(),
         };
-        let mounted = Mounted::attach_and_mount(&block, mnt).map_err(step("mount"))?;
+        // Every working copy of a base has the base's UUID, and XFS refuses to mount a second
+        // file system of one UUID: two cells of one base at once on a node (Slurm tasks) need
+        // `nouuid`, which skips only that check. Given always, so no result depends on it.
+        let opts = fsage_lab::mount::MountOptions {
+            options: if cell.fs.kind == "xfs" {
+                "nouuid".into()
+            } else {
+                String::new()
+            },
+            ..Default::default()
+        };
+        let mounted = Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?;
         let cfg = RunConfig {
             stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
             warmup: Duration::from_secs_f64(cell.warmup_s),
@@ -722,8 +825,8 @@ impl Executor for LabExecutor {
         let had = self.bases.len();
         let base = self.base(cell, obs)?;
         let base_seconds = (self.bases.len() > had).then_some(base.seconds);
-        let work = self.images.join("cell.img");
-        let mnt = self.images.join("cell.mnt");
+        let work = self.work.join("cell.img");
+        let mnt = self.work.join("cell.mnt");
         // The copy, and the drive state a device running an SSD model saved beside it.
         let state = fsage_slowdev::state_file_of(&work);
         let _ = std::fs::remove_file(&work);
@@ -798,6 +901,26 @@ fn environment(
         workload_text: workload_text.to_string(),
         device,
         drive_state: None,
+        cpu_model: cpu_model(),
+        slurm_job: slurm_job(),
+    }
+}
+
+/// The CPU's model name (`/proc/cpuinfo`), what tells two nodes' hardware apart.
+pub fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// The Slurm job (`ARRAYJOB_TASK`, or the job id) this process runs in, when it runs in one.
+pub fn slurm_job() -> Option<String> {
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
+    match (var("SLURM_ARRAY_JOB_ID"), var("SLURM_ARRAY_TASK_ID")) {
+        (Some(a), Some(t)) => Some(format!("{a}_{t}")),
+        _ => var("SLURM_JOB_ID"),
     }
 }
 

@@ -11,6 +11,8 @@
 //! - [`runner`]: goes through a plan's cells, skipping the finished ones, writing each result the
 //!   moment it ends, and reads an output directory back ([`runner::status`]); the cells' work is
 //!   behind [`runner::Executor`].
+//! - [`slurm`]: the same cells as Slurm jobs (`submit`, `run-cell`, Slurm-aware `status`,
+//!   `cancel`), through the same runner loop and executor.
 //! - [`lab`]: the executor of this machine: base images (fresh, aged, from the library), a sparse
 //!   copy per cell, the slow device, the workload engine.
 
@@ -18,6 +20,7 @@ pub mod analysis;
 pub mod lab;
 pub mod result;
 pub mod runner;
+pub mod slurm;
 pub mod spec;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, Sample, State};
@@ -75,6 +78,12 @@ pub fn run_file(
     runner::prepare_out(out, &plan, &text)?;
     let mut ex = lab::LabExecutor::new(out, &images)?;
     runner::run(&plan, &text, out, opts, &mut ex, obs)
+}
+
+/// `fsage experiment status`: the cell files of `out`, and where it has Slurm submissions, the
+/// jobs that hold the cells not done yet (queued or running).
+pub fn status(out: &std::path::Path) -> Result<runner::Status, Error> {
+    slurm::annotate(runner::status(out)?, out)
 }
 
 #[cfg(test)]

@@ -42,6 +42,13 @@ pub struct Environment {
     /// drive, and the state file's SHA-256; absent for an erased drive or a model without state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drive_state: Option<DriveState>,
+    /// The CPU's model name: with `kernel`, what says whether two cells ran on comparable
+    /// hardware (results written before it was recorded lack it).
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    /// The Slurm job (`ARRAYJOB_TASK`) the cell ran in, when it ran in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<String>,
 }
 
 /// Where a cell's drive state came from.
@@ -160,6 +167,72 @@ pub fn read(path: &Path) -> Result<CellResult, Error> {
     Ok(r)
 }
 
+/// Cells of one comparison that ran on nodes of different hardware.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwareMix {
+    /// The comparison: the workload, and the latency or device model (`varmail, plain image`).
+    pub comparison: String,
+    /// Each kind of node (`CPU MODEL, kernel K`), its hosts and how many cells ran there.
+    pub kinds: Vec<(String, Vec<String>, usize)>,
+}
+
+impl std::fmt::Display for HardwareMix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .map(|(k, hosts, n)| format!("{n} on {} ({k})", hosts.join(", ")))
+            .collect();
+        write!(
+            f,
+            "{}: cells ran on nodes of different hardware ({}); their throughputs are not \
+             comparable",
+            self.comparison,
+            kinds.join("; ")
+        )
+    }
+}
+
+/// The comparisons (cells of one workload at one latency or device model, set against each
+/// other across file systems and states) whose finished cells ran on more than one kind of node
+/// (CPU model and kernel). Cells that recorded no CPU model count by their kernel alone.
+pub fn hardware_mixes<'a>(results: impl IntoIterator<Item = &'a CellResult>) -> Vec<HardwareMix> {
+    use std::collections::{BTreeMap, BTreeSet};
+    type Kinds = BTreeMap<String, (BTreeSet<String>, usize)>;
+    let mut by: BTreeMap<String, Kinds> = BTreeMap::new();
+    for r in results.into_iter().filter(|r| r.is_done()) {
+        let Some(e) = &r.environment else { continue };
+        let c = &r.cell;
+        let at = match (&c.device_model, c.latency_us) {
+            (Some(m), _) => format!("device model {}", m.name),
+            (None, Some(us)) => format!("{us} us"),
+            (None, None) => "plain image".to_string(),
+        };
+        let kind = format!(
+            "{}, kernel {}",
+            e.cpu_model.as_deref().unwrap_or("CPU not recorded"),
+            e.kernel
+        );
+        let k = by
+            .entry(format!("{}, {at}", c.workload.label))
+            .or_default()
+            .entry(kind)
+            .or_default();
+        k.0.insert(e.hostname.clone());
+        k.1 += 1;
+    }
+    by.into_iter()
+        .filter(|(_, kinds)| kinds.len() > 1)
+        .map(|(comparison, kinds)| HardwareMix {
+            comparison,
+            kinds: kinds
+                .into_iter()
+                .map(|(k, (hosts, n))| (k, hosts.into_iter().collect(), n))
+                .collect(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +280,64 @@ mod tests {
         let set = read_dir(d.path()).unwrap();
         assert_eq!(set.results.len(), 1);
         assert_eq!(set.skipped.len(), 1);
+    }
+
+    #[test]
+    fn cells_of_one_comparison_on_two_kinds_of_node_are_flagged() {
+        let spec = crate::spec::parse(
+            "name = \"t\"\nduration = \"1s\"\nrepetitions = 2\nimage_size = \"1GiB\"\n\
+             [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n\
+             [[workload]]\nname = \"varmail\"\n[[workload]]\nname = \"webserver\"\n",
+            "t.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        let env = |host: &str, cpu: &str| Environment {
+            fsage_version: "x".into(),
+            kernel: "6.1.0".into(),
+            hostname: host.into(),
+            cpus: 2,
+            memory_bytes: 1,
+            fs_kind: "ext4".into(),
+            mkfs_opts: None,
+            image_sha256: None,
+            seed: 1,
+            workload_text: String::new(),
+            device: None,
+            drive_state: None,
+            cpu_model: Some(cpu.into()),
+            slurm_job: None,
+        };
+        // varmail r0 and r1 on two CPU models; webserver r0 and r1 on two hosts of one model.
+        let results: Vec<CellResult> = spec
+            .plan()
+            .cells
+            .into_iter()
+            .map(|cell| {
+                let e = match (cell.workload.label.as_str(), cell.rep) {
+                    ("varmail", 0) => env("n1", "Xeon A"),
+                    ("varmail", _) => env("n2", "EPYC B"),
+                    (_, 0) => env("n3", "Xeon A"),
+                    _ => env("n4", "Xeon A"),
+                };
+                CellResult {
+                    format: RESULT_FORMAT,
+                    cell,
+                    status: CellStatus::Done,
+                    started_unix: 0,
+                    seconds: 1.0,
+                    base_seconds: None,
+                    environment: Some(e),
+                    samples: vec![],
+                    workload_report: None,
+                }
+            })
+            .collect();
+        let mixes = hardware_mixes(&results);
+        assert_eq!(mixes.len(), 1, "{mixes:?}");
+        assert_eq!(mixes[0].comparison, "varmail, plain image");
+        let text = mixes[0].to_string();
+        assert!(text.contains("1 on n2 (EPYC B, kernel 6.1.0)"), "{text}");
+        assert!(text.contains("not comparable"), "{text}");
     }
 }

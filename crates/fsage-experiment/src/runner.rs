@@ -179,7 +179,7 @@ pub fn cell_path(out: &Path, cell: &Cell) -> PathBuf {
 }
 
 /// The results recorded in `out`, by cell id (unreadable files are left out).
-fn recorded(out: &Path) -> Result<BTreeMap<String, CellResult>, Error> {
+pub(crate) fn recorded(out: &Path) -> Result<BTreeMap<String, CellResult>, Error> {
     Ok(recorded_and_unreadable(out)?.0)
 }
 
@@ -255,6 +255,21 @@ pub fn run(
         interrupted: false,
         seconds: 0.0,
     };
+    run_cells(&todo, out, exec, obs, &mut summary)?;
+    summary.seconds = t0.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// Runs `todo` in order through `exec`, writing each cell's result to `out/cells/` (atomically)
+/// as it ends, and counts into `summary`. The one loop every runner goes through: `experiment
+/// run` on this machine and `experiment run-cell` in a Slurm task alike.
+fn run_cells(
+    todo: &[&Cell],
+    out: &Path,
+    exec: &mut dyn Executor,
+    obs: &mut dyn RunObserver,
+    summary: &mut RunSummary,
+) -> Result<(), Error> {
     let mut spent = 0.0;
     for (i, cell) in todo.iter().enumerate() {
         if fsage_signals::interrupted() {
@@ -316,8 +331,61 @@ pub fn run(
         });
     }
     exec.finish();
+    Ok(())
+}
+
+/// `experiment run-cell`: runs the cells `ids` of the plan an output directory holds (its
+/// `plan.json`, written by `experiment run` or `submit`), the ones not done yet, through `exec`
+/// (a failed one runs again: it was asked for by name). Writes nothing but `out/cells/ID.json`,
+/// so that many of these may run at once on the nodes of a cluster.
+pub fn run_ids(
+    out: &Path,
+    ids: &[String],
+    exec: &mut dyn Executor,
+    obs: &mut dyn RunObserver,
+) -> Result<RunSummary, Error> {
+    let t0 = Instant::now();
+    let plan = read_plan(out)?;
+    let cells = select(&plan, ids, out)?;
+    let before = recorded(out)?;
+    let todo: Vec<&Cell> = cells
+        .into_iter()
+        .filter(|c| !before.get(&c.id).is_some_and(CellResult::is_done))
+        .collect();
+    let mut summary = RunSummary {
+        out: out.to_path_buf(),
+        total: ids.len(),
+        done_before: ids.len() - todo.len(),
+        ran: 0,
+        failed: 0,
+        failed_kept: 0,
+        interrupted: false,
+        seconds: 0.0,
+    };
+    obs.event(&Event::Start {
+        total: summary.total,
+        done: summary.done_before,
+        failed: 0,
+        to_run: todo.len(),
+    });
+    run_cells(&todo, out, exec, obs, &mut summary)?;
     summary.seconds = t0.elapsed().as_secs_f64();
     Ok(summary)
+}
+
+/// The cells of `plan` named by `ids`, in the order given; an id the plan lacks is refused.
+pub fn select<'a>(plan: &'a Plan, ids: &[String], out: &Path) -> Result<Vec<&'a Cell>, Error> {
+    ids.iter()
+        .map(|id| {
+            plan.cells.iter().find(|c| &c.id == id).ok_or_else(|| {
+                Error::input(format!(
+                    "{}: the experiment has no cell {id:?} (see `fsage experiment status {}`)",
+                    out.join("plan.json").display(),
+                    out.display()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Where a cell stands.
@@ -331,6 +399,16 @@ pub enum CellState {
     Failed {
         error: String,
     },
+    /// In a Slurm job that waits (`reason`: why, as `squeue` says).
+    Queued {
+        slurm_state: String,
+        reason: String,
+    },
+    /// In a Slurm job that runs on `node`.
+    Running {
+        slurm_state: String,
+        node: String,
+    },
     Left,
 }
 
@@ -339,6 +417,22 @@ pub struct CellLine {
     pub id: String,
     #[serde(flatten)]
     pub state: CellState,
+    /// The Slurm array task of the last submission that holds this cell (`ARRAYJOB_TASK`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// For a cell left whose job Slurm no longer lists: how `sacct` says the job ended, when
+    /// the cluster keeps accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_state: Option<String>,
+}
+
+/// A Slurm job of the last submission, and its state (`PENDING`, `RUNNING`; for an array the
+/// states of its tasks; `ended` once Slurm no longer lists it and no accounting says more).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobLine {
+    pub job_id: String,
+    pub what: String,
+    pub state: String,
 }
 
 /// `fsage experiment status`: what is done, failed and left, and how long the rest should take.
@@ -349,7 +443,13 @@ pub struct Status {
     pub total: usize,
     pub done: usize,
     pub failed: usize,
+    /// Not done, not failed, and in no queued or running Slurm job.
     pub left: usize,
+    /// In a Slurm job that waits, or runs (a directory with Slurm submissions).
+    #[serde(default)]
+    pub queued: usize,
+    #[serde(default)]
+    pub running: usize,
     /// Mean wall time of the finished cells (setup and workload; the time a cell spent making its
     /// state's base image is left out).
     pub mean_cell_s: Option<f64>,
@@ -360,6 +460,12 @@ pub struct Status {
     pub cells: Vec<CellLine>,
     /// Results in the directory for cells the current plan does not have (an edited experiment).
     pub not_in_plan: Vec<String>,
+    /// The jobs of the last Slurm submission, when the directory has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<JobLine>,
+    /// Why Slurm could not be asked where the cells not done stand (no `squeue` here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_note: Option<String>,
 }
 
 /// The plan an output directory was last run with (its `plan.json`).
@@ -412,6 +518,8 @@ pub fn status(out: &Path) -> Result<Status, Error> {
         cells.push(CellLine {
             id: c.id.clone(),
             state,
+            job: None,
+            slurm_state: None,
         });
     }
     let mean_cell_s = (!secs.is_empty()).then(|| secs.iter().sum::<f64>() / secs.len() as f64);
@@ -441,6 +549,10 @@ pub fn status(out: &Path) -> Result<Status, Error> {
         estimate_from,
         cells,
         not_in_plan: rec.into_keys().collect(),
+        queued: 0,
+        running: 0,
+        jobs: Vec::new(),
+        slurm_note: None,
     })
 }
 

@@ -152,6 +152,8 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         workload_text: String::new(),
         device: None,
         drive_state: None,
+        cpu_model: None,
+        slurm_job: None,
     };
     let sample = Sample {
         fs: cell.fs.label.clone(),

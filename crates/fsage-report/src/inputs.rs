@@ -175,12 +175,18 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
         .flat_map(|c| c.item.analysis_samples())
         .collect();
     if !samples.is_empty() {
+        let mut a = analyze(&samples, opts);
+        a.notes.extend(
+            fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item))
+                .iter()
+                .map(|m| format!("warning: {m}")),
+        );
         set.analyses.insert(
             0,
             Named {
                 name: format!("{} cell results", set.cells.len()),
                 path: PathBuf::new(),
-                item: analyze(&samples, opts),
+                item: a,
             },
         );
     }

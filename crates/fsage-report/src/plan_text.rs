@@ -109,9 +109,14 @@ pub fn render(p: &Plan) -> String {
 pub fn status(s: &fsage_experiment::runner::Status) -> String {
     use fsage_experiment::runner::CellState;
     let mut o = String::new();
+    let slurm = if s.jobs.is_empty() {
+        String::new()
+    } else {
+        format!(", {} queued, {} running", s.queued, s.running)
+    };
     let _ = writeln!(
         o,
-        "experiment {} in {}: {} cells, {} done, {} failed, {} left",
+        "experiment {} in {}: {} cells, {} done, {} failed{slurm}, {} left",
         s.experiment,
         s.out.display(),
         s.total,
@@ -127,9 +132,27 @@ pub fn status(s: &fsage_experiment::runner::Status) -> String {
                 ops_per_s.map_or("-".into(), |x| format!("{x:.0} ops/s"))
             ),
             CellState::Failed { error } => format!("FAILED  {error}"),
-            CellState::Left => "left".to_string(),
+            CellState::Queued { reason, .. } => format!("queued  ({reason})"),
+            CellState::Running { node, .. } => format!("running on {node}"),
+            CellState::Left => match &c.slurm_state {
+                Some(st) => format!("left    (its job ended {st})"),
+                None => "left".to_string(),
+            },
         };
-        let _ = writeln!(o, "  {:<56} {what}", c.id);
+        let job = c
+            .job
+            .as_ref()
+            .map_or(String::new(), |j| format!("  [job {j}]"));
+        let _ = writeln!(o, "  {:<56} {what}{job}", c.id);
+    }
+    if let Some(n) = &s.slurm_note {
+        let _ = writeln!(o, "note: {n}");
+    }
+    if !s.jobs.is_empty() {
+        let _ = writeln!(o, "Slurm jobs of the last submission:");
+        for j in &s.jobs {
+            let _ = writeln!(o, "  {:<12} {:<12} {}", j.job_id, j.state, j.what);
+        }
     }
     if !s.not_in_plan.is_empty() {
         let _ = writeln!(
@@ -150,7 +173,12 @@ pub fn status(s: &fsage_experiment::runner::Status) -> String {
     if s.failed > 0 {
         let _ = writeln!(
             o,
-            "failed cells are kept; `fsage experiment run FILE --out DIR --retry-failed` runs them again"
+            "{}",
+            if s.jobs.is_empty() {
+                "failed cells are kept; `fsage experiment run FILE --out DIR --retry-failed` runs them again"
+            } else {
+                "failed cells are kept; `fsage experiment submit FILE --out DIR` submits them again, with every cell not done"
+            }
         );
     }
     o

@@ -1,8 +1,9 @@
-//! `fsage experiment plan|run|status`.
+//! `fsage experiment plan|run|status|submit|run-cell|cancel`.
 
 use crate::exit::{interrupted, CmdError, CmdResult};
 use clap::Subcommand;
 use fsage_experiment::runner::{Event, RunObserver, RunOptions};
+use fsage_experiment::slurm::{RunCellOptions, SubmitOptions};
 use fsage_experiment::CellStatus;
 use fsage_report::plan_text::human_duration;
 use fsage_report::{export, Json, Text};
@@ -40,13 +41,71 @@ pub enum ExperimentCmd {
         quiet: bool,
     },
     /// What an experiment's output directory holds: cells done, failed and left, and the time
-    /// the rest should take.
+    /// the rest should take; after `experiment submit`, the cells queued and running with their
+    /// Slurm job ids.
     Status {
-        /// The output directory given to `experiment run --out`.
+        /// The output directory given to `experiment run --out` or `experiment submit --out`.
         out: PathBuf,
         /// Print the status as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Hands the cells of an experiment not done yet (failed ones included) to Slurm: one job
+    /// per base image, then for each base a job array of its cells that waits for it
+    /// (afterok). OUT (and the image directory) must be on storage every node sees.
+    Submit {
+        /// An experiment file (TOML).
+        file: PathBuf,
+        /// The output directory: new, empty, or this experiment's (from `run` or `submit`).
+        #[arg(long)]
+        out: PathBuf,
+        /// Where the base images go (default OUT/images; shared by every node).
+        #[arg(long, value_name = "DIR")]
+        images: Option<PathBuf>,
+        /// The Slurm partition of every job.
+        #[arg(long, value_name = "P")]
+        partition: Option<String>,
+        /// At most N tasks of each base's array run at once (`--array=...%N`; the arrays of
+        /// different bases are not limited together).
+        #[arg(long, value_name = "N")]
+        max_parallel: Option<u32>,
+        /// Each job's time limit (`2h`, `30m`).
+        #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
+        time: Option<std::time::Duration>,
+        /// Cells one array task runs, one after the other.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        cells_per_task: usize,
+        /// Given to every sbatch as they are (after `--`).
+        #[arg(last = true, value_name = "SBATCH_ARGS")]
+        sbatch_args: Vec<String>,
+    },
+    /// Runs cells of OUT's plan by id (what each Slurm task runs; usable by hand): the base is
+    /// copied to node-local memory, the cell runs as `experiment run` runs it, and its result
+    /// goes to OUT/cells/ID.json. A cell already done is skipped.
+    RunCell {
+        /// The output directory of `experiment submit` or `run`.
+        out: PathBuf,
+        /// Cell ids (`fsage experiment status OUT` lists them).
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+        /// The image directory holding the base images (default OUT/images).
+        #[arg(long, value_name = "DIR")]
+        images: Option<PathBuf>,
+        /// Where the working copies go (default /dev/shm, else $TMPDIR).
+        #[arg(long, value_name = "DIR")]
+        scratch: Option<PathBuf>,
+        /// Only make the base image of the first cell (a submission's base job).
+        #[arg(long)]
+        base_only: bool,
+        /// One line per cell only.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Cancels the Slurm jobs `experiment submit` recorded in OUT that are still queued or
+    /// running, and no other job.
+    Cancel {
+        /// The output directory given to `experiment submit --out`.
+        out: PathBuf,
     },
 }
 
@@ -65,11 +124,120 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
             Ok(())
         }
         ExperimentCmd::Status { out, json } => {
-            let st = fsage_experiment::runner::status(&out)?;
+            let st = fsage_experiment::status(&out)?;
             if json {
                 print!("{}", export(&Json, &st));
             } else {
                 print!("{}", export(&Text, &st));
+            }
+            Ok(())
+        }
+        ExperimentCmd::Submit {
+            file,
+            out,
+            images,
+            partition,
+            max_parallel,
+            time,
+            cells_per_task,
+            sbatch_args,
+        } => {
+            let fsage = std::env::current_exe().map_err(|e| {
+                CmdError::from(fsage_sys::Error::operation(format!(
+                    "cannot find the fsage binary the jobs are to run: {e}"
+                )))
+            })?;
+            let s = fsage_experiment::slurm::submit(
+                &file,
+                &out,
+                &SubmitOptions {
+                    images,
+                    partition,
+                    max_parallel,
+                    time,
+                    cells_per_task,
+                    sbatch_args,
+                    fsage,
+                },
+            )?;
+            for w in &s.warnings {
+                eprintln!("fsage: warning: {w}");
+            }
+            match &s.submission {
+                None => println!(
+                    "{} cells, all done: nothing to submit; results in {}",
+                    s.total,
+                    s.out.join("cells").display()
+                ),
+                Some(sub) => {
+                    println!(
+                        "{} cells: {} done already, {} submitted (submission {})",
+                        s.total, s.done, s.submitted, sub.number
+                    );
+                    for (b, a) in sub.bases.iter().zip(&sub.arrays) {
+                        println!(
+                            "  base {:<32} job {:<10} cells: array {} ({} tasks, after {})",
+                            b.base,
+                            b.job_id,
+                            a.job_id,
+                            a.tasks.len(),
+                            a.after
+                        );
+                    }
+                    println!(
+                        "follow: fsage experiment status {}; stop: fsage experiment cancel {}",
+                        s.out.display(),
+                        s.out.display()
+                    );
+                }
+            }
+            Ok(())
+        }
+        ExperimentCmd::RunCell {
+            out,
+            ids,
+            images,
+            scratch,
+            base_only,
+            quiet,
+        } => {
+            fsage_signals::install();
+            let s = fsage_experiment::slurm::run_cells(
+                &out,
+                &ids,
+                &RunCellOptions {
+                    images,
+                    scratch,
+                    base_only,
+                },
+                &mut Lines { quiet },
+            )?;
+            if base_only {
+                println!("base image of {} ready", ids[0]);
+            } else {
+                println!(
+                    "{} cells: {} done before, {} run now, {} failed{}",
+                    s.total,
+                    s.done_before,
+                    s.ran,
+                    s.failed,
+                    if s.interrupted { "; interrupted" } else { "" }
+                );
+            }
+            if s.interrupted {
+                Err(interrupted())
+            } else if s.failed > 0 {
+                Err(CmdError::said(Blame::Operation))
+            } else {
+                Ok(())
+            }
+        }
+        ExperimentCmd::Cancel { out } => {
+            let c = fsage_experiment::slurm::cancel(&out)?;
+            if c.cancelled.is_empty() {
+                println!("no job of {} is queued or running", c.out.display());
+            } else {
+                println!("cancelled: {}", c.cancelled.join(" "));
             }
             Ok(())
         }

@@ -45,6 +45,30 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
         c.push_str("<p></p>");
         c.push_str(&table(&["environment"], &rows));
     }
+    let mixes = fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item));
+    if !mixes.is_empty() {
+        c.push_str(
+            "<p class=\"verdict\">⚑ Cells of one comparison ran on nodes of different hardware \
+             (CPU model or kernel): their throughputs are not comparable.</p>",
+        );
+        let rows: Vec<Vec<String>> = mixes
+            .iter()
+            .flat_map(|m| {
+                m.kinds.iter().map(|(kind, hosts, n)| {
+                    vec![
+                        m.comparison.clone(),
+                        kind.clone(),
+                        hosts.join(", "),
+                        n.to_string(),
+                    ]
+                })
+            })
+            .collect();
+        c.push_str(&table(
+            &["comparison", "node hardware", "hosts", "cells"],
+            &rows,
+        ));
+    }
     p.section(
         Section::Cells,
         "Cells",

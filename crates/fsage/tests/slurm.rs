@@ -1,0 +1,847 @@
+//! `fsage experiment submit|status|cancel|run-cell` against a real Slurm: a one-node cluster of
+//! Debian's munged, slurmctld and slurmd, started here as root with a generated `slurm.conf` in
+//! a temporary directory (its own ports, state, spool and logs) and stopped by PID at the end,
+//! also when the test fails. No other Slurm or munge daemon is touched.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Two file systems, fresh and aged, one workload, 2 repetitions: 8 cells of about 1 s.
+const SPEC: &str = r#"
+name = "slurm-e2e"
+duration = "1s"
+repetitions = 2
+seed = 3
+image_size = "512MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[fs]]
+kind = "xfs"
+
+[[state]]
+kind = "fresh"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 3000
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 100, nthreads = 2 }
+"#;
+
+/// A one-node cluster: its daemons are children of this process and are stopped by their PIDs
+/// (after every job of the cluster is cancelled, so no job outlives it).
+struct Cluster {
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+    daemons: Vec<(&'static str, Child)>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn short_hostname() -> String {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    h.trim().split('.').next().unwrap().to_string()
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("fsage-slurm-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let p = |n: &str| dir.path().join(n);
+        for d in ["state", "spool", "log", "munge"] {
+            std::fs::create_dir(p(d)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p("munge"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let key: Vec<u8> = (0..1024u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 ^ std::process::id() as u8)
+            .collect();
+        std::fs::write(p("munge/key"), key).unwrap();
+        std::fs::set_permissions(p("munge/key"), std::fs::Permissions::from_mode(0o400)).unwrap();
+        let host = short_hostname();
+        let (ctld_port, slurmd_port) = (free_port(), free_port());
+        let d = dir.path().display().to_string();
+        let root = dir.path().to_path_buf();
+        let conf = p("slurm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ClusterName=fsagetest\n\
+                 SlurmctldHost={host}(127.0.0.1)\n\
+                 SlurmctldPort={ctld_port}\n\
+                 SlurmdPort={slurmd_port}\n\
+                 SlurmUser=root\nSlurmdUser=root\n\
+                 AuthType=auth/munge\nCredType=cred/munge\n\
+                 AuthInfo=socket={d}/munge/sock\n\
+                 StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmctldLogFile={d}/log/slurmctld.log\nSlurmdLogFile={d}/log/slurmd.log\n\
+                 ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+                 JobAcctGatherType=jobacct_gather/none\n\
+                 AccountingStorageType=accounting_storage/none\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
+                 SchedulerType=sched/builtin\nSchedulerParameters=sched_interval=1\n\
+                 MpiDefault=none\nReturnToService=2\nMailProg=/bin/true\n\
+                 NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\n\
+                 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
+            ),
+        )
+        .unwrap();
+        let mut c = Cluster {
+            dir,
+            conf,
+            daemons: Vec::new(),
+        };
+        let log = |n: &str| std::fs::File::create(root.join(format!("log/{n}.out"))).unwrap();
+        let munged = Command::new("munged")
+            .args(["-F", "--force"])
+            .arg(format!("--key-file={d}/munge/key"))
+            .arg(format!("--socket={d}/munge/sock"))
+            .arg(format!("--pid-file={d}/munge/pid"))
+            .arg(format!("--seed-file={d}/munge/seed"))
+            .arg(format!("--log-file={d}/log/munged.log"))
+            .stdout(log("munged"))
+            .stderr(log("munged.err"))
+            .spawn()
+            .unwrap();
+        c.daemons.push(("munged", munged));
+        c.wait_for("munged's socket", |c| c.path("munge/sock").exists());
+        let ctld = Command::new("slurmctld")
+            .args(["-D", "-i"])
+            .env("SLURM_CONF", &c.conf)
+            .stdout(log("slurmctld"))
+            .stderr(log("slurmctld.err"))
+            .spawn()
+            .unwrap();
+        c.daemons.push(("slurmctld", ctld));
+        let slurmd = Command::new("slurmd")
+            .args(["-D", "-N", &host])
+            .env("SLURM_CONF", &c.conf)
+            .stdout(log("slurmd"))
+            .stderr(log("slurmd.err"))
+            .spawn()
+            .unwrap();
+        c.daemons.push(("slurmd", slurmd));
+        c.wait_for("the node to be idle", |c| {
+            c.cmd("sinfo")
+                .args(["--noheader", "--format=%t"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
+        });
+        c
+    }
+
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+
+    /// A command that talks to this cluster (and only to it).
+    fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.env("SLURM_CONF", &self.conf);
+        c
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for n in ["slurmctld.log", "slurmd.log", "munged.log"] {
+            let t = std::fs::read_to_string(self.path(&format!("log/{n}"))).unwrap_or_default();
+            let tail: Vec<&str> = t.lines().rev().take(15).collect();
+            s += &format!("--- {n} (last lines)\n");
+            for l in tail.into_iter().rev() {
+                s += l;
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    fn wait_for(&mut self, what: &str, ok: impl Fn(&Cluster) -> bool) {
+        let t0 = Instant::now();
+        while !ok(self) {
+            let ended = self
+                .daemons
+                .iter_mut()
+                .find_map(|(n, ch)| ch.try_wait().ok().flatten().map(|st| (*n, st)));
+            if let Some((n, st)) = ended {
+                panic!("{n} ended ({st}) while waiting for {what}\n{}", self.logs());
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "no {what} after 30 s\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn job_count(&self) -> usize {
+        self.cmd("squeue")
+            .args(["--noheader", "--array", "--format=%i"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Every job of this cluster is the test's: cancel them so none outlives slurmd.
+        if self.job_count() > 0 {
+            let _ = self.cmd("scancel").args(["--user=root"]).output();
+            let t0 = Instant::now();
+            while self.job_count() > 0 && t0.elapsed() < Duration::from_secs(40) {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }
+        for (_, ch) in self.daemons.iter_mut().rev() {
+            let pid = rustix::process::Pid::from_raw(ch.id() as i32).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let t0 = Instant::now();
+            while ch.try_wait().ok().flatten().is_none() {
+                if t0.elapsed() > Duration::from_secs(10) {
+                    let _ = ch.kill();
+                    let _ = ch.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// The experiment's scratch: output directories in /dev/shm with their own lock and slow
+/// device directories; unmounts what a cancelled cell may have left under it.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+    /// `fsage ARGS` against `cluster`, with this lab's lock and registry directories (which
+    /// sbatch passes on to the jobs with the rest of the environment).
+    fn fsage(&self, cluster: &Cluster, args: &[&str]) -> std::process::Output {
+        cluster
+            .cmd(bin())
+            .args(args)
+            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
+            .env("FSAGE_LOCK_DIR", self.path("locks"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let mut under: Vec<PathBuf> = fsage_sys::mounts()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.mount_point)
+            .filter(|m| m.starts_with(self.dir.path()))
+            .collect();
+        under.reverse();
+        for m in under {
+            let _ = fsage_lab::mount::umount_point(&m);
+        }
+    }
+}
+
+fn cells(dir: &Path) -> BTreeMap<String, serde_json::Value> {
+    std::fs::read_dir(dir.join("cells"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .map(|e| {
+                    let v: serde_json::Value =
+                        serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+                    (v["cell"]["id"].as_str().unwrap().to_string(), v)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn status(lab: &Lab, cluster: &Cluster, out: &Path) -> serde_json::Value {
+    let o = lab.fsage(cluster, &["experiment", "status", "--json", s(out)]);
+    expect_code(&o, 0, "experiment status");
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Waits until no job of `out`'s last submission is queued or running.
+fn wait_done(lab: &Lab, cluster: &Cluster, out: &Path, limit: Duration) -> serde_json::Value {
+    let t0 = Instant::now();
+    loop {
+        let st = status(lab, cluster, out);
+        let live = st["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["state"] != "ended");
+        if !live {
+            return st;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "the jobs did not end in {limit:?}: {st:#}\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn job_logs(out: &Path) -> String {
+    let mut s = String::new();
+    if let Ok(rd) = std::fs::read_dir(out.join("slurm/logs")) {
+        for e in rd.flatten() {
+            s += &format!(
+                "--- {}\n{}",
+                e.path().display(),
+                std::fs::read_to_string(e.path()).unwrap_or_default()
+            );
+        }
+    }
+    s
+}
+
+#[test]
+fn a_submitted_experiment_matches_a_local_run_and_a_cancelled_one_resumes_with_only_the_missing_cells(
+) {
+    let test = "slurm";
+    if let Err(e) = need_root_and(&[
+        "munged",
+        "slurmctld",
+        "slurmd",
+        "sbatch",
+        "squeue",
+        "scancel",
+        "sinfo",
+        "mkfs.ext4",
+        "mkfs.xfs",
+    ]) {
+        skip(
+            test,
+            format!("{e} (Debian: apt-get install slurm-wlm slurmctld slurmd munge)"),
+        );
+        return;
+    }
+    let t_all = Instant::now();
+    let cluster = Cluster::start();
+    let lab = Lab {
+        dir: fsage_testkit::shm_tmp("fsage-slurm-e2e-"),
+    };
+    let file = lab.path("e2e.toml");
+    std::fs::write(&file, SPEC).unwrap();
+
+    // 1. The whole experiment through Slurm: 4 base jobs, 4 arrays of 2 cells.
+    let a = lab.path("a");
+    let o = lab.fsage(
+        &cluster,
+        &[
+            "experiment",
+            "submit",
+            s(&file),
+            "--out",
+            s(&a),
+            "--max-parallel",
+            "2",
+            "--time",
+            "10m",
+        ],
+    );
+    expect_code(&o, 0, "experiment submit");
+    assert!(
+        stdout(&o).contains("8 cells: 0 done already, 8 submitted"),
+        "{}",
+        stdout(&o)
+    );
+    let st = wait_done(&lab, &cluster, &a, Duration::from_secs(120));
+    assert_eq!(st["done"], 8, "{st:#}\n{}", job_logs(&a));
+    let slurm_cells = cells(&a);
+    for (id, r) in &slurm_cells {
+        let job = r["environment"]["slurm_job"].as_str().unwrap_or_default();
+        assert!(job.contains('_'), "{id} ran in no array task: {r}");
+        assert_eq!(r["environment"]["hostname"], short_hostname());
+        assert!(r["environment"]["cpu_model"].is_string(), "{id}");
+    }
+    // Each base was made once, by its base job, in the shared image directory.
+    let bases = std::fs::read_dir(a.join("images"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".base.json")
+        })
+        .count();
+    assert_eq!(bases, 4);
+
+    // 2. A local run of the same file on the same image directory: the bases are keyed by
+    // content, so it finds the four the base jobs made, and its cells are the same cells.
+    let b = lab.path("b");
+    let o = lab.fsage(
+        &cluster,
+        &[
+            "experiment",
+            "run",
+            s(&file),
+            "--out",
+            s(&b),
+            "--images",
+            s(&a.join("images")),
+            "--quiet",
+        ],
+    );
+    expect_code(&o, 0, "local experiment run");
+    assert!(
+        !stderr(&o).contains("making the fresh") && !stderr(&o).contains("aging "),
+        "the local run made a base again: {}",
+        stderr(&o)
+    );
+    let local_cells = cells(&b);
+    assert_eq!(
+        local_cells.keys().collect::<Vec<_>>(),
+        slurm_cells.keys().collect::<Vec<_>>()
+    );
+    for (id, l) in &local_cells {
+        let r = &slurm_cells[id];
+        assert_eq!(l["cell"], r["cell"], "{id}: configuration");
+        assert_eq!(
+            l["environment"]["image_sha256"], r["environment"]["image_sha256"],
+            "{id}: base image"
+        );
+        assert_eq!(
+            l["environment"]["workload_text"],
+            r["environment"]["workload_text"]
+        );
+        assert!(l["environment"].get("slurm_job").is_none());
+    }
+
+    // 3. A second submission, cancelled half way, then submitted again: only what is missing
+    // runs. One task at a time, so the cancel finds cells done, running and queued.
+    let c = lab.path("c");
+    let submit_c = |par: &str| {
+        lab.fsage(
+            &cluster,
+            &[
+                "experiment",
+                "submit",
+                s(&file),
+                "--out",
+                s(&c),
+                "--images",
+                s(&a.join("images")),
+                "--max-parallel",
+                par,
+            ],
+        )
+    };
+    let o = submit_c("1");
+    expect_code(&o, 0, "second submission");
+    let t0 = Instant::now();
+    while cells(&c).len() < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "3 cells not done in 90 s\n{}",
+            job_logs(&c)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mid = status(&lab, &cluster, &c);
+    assert!(
+        mid["queued"].as_u64().unwrap() + mid["running"].as_u64().unwrap() > 0,
+        "{mid:#}"
+    );
+    // Submitting again while its jobs are queued is refused: it would run cells twice.
+    let o = submit_c("1");
+    expect_code(&o, 2, "a submission while jobs are queued");
+    expect_stderr(&o, "still queued or running");
+    let o = lab.fsage(&cluster, &["experiment", "cancel", s(&c)]);
+    expect_code(&o, 0, "experiment cancel");
+    assert!(stdout(&o).contains("cancelled: "), "{}", stdout(&o));
+    let st = wait_done(&lab, &cluster, &c, Duration::from_secs(60));
+    assert_eq!(st["queued"], 0);
+    assert_eq!(st["running"], 0);
+    let before = cells(&c);
+    let n = before.len();
+    assert!((3..8).contains(&n), "{n} cells done at the cancel");
+    assert_eq!(st["done"].as_u64().unwrap() as usize, n);
+    assert_eq!(st["left"].as_u64().unwrap() as usize, 8 - n);
+
+    let o = submit_c("2");
+    expect_code(&o, 0, "resubmission");
+    assert!(
+        stdout(&o).contains(&format!("8 cells: {n} done already, {} submitted", 8 - n)),
+        "{}",
+        stdout(&o)
+    );
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.join("slurm/submissions.json")).unwrap()).unwrap();
+    let second = &subs.as_array().unwrap()[1];
+    let mut resubmitted: Vec<String> = second["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["tasks"].as_array().unwrap().iter())
+        .flat_map(|t| t.as_array().unwrap().iter())
+        .map(|id| id.as_str().unwrap().to_string())
+        .collect();
+    resubmitted.sort();
+    let mut missing: Vec<String> = slurm_cells
+        .keys()
+        .filter(|id| !before.contains_key(*id))
+        .cloned()
+        .collect();
+    missing.sort();
+    assert_eq!(
+        resubmitted, missing,
+        "the resubmission holds the missing cells only"
+    );
+    let st = wait_done(&lab, &cluster, &c, Duration::from_secs(90));
+    assert_eq!(st["done"], 8, "{st:#}\n{}", job_logs(&c));
+    let after = cells(&c);
+    let arrays2: Vec<&str> = second["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["job_id"].as_str().unwrap())
+        .collect();
+    for (id, r) in &after {
+        let job = r["environment"]["slurm_job"].as_str().unwrap();
+        let in_second = arrays2.iter().any(|a| job.starts_with(&format!("{a}_")));
+        match before.get(id) {
+            Some(old) => {
+                assert_eq!(old, r, "{id} ran again");
+                assert!(!in_second, "{id}");
+            }
+            None => assert!(in_second, "{id} ran in {job}, not in the resubmission"),
+        }
+    }
+    // Nothing left running anywhere: cancel has nothing to do.
+    let o = lab.fsage(&cluster, &["experiment", "cancel", s(&c)]);
+    expect_code(&o, 0, "cancel with nothing queued");
+    assert!(stdout(&o).contains("no job of"), "{}", stdout(&o));
+    eprintln!("slurm test: {:.0} s", t_all.elapsed().as_secs_f64());
+}
+
+/// A directory on PATH with stand-ins for `sbatch` and `squeue`: sbatch logs its arguments and
+/// answers job ids from 100 up (or fails, or answers nonsense, as `mode` says); squeue lists
+/// no job.
+fn fake_slurm(dir: &Path, mode: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let sbatch = match mode {
+        "fail" => {
+            "#!/bin/sh\necho 'sbatch: error: invalid partition specified: nope' >&2\nexit 1\n"
+                .to_string()
+        }
+        "nonsense" => "#!/bin/sh\necho 'Submitted batch job'\n".to_string(),
+        _ => format!(
+            "#!/bin/sh\nn=$(cat {d}/n 2>/dev/null || echo 100)\necho $((n + 1)) > {d}/n\n\
+             echo \"$@\" >> {d}/sbatch.log\necho \"$n;cluster\"\n",
+            d = dir.display()
+        ),
+    };
+    for (name, text) in [
+        ("sbatch", sbatch.as_str()),
+        ("squeue", "#!/bin/sh\nexit 0\n"),
+    ] {
+        let p = bin.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// What `submit` hands to sbatch, without a cluster: base jobs first, then an array per base
+/// that waits for it, with the flags given; a failing or confused sbatch is reported as such.
+#[test]
+fn submit_passes_its_options_to_sbatch_and_reports_sbatch_failures() {
+    let d = tmp();
+    let file = d.path().join("e.toml");
+    std::fs::write(&file, SPEC).unwrap();
+    let out = d.path().join("out");
+    let run = |path: &str, extra: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args(["experiment", "submit", s(&file), "--out", s(&out)])
+            .args(extra)
+            .env("PATH", path);
+        c.output().unwrap()
+    };
+    let path = fake_slurm(d.path(), "ok");
+    let o = run(
+        &path,
+        &[
+            "--partition",
+            "storage",
+            "--max-parallel",
+            "3",
+            "--time",
+            "90m",
+            "--cells-per-task",
+            "2",
+            "--",
+            "--exclusive",
+            "--constraint=ssd",
+        ],
+    );
+    expect_code(&o, 0, "submit");
+    assert!(stdout(&o).contains("8 cells: 0 done already, 8 submitted"));
+    let log = std::fs::read_to_string(d.path().join("sbatch.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    // Four bases (ext4 and xfs, fresh and aged), each followed by its array of 2 cells in 1 task.
+    assert_eq!(lines.len(), 8, "{log}");
+    for (i, pair) in lines.chunks(2).enumerate() {
+        let base_id = 100 + 2 * i;
+        assert!(pair[0].contains("--partition=storage"), "{}", pair[0]);
+        assert!(pair[0].contains("--time=0-01:30:00"), "{}", pair[0]);
+        assert!(
+            pair[0].contains("--exclusive --constraint=ssd"),
+            "{}",
+            pair[0]
+        );
+        assert!(pair[0].contains("slurm/base.sh"), "{}", pair[0]);
+        assert!(!pair[0].contains("--array"), "{}", pair[0]);
+        assert!(pair[1].contains("--array=0-0%3"), "{}", pair[1]);
+        assert!(
+            pair[1].contains(&format!("--dependency=afterok:{base_id} ")),
+            "{}",
+            pair[1]
+        );
+        assert!(pair[1].contains("--kill-on-invalid-dep=yes"), "{}", pair[1]);
+        assert!(pair[1].contains("slurm/cells.sh"), "{}", pair[1]);
+    }
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let arrays = subs[0]["arrays"].as_array().unwrap();
+    assert_eq!(arrays.len(), 4);
+    assert_eq!(arrays[0]["job_id"], "101");
+    assert_eq!(arrays[0]["tasks"][0].as_array().unwrap().len(), 2);
+    // The task file the array reads: line 1 holds task 0's two cells.
+    let tf = std::fs::read_to_string(arrays[0]["task_file"].as_str().unwrap()).unwrap();
+    assert_eq!(tf.lines().next().unwrap().split(' ').count(), 2, "{tf}");
+    let script = std::fs::read_to_string(out.join("slurm/cells.sh")).unwrap();
+    assert!(script.contains(bin()), "{script}");
+    assert!(script.contains("run-cell"), "{script}");
+    // Status names every cell's job (squeue lists none: they are left, not queued).
+    let o = Command::new(bin())
+        .args(["experiment", "status", s(&out)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "status");
+    assert!(stdout(&o).contains("[job 101_0]"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("Slurm jobs of the last submission"));
+    // A controller that does not answer: the cell files' status still, with a note.
+    std::fs::write(
+        d.path().join("fakebin/squeue"),
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let o = Command::new(bin())
+        .args(["experiment", "status", s(&out)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "status without a controller");
+    assert!(
+        stdout(&o).contains("Unable to contact slurm controller"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("8 left"), "{}", stdout(&o));
+
+    // sbatch refusing: its message, exit 1; nonsense: named as such.
+    let out2 = d.path().join("out2");
+    let path = fake_slurm(&d.path().join("f"), "fail");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out2)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 1, "a failing sbatch");
+    expect_stderr(&o, "invalid partition specified: nope");
+    let path = fake_slurm(&d.path().join("g"), "nonsense");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out2)])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    expect_code(&o, 1, "sbatch without a job id");
+    expect_stderr(&o, "not a job id");
+
+    // Bad input: zero cells per task; run-cell of a cell the plan lacks; cancel of a directory
+    // with no submission.
+    let o = run(&fake_slurm(d.path(), "ok"), &["--cells-per-task", "0"]);
+    expect_code(&o, 2, "--cells-per-task 0");
+    expect_stderr(&o, "cells per task");
+    let o = fsage(["experiment", "run-cell", s(&out), "no-such-cell"]);
+    expect_code(&o, 2, "run-cell of an unknown id");
+    expect_stderr(&o, "has no cell \"no-such-cell\"");
+    let o = fsage(["experiment", "cancel", s(&out2)]);
+    expect_code(&o, 2, "cancel without a submission");
+    expect_stderr(&o, "nothing to cancel");
+}
+
+/// BENCHMARKS.md's Slurm overhead: the test's 8 cells run locally and through Slurm on one
+/// node, with the base images already made (they are shared, so neither side ages), one cell
+/// at a time and two at a time. Wall time is from the command's start to the last cell's file.
+/// `cargo test --release -p fsage --test slurm -- --ignored --nocapture overhead`
+#[test]
+#[ignore = "a measurement for BENCHMARKS.md (about 2 minutes), not a check"]
+fn overhead_of_slurm_against_a_local_run() {
+    if let Err(e) = need_root_and(&["munged", "slurmctld", "slurmd", "sbatch", "mkfs.xfs"]) {
+        skip("overhead", e);
+        return;
+    }
+    let cluster = Cluster::start();
+    let lab = Lab {
+        dir: fsage_testkit::shm_tmp("fsage-slurm-bench-"),
+    };
+    let file = lab.path("e.toml");
+    std::fs::write(&file, SPEC).unwrap();
+    let images = lab.path("images");
+    let local = |out: &Path| {
+        let t0 = Instant::now();
+        let o = lab.fsage(
+            &cluster,
+            &[
+                "experiment",
+                "run",
+                s(&file),
+                "--out",
+                s(out),
+                "--images",
+                s(&images),
+                "--quiet",
+            ],
+        );
+        expect_code(&o, 0, "local run");
+        t0.elapsed().as_secs_f64()
+    };
+    // Makes the bases (not measured).
+    local(&lab.path("warm"));
+    let mean_cell = |out: &Path| {
+        let c = cells(out);
+        assert_eq!(c.len(), 8);
+        c.values()
+            .map(|r| r["seconds"].as_f64().unwrap())
+            .sum::<f64>()
+            / 8.0
+    };
+    let mut rows = Vec::new();
+    for i in 0..3 {
+        let out = lab.path(&format!("local{i}"));
+        let t = local(&out);
+        rows.push(("local `experiment run`".to_string(), t, mean_cell(&out)));
+    }
+    // `--exclusive`: each job takes the node, so one cell runs at a time, as locally (the
+    // arrays' `%N` limits each base's array, not all four). Then two at once on the 2 CPUs.
+    let modes: [(&str, &[&str]); 2] = [
+        (
+            "Slurm, one job at a time (`-- --exclusive`)",
+            &["--", "--exclusive"],
+        ),
+        ("Slurm, two cells at once (2 CPUs)", &[]),
+    ];
+    for (what, extra) in modes {
+        for i in 0..3 {
+            let out = lab.path(&format!("slurm-{}-{i}", extra.len()));
+            let t0 = Instant::now();
+            let mut args = vec![
+                "experiment",
+                "submit",
+                s(&file),
+                "--out",
+                s(&out),
+                "--images",
+                s(&images),
+            ];
+            args.extend(extra);
+            let o = lab.fsage(&cluster, &args);
+            expect_code(&o, 0, "submit");
+            while cells(&out).len() < 8 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(300),
+                    "{}",
+                    job_logs(&out)
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let t = t0.elapsed().as_secs_f64();
+            let st = wait_done(&lab, &cluster, &out, Duration::from_secs(60));
+            assert_eq!(st["done"], 8);
+            rows.push((what.to_string(), t, mean_cell(&out)));
+        }
+    }
+    println!("| run | wall time, 8 cells | mean cell time (as the runner measures it) |");
+    println!("| --- | --- | --- |");
+    for (what, t, c) in rows {
+        println!("| {what} | {t:.1} s | {c:.2} s |");
+    }
+}
+
+/// Cells on an aged SSD drive under a fresh file system (`drives = ["own", "aged.meyer"]`): the
+/// aged base (which carries the drive) gets its job first, and the fresh base's job waits for it,
+/// so that no two jobs make one base.
+#[test]
+fn a_base_whose_drive_other_cells_use_is_submitted_first_and_waited_for() {
+    let d = tmp();
+    let file = d.path().join("e.toml");
+    std::fs::write(
+        &file,
+        "name = \"drives\"\nduration = \"1s\"\nimage_size = \"512MiB\"\n[[fs]]\nkind = \"ext4\"\n\
+         [[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \"meyer\"\n\
+         max_ops = 1000\n[devices]\nlatencies = [\"ssd-sata\"]\ndrives = [\"own\", \"aged.meyer\"]\n\
+         [[workload]]\nname = \"varmail\"\n",
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(bin())
+        .args(["experiment", "submit", s(&file), "--out", s(&out)])
+        .env("PATH", fake_slurm(d.path(), "ok"))
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "submit");
+    let log = std::fs::read_to_string(d.path().join("sbatch.log")).unwrap();
+    let base_lines: Vec<&str> = log.lines().filter(|l| l.contains("base.sh")).collect();
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let bases = subs[0]["bases"].as_array().unwrap();
+    let names: Vec<&str> = bases.iter().map(|b| b["base"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ext4-aged.meyer-ssd-sata", "ext4-fresh"], "{log}");
+    let aged_job = bases[0]["job_id"].as_str().unwrap();
+    assert!(!base_lines[0].contains("--dependency"), "{log}");
+    assert!(
+        base_lines[1].contains(&format!("--dependency=afterok:{aged_job} ")),
+        "{log}"
+    );
+}
