@@ -432,3 +432,33 @@ fn preconditioning_ages_the_drive_and_its_state_survives_a_save() {
         .contains("shape"));
     assert!(d.precondition(-1.0, 1).is_err());
 }
+
+/// Sequential overwrites of a drive left by random writes amplify at first (the victims hold the
+/// random writes' scattered valid pages, and greedy collection copies them into the blocks the
+/// sequential pages go to), and less with every pass, until the drive is laid out in order again:
+/// what `scripts/bench-ssd-fio` sees (BENCHMARKS.md, "The flash SSD model in real time").
+#[test]
+fn sequential_passes_after_random_writes_recover_to_no_amplification() {
+    let mut ftl = Ftl::new(params(0.25, 0).geometry((1 << 16) * K4).unwrap()).unwrap();
+    let n = ftl.geometry().user_pages;
+    for l in 0..n {
+        ftl.write(l);
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..2 * n as u64 {
+        ftl.write(rng.below(n as u64) as u32);
+    }
+    let mut was = Vec::new();
+    for _ in 0..4 {
+        ftl.reset_counters();
+        for l in 0..n {
+            ftl.write(l);
+        }
+        let c = ftl.counters();
+        was.push((c.host_pages + c.gc_copies) as f64 / c.host_pages as f64);
+    }
+    eprintln!("write amplification of sequential passes after random writes: {was:.3?}");
+    assert!(was[0] > 1.5, "{was:?}");
+    assert!(was.windows(2).all(|w| w[1] <= w[0]), "{was:?}");
+    assert_eq!(was[3], 1.0, "{was:?}");
+}
