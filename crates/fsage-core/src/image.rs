@@ -273,11 +273,7 @@ impl Library {
         } else {
             fsage_lab::bail!("{}: not an image file or block device", image.display());
         }
-        let inuse = {
-            let mut s = fsage_device::state_file_of(image).into_os_string();
-            s.push(".inuse");
-            PathBuf::from(s)
-        };
+        let inuse = fsage_device::in_use_mark(&fsage_device::state_file_of(image));
         if image.is_file() && inuse.exists() && !opts.force {
             return Err(Error::input(format!(
                 "{}: a slow device runs on this image (its drive state is {}): destroy the \

@@ -205,4 +205,12 @@ pub fn state_file_of(image: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(s)
 }
 
+/// The mark a running device leaves in place of the drive state it loaded (`IMAGE.ftl.inuse`):
+/// if the daemon dies, the state would no longer match the image, so it is not loaded again.
+pub fn in_use_mark(state: &std::path::Path) -> std::path::PathBuf {
+    let mut s = state.as_os_str().to_owned();
+    s.push(".inuse");
+    std::path::PathBuf::from(s)
+}
+
 pub type Result<T> = std::result::Result<T, Error>;

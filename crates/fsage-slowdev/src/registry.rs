@@ -50,15 +50,8 @@ pub struct DeviceRecord {
     pub state_note: Option<String>,
 }
 
+pub(crate) use fsage_device::in_use_mark;
 pub use fsage_device::state_file_of;
-
-/// The mark a running device leaves in place of the state it loaded (`IMAGE.ftl.inuse`): if the
-/// daemon dies, the state would no longer match the image, so it is not loaded again.
-pub(crate) fn in_use_mark(state: &Path) -> PathBuf {
-    let mut s = state.as_os_str().to_owned();
-    s.push(".inuse");
-    PathBuf::from(s)
-}
 
 impl DeviceRecord {
     /// Does the device's timing come from a model running in the daemon's model thread (any

@@ -21,7 +21,7 @@ pub(super) struct DriveAging {
     resumed: bool,
 }
 
-use fsage_device::state_file_of as state_file;
+use fsage_device::state_file_of;
 
 /// Refuses a model that keeps no drive state (nothing to age).
 pub(super) fn check(spec: &ModelSpec) -> Result<()> {
@@ -51,7 +51,7 @@ impl DriveAging {
                 spec.name
             )));
         }
-        let state = state_file(image);
+        let state = state_file_of(image);
         let resumed = state.exists();
         if resumed {
             let bytes = std::fs::read(&state).map_err(|err| super::AgeError::Open {
