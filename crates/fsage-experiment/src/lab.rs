@@ -393,8 +393,10 @@ impl LabExecutor {
             .len();
         let ftl = fsage_slowdev::state_file_of(&image);
         let drive_sha256 = if ftl.exists() {
-            let bytes = std::fs::read(&ftl).map_err(io_at(ftl.display()))?;
-            Some(hex(&Sha256::digest(&bytes)))
+            Some(
+                fsage_core::image::sha256_image(&ftl)
+                    .map_err(|e| format!("checksum of {}: {e}", ftl.display()))?,
+            )
         } else {
             None
         };
@@ -661,14 +663,7 @@ impl LabExecutor {
         let flash = drive_model(cell)
             .and(stats.as_ref())
             .and_then(|st| st.model.as_ref()?.stats.as_ref())
-            .map(|m| FlashCounters {
-                host_pages: m.host_pages,
-                programs: m.programs,
-                gc_copies: m.gc_copies,
-                erases: m.erases,
-                gc_s: m.gc_ns as f64 / 1e9,
-                free_blocks: m.free_blocks,
-            });
+            .map(FlashCounters::from);
         let fin = mounted.finish().map_err(step("unmount"));
         let destroyed = match device {
             // Stopping the daemon under a file system that is still mounted would fail its I/O:
@@ -723,10 +718,6 @@ impl LabExecutor {
             base_seconds: None,
         })
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The largest probe written on a scratch copy of a base image: small, so that it costs seconds.
@@ -812,7 +803,7 @@ impl LabExecutor {
             Some(m) => serde_json::to_string(&(&cell.fs, &state, cell.image_size, source, &m.text)),
         }
         .expect("plain data serialises");
-        let h = hex(&Sha256::digest(def.as_bytes())[..4]);
+        let h = crate::hex(&Sha256::digest(def.as_bytes())[..4]);
         Ok(match drive {
             None => format!("{}-{}-{h}", cell.fs.label, cell.state.id_part()),
             Some(m) => format!("{}-{}-{}-{h}", cell.fs.label, cell.state.id_part(), m.name),

@@ -30,6 +30,11 @@ pub use spec::{Cell, ExperimentSpec, Plan};
 /// An error of this crate: a bad experiment file (with its file and line) or an unreadable result.
 pub use fsage_sys::Error;
 
+/// Lowercase hex of `bytes`: the hash parts of cell ids, base image names and scratch directories.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `fsage experiment plan`: the cells of `file` and their estimate, with a warning for each
 /// library image a state names that the default library does not hold (a run would refuse it).
 pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {

@@ -101,15 +101,8 @@ impl CellResult {
                 .device
                 .as_ref()?
                 .pointer("/stats/model/stats")?;
-            let n = |k: &str| st.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-            Some(crate::analysis::FlashCounters {
-                host_pages: n("host_pages"),
-                programs: n("programs"),
-                gc_copies: n("gc_copies"),
-                erases: n("erases"),
-                gc_s: n("gc_ns") as f64 / 1e9,
-                free_blocks: n("free_blocks"),
-            })
+            let m: fsage_device::ModelStats = serde_json::from_value(st.clone()).ok()?;
+            Some(crate::analysis::FlashCounters::from(&m))
         };
         self.samples
             .iter()

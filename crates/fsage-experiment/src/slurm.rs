@@ -786,7 +786,7 @@ fn scratch_dir(out: &Path, first: &str, root: Option<&Path>) -> PathBuf {
     });
     use sha2::Digest;
     let h = sha2::Sha256::digest(out.display().to_string().as_bytes());
-    let hex: String = h[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::hex(&h[..4]);
     root.join(format!("fsage-{hex}-{first}"))
 }
 

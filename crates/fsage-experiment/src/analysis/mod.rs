@@ -107,6 +107,19 @@ pub struct FlashCounters {
     pub free_blocks: u64,
 }
 
+impl From<&fsage_device::ModelStats> for FlashCounters {
+    fn from(m: &fsage_device::ModelStats) -> Self {
+        FlashCounters {
+            host_pages: m.host_pages,
+            programs: m.programs,
+            gc_copies: m.gc_copies,
+            erases: m.erases,
+            gc_s: m.gc_ns as f64 / 1e9,
+            free_blocks: m.free_blocks,
+        }
+    }
+}
+
 impl FlashCounters {
     /// Pages programmed per page the host wrote (none before it wrote any).
     pub fn write_amplification(&self) -> Option<f64> {

@@ -177,10 +177,7 @@ pub fn cell_id(c: &Cell) -> String {
     let mut h = Sha256::new();
     h.update(format!("fsage-cell-{CELL_FORMAT}\n").as_bytes());
     h.update(json.as_bytes());
-    let hex: String = h.finalize()[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = crate::hex(&h.finalize()[..6]);
     let state = c.state.id_part();
     let lat = match (&c.device_model, c.latency_us) {
         (Some(m), _) => match &c.drive {

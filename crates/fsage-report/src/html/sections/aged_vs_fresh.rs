@@ -124,26 +124,28 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             })
             .collect();
         // An SSD model's drive: what it did in each group (the aging of the drive shows here).
-        let means_ref = &means;
-        let drive_rows: Vec<Vec<String>> = states
-            .iter()
-            .flat_map(|st| {
-                fss.iter().filter_map(move |fs| {
-                    let m = means_ref.iter().find(|m| &m.fs == fs && &m.state == st)?;
-                    let f = m.flash.as_ref()?;
-                    Some(vec![
-                        fs.clone(),
-                        st.label(),
-                        f.write_amplification
-                            .map_or("–".into(), |w| format!("{w:.2}")),
-                        format!("{:.0}", f.gc_copies),
-                        format!("{:.0}", f.erases),
-                        format!("{:.2}", f.gc_s),
-                        format!("{:.0}", f.free_blocks),
-                    ])
-                })
-            })
-            .collect();
+        let mut drive_rows: Vec<Vec<String>> = Vec::new();
+        for st in &states {
+            for fs in &fss {
+                let Some(f) = means
+                    .iter()
+                    .find(|m| &m.fs == fs && &m.state == st)
+                    .and_then(|m| m.flash.as_ref())
+                else {
+                    continue;
+                };
+                drive_rows.push(vec![
+                    fs.clone(),
+                    st.label(),
+                    f.write_amplification
+                        .map_or("–".into(), |w| format!("{w:.2}")),
+                    format!("{:.0}", f.gc_copies),
+                    format!("{:.0}", f.erases),
+                    format!("{:.2}", f.gc_s),
+                    format!("{:.0}", f.free_blocks),
+                ]);
+            }
+        }
         let drive_table = if drive_rows.is_empty() {
             String::new()
         } else {
