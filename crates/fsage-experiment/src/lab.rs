@@ -646,6 +646,7 @@ impl LabExecutor {
             cache_ratio: cell.cache_ratio,
             drop_caches: true,
             reps: 1,
+            sample: cell.sample_s.map(Duration::from_secs_f64),
             ..Default::default()
         };
         let target = mnt.join("bench");

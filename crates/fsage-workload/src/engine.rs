@@ -12,6 +12,7 @@ use crate::model::{FlowopDef, FlowopKind, QuitMode, MAX_FD};
 use crate::result::{
     BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary,
 };
+use crate::sampler::Sampler;
 use crate::workload::Workload;
 use fsage_plan::Rng;
 use hdrhistogram::Histogram;
@@ -51,6 +52,9 @@ pub struct RunConfig {
     pub reuse: bool,
     /// Time every operation into histograms (off only to measure what recording costs).
     pub record_latency: bool,
+    /// Record a time series of CPU utilization, the device's requests in flight and the
+    /// operations done, one point per this interval (`bench run --sample`).
+    pub sample: Option<Duration>,
 }
 
 impl Default for RunConfig {
@@ -65,6 +69,7 @@ impl Default for RunConfig {
             reps: 1,
             reuse: false,
             record_latency: true,
+            sample: None,
         }
     }
 }
@@ -386,7 +391,7 @@ fn run_checked(
                 std::fs::write("/proc/sys/vm/drop_caches", "3")
                     .map_err(|e| Error::io("writing 3 to", "/proc/sys/vm/drop_caches", e))?;
             }
-            let r = run_rep(w, cfg, stop, &layouts, rep, obs, &mut |ready| {
+            let r = run_rep(w, cfg, stop, &layouts, target, rep, obs, &mut |ready| {
                 if let Some(c) = &cg {
                     if ready {
                         if cache_limit.is_none() {
@@ -633,6 +638,7 @@ fn run_rep(
     cfg: &RunConfig,
     stop: Stop,
     layouts: &[Layout],
+    target: &Path,
     rep: u32,
     obs: &mut dyn Observer,
     hook: &mut dyn FnMut(bool) -> Result<(), Error>,
@@ -697,6 +703,7 @@ fn run_rep(
     };
     let mut interrupted = false;
     let mut outs: Vec<ThreadOut> = Vec::with_capacity(n);
+    let mut timeline = None;
     let start = std::thread::scope(|s| -> Result<Instant, Error> {
         let mut handles = Vec::with_capacity(n);
         for (t, &def) in instances.iter().enumerate() {
@@ -726,6 +733,7 @@ fn run_rep(
         let hooked = hook(true);
         let start = Instant::now();
         let _ = sh.start.set(start);
+        let mut sampler = cfg.sample.map(|i| Sampler::new(i, target, start));
         if hooked.is_err() {
             sh.stop.store(true, Relaxed);
         }
@@ -738,6 +746,9 @@ fn run_rep(
                 sh.stop.store(true, Relaxed);
             }
             let now = Instant::now();
+            if let Some(s) = sampler.as_mut() {
+                s.tick(now, sh.counters.iter().map(|c| c.0.load(Relaxed)).sum());
+            }
             if now.duration_since(last.0) >= Duration::from_millis(200) {
                 let done: u64 = sh.counters.iter().map(|c| c.0.load(Relaxed)).sum();
                 let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
@@ -765,6 +776,12 @@ fn run_rep(
                 Err(_) => sh.fail(Error::NoResult("a benchmark thread panicked".into())),
             }
         }
+        timeline = sampler.map(|s| {
+            s.finish(
+                Instant::now(),
+                sh.counters.iter().map(|c| c.0.load(Relaxed)).sum(),
+            )
+        });
         hooked?;
         Ok(start)
     })?;
@@ -775,6 +792,7 @@ fn run_rep(
     let done = sh.done.lock().unwrap_or_else(|e| e.into_inner()).take();
     let mut r = merge(w, cfg, rep, n as u64, start, outs, interrupted);
     r.done = done;
+    r.timeline = timeline;
     Ok(r)
 }
 
@@ -880,6 +898,7 @@ fn merge(
         overall,
         interrupted,
         done: None,
+        timeline: None,
     }
 }
 

@@ -23,6 +23,7 @@ mod lang;
 pub mod model;
 pub mod randvar;
 mod result;
+pub mod sampler;
 mod workload;
 
 pub use engine::{default_warmup, run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
@@ -32,4 +33,5 @@ pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, Th
 pub use result::{
     BenchResult, CacheLimit, Environment, FlowopResult, FlowopSummary, OpStats, RepResult, Summary,
 };
+pub use sampler::{LockContention, Timeline, TimelinePoint};
 pub use workload::{Workload, BUILTINS};

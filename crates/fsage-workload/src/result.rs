@@ -21,6 +21,7 @@
 //! - with several repetitions: the mean of the repetitions' ops/s and a 95% confidence interval
 //!   from Student's t with reps - 1 degrees of freedom.
 
+use crate::sampler::Timeline;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -76,6 +77,10 @@ pub struct RepResult {
     /// (`None`: at its time or operation count).
     #[serde(default)]
     pub done: Option<String>,
+    /// CPU utilization, the device's requests in flight and operations per interval, when the
+    /// run was sampled (`bench run --sample`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -86,6 +86,11 @@ pub struct RunArgs {
     /// Do not time operations (only to measure what latency recording costs).
     #[arg(long)]
     pub no_latency: bool,
+    /// Record a time series every DUR (e.g. 1s): CPU utilization (user, system, iowait, idle),
+    /// the target device's requests in flight and busy time, and ops/s, into --json and the
+    /// report (CPU-bound or device-bound?).
+    #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub sample: Option<std::time::Duration>,
     /// No progress line and no table (the exit code and --json only).
     #[arg(long, short)]
     pub quiet: bool,
@@ -205,6 +210,7 @@ fn run_bench(a: RunArgs) -> CmdResult {
         reps: a.reps,
         reuse: a.reuse,
         record_latency: !a.no_latency,
+        sample: a.sample,
     };
     // Checked before anything is written, the library's rule with the flag's name.
     cfg.check().map_err(|e| match e {

@@ -136,6 +136,7 @@ impl ExperimentSpec {
             duration_s: self.duration_s,
             warmup_s: self.warmup_s,
             cache_ratio: self.cache_ratio,
+            sample_s: self.sample_s,
             image_size: self.image_size,
             profile_file: match st {
                 StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
@@ -156,6 +157,7 @@ pub fn cell_id(c: &Cell) -> String {
     let mut key = c.clone();
     key.id = String::new();
     key.experiment = String::new();
+    key.sample_s = None;
     // A workload file counts by its text, not by where the experiment directory sits.
     if let WorkloadSource::File { path, .. } = &mut key.workload.source {
         *path = PathBuf::new();

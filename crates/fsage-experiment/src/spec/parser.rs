@@ -22,6 +22,7 @@ struct Raw {
     warmup: Option<Spanned<toml::Value>>,
     repetitions: Option<Spanned<i64>>,
     cache_ratio: Option<Spanned<f64>>,
+    sample: Option<Spanned<toml::Value>>,
     seed: Option<Spanned<i64>>,
     image_size: Spanned<toml::Value>,
     #[serde(default)]
@@ -185,6 +186,10 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         Some(c) => Some(*c.get_ref()),
         None => None,
     };
+    let sample_s = match &raw.sample {
+        Some(v) => Some(duration(&cx, v, "sample")?),
+        None => None,
+    };
     let seed = match &raw.seed {
         Some(s) if *s.get_ref() < 0 => {
             return Err(cx.at(s.span(), "`seed` must be 0 or more"));
@@ -306,6 +311,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         warmup_s,
         repetitions,
         cache_ratio,
+        sample_s,
         seed,
         image_size,
         profile_files,

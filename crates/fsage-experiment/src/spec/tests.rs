@@ -548,3 +548,23 @@ fn drives_cross_the_two_agings_on_an_ssd_only() {
         .message;
     assert!(e.contains("given twice"), "{e}");
 }
+
+#[test]
+fn sample_sets_each_cells_interval_without_changing_its_id() {
+    let base = "name = \"s\"\nduration = \"10s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
+    let plain = p(base).unwrap();
+    let sampled = p(&format!("sample = \"500ms\"\n{base}")).unwrap();
+    assert_eq!(sampled.sample_s, Some(0.5));
+    let (a, b) = (plain.plan().cells, sampled.plan().cells);
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.id, y.id);
+        assert_eq!(y.sample_s, Some(0.5));
+        assert_eq!(x.sample_s, None);
+    }
+    let bad = p(&format!("sample = \"0s\"\n{base}")).unwrap_err();
+    assert!(
+        bad.to_string().contains("`sample` must be more than 0"),
+        "{bad}"
+    );
+}

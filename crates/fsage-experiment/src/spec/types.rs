@@ -167,6 +167,9 @@ pub struct ExperimentSpec {
     pub warmup_s: f64,
     pub repetitions: u32,
     pub cache_ratio: Option<f64>,
+    /// Each cell's workload records a time series every this many seconds (`sample = "1s"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_s: Option<f64>,
     pub seed: u64,
     pub image_size: u64,
     /// The profile files of the aged states, by state label (built-in profiles have none).
@@ -201,6 +204,9 @@ pub struct Cell {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub cache_ratio: Option<f64>,
+    /// The time series' interval (not part of the id: sampling does not change what is run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_s: Option<f64>,
     pub image_size: u64,
     /// The aged state's profile file (name as written and text), when it is not built in.
     #[serde(default, skip_serializing_if = "Option::is_none")]

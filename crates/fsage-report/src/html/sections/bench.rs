@@ -240,6 +240,14 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
             &reps,
         ),
     ]));
+    for x in &b.reps {
+        if let Some(tl) = &x.timeline {
+            c.push_str(&super::timeline::charts(
+                tl,
+                &format!("{label}, repetition {}", x.rep),
+            ));
+        }
+    }
     let _ = writeln!(
         c,
         "<details><summary>The workload as run</summary><pre>{}</pre></details>",

@@ -1,10 +1,11 @@
 //! The cell results themselves: how many ran, which failed and why, and the machines they ran on.
 
-use crate::html::page::{table, Page};
+use crate::html::page::{esc, table, Page};
 use crate::html::Section;
 use crate::inputs::ReportSet;
 use fsage_profile::human_bytes;
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
     let done = set.cells.iter().filter(|c| c.item.is_done()).count();
@@ -68,6 +69,36 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
             &["comparison", "node hardware", "hosts", "cells"],
             &rows,
         ));
+    }
+    // The sampled cells' time series, one collapsed block each.
+    let mut sampled = 0;
+    for cell in &set.cells {
+        let Some(reps) = cell
+            .item
+            .workload_report
+            .as_ref()
+            .and_then(|w| w.get("reps"))
+            .and_then(|r| serde_json::from_value::<Vec<fsage_workload::RepResult>>(r.clone()).ok())
+        else {
+            continue;
+        };
+        for r in reps {
+            if let Some(tl) = &r.timeline {
+                if sampled == 0 {
+                    c.push_str(
+                        "<p class=\"verdict\">Time series of the sampled cells (CPU \
+                         utilization, requests in flight, ops/s):</p>\n",
+                    );
+                }
+                sampled += 1;
+                let _ = writeln!(
+                    c,
+                    "<details><summary>{}</summary>{}</details>",
+                    esc(&cell.item.cell.id),
+                    super::timeline::charts(tl, &cell.item.cell.id)
+                );
+            }
+        }
     }
     p.section(
         Section::Cells,

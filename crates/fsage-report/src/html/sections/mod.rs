@@ -11,3 +11,4 @@ pub(super) mod git;
 pub(super) mod inversions;
 pub(super) mod latency;
 pub(super) mod sweep;
+pub(super) mod timeline;
