@@ -814,6 +814,14 @@ impl LabExecutor {
 
 impl Executor for LabExecutor {
     fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, Error> {
+        if let Some(k) = &cell.fs.kernel {
+            // Such a cell runs under its own kernel (the VM executor); never natively here.
+            return Err(Error::input(format!(
+                "{}: runs under kernel {k} in a virtual machine, and this executor runs cells \
+                 natively",
+                cell.fs.label
+            )));
+        }
         let had = self.bases.len();
         let base = self.base(cell, obs)?;
         let base_seconds = (self.bases.len() > had).then_some(base.seconds);

@@ -174,6 +174,7 @@ mod tests {
             label: label.into(),
             kind: label.into(),
             mkfs_opts: None,
+            kernel: None,
         }
     }
 

@@ -23,6 +23,7 @@ struct Raw {
     repetitions: Option<Spanned<i64>>,
     cache_ratio: Option<Spanned<f64>>,
     sample: Option<Spanned<toml::Value>>,
+    kernel: Option<Spanned<toml::Value>>,
     seed: Option<Spanned<i64>>,
     image_size: Spanned<toml::Value>,
     #[serde(default)]
@@ -40,6 +41,7 @@ struct RawFs {
     kind: Spanned<String>,
     label: Option<Spanned<String>>,
     mkfs_opts: Option<String>,
+    kernel: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -209,6 +211,38 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     if raw.fs.is_empty() {
         return Err(cx.whole("no file system: add at least one [[fs]] with `kind`"));
     }
+    let default_kernels: Vec<String> = match &raw.kernel {
+        None => Vec::new(),
+        Some(v) => {
+            let list: Vec<&str> =
+                match v.get_ref() {
+                    toml::Value::String(s) => vec![s.as_str()],
+                    toml::Value::Array(a) if !a.is_empty() => a
+                        .iter()
+                        .map(|x| x.as_str())
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| {
+                            cx.at(
+                                v.span(),
+                                "`kernel`: give a version string or a list of them",
+                            )
+                        })?,
+                    _ => return Err(cx.at(
+                        v.span(),
+                        "`kernel`: give a Debian kernel version (\"6.1.0-56\") or a list of them",
+                    )),
+                };
+            let mut out: Vec<String> = Vec::new();
+            for k in list {
+                let k = kernel_ok(&cx, k, v.span())?;
+                if out.contains(&k) {
+                    return Err(cx.at(v.span(), format!("`kernel`: {k:?} given twice")));
+                }
+                out.push(k);
+            }
+            out
+        }
+    };
     let mut file_systems = Vec::new();
     let mut labels = BTreeSet::new();
     for f in &raw.fs {
@@ -233,11 +267,40 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
                 format!("file system label {label:?} used twice: give each [[fs]] its own `label`"),
             ));
         }
-        file_systems.push(FsSpec {
-            label,
-            kind,
-            mkfs_opts: r.mkfs_opts.clone().filter(|s| !s.trim().is_empty()),
-        });
+        let mkfs_opts = r.mkfs_opts.clone().filter(|s| !s.trim().is_empty());
+        let own_kernel = match &r.kernel {
+            Some(k) => Some(kernel_ok(&cx, k.get_ref(), k.span())?),
+            None => None,
+        };
+        // An [[fs]] without a kernel of its own takes the top-level one(s): with several, one
+        // file system per kernel, labelled `LABEL-kKERNEL`.
+        let kernels: Vec<Option<String>> = match (own_kernel, &default_kernels) {
+            (Some(k), _) => vec![Some(k)],
+            (None, d) if d.is_empty() => vec![None],
+            (None, d) if d.len() == 1 => vec![Some(d[0].clone())],
+            (None, d) => d.iter().cloned().map(Some).collect(),
+        };
+        let several = kernels.len() > 1;
+        for k in kernels {
+            let label = match (&k, several) {
+                (Some(k), true) => format!("{label}-k{k}"),
+                _ => label.clone(),
+            };
+            if several && !labels.insert(label.clone()) {
+                return Err(cx.at(
+                    lspan.clone(),
+                    format!(
+                        "file system label {label:?} used twice: give each [[fs]] its own `label`"
+                    ),
+                ));
+            }
+            file_systems.push(FsSpec {
+                label,
+                kind: kind.clone(),
+                mkfs_opts: mkfs_opts.clone(),
+                kernel: k,
+            });
+        }
     }
 
     // States.
@@ -316,6 +379,22 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         image_size,
         profile_files,
     })
+}
+
+/// A kernel version as `fsage vm` fetches it: a Debian version such as `6.1.0-56` (digits first;
+/// letters, digits, `.`, `+`, `-`, `_` after).
+fn kernel_ok(cx: &Ctx, k: &str, span: Range<usize>) -> Result<String, Error> {
+    let k = k.trim();
+    let ok = k.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+-_".contains(c));
+    if !ok {
+        return Err(cx.at(
+            span,
+            format!("`kernel` {k:?}: give a Debian kernel version such as \"6.1.0-56\" (`fsage vm kernel list`)"),
+        ));
+    }
+    Ok(k.to_string())
 }
 
 fn label_ok(cx: &Ctx, l: &Spanned<String>, key: &str) -> Result<String, Error> {

@@ -568,3 +568,41 @@ fn sample_sets_each_cells_interval_without_changing_its_id() {
         "{bad}"
     );
 }
+
+#[test]
+fn kernels_put_file_systems_in_a_vm_one_per_kernel_when_several() {
+    let body = "duration = \"10s\"\nimage_size = \"256MiB\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
+    let one = p(&format!("name = \"k\"\nkernel = \"6.1.0-56\"\n{body}[[fs]]\nkind = \"ext4\"\n[[fs]]\nkind = \"xfs\"\nkernel = \"6.1.0-55\"\n")).unwrap();
+    let k: Vec<(&str, Option<&str>)> = one
+        .file_systems
+        .iter()
+        .map(|f| (f.label.as_str(), f.kernel.as_deref()))
+        .collect();
+    assert_eq!(
+        k,
+        vec![("ext4", Some("6.1.0-56")), ("xfs", Some("6.1.0-55"))]
+    );
+    let two = p(&format!(
+        "name = \"k\"\nkernel = [\"6.1.0-56\", \"6.1.0-55\"]\n{body}[[fs]]\nkind = \"ext4\"\n"
+    ))
+    .unwrap();
+    let labels: Vec<&str> = two.file_systems.iter().map(|f| f.label.as_str()).collect();
+    assert_eq!(labels, vec!["ext4-k6.1.0-56", "ext4-k6.1.0-55"]);
+    // The kernel is part of what a cell measures: its id differs from the host kernel's.
+    let host = p(&format!("name = \"k\"\n{body}[[fs]]\nkind = \"ext4\"\n")).unwrap();
+    assert_eq!(host.file_systems[0].kernel, None);
+    assert_ne!(host.plan().cells[0].id, one.plan().cells[0].id);
+    for bad in [
+        "kernel = \"../vmlinuz\"",
+        "kernel = 6",
+        "kernel = []",
+        "kernel = [\"6.1.0-56\", \"6.1.0-56\"]",
+    ] {
+        let e = p(&format!(
+            "name = \"k\"\n{bad}\n{body}[[fs]]\nkind = \"ext4\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`kernel`"), "{bad}: {e}");
+    }
+}

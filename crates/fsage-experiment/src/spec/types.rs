@@ -19,6 +19,10 @@ pub struct FsSpec {
     pub kind: String,
     /// Extra mkfs options, one string.
     pub mkfs_opts: Option<String>,
+    /// The kernel its cells run under, in a virtual machine (`fsage vm`): a Debian kernel
+    /// version (`6.1.0-56`). `None`: the host's own kernel, natively.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 /// The state a file system is benchmarked in.
