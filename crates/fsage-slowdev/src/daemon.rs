@@ -479,6 +479,11 @@ pub fn serve(dir: &Path) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
 
+    // How many requests the kernel holds for this device: a request due within the spin window
+    // is spun to only when it is the only one (timing.rs).
+    if let Ok(f) = std::fs::File::open(format!("/sys/block/{loop_name}/inflight")) {
+        completer.watch_kernel_inflight(f);
+    }
     // The kernel's counters for a loop device outlive its earlier users: count from here, where
     // the kernel has counted exactly what the daemon has (the partition scan).
     let mut baseline = DiskStats::read(&loop_name)
