@@ -19,6 +19,15 @@
 //! older completion than the last one (two independent streams), and work the host did in the
 //! device's idle time that would have overlapped a longer wait; BENCHMARKS.md has its error
 //! against real time on the same model.
+//!
+//! # The host's request path
+//!
+//! A trace's times are the block layer's, so the model's times are too: a request reaches the
+//! model when it is issued and its completion is seen when the model answers. A real device (or
+//! fsage's real-time slow device, whose requests cross FUSE) adds a path each way, which the
+//! issuer waits for before its next request. `host_path_ns` ([`cost_with`]) adds that path to
+//! every completion the issuer sees: `C_j` above becomes `C_j + path`, and the total ends one
+//! path after the last completion. 0 (the default) costs the device alone.
 
 use crate::{DeviceModel, ModelStats, Ns, Rq, Trace};
 use serde::{Deserialize, Serialize};
@@ -70,12 +79,19 @@ pub struct CostReport {
     pub stats: ModelStats,
     /// Did the trace have completions (the closed-loop rule), or only issue times (open loop)?
     pub closed_loop: bool,
+    /// The host's request path added to every completion the issuer sees (0: the device alone).
+    #[serde(default)]
+    pub host_path_ns: Ns,
 }
 
 /// What `fsage dev cost` does: reads the trace file, resolves the model (a latency, a built-in
 /// name or a model file), builds it for the trace's device size (or, when the trace does not
 /// say, the end of its furthest request) and costs the trace on it.
-pub fn cost_trace_file(trace: &std::path::Path, model: &str) -> crate::Result<CostReport> {
+pub fn cost_trace_file(
+    trace: &std::path::Path,
+    model: &str,
+    host_path_ns: Ns,
+) -> crate::Result<CostReport> {
     let t = Trace::read(trace)?;
     let spec = crate::resolve(model)?;
     let size = t.device_size.unwrap_or_else(|| {
@@ -88,13 +104,18 @@ pub fn cost_trace_file(trace: &std::path::Path, model: &str) -> crate::Result<Co
         end.next_multiple_of(1 << 20).max(1 << 20)
     });
     let mut m = spec.build(size)?;
-    let mut r = cost(&t, m.as_mut());
+    let mut r = cost_with(&t, m.as_mut(), host_path_ns);
     r.model = format!("{}: {}", spec.name, r.model);
     Ok(r)
 }
 
 /// Costs `trace` on `model` by the rule above. The model should be fresh (its clock at 0).
 pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
+    cost_with(trace, model, 0)
+}
+
+/// [`cost`] with the host's request path (see the module's doc) added to every completion.
+pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, host_path_ns: Ns) -> CostReport {
     let rqs = &trace.requests;
     let n = rqs.len();
     let closed_loop = !rqs.is_empty() && rqs.iter().all(|r| r.complete_ns.is_some());
@@ -139,7 +160,7 @@ pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
                 if let Some(cj) = completed[j] {
                     // The think time after the completion it waited for.
                     let think = r.issue_ns - rqs[j].complete_ns.unwrap_or(r.issue_ns);
-                    s = s.max(cj + think);
+                    s = s.max(cj + host_path_ns + think);
                 }
             }
         }
@@ -165,7 +186,12 @@ pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
         model.advance(clock, &mut done);
         record(&mut done, &mut completed);
     }
-    let last = completed.iter().flatten().copied().max().unwrap_or(0);
+    let last = completed
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .map_or(0, |c| c + host_path_ns);
     let first_recorded = rqs.first().map(|r| r.issue_ns).unwrap_or(0);
     let last_recorded = rqs
         .iter()
@@ -174,7 +200,7 @@ pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
         .unwrap_or(0);
     let response = Dist::of(
         (0..n)
-            .filter_map(|i| completed[i].map(|c| c.saturating_sub(issued[i])))
+            .filter_map(|i| completed[i].map(|c| c.saturating_sub(issued[i]) + host_path_ns))
             .collect(),
     );
     CostReport {
@@ -195,6 +221,7 @@ pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
         response,
         stats: model.stats(),
         closed_loop,
+        host_path_ns,
     }
 }
 
@@ -248,6 +275,31 @@ mod tests {
         );
         assert_eq!(r.total_ns, 4_000_000);
         assert_eq!(r.response.max_ns, 4_000_000 - 3_000);
+    }
+
+    #[test]
+    fn the_host_path_delays_every_dependent_request() {
+        // The chain above, with a 40 us path: each of the 4 reads is seen 40 us after the model
+        // answers it, and the next is issued 5 us after that.
+        let t = Trace::new(
+            "chain",
+            None,
+            (0..4)
+                .map(|k| read(k * 15_000, Some(k * 15_000 + 10_000)))
+                .collect(),
+        );
+        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
+        assert_eq!(r.total_ns, 4 * (1_000_000 + 40_000) + 3 * 5_000);
+        assert_eq!(r.response.p50_ns, 1_040_000);
+        assert_eq!(r.host_path_ns, 40_000);
+        // Requests outstanding together share one path, not one each.
+        let t = Trace::new(
+            "burst",
+            None,
+            (0..4).map(|k| read(k * 1_000, Some(50_000 + k))).collect(),
+        );
+        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
+        assert_eq!(r.total_ns, 3_000 + 1_000_000 + 40_000);
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub fn cost(r: &CostReport) -> String {
             "; the trace has no completions: issue gaps kept (open loop)"
         }
     );
+    if r.host_path_ns > 0 {
+        let _ = writeln!(
+            s,
+            "host path  {} added to every completion the issuer sees",
+            format_latency(r.host_path_ns)
+        );
+    }
     let _ = writeln!(s, "response   {}", dist(&r.response));
     s + &model_stats(&r.stats)
 }

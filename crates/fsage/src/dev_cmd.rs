@@ -56,6 +56,11 @@ pub enum DevCmd {
         /// A built-in model (`fsage dev models`), a model file, or a latency (100us).
         #[arg(long)]
         model: String,
+        /// The host's request path, each way together, added to every completion the issuer
+        /// sees: to predict a run on fsage's real-time slow device, its floor (a trace of the
+        /// same work on a `--latency 0` device: the block layer's mean service time). Default 0.
+        #[arg(long, value_name = "LAT", value_parser = parse_latency, default_value = "0")]
+        host_path: u64,
         #[arg(long)]
         json: bool,
     },
@@ -303,8 +308,13 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                 print!("{}", export(&Text, &models[..]));
             }
         }
-        DevCmd::Cost { trace, model, json } => {
-            let r = fsage_device::cost_trace_file(&trace, &model)?;
+        DevCmd::Cost {
+            trace,
+            model,
+            host_path,
+            json,
+        } => {
+            let r = fsage_device::cost_trace_file(&trace, &model, host_path)?;
             if json {
                 print!("{}", export(&Json, &r));
             } else {
