@@ -8,6 +8,7 @@ pub mod dev;
 pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
+pub mod platform;
 pub mod temp;
 pub mod tool;
 
@@ -15,6 +16,7 @@ pub use dev::{
     file_size, is_block_device, loops_backed_by, mount_table, mounts_of_device, size_of,
 };
 pub use error::{Error, Remedy};
+pub use platform::PlatformKind;
 pub use temp::TempPath;
 pub use tool::{kernel_release, run_tool};
 
