@@ -121,6 +121,25 @@ pub fn resolve_cached(version: Option<&str>) -> Result<Kernel> {
     }
 }
 
+/// The kernel a command names: a path to a kernel image (with `modules`, its
+/// `lib/modules/RELEASE` directory), a cached release, or (`None`) the newest cached one.
+pub fn resolve_kernel(spec: Option<&str>, modules: Option<&Path>) -> Result<Kernel> {
+    match spec {
+        Some(s) if s.contains('/') || Path::new(s).is_file() => {
+            let m = modules.ok_or_else(|| {
+                Error::input(format!(
+                    "{s}: a kernel given by path needs its modules directory (lib/modules/RELEASE)"
+                ))
+            })?;
+            Kernel::from_paths(Path::new(s), m)
+        }
+        _ if modules.is_some() => Err(Error::input(
+            "a modules directory goes with a kernel given by path, not with a cached one",
+        )),
+        v => resolve_cached(v),
+    }
+}
+
 fn tool(name: &str) -> Result<PathBuf> {
     fsage_sys::find_cmd(name).ok_or_else(|| {
         Error::input(format!(

@@ -11,13 +11,15 @@
 pub mod accel;
 pub mod cache;
 pub mod cpio;
+pub mod info;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
 pub mod run;
 
 pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
-pub use cache::{cache_dir, fetch_kernel, list_kernels, CachedKernel};
+pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
+pub use info::{info, Info};
 pub use kernel::Kernel;
 pub use run::{run, Disk, RunOptions, RunOutcome};
 
