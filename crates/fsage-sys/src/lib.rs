@@ -30,6 +30,8 @@ pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
 pub const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
 pub const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub const F2FS_SUPER_MAGIC: u64 = 0xF2F5_2010;
+pub const NILFS_SUPER_MAGIC: u64 = 0x3434;
 
 /// Name of a file system type from its statfs magic (`0x...` for one fsage does not know).
 pub fn fs_type_name(magic: u64) -> String {
@@ -37,6 +39,8 @@ pub fn fs_type_name(magic: u64) -> String {
         EXT4_SUPER_MAGIC => "ext4".into(),
         XFS_SUPER_MAGIC => "xfs".into(),
         BTRFS_SUPER_MAGIC => "btrfs".into(),
+        F2FS_SUPER_MAGIC => "f2fs".into(),
+        NILFS_SUPER_MAGIC => "nilfs2".into(),
         TMPFS_MAGIC => "tmpfs".into(),
         m => format!("0x{m:x}"),
     }

@@ -124,6 +124,21 @@ pub enum FsArg {
     Ext4,
     Xfs,
     Btrfs,
+    F2fs,
+    Nilfs2,
+}
+
+impl From<FsArg> for fsage_lab::FsKind {
+    fn from(f: FsArg) -> Self {
+        use fsage_lab::FsKind;
+        match f {
+            FsArg::Ext4 => FsKind::Ext4,
+            FsArg::Xfs => FsKind::Xfs,
+            FsArg::Btrfs => FsKind::Btrfs,
+            FsArg::F2fs => FsKind::F2fs,
+            FsArg::Nilfs2 => FsKind::Nilfs2,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -176,11 +191,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     let new_fs = match args.fs {
         None => None,
         Some(fs) => Some(NewFs {
-            kind: match fs {
-                FsArg::Ext4 => fsage_lab::FsKind::Ext4,
-                FsArg::Xfs => fsage_lab::FsKind::Xfs,
-                FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
-            },
+            kind: fs.into(),
             size: match args.size {
                 None if args.device.is_none() => {
                     return Err(bad_input("--fs needs --size (or --device)"))

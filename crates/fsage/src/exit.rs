@@ -151,6 +151,10 @@ impl CmdError {
                 Remedy::AgeBase => "--age-base sets the base of the age bins",
                 Remedy::Snapshot => "--snapshot names another snapshot",
                 Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
+                Remedy::Vm => {
+                    "run it in a virtual machine whose kernel has this file system (fsage's VM \
+                     runner)"
+                }
             }
             .to_string(),
         )
