@@ -11,6 +11,7 @@
 pub mod accel;
 pub mod cache;
 pub mod cpio;
+pub mod dispatch;
 pub mod info;
 pub mod initramfs;
 pub mod kernel;
@@ -19,6 +20,7 @@ pub mod run;
 
 pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
 pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
+pub use dispatch::{in_guest, run_self, SelfRun};
 pub use info::{info, Info};
 pub use kernel::Kernel;
 pub use run::{run, Disk, RunOptions, RunOutcome};

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What every guest loads: the virtio PCI transport, block devices and the 9p root.
-pub const BOOT: &[&str] = &["virtio_pci", "virtio_blk", "9pnet_virtio", "9p"];
+/// What every guest loads: the virtio PCI transport, block devices, the 9p root, and loop
+/// devices (fsage mounts image files on them).
+pub const BOOT: &[&str] = &["virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "loop"];
 
 /// The modules of each file system fsage can make (a name not listed is taken as a module name).
 pub fn fs_modules(fs: &str) -> Vec<&str> {

@@ -152,8 +152,8 @@ impl CmdError {
                 Remedy::Snapshot => "--snapshot names another snapshot",
                 Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
                 Remedy::Vm => {
-                    "run it in a virtual machine whose kernel has this file system (fsage's VM \
-                     runner)"
+                    "run it in a virtual machine whose kernel has this file system: `fsage vm \
+                     run --disk IMAGE -- fsage ...` (age --fs does so by itself unless --no-vm)"
                 }
             }
             .to_string(),

@@ -4,6 +4,7 @@
 use crate::exit::{bad_input, CmdError, CmdResult};
 use clap::{Args, Subcommand};
 use fsage_vm::{AccelRequest, Disk, RunOptions};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -156,4 +157,45 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
         0 => Ok(()),
         c => Err(CmdError::exact(c.clamp(1, 255) as u8)),
     }
+}
+
+/// Runs this fsage command line in a guest when `kind` needs it: asked for (`--vm`), or the
+/// running kernel lacks the file system and `--no-vm` was not given. `None`: run here. Never
+/// from inside a guest. Says so on stderr, with the accelerator: timings under TCG are emulated.
+pub fn maybe_in_vm(
+    kind: fsage_lab::FsKind,
+    vm: bool,
+    no_vm: bool,
+    paths: Vec<PathBuf>,
+    disks: Vec<PathBuf>,
+) -> Option<CmdResult> {
+    if fsage_vm::in_guest() || no_vm {
+        return None;
+    }
+    let why = match kind.check_kernel() {
+        Err(e) => e.message,
+        Ok(()) if vm => "asked for (--vm)".to_string(),
+        Ok(()) => return None,
+    };
+    let accel = fsage_vm::choose_accel(AccelRequest::Auto).map(|c| c.accel);
+    eprintln!(
+        "fsage: running in a VM ({}): {why}",
+        match accel {
+            Ok(fsage_vm::Accel::Tcg) => "TCG, emulated",
+            Ok(fsage_vm::Accel::Kvm) => "KVM",
+            Err(_) => "no accelerator",
+        }
+    );
+    let r = fsage_vm::SelfRun {
+        kernel: None,
+        file_systems: vec![kind.name().to_string()],
+        disks,
+        paths,
+        args: std::env::args().skip(1).collect(),
+    };
+    Some(match fsage_vm::run_self(&r) {
+        Err(e) => Err(e.into()),
+        Ok(o) if o.exit_code == 0 => Ok(()),
+        Ok(o) => Err(CmdError::exact(o.exit_code.clamp(1, 255) as u8)),
+    })
 }
