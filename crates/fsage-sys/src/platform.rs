@@ -3,7 +3,8 @@
 //! result says which. The VM runner tells the guest through `FSAGE_PLATFORM`.
 
 /// How the CPU that ran a measurement was provided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PlatformKind {
     #[default]
     Native,

@@ -67,9 +67,11 @@ pub fn kvm_usable() -> std::result::Result<(), String> {
         .filter(|l| l.starts_with("flags"))
         .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
     if !virt {
-        return Err("the CPU has no vmx or svm flag (a /dev/kvm without them, such as \
+        return Err(
+            "the CPU has no vmx or svm flag (a /dev/kvm without them, such as \
                     kvm_pvm, hangs stock kernels)"
-            .into());
+                .into(),
+        );
     }
     OpenOptions::new()
         .read(true)

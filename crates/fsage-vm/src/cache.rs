@@ -96,9 +96,10 @@ pub fn resolve_cached(version: Option<&str>) -> Result<Kernel> {
     let all = list_kernels()?;
     let found = match version {
         None => all.last(),
-        Some(v) => all.iter().rev().find(|k| {
-            k.kernel.release == v || k.kernel.release.starts_with(&format!("{v}-"))
-        }),
+        Some(v) => all
+            .iter()
+            .rev()
+            .find(|k| k.kernel.release == v || k.kernel.release.starts_with(&format!("{v}-"))),
     };
     match (found, version) {
         (Some(k), _) => Ok(k.kernel.clone()),
@@ -225,16 +226,18 @@ pub fn fetch_kernel(version: Option<&str>, mut say: impl FnMut(&str)) -> Result<
     }
     std::fs::create_dir_all(kernels_dir())
         .map_err(|e| Error::io(&kernels_dir(), "cannot make the cache", e))?;
-    let tmp = fsage_sys::TempPath::new(kernels_dir().join(format!(
-        ".fetch-{release}-{}",
-        std::process::id()
-    )));
+    let tmp = fsage_sys::TempPath::new(
+        kernels_dir().join(format!(".fetch-{release}-{}", std::process::id())),
+    );
     let dl = tmp.path().join("download");
     std::fs::create_dir_all(&dl).map_err(|e| Error::io(&dl, "", e))?;
     let pkg = format!("linux-image-{release}");
     say(&format!("downloading {pkg} with apt-get"));
     output(
-        Command::new(&apt).arg("download").arg(&pkg).current_dir(&dl),
+        Command::new(&apt)
+            .arg("download")
+            .arg(&pkg)
+            .current_dir(&dl),
         &format!("apt-get download {pkg}"),
     )?;
     let deb = std::fs::read_dir(&dl)

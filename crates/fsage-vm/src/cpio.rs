@@ -97,7 +97,9 @@ mod tests {
             let mode = hex(&b[14..22]);
             let size = hex(&b[54..62]) as usize;
             let namesize = hex(&b[94..102]) as usize;
-            let name = std::str::from_utf8(&b[110..110 + namesize - 1]).unwrap().to_string();
+            let name = std::str::from_utf8(&b[110..110 + namesize - 1])
+                .unwrap()
+                .to_string();
             let data_at = (110 + namesize).next_multiple_of(4);
             let data = b[data_at..data_at + size].to_vec();
             let next = (data_at + size).next_multiple_of(4);

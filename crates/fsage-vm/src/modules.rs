@@ -128,7 +128,10 @@ impl ModuleIndex {
     /// of that name, else its generic implementation. Best effort: one not found is skipped, as
     /// modprobe does when nothing provides it.
     fn resolve_alias(&self, alias: &str) -> Option<String> {
-        let a = alias.strip_prefix("crypto-").unwrap_or(alias).replace('-', "_");
+        let a = alias
+            .strip_prefix("crypto-")
+            .unwrap_or(alias)
+            .replace('-', "_");
         let base = a
             .split('_')
             .next()

@@ -223,7 +223,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         std::process::id(),
         Instant::now().elapsed().as_nanos() ^ rand_nanos()
     ));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "cannot make the run directory", e))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(&dir, "cannot make the run directory", e))?;
     let run_dir = RunDir(dir.clone());
     let write = |name: &str, text: &str| {
         std::fs::write(dir.join(name), text)
@@ -238,7 +239,13 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         "none"
     };
     let mut cmd = Command::new(qemu);
-    cmd.args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]);
+    cmd.args([
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+    ]);
     cmd.args(["-machine", "q35"]);
     match choice.accel {
         Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
@@ -284,7 +291,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let mut boot = None;
     let status = loop {
-        let c = guest.0.as_mut().expect("the guest runs until the loop ends");
+        let c = guest
+            .0
+            .as_mut()
+            .expect("the guest runs until the loop ends");
         let done = c
             .try_wait()
             .map_err(|e| Error::operation(format!("qemu: {e}")))?;
@@ -386,6 +396,9 @@ mod tests {
         );
         assert!(s.contains("share0 '/root/dev/shm/out'"), "{s}");
         assert!(s.contains("= fsage0 ]"), "{s}");
-        assert!(s.contains("mount --bind \"$dev\" '/root/dev/shm/out/x.img'"), "{s}");
+        assert!(
+            s.contains("mount --bind \"$dev\" '/root/dev/shm/out/x.img'"),
+            "{s}"
+        );
     }
 }

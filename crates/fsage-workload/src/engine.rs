@@ -467,6 +467,7 @@ fn run_checked(
         },
         environment: Environment {
             fsage_version: env!("CARGO_PKG_VERSION").into(),
+            platform: fsage_sys::PlatformKind::current(),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),

@@ -54,7 +54,11 @@ pub struct VmRunArgs {
     #[arg(long, value_name = "DIR")]
     pub share: Vec<PathBuf>,
     /// File systems whose modules the guest loads (comma-separated; each costs boot time).
-    #[arg(long, value_delimiter = ',', default_value = "ext4,xfs,btrfs,f2fs,nilfs2")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ext4,xfs,btrfs,f2fs,nilfs2"
+    )]
     pub fs: Vec<String>,
     /// auto: KVM when the CPU virtualises and /dev/kvm opens, TCG (emulated) otherwise.
     #[arg(long, default_value = "auto", value_name = "auto|kvm|tcg")]
@@ -79,7 +83,9 @@ pub fn run(cmd: VmCmd) -> CmdResult {
             }
             println!(
                 "qemu:        {}",
-                i.qemu.as_deref().unwrap_or("not installed (qemu-system-x86)")
+                i.qemu
+                    .as_deref()
+                    .unwrap_or("not installed (qemu-system-x86)")
             );
             println!(
                 "busybox:     {}",
