@@ -17,6 +17,12 @@ pub use dev::{
 };
 pub use error::{Error, Remedy};
 pub use platform::PlatformKind;
+
+/// Entries a file system makes in its own root when it is made (ext4's `lost+found`, nilfs2's
+/// `.nilfs`): a fresh file system holding only these counts as empty.
+pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
+    name == "lost+found" || name == ".nilfs"
+}
 pub use temp::TempPath;
 pub use tool::{kernel_release, run_tool};
 

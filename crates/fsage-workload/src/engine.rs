@@ -507,7 +507,7 @@ fn check_target(target: &Path, filesets: &[String], reuse: bool) -> Result<(), E
         let n = e.file_name().to_string_lossy().into_owned();
         if n == MARKER {
             has_marker = true;
-        } else if n != "lost+found" {
+        } else if !fsage_sys::is_fs_own_root_entry(&e.file_name()) {
             others.push(n);
         }
     }

@@ -470,10 +470,19 @@ mod tests {
         render(&mut p, &[native.clone(), tcg.clone()]);
         let h = &p.body;
         // Two charts of one series each (plus two of percentiles): never one chart of both.
-        assert_eq!(h.matches("<svg").count(), 4, "one pair of charts per platform");
+        assert_eq!(
+            h.matches("<svg").count(),
+            4,
+            "one pair of charts per platform"
+        );
         for r in [&native, &tcg] {
             let legend = format!(">\n{}\n</text>", r.name);
-            assert_eq!(h.matches(&legend).count(), 2, "{} only in its own charts", r.name);
+            assert_eq!(
+                h.matches(&legend).count(),
+                2,
+                "{} only in its own charts",
+                r.name
+            );
         }
         assert!(h.contains("Native runs"));
         assert!(h.contains("Runs emulated (TCG): their timings compare only with each other"));
