@@ -282,6 +282,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // QEMU dies with fsage even when fsage is killed outright (SIGKILL runs no destructor).
+    // SAFETY: between fork and exec the closure makes one async-signal-safe system call (prctl).
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                .map_err(std::io::Error::from)
+        });
+    }
     let start = Instant::now();
     let child = cmd
         .spawn()
@@ -315,12 +324,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             &mut err,
             opts.echo.then_some(&mut se as &mut dyn Write),
         );
-        if let Some(st) = done {
-            break st;
-        }
+        // A Ctrl-C reaches QEMU too (same process group) and ends it: the signal, not the
+        // guest, stopped the command.
         if fsage_signals::interrupted() {
             drop(guest);
             return Err(Error::interrupted("interrupted: the guest was stopped"));
+        }
+        if let Some(st) = done {
+            break st;
         }
         if let Some(t) = opts.timeout {
             if start.elapsed() > t {

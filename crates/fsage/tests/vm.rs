@@ -25,12 +25,10 @@ fn vm_or_skip(test: &str) -> Option<String> {
     };
     let release = if why.is_none() {
         let o = fsage(["vm", "kernel", "list"]);
-        stdout(&o).lines().last().map(|l| {
-            l.split('\t')
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        })
+        stdout(&o)
+            .lines()
+            .last()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
     } else {
         None
     };
@@ -87,7 +85,10 @@ fn a_guest_runs_a_command_and_gives_back_its_output_and_exit_code() {
         "stdout: {out}\nstderr: {}",
         stderr(&o)
     );
-    assert!(!out.contains("root-writable"), "the host's / must be read-only in the guest");
+    assert!(
+        !out.contains("root-writable"),
+        "the host's / must be read-only in the guest"
+    );
     expect_stderr(&o, "err\n");
     expect_stderr(&o, &format!("fsage: guest {release} on {platform}"));
     assert!(!Path::new("/probe").exists());
@@ -122,14 +123,21 @@ fn f2fs_is_made_aged_and_measured_in_a_guest_from_the_host_command_line() {
     expect_stderr(&o, "fsage: running in a VM (");
     let report = read_json(&dir.path().join("f2.img.report.json"));
     assert_eq!(j_u64(&report, "ticks"), 400);
-    assert_eq!(j_u64(&report, "live_files"), 400, "the rapid phase creates only");
+    assert_eq!(
+        j_u64(&report, "live_files"),
+        400,
+        "the rapid phase creates only"
+    );
     let platform = j_str(&report, "platform");
     assert!(platform == "tcg" || platform == "kvm", "{platform}");
     // mkfs ran in the guest: the sidecar names the guest's kernel.
     let side = read_json(&dir.path().join("f2.img.fsage.json"));
     assert_eq!(j_str(&side, "kernel"), release);
     assert_eq!(j_str(&side, "fs"), "f2fs");
-    assert!(!dir.path().join("f2.img.mnt").exists(), "the mount point goes");
+    assert!(
+        !dir.path().join("f2.img.mnt").exists(),
+        "the mount point goes"
+    );
     // The general form: the image as a virtio disk at its own path, a share for the result.
     let frag = dir.path().join("f2.frag.json");
     let script = format!(

@@ -284,9 +284,9 @@ pub(in crate::html) fn render(p: &mut Page, runs: &[Named<BenchResult>]) {
     let mut c = String::new();
     for (k, g) in &groups {
         if groups.len() > 1 || !k.is_native() {
-            let _ = write!(
+            let _ = writeln!(
                 c,
-                "<h3>{}</h3>\n",
+                "<h3>{}</h3>",
                 match k.label() {
                     None => "Native runs".to_string(),
                     Some(l) => format!(
