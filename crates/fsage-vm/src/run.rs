@@ -218,11 +218,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     shares.sort_by_key(|p| p.components().count());
     shares.dedup();
     let initrd = crate::initramfs::initramfs_for(&opts.kernel)?;
-    let dir = std::env::temp_dir().join(format!(
-        "fsage-vm-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos() ^ rand_nanos()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("fsage-vm-{}-{}", std::process::id(), clock_nanos()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(&dir, "cannot make the run directory", e))?;
     let run_dir = RunDir(dir.clone());
@@ -382,7 +379,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
 }
 
 /// Nanoseconds of the clock, to tell apart two runs of one process.
-fn rand_nanos() -> u128 {
+fn clock_nanos() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -53,7 +53,8 @@ pub struct VmRunArgs {
     /// read-only; /tmp, /dev/shm and /run are the guest's own.
     #[arg(long, value_name = "DIR")]
     pub share: Vec<PathBuf>,
-    /// File systems whose modules the guest loads (comma-separated; each costs boot time).
+    /// File systems whose modules the guest loads (comma-separated; each costs boot time under
+    /// TCG; `none` for none).
     #[arg(
         long,
         value_delimiter = ',',
