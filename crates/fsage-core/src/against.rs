@@ -249,6 +249,7 @@ mod tests {
         // (min_blocks, count, blocks) per bin, 4 KiB blocks.
         let free_blocks = extents.iter().map(|e| e.2).sum();
         FragReport {
+            platform: Default::default(),
             format: 1,
             mount: "/m".into(),
             fs_type: "ext4".into(),

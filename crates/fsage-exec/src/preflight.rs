@@ -265,7 +265,7 @@ fn check_empty(target: &Path, force: bool) -> Result<(), TargetError> {
             err,
         })?
         .filter_map(Result::ok)
-        .filter(|e| e.file_name() != "lost+found")
+        .filter(|e| !fsage_sys::is_fs_own_root_entry(&e.file_name()))
         .count();
     if entries > 0 && !force {
         return Err(TargetError::NotEmpty {

@@ -156,6 +156,10 @@ impl Fit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub fsage_version: String,
+    /// Where it ran: absent (native) unless in a VM, whose timings compare only with the same
+    /// platform's (`tcg`: emulated).
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
     pub profile: String,
     pub backend: String,
     pub target: String,

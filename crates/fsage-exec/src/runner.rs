@@ -418,6 +418,7 @@ pub fn report(
     let ow = c.bytes_written as f64 / cfg.capacity.max(1) as f64;
     let mut rep = RunReport {
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
+        platform: fsage_sys::PlatformKind::current(),
         profile: meta.profile.clone(),
         backend: meta.backend.clone(),
         target: meta.target.clone(),

@@ -961,6 +961,14 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
         let kind = FsKind::parse(&f.kind).map_err(|e| crate::Error::input(e.to_string()))?;
         kind.check_tools()
             .map_err(|e| crate::Error::input(e.to_string()))?;
+        // A [[fs]] with its own kernel runs in a VM (refused per cell below); the others mount
+        // here, under this kernel.
+        if f.kernel.is_none() {
+            kind.check_kernel().map_err(|e| crate::Error {
+                message: format!("{}: {}", spec.origin, e.message),
+                ..e
+            })?;
+        }
     }
     let lib = fsage_core::image::Library::open(&fsage_core::image::default_library_dir());
     for s in &spec.states {

@@ -390,6 +390,11 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
             state_file.display()
         )));
     }
+    // The image (or the clean instance) is mounted: a kind the kernel lacks fails here, first.
+    match &opts.target {
+        Target::Image { kind, .. } => kind.check_kernel()?,
+        Target::Dir { clean_kind, .. } => clean_kind.check_kernel()?,
+    }
     match &opts.target {
         Target::Image { path, kind, size } => {
             check_dir_of(path)?;

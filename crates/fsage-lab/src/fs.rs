@@ -7,36 +7,48 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// A file system fsage can make, mount, check and snapshot.
+/// A file system fsage can make, mount, check and snapshot. f2fs and nilfs2 are log-structured:
+/// they need a kernel that has them ([`FsKind::check_kernel`]) and measure free space by segment
+/// (`fsage-measure`), not by extent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FsKind {
     Ext4,
     Xfs,
     Btrfs,
+    F2fs,
+    Nilfs2,
 }
 
 impl FsKind {
-    pub const ALL: [FsKind; 3] = [FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs];
+    /// Every kind fsage knows, whether or not the running kernel has it.
+    pub const ALL: [FsKind; 5] = [
+        FsKind::Ext4,
+        FsKind::Xfs,
+        FsKind::Btrfs,
+        FsKind::F2fs,
+        FsKind::Nilfs2,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             FsKind::Ext4 => "ext4",
             FsKind::Xfs => "xfs",
             FsKind::Btrfs => "btrfs",
+            FsKind::F2fs => "f2fs",
+            FsKind::Nilfs2 => "nilfs2",
         }
     }
 
     pub fn parse(s: &str) -> Result<FsKind> {
-        match s {
-            "ext4" => Ok(FsKind::Ext4),
-            "xfs" => Ok(FsKind::Xfs),
-            "btrfs" => Ok(FsKind::Btrfs),
-            _ => Err(Error::input(format!(
-                "file system {s:?}: fsage knows ext4, xfs and btrfs (f2fs and nilfs2 are not in \
-                 this kernel)"
-            ))),
-        }
+        FsKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "file system {s:?}: fsage knows ext4, xfs, btrfs, f2fs and nilfs2"
+                ))
+            })
     }
 
     /// The mkfs program.
@@ -45,41 +57,108 @@ impl FsKind {
             FsKind::Ext4 => "mkfs.ext4",
             FsKind::Xfs => "mkfs.xfs",
             FsKind::Btrfs => "mkfs.btrfs",
+            FsKind::F2fs => "mkfs.f2fs",
+            FsKind::Nilfs2 => "mkfs.nilfs2",
         }
     }
 
-    /// Smallest size its mkfs accepts (roughly), for a clear error before running it.
+    /// Smallest size its mkfs accepts, for a clear error before running it. f2fs and nilfs2 are
+    /// measured with their mkfs (f2fs-tools 1.15, nilfs-tools 2.2.9) on sparse files with the
+    /// default options: mkfs.f2fs refuses 51.75 MiB and takes 52 MiB; mkfs.nilfs2 asks for
+    /// 134221824 bytes (16 segments of 8 MiB and a 4 KiB block), a byte less is refused.
     pub fn min_size(self) -> u64 {
         match self {
             FsKind::Ext4 => 1 << 20,
             FsKind::Xfs => 300 << 20,
             FsKind::Btrfs => 128 << 20,
+            FsKind::F2fs => 52 << 20,
+            FsKind::Nilfs2 => (128 << 20) + 4096,
         }
     }
 
-    /// The tools the kind needs: mkfs and checker.
-    pub fn tools(self) -> [&'static str; 2] {
+    /// The offline checker, `None` for nilfs2 (nilfs-tools ships none).
+    pub fn checker(self) -> Option<&'static str> {
         match self {
-            FsKind::Ext4 => ["mkfs.ext4", "e2fsck"],
-            FsKind::Xfs => ["mkfs.xfs", "xfs_repair"],
-            FsKind::Btrfs => ["mkfs.btrfs", "btrfs"],
+            FsKind::Ext4 => Some("e2fsck"),
+            FsKind::Xfs => Some("xfs_repair"),
+            FsKind::Btrfs => Some("btrfs"),
+            FsKind::F2fs => Some("fsck.f2fs"),
+            FsKind::Nilfs2 => None,
         }
+    }
+
+    /// The tools the kind needs: mkfs and the checker, where there is one.
+    pub fn tools(self) -> Vec<&'static str> {
+        std::iter::once(self.mkfs()).chain(self.checker()).collect()
+    }
+
+    /// The Debian package with its tools.
+    pub fn package(self) -> &'static str {
+        match self {
+            FsKind::Ext4 => "e2fsprogs",
+            FsKind::Xfs => "xfsprogs",
+            FsKind::Btrfs => "btrfs-progs",
+            FsKind::F2fs => "f2fs-tools",
+            FsKind::Nilfs2 => "nilfs-tools",
+        }
+    }
+
+    /// Log-structured (f2fs, nilfs2): writes go out of place into segments that a cleaner
+    /// reclaims, so free space fragments as partly valid segments, not as free extents.
+    pub fn is_log_structured(self) -> bool {
+        matches!(self, FsKind::F2fs | FsKind::Nilfs2)
+    }
+
+    /// Whether fallocate(2) allocates space on it: nilfs2 returns EOPNOTSUPP.
+    pub fn supports_fallocate(self) -> bool {
+        self != FsKind::Nilfs2
     }
 
     /// `Err` naming the missing tool and its package.
     pub fn check_tools(self) -> Result<()> {
         for t in self.tools() {
             if find_cmd(t).is_none() {
-                let pkg = match self {
-                    FsKind::Ext4 => "e2fsprogs",
-                    FsKind::Xfs => "xfsprogs",
-                    FsKind::Btrfs => "btrfs-progs",
-                };
+                let pkg = self.package();
                 crate::bail!("{t} not found: install {pkg} (apt-get install {pkg})");
             }
         }
         Ok(())
     }
+
+    /// `Err` (with [`Remedy::Vm`]) when the running kernel cannot mount this kind: it is neither
+    /// in `/proc/filesystems` nor a module the kernel could load on mount. mkfs, fsck and the
+    /// image library work without it; mounting does not.
+    pub fn check_kernel(self) -> Result<()> {
+        let listed = fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        let release = fsage_sys::kernel_release();
+        let modules =
+            fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
+        if kernel_has(self.name(), &listed, &modules) {
+            return Ok(());
+        }
+        Err(Error::input(format!(
+            "{self}: the running kernel ({release}) has no {self} (not in /proc/filesystems, and \
+             no {self} module in /lib/modules/{release}); a kernel that has it is needed, e.g. in \
+             fsage's VM runner"
+        ))
+        .with_remedy(Remedy::Vm))
+    }
+}
+
+/// Whether a kernel can mount `fstype`: `/proc/filesystems` (`listed`: lines of an optional
+/// `nodev` and a name) names it, or `modules.dep` (`modules`: `kernel/fs/f2fs/f2fs.ko.xz: deps`)
+/// has its module, which the kernel loads on the first mount.
+pub fn kernel_has(fstype: &str, listed: &str, modules: &str) -> bool {
+    let in_list = listed
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some(fstype));
+    let as_module = modules.lines().any(|l| {
+        let path = l.split(':').next().unwrap_or("");
+        let file = path.rsplit('/').next().unwrap_or("");
+        file.split_once(".ko")
+            .is_some_and(|(stem, _)| stem == fstype)
+    });
+    in_list || as_module
 }
 
 impl std::fmt::Display for FsKind {
@@ -89,7 +168,7 @@ impl std::fmt::Display for FsKind {
 }
 
 /// The file system (or other signature) in a file or device: `Some("ext4")`, `Some("xfs")`,
-/// `Some("btrfs")` from the superblock magic, otherwise what `blkid -p` finds (`"swap"`,
+/// `Some("btrfs")`, `Some("f2fs")`, `Some("nilfs2")` from the superblock magic, otherwise what `blkid -p` finds (`"swap"`,
 /// `"crypto_LUKS"`, `"partition table dos"`...), `None` when nothing.
 pub fn probe_fs(path: &Path) -> Result<Option<String>> {
     let mut f = File::open(path).map_err(|e| Error::io(path, "", e))?;
@@ -105,9 +184,18 @@ pub fn probe_fs(path: &Path) -> Result<Option<String>> {
     if read_at(0x10040, 8).is_some_and(|b| b == b"_BHRfS_M") {
         return Ok(Some("btrfs".into()));
     }
+    // f2fs: F2FS_SUPER_MAGIC 0xF2F52010, little-endian, at 1024.
+    if read_at(0x400, 4).is_some_and(|b| b == [0x10, 0x20, 0xF5, 0xF2]) {
+        return Ok(Some("f2fs".into()));
+    }
     if read_at(0x438, 2).is_some_and(|b| b == [0x53, 0xEF]) {
         // ext2/3/4: fsage mounts them all as ext4.
         return Ok(Some("ext4".into()));
+    }
+    // nilfs2: s_rev_level (u32, 2 since nilfs-utils 2.0) at 1024, s_magic 0x3434 at 1024+6. Only
+    // after ext4: two bytes alone also occur inside an ext4 superblock (blocks count).
+    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
+        return Ok(Some("nilfs2".into()));
     }
     if find_cmd("blkid").is_some() {
         let p = path.to_string_lossy();
@@ -282,7 +370,10 @@ pub fn read_sidecar(image: &Path) -> Option<CreateInfo> {
 fn mkfs_args(kind: FsKind, user: &[String], size: Option<u64>, device: bool) -> Vec<String> {
     let mut a: Vec<String> = match kind {
         FsKind::Ext4 => vec!["-F".into(), "-q".into()],
-        FsKind::Xfs | FsKind::Btrfs => vec!["-f".into(), "-q".into()],
+        // fsage has made its own safety checks (check_target_safe): -f keeps mkfs from asking.
+        FsKind::Xfs | FsKind::Btrfs | FsKind::F2fs | FsKind::Nilfs2 => {
+            vec!["-f".into(), "-q".into()]
+        }
     };
     // ext4 otherwise zeroes its inode tables and journal in the background after the first mount:
     // writes nobody asked for, during aging and during a tracked benchmark.
@@ -302,7 +393,8 @@ fn mkfs_args(kind: FsKind, user: &[String], size: Option<u64>, device: bool) -> 
                     a.push("-b".into());
                     a.push(s.to_string());
                 }
-                FsKind::Ext4 => {}
+                // Both take the size in 512-byte sectors after the device (see create_fs).
+                FsKind::Ext4 | FsKind::F2fs | FsKind::Nilfs2 => {}
             }
         }
     }
@@ -314,6 +406,9 @@ fn mkfs_args(kind: FsKind, user: &[String], size: Option<u64>, device: bool) -> 
 /// checks of [`check_target_safe`]).
 pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     opts.kind.check_tools()?;
+    if opts.kind == FsKind::Nilfs2 {
+        check_mtab(Path::new("/etc/mtab"))?;
+    }
     check_target_safe(target, opts.force)?;
     let device = is_block_device(target);
     let size = if device {
@@ -371,8 +466,22 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     if device {
         let mut full = args.clone();
         full.push(target.to_string_lossy().into_owned());
-        if opts.kind == FsKind::Ext4 && opts.size.is_some() {
-            full.push(format!("{}k", size / 1024));
+        if opts.size.is_some() {
+            match opts.kind {
+                FsKind::Ext4 => full.push(format!("{}k", size / 1024)),
+                // mkfs.f2fs takes the size as a count of 512-byte sectors after the device.
+                FsKind::F2fs => full.push((size / 512).to_string()),
+                // mkfs.nilfs2 always formats the whole device.
+                FsKind::Nilfs2 if size != fsage_sys::size_of(target)? => {
+                    return Err(Error::input(format!(
+                        "{}: mkfs.nilfs2 formats a whole device and takes no size; give none \
+                         (or the device's own size)",
+                        target.display()
+                    ))
+                    .with_remedy(Remedy::Size))
+                }
+                _ => {}
+            }
         }
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
         run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
@@ -401,6 +510,21 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
     fsage_sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
+}
+
+/// mkfs.nilfs2 opens `/etc/mtab` to see whether the device is mounted and stops ("cannot open
+/// /etc/mtab!") where it is missing, as in minimal containers. fsage changes nothing under /etc
+/// itself: it says what to do (scripts/setup does it).
+fn check_mtab(mtab: &Path) -> Result<()> {
+    if mtab.exists() {
+        return Ok(());
+    }
+    crate::bail!(
+        "{}: missing, and mkfs.nilfs2 reads it to see whether the device is mounted: \
+         `ln -s /proc/self/mounts {}` (scripts/setup does it)",
+        mtab.display(),
+        mtab.display()
+    )
 }
 
 /// mkfs.ext4 refuses a device of 2^48 blocks or more ("too big to create a filesystem"): the
@@ -435,9 +559,19 @@ pub fn create_image(kind: FsKind, size: u64, path: &Path, mkfs_opts: &[String]) 
     .map(|_| ())
 }
 
+/// What [`fsck`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// The checker found nothing wrong; its output.
+    Clean(String),
+    /// The kind has no checker (nilfs2): nothing was checked, and this says why.
+    NoChecker(String),
+}
+
 /// Checks the (unmounted) file system in `target` without changing it: `e2fsck -fn`,
-/// `xfs_repair -n`, `btrfs check --readonly`. `Ok(output)` when clean.
-pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
+/// `xfs_repair -n`, `btrfs check --readonly`, `fsck.f2fs --dry-run -f`; nilfs2 has no checker
+/// ([`Checked::NoChecker`]). `Err` when the checker finds problems.
+pub fn fsck(target: &Path, kind: FsKind) -> Result<Checked> {
     // A mounted file system changes under the checker, which then reports wrong counts: refuse.
     if let Some(dev) = fsage_sys::loops_backed_by(target).first() {
         return Err(Error::input(format!(
@@ -460,6 +594,123 @@ pub fn fsck(target: &Path, kind: FsKind) -> Result<String> {
         FsKind::Ext4 => run_tool("e2fsck", &["-f", "-n", &t]),
         FsKind::Xfs => run_tool("xfs_repair", &["-n", &t]),
         FsKind::Btrfs => run_tool("btrfs", &["check", "--readonly", &t]),
+        // --dry-run: report, write nothing (fsck.f2fs otherwise fixes and rewrites checkpoints).
+        FsKind::F2fs => run_tool("fsck.f2fs", &["--dry-run", "-f", &t]),
+        FsKind::Nilfs2 => {
+            return Ok(Checked::NoChecker(
+                "nilfs2 has no offline checker (nilfs-tools ships no fsck.nilfs2): not checked"
+                    .into(),
+            ))
+        }
     }
+    .map(Checked::Clean)
     .map_err(|e| Error::input(format!("{}: the {kind} check found problems: {e}", t)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_by_its_name_and_an_unknown_one_lists_them() {
+        for k in FsKind::ALL {
+            assert_eq!(FsKind::parse(k.name()).unwrap(), k);
+            assert_eq!(k.tools()[0], k.mkfs());
+        }
+        let e = FsKind::parse("zfs").unwrap_err();
+        for k in FsKind::ALL {
+            assert!(e.message.contains(k.name()), "{e}");
+        }
+        assert_eq!(
+            serde_json::to_string(&FsKind::Nilfs2).unwrap(),
+            "\"nilfs2\""
+        );
+        assert_eq!(FsKind::Nilfs2.checker(), None);
+        assert_eq!(FsKind::Nilfs2.tools(), ["mkfs.nilfs2"]);
+        assert_eq!(FsKind::F2fs.tools(), ["mkfs.f2fs", "fsck.f2fs"]);
+        assert!(!FsKind::Nilfs2.supports_fallocate());
+        assert!(FsKind::F2fs.supports_fallocate());
+        assert!(FsKind::F2fs.is_log_structured() && !FsKind::Ext4.is_log_structured());
+    }
+
+    #[test]
+    fn the_kernel_has_a_type_it_lists_or_can_load() {
+        let listed = "nodev\tsysfs\nnodev\ttmpfs\n\text4\n\txfs\nnodev\tfuse\n";
+        let modules = "kernel/fs/f2fs/f2fs.ko.xz: kernel/lib/lz4.ko.xz\n\
+                       kernel/fs/nilfs2/nilfs2.ko:\n\
+                       kernel/fs/f2fsx/f2fsx.ko.zst:\n";
+        assert!(kernel_has("ext4", listed, ""));
+        assert!(kernel_has("xfs", listed, ""));
+        assert!(!kernel_has("f2fs", listed, ""));
+        assert!(!kernel_has("nilfs2", listed, ""));
+        // "nodev" is a flag, not a type.
+        assert!(!kernel_has("nodev", listed, ""));
+        assert!(kernel_has("f2fs", listed, modules));
+        assert!(kernel_has("nilfs2", "", modules));
+        assert!(!kernel_has("btrfs", listed, modules));
+        assert!(!kernel_has("f2f", "", modules));
+    }
+
+    #[test]
+    fn a_kind_this_kernel_lacks_is_refused_with_the_vm_remedy() {
+        let listed = fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        for k in FsKind::ALL {
+            match k.check_kernel() {
+                Ok(()) => {}
+                Err(e) => {
+                    assert!(!kernel_has(k.name(), &listed, ""), "{k}: {e}");
+                    assert_eq!(e.remedy, Some(Remedy::Vm), "{e}");
+                    assert_eq!(e.blame, fsage_sys::Blame::Input, "{e}");
+                    assert!(
+                        e.message.starts_with(&format!("{k}: the running kernel")),
+                        "{e}"
+                    );
+                    assert!(e.message.contains("VM"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_mtab_is_named_with_its_fix() {
+        let dir = fsage_testkit::tmp();
+        let missing = dir.path().join("mtab");
+        let e = check_mtab(&missing).unwrap_err();
+        assert!(e.message.contains("ln -s /proc/self/mounts"), "{e}");
+        assert!(e.message.contains(&*missing.to_string_lossy()), "{e}");
+        fs::write(&missing, "").unwrap();
+        check_mtab(&missing).unwrap();
+    }
+
+    /// A superblock-sized file with `bytes` written at `off`.
+    fn image_with(dir: &Path, name: &str, parts: &[(u64, &[u8])]) -> PathBuf {
+        use std::io::Write;
+        let p = dir.join(name);
+        let mut f = File::create(&p).unwrap();
+        f.set_len(128 << 10).unwrap();
+        for (off, b) in parts {
+            f.seek(SeekFrom::Start(*off)).unwrap();
+            f.write_all(b).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn probe_reads_the_f2fs_and_nilfs2_magics_and_keeps_ext4_first() {
+        let dir = fsage_testkit::tmp();
+        let f2 = image_with(dir.path(), "f2", &[(1024, &[0x10, 0x20, 0xF5, 0xF2])]);
+        assert_eq!(probe_fs(&f2).unwrap().as_deref(), Some("f2fs"));
+        let ni = image_with(dir.path(), "ni", &[(1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34])]);
+        assert_eq!(probe_fs(&ni).unwrap().as_deref(), Some("nilfs2"));
+        // An ext4 superblock whose blocks count has 0x3434 in its high half is ext4.
+        let e4 = image_with(
+            dir.path(),
+            "e4",
+            &[
+                (1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34]),
+                (0x438, &[0x53, 0xEF]),
+            ],
+        );
+        assert_eq!(probe_fs(&e4).unwrap().as_deref(), Some("ext4"));
+    }
 }

@@ -6,7 +6,9 @@
 //! # API
 //!
 //! File systems ([`fs`], [`mount`]):
-//! - [`FsKind`]: `ext4`, `xfs`, `btrfs` (`FsKind::parse("xfs")`, `kind.name()`).
+//! - [`FsKind`]: `ext4`, `xfs`, `btrfs`, `f2fs`, `nilfs2` (`FsKind::parse("xfs")`, `kind.name()`);
+//!   [`FsKind::check_kernel`] says whether the running kernel can mount it (f2fs and nilfs2 are
+//!   often missing: a VM runs them).
 //! - [`create_image(kind, size, path, mkfs_opts)`](create_image): makes a sparse image file of
 //!   `size` bytes (through a temporary file and a rename) and formats it; refuses a path that exists.
 //!   [`create_fs`] is the general form (block devices, forcing, the safety checks).
@@ -58,7 +60,9 @@ pub mod sparse;
 pub mod trace;
 pub mod twin;
 
-pub use fs::{check_target_safe, create_fs, create_image, fsck, probe_fs, CreateOptions, FsKind};
+pub use fs::{
+    check_target_safe, create_fs, create_image, fsck, probe_fs, Checked, CreateOptions, FsKind,
+};
 pub use loopdev::{LoopDevice, LoopOptions};
 pub use mount::{drop_caches, trim, trim_target, Mounted};
 pub use twin::FreshTwin;

@@ -139,11 +139,17 @@ impl Mounted {
             Some(t) => t.clone(),
             None => probe_fs(image)?.ok_or_else(|| {
                 Error::input(format!(
-                    "{}: no file system found (ext4, xfs or btrfs superblock); give the type",
+                    "{}: no file system found (ext4, xfs, btrfs, f2fs or nilfs2 superblock); \
+                     give the type",
                     image.display()
                 ))
             })?,
         };
+        // A kind the kernel lacks would fail in mount(2) with a bare ENODEV, after the loop device
+        // was attached: say so before, and what runs it.
+        if let Ok(kind) = FsKind::parse(&fstype) {
+            kind.check_kernel()?;
+        }
         let read_only = split_flags(&opts.options).0.contains(MountFlags::RDONLY);
         let (device, loopdev) = if is_block_device(image) {
             let busy = fsage_sys::mounts_of_device(image)?;

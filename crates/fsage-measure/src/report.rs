@@ -13,6 +13,10 @@ pub const FRAG_FORMAT: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FragReport {
     pub format: u32,
+    /// Where it ran: absent (native) unless in a VM, whose timings compare only with the same
+    /// platform's (`tcg`: emulated).
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
     pub mount: String,
     pub fs_type: String,
     pub block_size: u64,
@@ -72,6 +76,7 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
     };
     Ok(FragReport {
         format: FRAG_FORMAT,
+        platform: fsage_sys::PlatformKind::current(),
         mount: mount.to_string_lossy().into_owned(),
         fs_type: crate::sys::fs_type_name(info.magic),
         block_size: info.block_size,

@@ -114,6 +114,12 @@ pub fn render(b: &BenchResult) -> String {
             ""
         }
     );
+    if let Some(l) = e.platform.label() {
+        let _ = writeln!(
+            out,
+            "platform: {l}: its timings compare only with runs on the same platform"
+        );
+    }
     match &b.cache_limit {
         None => {
             let _ = writeln!(out, "page cache: not limited");

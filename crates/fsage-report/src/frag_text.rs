@@ -66,6 +66,12 @@ pub fn render(r: &FragReport) -> String {
         "{} ({}, block size {})",
         r.mount, r.fs_type, r.block_size
     );
+    if let Some(l) = r.platform.label() {
+        let _ = writeln!(
+            s,
+            "platform: {l}: its timings compare only with runs on the same platform"
+        );
+    }
     match (&r.free_space, &r.free_space_error) {
         (Some(f), _) => {
             s.push_str(&free_space(f));

@@ -212,6 +212,7 @@ mod tests {
             }
         }
         FragReport {
+            platform: Default::default(),
             format: fsage_measure::FRAG_FORMAT,
             mount: "/mnt/x".into(),
             fs_type: fs.into(),

@@ -38,6 +38,12 @@ impl Render for RunReport {
             "fsage {}: profile {} on {} ({}), seed {}",
             self.fsage_version, self.profile, self.target, self.backend, self.seed
         );
+        if let Some(l) = self.platform.label() {
+            let _ = writeln!(
+                o,
+                "platform: {l}: its timings compare only with runs on the same platform"
+            );
+        }
         let _ = writeln!(
             o,
             "stopped: {}{}",

@@ -31,6 +31,12 @@ pub fn render(set: &ReportSet) -> String {
             100.0 * x.size.rmse,
             100.0 * x.depth.rmse
         );
+        if let Some(l) = x.platform.label() {
+            let _ = writeln!(
+                o,
+                "  {l}: its timings compare only with runs on the same platform"
+            );
+        }
     }
     for g in &set.git {
         let x = &g.item;
@@ -93,6 +99,9 @@ pub fn render(set: &ReportSet) -> String {
             crate::html::mib(sm.mb_per_sec_mean),
             if x.interrupted { " (interrupted)" } else { "" }
         );
+        if let Some(l) = x.environment.platform.label() {
+            let _ = writeln!(o, "  {l}: compare only with runs on the same platform");
+        }
     }
     if !set.cells.is_empty() {
         let done = set.cells.iter().filter(|c| c.item.is_done()).count();

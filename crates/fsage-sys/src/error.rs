@@ -43,6 +43,9 @@ pub enum Remedy {
     Snapshot,
     /// Roll back by comparing the whole image with its snapshot instead of the recorded blocks.
     Compare,
+    /// The running kernel lacks the file system: run the command under a kernel that has it (a
+    /// virtual machine).
+    Vm,
 }
 
 impl Error {

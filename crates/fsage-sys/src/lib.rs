@@ -8,6 +8,7 @@ pub mod dev;
 pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
+pub mod platform;
 pub mod temp;
 pub mod tool;
 
@@ -15,6 +16,13 @@ pub use dev::{
     file_size, is_block_device, loops_backed_by, mount_table, mounts_of_device, size_of,
 };
 pub use error::{Error, Remedy};
+pub use platform::PlatformKind;
+
+/// Entries a file system makes in its own root when it is made (ext4's `lost+found`, nilfs2's
+/// `.nilfs`): a fresh file system holding only these counts as empty.
+pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
+    name == "lost+found" || name == ".nilfs"
+}
 pub use temp::TempPath;
 pub use tool::{kernel_release, run_tool};
 
@@ -28,6 +36,8 @@ pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
 pub const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
 pub const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub const F2FS_SUPER_MAGIC: u64 = 0xF2F5_2010;
+pub const NILFS_SUPER_MAGIC: u64 = 0x3434;
 
 /// Name of a file system type from its statfs magic (`0x...` for one fsage does not know).
 pub fn fs_type_name(magic: u64) -> String {
@@ -35,6 +45,8 @@ pub fn fs_type_name(magic: u64) -> String {
         EXT4_SUPER_MAGIC => "ext4".into(),
         XFS_SUPER_MAGIC => "xfs".into(),
         BTRFS_SUPER_MAGIC => "btrfs".into(),
+        F2FS_SUPER_MAGIC => "f2fs".into(),
+        NILFS_SUPER_MAGIC => "nilfs2".into(),
         TMPFS_MAGIC => "tmpfs".into(),
         m => format!("0x{m:x}"),
     }

@@ -467,6 +467,7 @@ fn run_checked(
         },
         environment: Environment {
             fsage_version: env!("CARGO_PKG_VERSION").into(),
+            platform: fsage_sys::PlatformKind::current(),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
@@ -506,7 +507,7 @@ fn check_target(target: &Path, filesets: &[String], reuse: bool) -> Result<(), E
         let n = e.file_name().to_string_lossy().into_owned();
         if n == MARKER {
             has_marker = true;
-        } else if n != "lost+found" {
+        } else if !fsage_sys::is_fs_own_root_entry(&e.file_name()) {
             others.push(n);
         }
     }

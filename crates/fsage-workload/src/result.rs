@@ -148,6 +148,10 @@ pub struct CacheLimit {
 pub struct Environment {
     pub fsage_version: String,
     pub kernel: String,
+    /// Where it ran: absent (native) unless in a VM, whose timings compare only with the same
+    /// platform's (`tcg`: emulated).
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
     pub target: String,
     /// The file system type of the target.
     pub target_fs: String,

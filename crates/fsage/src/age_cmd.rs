@@ -114,6 +114,13 @@ pub struct AgeArgs {
     /// Extra mkfs options for --fs, as one string.
     #[arg(long, requires = "fs", allow_hyphen_values = true)]
     pub mkfs_opts: Option<String>,
+    /// With --fs: run in a virtual machine (`fsage vm`) even if this kernel has the file
+    /// system. Without --vm or --no-vm, a kind this kernel lacks (f2fs, nilfs2) runs in one.
+    #[arg(long, requires = "fs", conflicts_with = "no_vm")]
+    pub vm: bool,
+    /// With --fs: never run in a virtual machine (a kind this kernel lacks is refused).
+    #[arg(long, requires = "fs")]
+    pub no_vm: bool,
     /// Directory to age (created if missing); with --fs, the image file to create (with --device,
     /// the directory to mount the device on). Optional with --dry-run when --capacity is given.
     pub target: Option<PathBuf>,
@@ -124,6 +131,21 @@ pub enum FsArg {
     Ext4,
     Xfs,
     Btrfs,
+    F2fs,
+    Nilfs2,
+}
+
+impl From<FsArg> for fsage_lab::FsKind {
+    fn from(f: FsArg) -> Self {
+        use fsage_lab::FsKind;
+        match f {
+            FsArg::Ext4 => FsKind::Ext4,
+            FsArg::Xfs => FsKind::Xfs,
+            FsArg::Btrfs => FsKind::Btrfs,
+            FsArg::F2fs => FsKind::F2fs,
+            FsArg::Nilfs2 => FsKind::Nilfs2,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -176,11 +198,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     let new_fs = match args.fs {
         None => None,
         Some(fs) => Some(NewFs {
-            kind: match fs {
-                FsArg::Ext4 => fsage_lab::FsKind::Ext4,
-                FsArg::Xfs => fsage_lab::FsKind::Xfs,
-                FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
-            },
+            kind: fs.into(),
             size: match args.size {
                 None if args.device.is_none() => {
                     return Err(bad_input("--fs needs --size (or --device)"))
@@ -303,6 +321,31 @@ impl AgeObserver for Console {
 pub fn run(args: AgeArgs) -> CmdResult {
     // Before anything is made (an image, a mount), so Ctrl-C always cleans up.
     fsage_signals::install();
+    if let Some(fs) = args.fs {
+        let mut paths: Vec<PathBuf> = [
+            &args.target,
+            &args.json,
+            &args.op_log,
+            &args.state,
+            &args.resume,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+        paths.extend(
+            [&args.profile, &args.device_model]
+                .into_iter()
+                .flatten()
+                .map(PathBuf::from)
+                .filter(|p| p.is_file()),
+        );
+        let disks = args.device.iter().cloned().collect();
+        if let Some(done) = crate::vm_cmd::maybe_in_vm(fs.into(), args.vm, args.no_vm, paths, disks)
+        {
+            return done;
+        }
+    }
     let req = request(&args)?;
     let mut console = Console {
         bar: Bar::new(args.quiet),

@@ -59,4 +59,8 @@ pub enum Command {
     /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from
     /// aging runs, frag reports, bench runs, cell results and analyses.
     Report(crate::report_cmd::ReportArgs),
+    /// Run fsage (or any command) in a QEMU guest under a Debian kernel: file systems the host
+    /// kernel lacks (f2fs, nilfs2), or another kernel: run, info, kernel fetch|list.
+    #[command(subcommand)]
+    Vm(crate::vm_cmd::VmCmd),
 }

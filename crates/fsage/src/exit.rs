@@ -22,6 +22,8 @@ pub struct CmdError {
     error: Option<anyhow::Error>,
     blame: Blame,
     remedy: Option<Remedy>,
+    /// An exit code passed through from elsewhere (a command run in a virtual machine).
+    exact: Option<u8>,
 }
 
 impl<E> From<E> for CmdError
@@ -33,6 +35,7 @@ where
             blame: e.blame(),
             remedy: e.remedy(),
             error: Some(anyhow::Error::new(e)),
+            exact: None,
         }
     }
 }
@@ -89,6 +92,15 @@ impl CmdError {
             error: None,
             blame,
             remedy: None,
+            exact: None,
+        }
+    }
+
+    /// Exit with `code` and no message: the code of a command run elsewhere, which has spoken.
+    pub fn exact(code: u8) -> CmdError {
+        CmdError {
+            exact: Some(code),
+            ..CmdError::said(Blame::Operation)
         }
     }
 
@@ -101,6 +113,9 @@ impl CmdError {
     }
 
     pub fn code(&self) -> u8 {
+        if let Some(c) = self.exact {
+            return c;
+        }
         match self.blame {
             Blame::Input => BAD_INPUT,
             Blame::Operation => FAILED,
@@ -136,6 +151,10 @@ impl CmdError {
                 Remedy::AgeBase => "--age-base sets the base of the age bins",
                 Remedy::Snapshot => "--snapshot names another snapshot",
                 Remedy::Compare => "`fsage rollback restore --compare` compares the whole image",
+                Remedy::Vm => {
+                    "run it in a virtual machine whose kernel has this file system: `fsage vm \
+                     run --disk IMAGE -- fsage ...` (age --fs does so by itself unless --no-vm)"
+                }
             }
             .to_string(),
         )

@@ -29,7 +29,8 @@ pub enum FsCmd {
         /// Mount point, or an unmounted image file (mounted for the trim, then unmounted).
         target: PathBuf,
     },
-    /// Check an unmounted file system read-only (e2fsck -fn, xfs_repair -n, btrfs check).
+    /// Check an unmounted file system read-only (e2fsck -fn, xfs_repair -n, btrfs check,
+    /// fsck.f2fs --dry-run; nilfs2 has no checker, which it says).
     Check {
         /// Image file or block device.
         target: PathBuf,
@@ -41,7 +42,8 @@ pub enum FsCmd {
 
 #[derive(Args, Debug)]
 pub struct FsCreateArgs {
-    /// File system: ext4, xfs or btrfs.
+    /// File system: ext4, xfs, btrfs, f2fs or nilfs2 (f2fs and nilfs2 mount only under a kernel
+    /// that has them).
     #[arg(long = "fs")]
     pub fs: String,
     /// Size (e.g. 4GiB, 512M); required for an image file, default the whole device.
@@ -97,6 +99,10 @@ pub fn run(cmd: FsCmd) -> CmdResult {
     match cmd {
         FsCmd::Create(a) => {
             let kind = FsKind::parse(&a.fs).map_err(|e| bad_input(format!("--fs: {e}")))?;
+            // mkfs works under any kernel; mounting it afterwards needs one that has it.
+            if a.mount.is_some() {
+                kind.check_kernel()?;
+            }
             let size = a.size;
             let info = fsage_lab::create_fs(
                 &a.target,
@@ -181,8 +187,10 @@ pub fn run(cmd: FsCmd) -> CmdResult {
                 })?,
             };
             let kind = FsKind::parse(&t)?;
-            fsage_lab::fsck(&target, kind)?;
-            println!("{}: {kind} clean", target.display());
+            match fsage_lab::fsck(&target, kind)? {
+                fsage_lab::Checked::Clean(_) => println!("{}: {kind} clean", target.display()),
+                fsage_lab::Checked::NoChecker(why) => println!("{}: {why}", target.display()),
+            }
             Ok(())
         }
     }

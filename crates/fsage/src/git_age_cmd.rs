@@ -106,11 +106,7 @@ pub struct GitAgeArgs {
 }
 
 fn kind(f: FsArg) -> fsage_lab::FsKind {
-    match f {
-        FsArg::Ext4 => fsage_lab::FsKind::Ext4,
-        FsArg::Xfs => fsage_lab::FsKind::Xfs,
-        FsArg::Btrfs => fsage_lab::FsKind::Btrfs,
-    }
+    f.into()
 }
 
 /// The progress line: commits done and left, commits per second, the last measurement.

@@ -18,6 +18,7 @@ mod rollback_cmd;
 #[cfg(test)]
 mod units_table;
 mod util;
+mod vm_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         cli::Command::GitAge(args) => git_age_cmd::run(*args),
         cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
         cli::Command::Report(args) => report_cmd::run(args),
+        cli::Command::Vm(cmd) => vm_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

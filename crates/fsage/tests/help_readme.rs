@@ -37,6 +37,8 @@ mod report_cmd;
 mod rollback_cmd;
 #[path = "../src/util.rs"]
 mod util;
+#[path = "../src/vm_cmd.rs"]
+mod vm_cmd;
 
 use clap::CommandFactory;
 use std::collections::{BTreeMap, BTreeSet};

@@ -166,11 +166,28 @@ pub(super) fn fresh(
             })
         })
         .transpose()?;
+    // nilfs2 has no fallocate (EOPNOTSUPP on the first create): files get their blocks by
+    // writes there unless a mode was asked for.
+    let no_fallocate = !req.dry_run
+        && target.as_deref().is_some_and(|t| {
+            fsage_sys::fs_stat(t).is_ok_and(|s| s.magic == fsage_sys::NILFS_SUPER_MAGIC)
+        });
+    let mode = match req.write_mode {
+        Some(m) => m,
+        None if no_fallocate => {
+            obs.notice(
+                Level::Info,
+                "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)",
+            );
+            WriteMode::Write
+        }
+        None => WriteMode::Fallocate,
+    };
     Ok(Prepared {
         profile,
         planner,
         target: if req.dry_run { None } else { target },
-        mode: req.write_mode.unwrap_or(WriteMode::Fallocate),
+        mode,
         op_log,
         op_log_path: req.op_log.as_deref().map(absolute),
         state,

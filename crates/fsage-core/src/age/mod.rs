@@ -219,6 +219,10 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
     let mut lock: Option<RunLock> = req.resume.as_deref().map(preflight::lock_run).transpose()?;
     let mut req = req.clone();
     let mut usable = None;
+    // Before anything is made: a kind the kernel lacks (f2fs, nilfs2 here) cannot be mounted.
+    if let Some(fs) = &req.new_fs {
+        fs.kind.check_kernel()?;
+    }
     let prepared = match (req.resume.clone(), req.new_fs.clone()) {
         (Some(state), _) => match resume::resume(&state, &req, obs)? {
             Some(p) => p,

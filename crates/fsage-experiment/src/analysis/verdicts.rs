@@ -157,6 +157,7 @@ mod tests {
             h.add(1);
         }
         FragReport {
+            platform: Default::default(),
             format: fsage_measure::FRAG_FORMAT,
             mount: "/mnt/x".into(),
             fs_type: fs.into(),

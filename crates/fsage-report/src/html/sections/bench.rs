@@ -7,6 +7,7 @@ use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries, PercentilePanels};
 use crate::html::Section;
 use crate::inputs::Named;
+use fsage_sys::PlatformKind;
 use fsage_workload::{BenchResult, FlowopResult, Summary};
 use std::fmt::Write as _;
 
@@ -122,10 +123,14 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
     let s = &b.summary;
     let _ = write!(
         c,
-        "<h3>{} — {} on {} ({})</h3>\n<p class=\"verdict\">{} ops/s{} over {} repetition{}, {} \
+        "<h3>{}{} — {} on {} ({})</h3>\n<p class=\"verdict\">{} ops/s{} over {} repetition{}, {} \
          MB/s ({} MiB/s)</p>\n<p class=\"note\">{}, seed {}, Linux {}, {} CPUs, fsage {}; {}{}{}{}\
          </p>\n",
         esc(label),
+        e.platform
+            .label()
+            .map(|l| format!(" [{l}]"))
+            .unwrap_or_default(),
         esc(&b.workload),
         esc(&e.target),
         esc(&e.target_fs),
@@ -264,7 +269,54 @@ fn fmt_mb(x: f64) -> String {
     }
 }
 
+/// Runs measured on different platforms (native, KVM, TCG) are never drawn in one chart: an
+/// emulated timing says nothing next to a native one. Each platform gets its own charts, under a
+/// heading when there is more than one.
 pub(in crate::html) fn render(p: &mut Page, runs: &[Named<BenchResult>]) {
+    let mut groups: Vec<(PlatformKind, Vec<Named<BenchResult>>)> = Vec::new();
+    for r in runs {
+        let k = r.item.environment.platform;
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r.clone()),
+            None => groups.push((k, vec![r.clone()])),
+        }
+    }
+    let mut c = String::new();
+    for (k, g) in &groups {
+        if groups.len() > 1 || !k.is_native() {
+            let _ = writeln!(
+                c,
+                "<h3>{}</h3>",
+                match k.label() {
+                    None => "Native runs".to_string(),
+                    Some(l) => format!(
+                        "Runs {l}: their timings compare only with each other, never with \
+                         native runs"
+                    ),
+                }
+            );
+        }
+        c.push_str(&group_content(g));
+    }
+    p.section(
+        Section::Bench,
+        "Benchmark runs",
+        "Each input written by <code>fsage bench run --json</code>, one bar series per run \
+         (named by its file name, and its target where two files share a name). A flowop's \
+         ops/s is its operations after the warm-up over the measured interval of each \
+         repetition; the bar is the mean over the repetitions and its whisker the 95% Student-t \
+         interval (none for one repetition). Latency percentiles come from each repetition's \
+         HDR histograms: p50 to p99.9 are the mean over the repetitions of each repetition's \
+         percentile, max the largest latency of any repetition; the latency axis is \
+         logarithmic, each panel with its own range. MB/s is 10<sup>6</sup> bytes per second, \
+         MiB/s 2<sup>20</sup> (Filebench's <code>mb/s</code>), both the mean over the \
+         repetitions. Flowops named alike in several threads carry their thread's name. Runs \
+         made in a virtual machine are drawn apart from native ones, by platform.",
+        &c,
+    );
+}
+
+fn group_content(runs: &[Named<BenchResult>]) -> String {
     let labels = run_labels(runs);
     let figs: Vec<Vec<FlowopFigures>> = runs.iter().map(|r| flowop_figures(&r.item)).collect();
     let flowops = all_flowops(&figs);
@@ -341,21 +393,7 @@ pub(in crate::html) fn render(p: &mut Page, runs: &[Named<BenchResult>]) {
     for (ri, r) in runs.iter().enumerate() {
         run_part(&mut c, &labels[ri], r, &figs[ri]);
     }
-    p.section(
-        Section::Bench,
-        "Benchmark runs",
-        "Each input written by <code>fsage bench run --json</code>, one bar series per run \
-         (named by its file name, and its target where two files share a name). A flowop's \
-         ops/s is its operations after the warm-up over the measured interval of each \
-         repetition; the bar is the mean over the repetitions and its whisker the 95% Student-t \
-         interval (none for one repetition). Latency percentiles come from each repetition's \
-         HDR histograms: p50 to p99.9 are the mean over the repetitions of each repetition's \
-         percentile, max the largest latency of any repetition; the latency axis is \
-         logarithmic, each panel with its own range. MB/s is 10<sup>6</sup> bytes per second, \
-         MiB/s 2<sup>20</sup> (Filebench's <code>mb/s</code>), both the mean over the \
-         repetitions. Flowops named alike in several threads carry their thread's name.",
-        &c,
-    );
+    c
 }
 
 #[cfg(test)]
@@ -421,6 +459,38 @@ mod tests {
         }
         // 1 MB/s is 0.954 MiB/s.
         assert!((mib(1.0) - 0.953_674).abs() < 1e-6);
+    }
+
+    #[test]
+    fn emulated_runs_are_drawn_apart_from_native_ones() {
+        let native = fixture("varmail-fresh-ext4.json");
+        let mut tcg = fixture("varmail-aged-ext4.json");
+        tcg.item.environment.platform = PlatformKind::Tcg;
+        let mut p = Page::default();
+        render(&mut p, &[native.clone(), tcg.clone()]);
+        let h = &p.body;
+        // Two charts of one series each (plus two of percentiles): never one chart of both.
+        assert_eq!(
+            h.matches("<svg").count(),
+            4,
+            "one pair of charts per platform"
+        );
+        for r in [&native, &tcg] {
+            let legend = format!(">\n{}\n</text>", r.name);
+            assert_eq!(
+                h.matches(&legend).count(),
+                2,
+                "{} only in its own charts",
+                r.name
+            );
+        }
+        assert!(h.contains("Native runs"));
+        assert!(h.contains("Runs emulated (TCG): their timings compare only with each other"));
+        assert!(h.contains("[emulated (TCG)] — varmail"));
+        // The text report says it too.
+        let t = crate::bench_text::render(&tcg.item);
+        assert!(t.contains("platform: emulated (TCG)"), "{t}");
+        assert!(!crate::bench_text::render(&native.item).contains("platform:"));
     }
 
     #[test]

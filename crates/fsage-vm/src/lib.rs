@@ -1,0 +1,30 @@
+//! Virtual machines for fsage: boot a Debian kernel (fetched with apt into fsage's cache, never
+//! installed on the host) or a kernel given by path in QEMU, with the host's root file system
+//! shared read-only over 9p, image files as virtio block devices at their host paths, and run one
+//! command there. It exists because the host kernel may lack a file system (f2fs, nilfs2) or be
+//! the wrong version for an experiment.
+//!
+//! Timings taken in a guest are only comparable with timings taken on the same platform: the
+//! runner tells the guest its [`fsage_sys::Platform`] through `FSAGE_PLATFORM`, and every result
+//! written there records it.
+
+pub mod accel;
+pub mod cache;
+pub mod cpio;
+pub mod dispatch;
+pub mod info;
+pub mod initramfs;
+pub mod kernel;
+pub mod modules;
+pub mod run;
+
+pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
+pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
+pub use dispatch::{in_guest, run_self, SelfRun};
+pub use info::{info, Info};
+pub use kernel::Kernel;
+pub use run::{run, Disk, RunOptions, RunOutcome};
+
+/// The error type of this crate: fsage's own, with who is to blame.
+pub type Error = fsage_sys::Error;
+pub type Result<T> = std::result::Result<T, Error>;

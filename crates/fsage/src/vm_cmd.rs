@@ -1,0 +1,208 @@
+//! `fsage vm run|info|kernel`: commands in a QEMU guest (fsage-vm), for file systems the host
+//! kernel lacks or under a chosen kernel.
+
+use crate::exit::{bad_input, CmdError, CmdResult};
+use clap::{Args, Subcommand};
+use fsage_vm::{AccelRequest, Disk, RunOptions};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Subcommand, Debug)]
+pub enum VmCmd {
+    /// Boot a kernel in QEMU with the host's / shared read-only and run CMD there (after --);
+    /// exits with CMD's exit code.
+    Run(VmRunArgs),
+    /// The accelerator a guest would get (KVM or TCG) and why, QEMU's version, the kernel cache.
+    Info,
+    /// The kernel cache: fetch a Debian kernel package (never installed on the host), list.
+    #[command(subcommand)]
+    Kernel(KernelCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KernelCmd {
+    /// Download linux-image-VERSION-amd64 with apt-get and unpack it into the cache.
+    Fetch {
+        /// e.g. 6.1.0-56 (default: the newest 6.1.0-NN apt knows).
+        version: Option<String>,
+    },
+    /// The cached kernels.
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct VmRunArgs {
+    /// A cached kernel release (e.g. 6.1.0-56) or a kernel image path (then give --modules).
+    /// Default: the newest cached kernel.
+    #[arg(long, value_name = "VERSION|PATH")]
+    pub kernel: Option<String>,
+    /// The lib/modules/RELEASE directory of a kernel given by path.
+    #[arg(long, value_name = "DIR")]
+    pub modules: Option<PathBuf>,
+    /// Guest memory (e.g. 2G, 512M).
+    #[arg(long, default_value = "2G", value_parser = fsage_units::parse_size)]
+    pub mem: u64,
+    /// Guest CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// An image file or block device, a virtio disk in the guest at the same path (repeat).
+    #[arg(long, value_name = "IMG")]
+    pub disk: Vec<PathBuf>,
+    /// A host directory the guest may write, at the same path (repeat). The rest of / is
+    /// read-only; /tmp, /dev/shm and /run are the guest's own.
+    #[arg(long, value_name = "DIR")]
+    pub share: Vec<PathBuf>,
+    /// File systems whose modules the guest loads (comma-separated; each costs boot time under
+    /// TCG; `none` for none).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ext4,xfs,btrfs,f2fs,nilfs2"
+    )]
+    pub fs: Vec<String>,
+    /// auto: KVM when the CPU virtualises and /dev/kvm opens, TCG (emulated) otherwise.
+    #[arg(long, default_value = "auto", value_name = "auto|kvm|tcg")]
+    pub accel: String,
+    /// Stop the guest after this long (e.g. 10m).
+    #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
+    pub timeout: Option<Duration>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub fn run(cmd: VmCmd) -> CmdResult {
+    fsage_signals::install();
+    match cmd {
+        VmCmd::Run(a) => run_in_vm(a),
+        VmCmd::Info => {
+            let i = fsage_vm::info()?;
+            println!("accelerator: {} ({})", i.accel.accel.name(), i.accel.why);
+            if i.accel.accel == fsage_vm::Accel::Tcg {
+                println!("  timings in the guest are emulated: they compare only with each other");
+            }
+            println!(
+                "qemu:        {}",
+                i.qemu
+                    .as_deref()
+                    .unwrap_or("not installed (qemu-system-x86)")
+            );
+            println!(
+                "busybox:     {}",
+                i.busybox
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "not installed (busybox-static)".into())
+            );
+            println!("cache:       {}", i.cache.display());
+            if i.kernels.is_empty() {
+                println!("kernels:     none (fsage vm kernel fetch)");
+            }
+            for (k, fs) in &i.kernels {
+                println!(
+                    "kernel:      {} ({}) boots {}; mounts {}",
+                    k.kernel.release,
+                    k.package,
+                    k.kernel.image.display(),
+                    fs.join(", ")
+                );
+            }
+            Ok(())
+        }
+        VmCmd::Kernel(KernelCmd::Fetch { version }) => {
+            let k = fsage_vm::fetch_kernel(version.as_deref(), |m| eprintln!("fsage: {m}"))?;
+            println!("{} in {}", k.kernel.release, k.dir.display());
+            Ok(())
+        }
+        VmCmd::Kernel(KernelCmd::List) => {
+            for k in fsage_vm::list_kernels()? {
+                println!("{}\t{}\t{}", k.kernel.release, k.package, k.dir.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn run_in_vm(a: VmRunArgs) -> CmdResult {
+    let accel = AccelRequest::parse(&a.accel).map_err(|e| bad_input(format!("--accel: {e}")))?;
+    if a.cpus == 0 {
+        crate::bail_input!("--cpus: must be at least 1");
+    }
+    if a.mem < (128 << 20) {
+        crate::bail_input!("--mem: at least 128M");
+    }
+    let kernel = fsage_vm::resolve_kernel(a.kernel.as_deref(), a.modules.as_deref())?;
+    let opts = RunOptions {
+        kernel,
+        mem_mib: a.mem >> 20,
+        cpus: a.cpus,
+        accel,
+        disks: a.disk.into_iter().map(|path| Disk { path }).collect(),
+        shares: a.share,
+        file_systems: a.fs,
+        command: a.command,
+        cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+        env: Vec::new(),
+        timeout: a.timeout,
+        echo: true,
+    };
+    let out = fsage_vm::run(&opts)?;
+    eprintln!(
+        "fsage: guest {} on {} ({}): booted in {:.1}s, ran {:.1}s in all; exit code {}",
+        out.release,
+        out.accel.name(),
+        if out.accel.platform().is_emulated() {
+            "emulated"
+        } else {
+            "virtualised"
+        },
+        out.boot.as_secs_f64(),
+        out.total.as_secs_f64(),
+        out.exit_code
+    );
+    match out.exit_code {
+        0 => Ok(()),
+        c => Err(CmdError::exact(c.clamp(1, 255) as u8)),
+    }
+}
+
+/// Runs this fsage command line in a guest when `kind` needs it: asked for (`--vm`), or the
+/// running kernel lacks the file system and `--no-vm` was not given. `None`: run here. Never
+/// from inside a guest. Says so on stderr, with the accelerator: timings under TCG are emulated.
+pub fn maybe_in_vm(
+    kind: fsage_lab::FsKind,
+    vm: bool,
+    no_vm: bool,
+    paths: Vec<PathBuf>,
+    disks: Vec<PathBuf>,
+) -> Option<CmdResult> {
+    if fsage_vm::in_guest() || no_vm {
+        return None;
+    }
+    let why = match kind.check_kernel() {
+        Err(e) => e.message,
+        Ok(()) if vm => "asked for (--vm)".to_string(),
+        Ok(()) => return None,
+    };
+    let accel = fsage_vm::choose_accel(AccelRequest::Auto).map(|c| c.accel);
+    eprintln!(
+        "fsage: running in a VM ({}): {why}",
+        match accel {
+            Ok(fsage_vm::Accel::Tcg) => "TCG, emulated",
+            Ok(fsage_vm::Accel::Kvm) => "KVM",
+            Err(_) => "no accelerator",
+        }
+    );
+    let r = fsage_vm::SelfRun {
+        kernel: None,
+        file_systems: vec![kind.name().to_string()],
+        disks,
+        paths,
+        args: std::env::args().skip(1).collect(),
+    };
+    Some(match fsage_vm::run_self(&r) {
+        Err(e) => Err(e.into()),
+        Ok(o) if o.exit_code == 0 => Ok(()),
+        Ok(o) => Err(CmdError::exact(o.exit_code.clamp(1, 255) as u8)),
+    })
+}

@@ -1,0 +1,169 @@
+//! The VM runner end to end: a QEMU guest booted from the cached Debian kernel runs a command
+//! and gives back its output and exit code; f2fs (which the host kernel may lack) is made, aged
+//! and measured from the host's command line, the results coming back as files that say which
+//! platform measured them.
+//!
+//! Skips (with a `SKIP:` line) without root, QEMU, a static busybox or a cached kernel
+//! (`fsage vm kernel fetch`, which scripts/setup runs); `FSAGE_REQUIRE_VM_TESTS=1` turns the
+//! skips into failures. Under TCG the two tests take about a minute together.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// `Some(release)` of the newest cached kernel when a guest can boot here, else `None` after
+/// saying why (or failing, under FSAGE_REQUIRE_VM_TESTS).
+fn vm_or_skip(test: &str) -> Option<String> {
+    let why = if !is_root() {
+        Some("not root (9p passthrough and mounts in the guest)".to_string())
+    } else if fsage_sys::find_cmd("qemu-system-x86_64").is_none() {
+        Some("qemu-system-x86_64 not installed (scripts/setup)".into())
+    } else if fsage_sys::find_cmd("busybox").is_none() {
+        Some("busybox not installed (busybox-static; scripts/setup)".into())
+    } else {
+        None
+    };
+    let release = if why.is_none() {
+        let o = fsage(["vm", "kernel", "list"]);
+        stdout(&o)
+            .lines()
+            .last()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+    } else {
+        None
+    };
+    let why = why.or_else(|| {
+        release
+            .is_none()
+            .then(|| "no kernel in fsage's cache (fsage vm kernel fetch; scripts/setup)".into())
+    });
+    match why {
+        None => release,
+        Some(why) => {
+            if std::env::var_os("FSAGE_REQUIRE_VM_TESTS").is_some_and(|v| v != "0") {
+                panic!("{test}: cannot run ({why}) but FSAGE_REQUIRE_VM_TESTS is set");
+            }
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIP: {test}: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_guest_runs_a_command_and_gives_back_its_output_and_exit_code() {
+    let Some(release) = vm_or_skip("a_guest_runs_a_command") else {
+        return;
+    };
+    let o = fsage([
+        "vm",
+        "run",
+        "--fs",
+        "ext4",
+        "--timeout",
+        "5m",
+        "--",
+        "sh",
+        "-c",
+        "echo out:$FSAGE_PLATFORM:$(uname -r); echo err >&2; \
+         touch /probe 2>/dev/null && echo root-writable; exit 3",
+    ]);
+    expect_code(&o, 3, "the guest command's exit code comes back");
+    let out = stdout(&o);
+    // The guest's own kernel, and the platform it tells fsage (KVM only where the CPU has vmx/svm).
+    let platform = if std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .split_whitespace()
+        .any(|f| f == "vmx" || f == "svm")
+    {
+        "kvm"
+    } else {
+        "tcg"
+    };
+    assert!(
+        out.contains(&format!("out:{platform}:{release}")),
+        "stdout: {out}\nstderr: {}",
+        stderr(&o)
+    );
+    assert!(
+        !out.contains("root-writable"),
+        "the host's / must be read-only in the guest"
+    );
+    expect_stderr(&o, "err\n");
+    expect_stderr(&o, &format!("fsage: guest {release} on {platform}"));
+    assert!(!Path::new("/probe").exists());
+}
+
+#[test]
+fn f2fs_is_made_aged_and_measured_in_a_guest_from_the_host_command_line() {
+    let Some(release) = vm_or_skip("f2fs_in_a_guest") else {
+        return;
+    };
+    if fsage_sys::find_cmd("mkfs.f2fs").is_none() {
+        return skip("f2fs_in_a_guest", "mkfs.f2fs not installed (f2fs-tools)");
+    }
+    let dir = shm_tmp("fsage-vm-test-");
+    let img = dir.path().join("f2.img");
+    // --vm: in a guest even on a host whose kernel has f2fs, so the test means the same anywhere.
+    let o = fsage([
+        "age",
+        "--fs",
+        "f2fs",
+        "--size",
+        "256MiB",
+        "--vm",
+        "-p",
+        "agrawal",
+        "--max-ops",
+        "400",
+        "-q",
+        s(&img),
+    ]);
+    expect_code(&o, 0, "age --fs f2fs --vm");
+    expect_stderr(&o, "fsage: running in a VM (");
+    let report = read_json(&dir.path().join("f2.img.report.json"));
+    assert_eq!(j_u64(&report, "ticks"), 400);
+    assert_eq!(
+        j_u64(&report, "live_files"),
+        400,
+        "the rapid phase creates only"
+    );
+    let platform = j_str(&report, "platform");
+    assert!(platform == "tcg" || platform == "kvm", "{platform}");
+    // mkfs ran in the guest: the sidecar names the guest's kernel.
+    let side = read_json(&dir.path().join("f2.img.fsage.json"));
+    assert_eq!(j_str(&side, "kernel"), release);
+    assert_eq!(j_str(&side, "fs"), "f2fs");
+    assert!(
+        !dir.path().join("f2.img.mnt").exists(),
+        "the mount point goes"
+    );
+    // The general form: the image as a virtio disk at its own path, a share for the result.
+    let frag = dir.path().join("f2.frag.json");
+    let script = format!(
+        "set -e; mkdir -p /tmp/m; {b} fs mount {i} /tmp/m; test -b {i}; \
+         {b} frag /tmp/m --json {f}; {b} fs umount /tmp/m",
+        b = bin(),
+        i = s(&img),
+        f = s(&frag)
+    );
+    let o = fsage([
+        "vm",
+        "run",
+        "--fs",
+        "f2fs",
+        "--disk",
+        s(&img),
+        "--share",
+        s(dir.path()),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    expect_code(&o, 0, "frag in a guest");
+    let f = read_json(&frag);
+    assert_eq!(j_str(&f, "fs_type"), "f2fs");
+    assert_eq!(j_str(&f, "platform"), platform);
+    assert_eq!(f["files"]["files"].as_u64(), Some(400), "{f}");
+}
