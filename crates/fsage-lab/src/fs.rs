@@ -109,6 +109,17 @@ impl FsKind {
         matches!(self, FsKind::F2fs | FsKind::Nilfs2)
     }
 
+    /// Its statfs `f_type` once mounted.
+    pub fn statfs_magic(self) -> u64 {
+        match self {
+            FsKind::Ext4 => fsage_sys::EXT4_SUPER_MAGIC,
+            FsKind::Xfs => fsage_sys::XFS_SUPER_MAGIC,
+            FsKind::Btrfs => fsage_sys::BTRFS_SUPER_MAGIC,
+            FsKind::F2fs => fsage_sys::F2FS_SUPER_MAGIC,
+            FsKind::Nilfs2 => fsage_sys::NILFS_SUPER_MAGIC,
+        }
+    }
+
     /// Whether fallocate(2) allocates space on it: nilfs2 returns EOPNOTSUPP.
     pub fn supports_fallocate(self) -> bool {
         self != FsKind::Nilfs2
@@ -629,6 +640,9 @@ mod tests {
         assert_eq!(FsKind::Nilfs2.tools(), ["mkfs.nilfs2"]);
         assert_eq!(FsKind::F2fs.tools(), ["mkfs.f2fs", "fsck.f2fs"]);
         assert!(!FsKind::Nilfs2.supports_fallocate());
+        for k in FsKind::ALL {
+            assert_eq!(fsage_sys::fs_type_name(k.statfs_magic()), k.name());
+        }
         assert!(FsKind::F2fs.supports_fallocate());
         assert!(FsKind::F2fs.is_log_structured() && !FsKind::Ext4.is_log_structured());
     }

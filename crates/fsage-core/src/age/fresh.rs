@@ -32,6 +32,21 @@ pub(super) fn fresh(
         })?),
         _ => None,
     };
+    // nilfs2 has no fallocate: a run not told otherwise writes data there, and one told to
+    // fallocate is refused before it plans.
+    // A dry run of a new file system has no target: its kind says.
+    let magic = fs
+        .map(|st| st.magic)
+        .or(req.new_fs.as_ref().map(|f| f.kind.statfs_magic()));
+    let mode = match (req.write_mode, magic) {
+        (Some(m), Some(magic)) => {
+            m.check_for(magic).map_err(input)?;
+            m
+        }
+        (Some(m), None) => m,
+        (None, Some(magic)) => WriteMode::default_for(magic),
+        (None, None) => WriteMode::Fallocate,
+    };
     let capacity = match (req.capacity, fs) {
         (Some(c), _) => c,
         (None, Some(st)) => st.size,
@@ -170,7 +185,7 @@ pub(super) fn fresh(
         profile,
         planner,
         target: if req.dry_run { None } else { target },
-        mode: req.write_mode.unwrap_or(WriteMode::Fallocate),
+        mode,
         op_log,
         op_log_path: req.op_log.as_deref().map(absolute),
         state,
