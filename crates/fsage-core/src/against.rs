@@ -286,6 +286,7 @@ mod tests {
                 layout_score: None,
                 seconds: 0.0,
             }),
+            segments: None,
         }
     }
 

@@ -199,14 +199,15 @@ pub fn probe_fs(path: &Path) -> Result<Option<String>> {
     if read_at(0x400, 4).is_some_and(|b| b == [0x10, 0x20, 0xF5, 0xF2]) {
         return Ok(Some("f2fs".into()));
     }
+    // nilfs2: s_rev_level (u32, 2) at 1024 and s_magic 0x3434 at 1024+6. Before ext4, whose
+    // magic offset (0x438) is the low half of nilfs2's last checkpoint number; the revision keeps
+    // an ext4 superblock out (its first field, the inode count, is never 2).
+    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
+        return Ok(Some("nilfs2".into()));
+    }
     if read_at(0x438, 2).is_some_and(|b| b == [0x53, 0xEF]) {
         // ext2/3/4: fsage mounts them all as ext4.
         return Ok(Some("ext4".into()));
-    }
-    // nilfs2: s_rev_level (u32, 2 since nilfs-utils 2.0) at 1024, s_magic 0x3434 at 1024+6. Only
-    // after ext4: two bytes alone also occur inside an ext4 superblock (blocks count).
-    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
-        return Ok(Some("nilfs2".into()));
     }
     if find_cmd("blkid").is_some() {
         let p = path.to_string_lossy();
@@ -721,10 +722,20 @@ mod tests {
             dir.path(),
             "e4",
             &[
-                (1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34]),
+                (1024, &[0, 4, 0, 0, 0, 0, 0x34, 0x34]),
                 (0x438, &[0x53, 0xEF]),
             ],
         );
         assert_eq!(probe_fs(&e4).unwrap().as_deref(), Some("ext4"));
+        // A nilfs2 at its checkpoint 0xEF53 has ext4's magic bytes at 0x438: still nilfs2.
+        let cp = image_with(
+            dir.path(),
+            "cp",
+            &[
+                (1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34]),
+                (0x438, &[0x53, 0xEF]),
+            ],
+        );
+        assert_eq!(probe_fs(&cp).unwrap().as_deref(), Some("nilfs2"));
     }
 }
