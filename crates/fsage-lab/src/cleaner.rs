@@ -302,7 +302,7 @@ mod tests {
     fn a_cleanerd_is_known_by_its_program_device_and_mount_point() {
         let dev = Path::new("/dev/loop7");
         let mp = Path::new("/dev/shm/a.img.mnt");
-        let ours = b"nilfs_cleanerd\0--nofork\0-p\00\0/dev/loop7\0/dev/shm/a.img.mnt\0";
+        let ours = b"nilfs_cleanerd\0--nofork\0-p\x000\0/dev/loop7\0/dev/shm/a.img.mnt\0";
         assert!(is_cleanerd_of(ours, dev, mp));
         let by_mount = b"/sbin/nilfs_cleanerd\0-n\0/dev/loop7\0/dev/shm/a.img.mnt\0";
         assert!(is_cleanerd_of(by_mount, dev, mp));

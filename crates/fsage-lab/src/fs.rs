@@ -452,10 +452,20 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         })?
     };
     if size < opts.kind.min_size() {
+        let min = opts.kind.min_size();
+        // nilfs2's least is 4 KiB over 128 MiB: "128 MiB" would be wrong.
+        let least = if min % (1 << 20) == 0 {
+            format!("{} MiB", min >> 20)
+        } else {
+            format!(
+                "{min} bytes ({} MiB and {} KiB)",
+                min >> 20,
+                (min % (1 << 20)) >> 10
+            )
+        };
         let e = Error::input(format!(
-            "a size of {size} bytes: {} needs at least {} MiB",
-            opts.kind,
-            opts.kind.min_size() >> 20
+            "a size of {size} bytes: {} needs at least {least}",
+            opts.kind
         ));
         // A larger --size helps only when the size was given (a device's own size cannot grow).
         return Err(match opts.size {
