@@ -287,6 +287,7 @@ mod tests {
                 layout_score: None,
                 seconds: 0.0,
             }),
+            segments: None,
         }
     }
 

@@ -17,10 +17,37 @@ use std::path::Path;
 /// How a created file gets its blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
-    /// fallocate(2): blocks allocated, no data written. Fast; the default.
+    /// fallocate(2): blocks allocated, no data written. Fast; the default where the file
+    /// system has it ([`WriteMode::default_for`]).
     Fallocate,
     /// write(2) of real (pseudo-random, incompressible) data.
     Write,
+}
+
+impl WriteMode {
+    /// The mode of a run not told one, on the file system with statfs magic `fs_magic`:
+    /// fallocate, except where fallocate(2) fails with EOPNOTSUPP (nilfs2), where data is
+    /// written.
+    pub fn default_for(fs_magic: u64) -> WriteMode {
+        if WriteMode::Fallocate.check_for(fs_magic).is_ok() {
+            WriteMode::Fallocate
+        } else {
+            WriteMode::Write
+        }
+    }
+
+    /// `Err` saying why this mode cannot create files on the file system with statfs magic
+    /// `fs_magic`, before the first create fails.
+    pub fn check_for(self, fs_magic: u64) -> Result<(), String> {
+        if self == WriteMode::Fallocate && fs_magic == fsage_sys::NILFS_SUPER_MAGIC {
+            return Err(
+                "nilfs2 has no fallocate (it returns EOPNOTSUPP): files on it get their \
+                        blocks by writing data"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 pub struct Posix {
@@ -356,5 +383,25 @@ impl Posix {
     /// The planner's directory tree as made by `make_dirs`.
     pub fn tree(&self) -> &DirTree {
         &self.tree
+    }
+}
+
+#[cfg(test)]
+mod write_mode_tests {
+    use super::WriteMode;
+    use fsage_sys::{BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, F2FS_SUPER_MAGIC, NILFS_SUPER_MAGIC};
+
+    #[test]
+    fn nilfs2_writes_data_and_refuses_fallocate() {
+        for m in [EXT4_SUPER_MAGIC, BTRFS_SUPER_MAGIC, F2FS_SUPER_MAGIC] {
+            assert_eq!(WriteMode::default_for(m), WriteMode::Fallocate);
+            WriteMode::Fallocate.check_for(m).unwrap();
+        }
+        assert_eq!(WriteMode::default_for(NILFS_SUPER_MAGIC), WriteMode::Write);
+        let e = WriteMode::Fallocate
+            .check_for(NILFS_SUPER_MAGIC)
+            .unwrap_err();
+        assert!(e.contains("nilfs2") && e.contains("EOPNOTSUPP"), "{e}");
+        WriteMode::Write.check_for(NILFS_SUPER_MAGIC).unwrap();
     }
 }

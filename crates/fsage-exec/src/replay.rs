@@ -45,11 +45,11 @@ impl Blamed for ReplayError {
 }
 
 /// Replays the op log at `op_log` into `target`, an empty directory (made if missing) unless
-/// `force`.
+/// `force`. `mode` `None`: the target file system's default ([`WriteMode::default_for`]).
 pub fn replay(
     op_log: &Path,
     target: &Path,
-    mode: WriteMode,
+    mode: Option<WriteMode>,
     force: bool,
 ) -> Result<Replayed, ReplayError> {
     let open = |path: &Path| {
@@ -60,6 +60,17 @@ pub fn replay(
     let log = oplog::read(&text, &op_log.display().to_string())?;
     drop(text);
     prepare_target(target, force)?;
+    let magic = fsage_sys::fs_stat(target).map_err(open(target))?.magic;
+    let mode = match mode {
+        Some(m) => {
+            m.check_for(magic).map_err(|e| ReplayError::Open {
+                path: target.to_path_buf(),
+                err: std::io::Error::new(std::io::ErrorKind::Unsupported, e),
+            })?;
+            m
+        }
+        None => WriteMode::default_for(magic),
+    };
     let mut b = Posix::open(target, mode, 0).map_err(open(target))?;
     let start = Instant::now();
     b.make_dirs(&log.tree)?;
@@ -84,7 +95,7 @@ mod tests {
         let e = replay(
             &d.path().join("ops.txt"),
             &d.path().join("t"),
-            WriteMode::Fallocate,
+            Some(WriteMode::Fallocate),
             false,
         )
         .unwrap_err();

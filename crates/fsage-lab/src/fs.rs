@@ -109,6 +109,17 @@ impl FsKind {
         matches!(self, FsKind::F2fs | FsKind::Nilfs2)
     }
 
+    /// Its statfs `f_type` once mounted.
+    pub fn statfs_magic(self) -> u64 {
+        match self {
+            FsKind::Ext4 => fsage_sys::EXT4_SUPER_MAGIC,
+            FsKind::Xfs => fsage_sys::XFS_SUPER_MAGIC,
+            FsKind::Btrfs => fsage_sys::BTRFS_SUPER_MAGIC,
+            FsKind::F2fs => fsage_sys::F2FS_SUPER_MAGIC,
+            FsKind::Nilfs2 => fsage_sys::NILFS_SUPER_MAGIC,
+        }
+    }
+
     /// Whether fallocate(2) allocates space on it: nilfs2 returns EOPNOTSUPP.
     pub fn supports_fallocate(self) -> bool {
         self != FsKind::Nilfs2
@@ -188,14 +199,15 @@ pub fn probe_fs(path: &Path) -> Result<Option<String>> {
     if read_at(0x400, 4).is_some_and(|b| b == [0x10, 0x20, 0xF5, 0xF2]) {
         return Ok(Some("f2fs".into()));
     }
+    // nilfs2: s_rev_level (u32, 2) at 1024 and s_magic 0x3434 at 1024+6. Before ext4, whose
+    // magic offset (0x438) is the low half of nilfs2's last checkpoint number; the revision keeps
+    // an ext4 superblock out (its first field, the inode count, is never 2).
+    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
+        return Ok(Some("nilfs2".into()));
+    }
     if read_at(0x438, 2).is_some_and(|b| b == [0x53, 0xEF]) {
         // ext2/3/4: fsage mounts them all as ext4.
         return Ok(Some("ext4".into()));
-    }
-    // nilfs2: s_rev_level (u32, 2 since nilfs-utils 2.0) at 1024, s_magic 0x3434 at 1024+6. Only
-    // after ext4: two bytes alone also occur inside an ext4 superblock (blocks count).
-    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
-        return Ok(Some("nilfs2".into()));
     }
     if find_cmd("blkid").is_some() {
         let p = path.to_string_lossy();
@@ -440,10 +452,20 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         })?
     };
     if size < opts.kind.min_size() {
+        let min = opts.kind.min_size();
+        // nilfs2's least is 4 KiB over 128 MiB: "128 MiB" would be wrong.
+        let least = if min % (1 << 20) == 0 {
+            format!("{} MiB", min >> 20)
+        } else {
+            format!(
+                "{min} bytes ({} MiB and {} KiB)",
+                min >> 20,
+                (min % (1 << 20)) >> 10
+            )
+        };
         let e = Error::input(format!(
-            "a size of {size} bytes: {} needs at least {} MiB",
-            opts.kind,
-            opts.kind.min_size() >> 20
+            "a size of {size} bytes: {} needs at least {least}",
+            opts.kind
         ));
         // A larger --size helps only when the size was given (a device's own size cannot grow).
         return Err(match opts.size {
@@ -629,6 +651,9 @@ mod tests {
         assert_eq!(FsKind::Nilfs2.tools(), ["mkfs.nilfs2"]);
         assert_eq!(FsKind::F2fs.tools(), ["mkfs.f2fs", "fsck.f2fs"]);
         assert!(!FsKind::Nilfs2.supports_fallocate());
+        for k in FsKind::ALL {
+            assert_eq!(fsage_sys::fs_type_name(k.statfs_magic()), k.name());
+        }
         assert!(FsKind::F2fs.supports_fallocate());
         assert!(FsKind::F2fs.is_log_structured() && !FsKind::Ext4.is_log_structured());
     }
@@ -707,10 +732,20 @@ mod tests {
             dir.path(),
             "e4",
             &[
-                (1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34]),
+                (1024, &[0, 4, 0, 0, 0, 0, 0x34, 0x34]),
                 (0x438, &[0x53, 0xEF]),
             ],
         );
         assert_eq!(probe_fs(&e4).unwrap().as_deref(), Some("ext4"));
+        // A nilfs2 at its checkpoint 0xEF53 has ext4's magic bytes at 0x438: still nilfs2.
+        let cp = image_with(
+            dir.path(),
+            "cp",
+            &[
+                (1024, &[2, 0, 0, 0, 0, 0, 0x34, 0x34]),
+                (0x438, &[0x53, 0xEF]),
+            ],
+        );
+        assert_eq!(probe_fs(&cp).unwrap().as_deref(), Some("nilfs2"));
     }
 }

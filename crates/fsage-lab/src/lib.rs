@@ -16,6 +16,9 @@
 //!   to a fresh loop device and mounts it. A guard: dropping it unmounts and detaches;
 //!   [`Mounted::finish`] does the same and reports errors; [`Mounted::keep`] leaves it mounted.
 //!   [`mount::umount`] and [`mount::umount_point`] take down what an earlier process left.
+//! - nilfs2's cleaner ([`cleaner`]): a nilfs2 file system mounted read-write gets a
+//!   `nilfs_cleanerd` fsage starts (as `mount.nilfs2` would) and stops by its PID before the
+//!   unmount, whether by the guard or by [`mount::umount`] in a later process.
 //! - [`drop_caches()`](drop_caches): `sync`, then `3 > /proc/sys/vm/drop_caches`; [`trim`]: FITRIM.
 //! - [`check_target_safe`]: refuses a device or image that is mounted, attached to a loop device or
 //!   holds a file system (unless forced). [`fsck`] runs the file system's checker, read-only;
@@ -52,6 +55,7 @@
 //! Nothing here panics on bad input. Long loops stop early, cleaning up, when
 //! [`fsage_signals::interrupted`] (after [`fsage_signals::install`]) says SIGINT or SIGTERM arrived.
 
+pub mod cleaner;
 pub mod fs;
 pub mod loopdev;
 pub mod mount;

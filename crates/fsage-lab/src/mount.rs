@@ -1,5 +1,6 @@
 //! Mounting images and devices, unmounting, dropping caches, trimming.
 
+use crate::cleaner::{self, Cleanerd};
 use crate::fs::{probe_fs, FsKind};
 use crate::loopdev::{is_autoclear, wait_detached, LoopDevice};
 use crate::{Error, Result};
@@ -105,6 +106,8 @@ pub struct Mounted {
     device: PathBuf,
     fstype: String,
     loopdev: Option<LoopDevice>,
+    /// nilfs2's cleaner, which fsage started after mounting and stops before unmounting.
+    cleanerd: Option<Cleanerd>,
     mounted: bool,
 }
 
@@ -179,13 +182,24 @@ impl Mounted {
         };
         // On error `loopdev` drops here: the auto-clearing device goes away.
         mount_device(&device, &mount_point, &fstype, &opts.options)?;
-        Ok(Mounted {
+        let mut m = Mounted {
             mount_point,
             device,
             fstype,
             loopdev,
+            cleanerd: None,
             mounted: true,
-        })
+        };
+        // mount.nilfs2 would start the cleaner; mount(2) does not. Read-only needs none.
+        if m.fstype == "nilfs2" && !read_only {
+            // On error `m` drops: unmounted and detached.
+            m.cleanerd = Some(Cleanerd::start(
+                &m.device,
+                &m.mount_point,
+                &cleaner::default_pid_dir(),
+            )?);
+        }
+        Ok(m)
     }
 
     pub fn mount_point(&self) -> &Path {
@@ -210,9 +224,18 @@ impl Mounted {
         FsKind::parse(&self.fstype).ok()
     }
 
+    /// PID of the nilfs2 cleaner fsage started for this mount.
+    pub fn cleanerd_pid(&self) -> Option<u32> {
+        self.cleanerd.as_ref().map(Cleanerd::pid)
+    }
+
     /// Unmounts, then waits until the loop device is detached; reports what failed.
     pub fn finish(mut self) -> Result<()> {
         self.mounted = false;
+        // The cleaner holds the file system open: it goes first (it is killed if it will not).
+        if let Some(c) = self.cleanerd.take() {
+            c.stop()?;
+        }
         let r = umount_point(&self.mount_point);
         if let Err(e) = r {
             // Leave nothing behind: detach lazily, the kernel finishes when the last user goes.
@@ -230,6 +253,10 @@ impl Mounted {
     /// The loop device stays as long as the mount does and goes away when it is unmounted.
     pub fn keep(mut self) -> (PathBuf, PathBuf) {
         self.mounted = false;
+        // Its PID file stays: `umount` stops it.
+        if let Some(c) = self.cleanerd.take() {
+            c.release();
+        }
         if let Some(l) = self.loopdev.take() {
             l.release();
         }
@@ -239,6 +266,8 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
+        // Dropping the cleaner stops it, before the unmount it would keep busy.
+        self.cleanerd.take();
         if self.mounted {
             self.mounted = false;
             if let Err(e) = umount_point(&self.mount_point) {
@@ -283,6 +312,7 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
             devices.push(PathBuf::from(&e.source));
         }
         let auto: Vec<bool> = devices.iter().map(|d| is_autoclear(d)).collect();
+        stop_cleaner_of(e)?;
         umount_point(&mp)?;
         out.mount_points.push(mp);
         finish_umount(out, devices, auto)
@@ -309,6 +339,7 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
             // Unmount the most recent first (stacked mounts).
             ms.reverse();
             for m in ms {
+                stop_cleaner_of(&m)?;
                 umount_point(&m.mount_point)?;
                 out.mount_points.push(m.mount_point);
             }
@@ -318,6 +349,31 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
         }
         finish_umount(out, devices, auto)
     }
+}
+
+/// Before a nilfs2 mount is unmounted: stops the cleaner fsage started for it (found from its
+/// device and mount point), and refuses when a cleaner fsage did not start serves it, which
+/// would keep it busy (fsage signals no process it did not start).
+fn stop_cleaner_of(m: &fsage_sys::MountEntry) -> Result<()> {
+    if m.fstype != "nilfs2" {
+        return Ok(());
+    }
+    let dev = Path::new(&m.source);
+    cleaner::stop_for(dev, &m.mount_point, &cleaner::default_pid_dir())?;
+    let others = cleaner::others_serving(dev, &m.mount_point);
+    if !others.is_empty() {
+        crate::bail!(
+            "{}: nilfs2 whose cleaner (nilfs_cleanerd, PID {}) fsage did not start keeps it busy; \
+             unmount it with umount(8), which stops that cleaner",
+            m.mount_point.display(),
+            others
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
 }
 
 fn finish_umount(mut out: Unmounted, devices: Vec<PathBuf>, auto: Vec<bool>) -> Result<Unmounted> {

@@ -13,6 +13,14 @@ pub fn free_space(mount: &Path) -> Result<FreeSpace, crate::Error> {
     if info.magic == sys::BTRFS_SUPER_MAGIC {
         return crate::btrfs::free_space(mount, &info);
     }
+    if info.magic == fsage_sys::F2FS_SUPER_MAGIC || info.magic == fsage_sys::NILFS_SUPER_MAGIC {
+        return Err(crate::Error::Failed(format!(
+            "{}: {} is log-structured: it has no free extents to map; its free space is \
+             measured by segment",
+            mount.display(),
+            sys::fs_type_name(info.magic)
+        )));
+    }
     free_space_getfsmap(mount, &info)
 }
 

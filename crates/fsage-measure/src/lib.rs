@@ -1,5 +1,5 @@
 //! Measuring a real file system: how fragmented its free space is (GETFSMAP on ext4 and xfs, the
-//! extent tree on btrfs), how its files are laid out (FIEMAP: extents, layout score, dynamic
+//! extent tree on btrfs, segment validity on f2fs and nilfs2), how its files are laid out (FIEMAP: extents, layout score, dynamic
 //! layout score in recursive-read order, a probe file), and extracting an aging profile from a
 //! directory tree. Everything reads; only the probe writes (one file, deleted again).
 
@@ -17,6 +17,8 @@ pub mod walk;
 
 pub use layout::{probe, scan_files, FileStats, Probe, ScanOptions};
 pub mod report;
+pub mod segments;
+pub use segments::Segments;
 
 pub use report::{
     frag, load_report, load_reports, measure, FragComparison, FragOptions, FragReport, FRAG_FORMAT,

@@ -27,6 +27,10 @@ pub struct FragReport {
     /// File layout (absent with --no-files).
     pub files: Option<FileStats>,
     pub probe: Option<Probe>,
+    /// f2fs and nilfs2: segment usage, their free-space fragmentation (absent elsewhere and in
+    /// reports written before fsage measured it; why it is missing is in `free_space_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<crate::segments::Segments>,
 }
 
 /// What `fsage frag` measures.
@@ -60,10 +64,22 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
         crate::sys::syncfs(&d).map_err(|e| format!("{}: syncfs: {e}", mount.display()))?;
     }
     let t0 = std::time::Instant::now();
-    let (free_space, free_space_error) = match freesp::free_space(mount) {
+    let fs_type = crate::sys::fs_type_name(info.magic);
+    let (mut free_space, mut free_space_error) = match freesp::free_space(mount) {
         Ok(f) => (Some(f), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let mut segments = None;
+    if fs_type == "f2fs" || fs_type == "nilfs2" {
+        match device_of(mount).and_then(|d| crate::segments::measure(&fs_type, &d)) {
+            Ok(s) => {
+                segments = Some(s);
+                free_space_error = None;
+            }
+            Err(e) => free_space_error = Some(format!("{}: segments: {e}", mount.display())),
+        }
+        free_space = None;
+    }
     let free_space_seconds = t0.elapsed().as_secs_f64();
     let files = if opts.files {
         Some(crate::layout::scan_files(mount, &opts.scan)?)
@@ -78,20 +94,38 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
         format: FRAG_FORMAT,
         platform: fsage_sys::PlatformKind::current(),
         mount: mount.to_string_lossy().into_owned(),
-        fs_type: crate::sys::fs_type_name(info.magic),
+        fs_type,
         block_size: info.block_size,
         free_space,
         free_space_error,
         free_space_seconds,
         files,
         probe,
+        segments,
     })
+}
+
+/// The block device a mounted file system comes from (the mount table's source for its st_dev).
+fn device_of(mount: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(mount)
+        .map_err(|e| format!("{}: {e}", mount.display()))?
+        .dev();
+    let want = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let table = fsage_sys::mount_table().map_err(|e| e.to_string())?;
+    table
+        .iter()
+        .rev()
+        .find(|e| e.dev == want && e.source.starts_with('/'))
+        .map(|e| PathBuf::from(&e.source))
+        .ok_or_else(|| format!("{}: no block device in the mount table", mount.display()))
 }
 
 impl FragReport {
     /// Whether any figure was measured: tmpfs, for one, has neither GETFSMAP nor FIEMAP.
     pub fn measured_anything(&self) -> bool {
         self.free_space.is_some()
+            || self.segments.is_some()
             || self.files.as_ref().is_some_and(|f| f.files > 0)
             || self.probe.is_some()
     }

@@ -55,6 +55,58 @@ pub fn free_space(fs: &FreeSpace) -> String {
     s
 }
 
+/// A log-structured file system's segments: free, dead, full and partly valid by tenths of
+/// valid share.
+pub fn segments(g: &fsage_measure::Segments, block_size: u64) -> String {
+    let mut s = String::new();
+    let pct = |n: u64| 100.0 * n as f64 / g.total.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "Segments ({}): {} of {} ({} blocks); {} free ({:.2}%), {} full ({:.2}%), {} partly valid \
+         ({:.2}%){}",
+        g.source,
+        g.total,
+        human_bytes(g.segment_blocks * block_size),
+        g.segment_blocks,
+        g.free,
+        pct(g.free),
+        g.full,
+        pct(g.full),
+        g.partly_valid(),
+        pct(g.partly_valid()),
+        if g.dead > 0 {
+            format!(", {} dead (nothing live: freed without copying)", g.dead)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "Cleaning every partly valid segment copies {} valid blocks: {:.2} blocks per block freed",
+        g.partial_valid_blocks,
+        g.cleaning_cost()
+    );
+    if let (Some(c), Some(ss)) = (g.checkpoints, g.snapshots) {
+        let _ = writeln!(s, "Checkpoints: {c} ({ss} snapshots)");
+    }
+    let _ = writeln!(
+        s,
+        "{:>17}  {:>10} {:>8}",
+        "valid share", "segments", "percent"
+    );
+    for (i, n) in g.partial.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{:>7}% .. {:>3}%  {:>10} {:>7.2}%",
+            i * 10,
+            (i + 1) * 10,
+            n,
+            pct(*n)
+        );
+    }
+    s
+}
+
 fn opt_pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:.2}%", 100.0 * v))
 }
@@ -81,6 +133,10 @@ pub fn render(r: &FragReport) -> String {
             let _ = writeln!(s, "Free space: not measured: {e}");
         }
         (None, None) => {}
+    }
+    if let Some(g) = &r.segments {
+        s.push_str(&segments(g, r.block_size));
+        let _ = writeln!(s, "({:.3} s)", r.free_space_seconds);
     }
     if let Some(f) = &r.files {
         let _ = writeln!(

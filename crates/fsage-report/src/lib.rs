@@ -222,6 +222,7 @@ mod tests {
             free_space_seconds: 0.5,
             files: None,
             probe: None,
+            segments: None,
         }
     }
 

@@ -343,3 +343,43 @@ fn bench_results_are_read_and_shown_side_by_side() {
         e.message
     );
 }
+
+/// A frag report of f2fs (no free extents; segments from segment_info) shows its segment chart
+/// and table in the frag section and its segment table in the text; ext4 reports alone show
+/// neither.
+#[test]
+fn a_log_structured_report_shows_its_segments() {
+    let ext4 = load(&[fx("fresh-ext4.frag.json")], &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &ext4);
+    assert!(!html.contains("segments by valid share"));
+    let info = "format: segment_type|valid_blocks\n\
+                segment_type(0:HD, 1:WD, 2:CD, 3:HN, 4:WN, 5:CN)\n\
+                0         3|512 4|1   0|0   0|0   1|256 2|51  0|512 1|460 0|0   0|0  \n";
+    let segments = fsage_measure::segments::parse_f2fs_segment_info(info).unwrap();
+    let mut r: fsage_measure::FragReport =
+        serde_json::from_str(&std::fs::read_to_string(fx("fresh-ext4.frag.json")).unwrap())
+            .unwrap();
+    r.fs_type = "f2fs".into();
+    r.block_size = 4096;
+    r.free_space = None;
+    r.segments = Some(segments);
+    let t = export(&Text, &r);
+    assert!(
+        t.contains("Segments (f2fs segment_info): 10 of 2 MiB (512 blocks); 4 free (40.00%), 2 full (20.00%), 4 partly valid (40.00%)"),
+        "{t}"
+    );
+    assert!(t.contains("50% ..  60%           1   10.00%"), "{t}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("aged-f2fs.frag.json");
+    std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();
+    let set = load(
+        &[fx("fresh-ext4.frag.json"), p],
+        &AnalysisOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(set.frags.len(), 2);
+    let html = export(&Html::default(), &set);
+    assert!(html.contains("segments by valid share"), "no segment chart");
+    assert!(html.contains("cleaning cost"));
+    assert!(html.contains("f2fs segment_info"));
+}

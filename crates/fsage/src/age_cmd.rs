@@ -36,7 +36,8 @@ pub struct AgeArgs {
     /// Plan only: no I/O, the same decisions.
     #[arg(long)]
     pub dry_run: bool,
-    /// How files get their blocks. Default: fallocate.
+    /// How files get their blocks. Default: fallocate, or write on nilfs2 (which has no
+    /// fallocate).
     #[arg(long, value_enum)]
     pub write_mode: Option<WriteModeArg>,
     /// Every file exactly its bin's size (the original tool's behaviour).

@@ -12,18 +12,20 @@ pub struct ReplayArgs {
     pub op_log: PathBuf,
     /// Empty directory to replay into.
     pub target: PathBuf,
-    #[arg(long, value_enum, default_value = "fallocate")]
-    pub write_mode: WriteModeArg,
+    /// How files get their blocks. Default: fallocate, or write on nilfs2 (which has no
+    /// fallocate).
+    #[arg(long, value_enum)]
+    pub write_mode: Option<WriteModeArg>,
     /// Replay into a non-empty directory.
     #[arg(long)]
     pub force: bool,
 }
 
 pub fn run(args: ReplayArgs) -> CmdResult {
-    let mode = match args.write_mode {
+    let mode = args.write_mode.map(|m| match m {
         WriteModeArg::Fallocate => WriteMode::Fallocate,
         WriteModeArg::Write => WriteMode::Write,
-    };
+    });
     let r = fsage_exec::replay::replay(&args.op_log, &args.target, mode, args.force)?;
     println!(
         "replayed {} directories and {} operations in {:.3}s: {:.0} ops/s",

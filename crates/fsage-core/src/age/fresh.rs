@@ -32,6 +32,21 @@ pub(super) fn fresh(
         })?),
         _ => None,
     };
+    // nilfs2 has no fallocate: a run not told otherwise writes data there, and one told to
+    // fallocate is refused before it plans.
+    // A dry run of a new file system has no target: its kind says.
+    let magic = fs
+        .map(|st| st.magic)
+        .or(req.new_fs.as_ref().map(|f| f.kind.statfs_magic()));
+    let mode = match (req.write_mode, magic) {
+        (Some(m), Some(magic)) => {
+            m.check_for(magic).map_err(input)?;
+            m
+        }
+        (Some(m), None) => m,
+        (None, Some(magic)) => WriteMode::default_for(magic),
+        (None, None) => WriteMode::Fallocate,
+    };
     let capacity = match (req.capacity, fs) {
         (Some(c), _) => c,
         (None, Some(st)) => st.size,
@@ -166,23 +181,12 @@ pub(super) fn fresh(
             })
         })
         .transpose()?;
-    // nilfs2 has no fallocate (EOPNOTSUPP on the first create): files get their blocks by
-    // writes there unless a mode was asked for.
-    let no_fallocate = !req.dry_run
-        && target.as_deref().is_some_and(|t| {
-            fsage_sys::fs_stat(t).is_ok_and(|s| s.magic == fsage_sys::NILFS_SUPER_MAGIC)
-        });
-    let mode = match req.write_mode {
-        Some(m) => m,
-        None if no_fallocate => {
-            obs.notice(
-                Level::Info,
-                "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)",
-            );
-            WriteMode::Write
-        }
-        None => WriteMode::Fallocate,
-    };
+    if req.write_mode.is_none() && mode != WriteMode::Fallocate && !req.dry_run {
+        obs.notice(
+            Level::Info,
+            "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)",
+        );
+    }
     Ok(Prepared {
         profile,
         planner,

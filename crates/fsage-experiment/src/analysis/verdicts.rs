@@ -167,6 +167,7 @@ mod tests {
             free_space_seconds: 0.1,
             files: None,
             probe: None,
+            segments: None,
         }
     }
 

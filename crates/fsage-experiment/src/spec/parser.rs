@@ -257,6 +257,22 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
                 ),
             ));
         }
+        // f2fs's and nilfs2's own minimum sizes are above the general 64 MiB (nilfs2's, above
+        // 128 MiB): refused here rather than by mkfs in the first cell.
+        if let Ok(k) = fsage_lab::FsKind::parse(&kind) {
+            if k.is_log_structured() && image_size < k.min_size() {
+                return Err(cx.at(
+                    r.kind.span(),
+                    format!(
+                        "{kind} needs an `image_size` of at least {} bytes ({} MiB and {} KiB); \
+                         this experiment's is {image_size}",
+                        k.min_size(),
+                        k.min_size() >> 20,
+                        (k.min_size() % (1 << 20)) >> 10
+                    ),
+                ));
+            }
+        }
         let (label, lspan) = match &r.label {
             Some(l) => (label_ok(&cx, l, "label")?, l.span()),
             None => (kind.clone(), f.span()),

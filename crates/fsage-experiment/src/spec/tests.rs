@@ -606,3 +606,24 @@ fn kernels_put_file_systems_in_a_vm_one_per_kernel_when_several() {
         assert!(e.contains("`kernel`"), "{bad}: {e}");
     }
 }
+
+#[test]
+fn f2fs_and_nilfs2_are_file_systems_with_their_own_minimum_size() {
+    let s = p(&GOOD
+        .replace("kind = \"ext4\"", "kind = \"f2fs\"")
+        .replace("kind = \"xfs\"", "kind = \"nilfs2\""))
+    .unwrap();
+    let kinds: Vec<&str> = s.file_systems.iter().map(|f| f.kind.as_str()).collect();
+    assert_eq!(kinds, ["f2fs", "nilfs2"]);
+    let small = GOOD
+        .replace("image_size = \"1GiB\"", "image_size = \"128MiB\"")
+        .replace("kind = \"xfs\"", "kind = \"nilfs2\"");
+    let e = err(&small);
+    assert!(e.starts_with("x.toml:14:"), "{e}");
+    assert!(
+        e.contains("nilfs2 needs an `image_size` of at least 134221824 bytes"),
+        "{e}"
+    );
+    // 128 MiB is enough for f2fs (52 MiB) and ext4.
+    p(&small.replace("kind = \"nilfs2\"", "kind = \"f2fs\"")).unwrap();
+}

@@ -171,10 +171,118 @@ pub(super) fn frag_plots(frags: &[(&str, &FragReport)]) -> Vec<String> {
     out
 }
 
+/// Groups of the segment chart: free, dead, the ten tenths of valid share, full.
+fn segment_groups() -> Vec<String> {
+    let mut g = vec!["free".to_string(), "dead".to_string()];
+    for i in 0..fsage_measure::segments::PARTIAL_BINS {
+        g.push(format!("{}–{}%", i * 10, (i + 1) * 10));
+    }
+    g.push("full".into());
+    g
+}
+
+/// Segment counts in the order of [`segment_groups`].
+fn segment_counts(s: &fsage_measure::Segments) -> Vec<u64> {
+    let mut v = vec![s.free, s.dead];
+    v.extend(&s.partial);
+    v.push(s.full);
+    v
+}
+
+const SEG_HEAD: [&str; 10] = [
+    "image",
+    "fs",
+    "source",
+    "segment",
+    "segments",
+    "free",
+    "partly valid",
+    "full",
+    "cleaning cost (blocks copied per block freed)",
+    "checkpoints (snapshots)",
+];
+
+/// The log-structured reports' segment usage: a chart of segments by valid share and a table;
+/// empty when no report has segments.
+fn segment_part(frags: &[(&str, &FragReport)]) -> String {
+    let with: Vec<(&str, &fsage_measure::Segments)> = frags
+        .iter()
+        .filter_map(|(n, r)| Some((*n, r.segments.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let series = with
+        .iter()
+        .map(|(name, s)| BarSeries {
+            name: name.to_string(),
+            bars: segment_counts(s)
+                .into_iter()
+                .map(|n| {
+                    Some(Bar {
+                        value: 100.0 * n as f64 / s.total.max(1) as f64,
+                        interval: None,
+                        flag: false,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = BarChart {
+        title: "segments by valid share".into(),
+        x_desc: "segment state (share of its blocks still valid)".into(),
+        y_desc: "share of segments (%)".into(),
+        groups: segment_groups(),
+        series,
+        log_y: false,
+        size: (760, 380),
+    };
+    let rows: Vec<Vec<String>> = frags
+        .iter()
+        .filter_map(|(name, r)| {
+            let s = r.segments.as_ref()?;
+            Some(vec![
+                name.to_string(),
+                r.fs_type.clone(),
+                s.source.clone(),
+                human_bytes(s.segment_blocks * r.block_size),
+                s.total.to_string(),
+                if s.dead > 0 {
+                    format!("{} (+{} dead)", s.free, s.dead)
+                } else {
+                    s.free.to_string()
+                },
+                s.partly_valid().to_string(),
+                s.full.to_string(),
+                format!("{:.2}", s.cleaning_cost()),
+                match (s.checkpoints, s.snapshots) {
+                    (Some(c), Some(ss)) => format!("{c} ({ss})"),
+                    _ => "–".into(),
+                },
+            ])
+        })
+        .collect();
+    let mut c = fig(&[plot_or_note(plots::bars(&chart))]);
+    c.push_str(&table(&SEG_HEAD, &rows));
+    c
+}
+
 pub(in crate::html) fn render(p: &mut Page, frags: &[Named<FragReport>]) {
     let list: Vec<(&str, &FragReport)> = frags.iter().map(|f| (f.name.as_str(), &f.item)).collect();
     let mut c = fig(&frag_plots(&list));
     c.push_str(&table(&FIG_HEAD, &frag_figures_rows(&list)));
+    let seg = segment_part(&list);
+    if !seg.is_empty() {
+        c.push_str(
+            "<p>Log-structured file systems (f2fs, nilfs2) have no free extents to map: they \
+             write out of place into segments, and their free-space fragmentation is how many \
+             segments are partly valid. A cleaner frees such a segment by copying its valid \
+             blocks; the cleaning cost is the blocks it copies per block it frees, over every \
+             partly valid segment. <i>Dead</i> segments (nilfs2) hold nothing live and are freed \
+             without copying.</p>",
+        );
+        c.push_str(&seg);
+    }
     p.section(
         Section::Frag,
         "Fragmentation, side by side",
