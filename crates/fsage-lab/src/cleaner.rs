@@ -93,6 +93,37 @@ fn still_serving(pid: u32, device: &Path, mount_point: &Path) -> bool {
     cmdline_of(pid).is_some_and(|c| is_cleanerd_of(&c, device, mount_point))
 }
 
+/// The PID the cleaner prints (`NILFS_CLEANERD_PID=N`), read in a thread of its own so that a
+/// cleaner that stays in the foreground and prints nothing does not hold fsage up.
+fn said_pid(out: Option<std::process::ChildStdout>) -> std::sync::mpsc::Receiver<u32> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    if let Some(out) = out {
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if let Some(n) = parse_said_pid(&line) {
+                    let _ = tx.send(n);
+                    return;
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// How long a cleaner that neither exits nor prints its PID runs before fsage takes it to be in
+/// the foreground.
+const FOREGROUND_AFTER: Duration = Duration::from_secs(1);
+
+/// `N` from the cleaner's `NILFS_CLEANERD_PID=N` line.
+fn parse_said_pid(line: &str) -> Option<u32> {
+    line.trim()
+        .strip_prefix("NILFS_CLEANERD_PID=")?
+        .parse()
+        .ok()
+}
+
 fn signal(pid: u32, sig: rustix::process::Signal) {
     if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(p, sig);
@@ -100,8 +131,9 @@ fn signal(pid: u32, sig: rustix::process::Signal) {
 }
 
 impl Cleanerd {
-    /// Starts the cleaner of the nilfs2 file system on `device` mounted at `mount_point`, in the
-    /// foreground (`--nofork`, so its PID is the child's), in a process group of its own (a
+    /// Starts the cleaner of the nilfs2 file system on `device` mounted at `mount_point`, asked to
+    /// stay in the foreground (`--nofork`; nilfs-utils 2.2 forks anyway and prints the daemon's
+    /// PID, which is then the one kept), in a process group of its own (a
     /// Ctrl-C at the terminal reaches fsage, which stops it in order), its messages in
     /// `DEVICE.log` beside its PID file in `pid_dir`.
     pub fn start(device: &Path, mount_point: &Path, pid_dir: &Path) -> Result<Cleanerd> {
@@ -137,31 +169,59 @@ impl Cleanerd {
             .arg(device)
             .arg(mount_point)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(log_file)
             .process_group(0)
             .spawn()
             .map_err(|e| Error::operation(format!("{}: cannot start: {e}", exe.display())))?;
-        let pid = child.id();
-        // A cleaner that cannot open the file system exits at once: give it a moment to.
-        std::thread::sleep(Duration::from_millis(200));
-        if let Ok(Some(status)) = child.try_wait() {
+        let child_pid = child.id();
+        let failed = |status: String| {
             let said = fs::read_to_string(&log).unwrap_or_default();
             let _ = fs::remove_file(&log);
-            return Err(Error::operation(format!(
+            Error::operation(format!(
                 "{} {} {}: exited at once ({status}): {}",
                 CLEANERD,
                 device.display(),
                 mount_point.display(),
                 said.trim()
-            )));
-        }
+            ))
+        };
+        // nilfs-utils 2.2 forks even when asked not to: the parent prints
+        // `NILFS_CLEANERD_PID=N` (what mount.nilfs2 reads) and exits 0, and N serves the mount.
+        // A cleaner that stays in the foreground is the child itself; one that cannot open the
+        // file system exits at once with an error.
+        let said = said_pid(child.stdout.take());
+        let t0 = Instant::now();
+        let (pid, child) = loop {
+            if let Ok(n) = said.try_recv() {
+                if n == child_pid {
+                    break (n, Some(child));
+                }
+                let status = child.wait().map_err(|e| failed(e.to_string()))?;
+                if !status.success() || !still_serving(n, device, mount_point) {
+                    return Err(failed(format!("{status}; its daemon {n} is not serving")));
+                }
+                break (n, None);
+            }
+            match child.try_wait() {
+                // The parent of a forking cleaner: its line may still be in the pipe.
+                Ok(Some(status)) => match said.recv_timeout(Duration::from_secs(1)) {
+                    Ok(n) if status.success() && still_serving(n, device, mount_point) => {
+                        break (n, None)
+                    }
+                    _ => return Err(failed(status.to_string())),
+                },
+                Ok(None) if t0.elapsed() >= FOREGROUND_AFTER => break (child_pid, Some(child)),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(failed(e.to_string())),
+            }
+        };
         let me = Cleanerd {
             pid,
             device: device.to_path_buf(),
             mount_point: mount_point.to_path_buf(),
             pid_file,
-            child: Some(child),
+            child,
         };
         fsage_sys::write_atomic(
             &me.pid_file,
@@ -363,6 +423,37 @@ mod tests {
     }
 
     #[test]
+    fn a_forking_cleaner_is_kept_by_the_pid_it_prints() {
+        // As nilfs-utils 2.2 does even with --nofork: the daemon runs on, the parent prints
+        // its PID and exits 0.
+        let dir = fsage_testkit::tmp();
+        let p = dir.path().join(CLEANERD);
+        fs::write(
+            &p,
+            "#!/bin/bash\n(exec -a nilfs_cleanerd sh -c 'trap \"kill \\$!; exit 0\" TERM; sleep 60 & wait' x \"$4\" \"$5\" </dev/null >/dev/null 2>&1) &\nsleep 0.2\necho \"NILFS_CLEANERD_PID=$!\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        let dev = Path::new("/dev/loop-fork");
+        let mp = dir.path();
+        let c = Cleanerd::start_program(&p, dev, mp, dir.path()).unwrap();
+        let pid = c.pid();
+        assert!(c.child.is_none(), "the exited parent was kept");
+        assert!(still_serving(pid, dev, mp), "{pid} is not the daemon");
+        c.stop().unwrap();
+        assert!(!still_serving(pid, dev, mp), "{pid} still runs");
+        assert!(!dir.path().join("loop-fork.pid").exists());
+    }
+
+    #[test]
+    fn the_printed_pid_is_read_from_its_line() {
+        assert_eq!(parse_said_pid("NILFS_CLEANERD_PID=1234\n"), Some(1234));
+        assert_eq!(parse_said_pid("NILFS_CLEANERD_PID="), None);
+        assert_eq!(parse_said_pid("something else"), None);
+    }
+
+    #[test]
     fn a_cleaner_that_exits_at_once_is_an_error_with_its_message() {
         let dir = fsage_testkit::tmp();
         let p = dir.path().join(CLEANERD);
@@ -424,7 +515,15 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(others_serving(dev, mp), vec![pid]);
+        // The shell's child for `sleep` has the shell's command line until it execs: wait for it.
+        while others_serving(dev, mp) != vec![pid] {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "{:?} serve, not only {pid}",
+                others_serving(dev, mp)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         fs::write(pid_file_of(dir.path(), dev), pid_file_text(pid, dev, mp)).unwrap();
         // A PID file of another mount point names it, but does not match: left alone.
         let elsewhere = dir.path().join("elsewhere");

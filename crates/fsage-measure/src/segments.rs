@@ -235,15 +235,33 @@ pub fn nilfs_blocks_per_segment(sb: &[u8]) -> Option<u64> {
     le32(48).filter(|&n| n > 0).map(u64::from)
 }
 
+/// The kernel's name of the block device `device` (`loop0`, `vda`): `/sys/dev/block/MAJ:MIN`'s
+/// target.
+fn kernel_name(device: &Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let rdev = std::fs::metadata(device)
+        .map_err(|e| format!("{}: {e}", device.display()))?
+        .rdev();
+    let sys = format!(
+        "/sys/dev/block/{}:{}",
+        rustix::fs::major(rdev),
+        rustix::fs::minor(rdev)
+    );
+    let target = std::fs::read_link(&sys).map_err(|e| format!("{sys}: {e}"))?;
+    target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{sys}: no device name"))
+}
+
 /// The segment usage of the f2fs or nilfs2 file system mounted from `device` (`fs_type`: its
 /// statfs name); `Err` says why it cannot be read.
 pub fn measure(fs_type: &str, device: &Path) -> Result<Segments, String> {
-    let name = device
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     match fs_type {
         "f2fs" => {
+            // f2fs names its /proc directory after the kernel's device (loop0, vda), whatever
+            // node the mount came from (a VM's disk appears at its host path).
+            let name = kernel_name(device)?;
             let p = format!("/proc/fs/f2fs/{name}/segment_info");
             let text = std::fs::read_to_string(&p).map_err(|e| format!("{p}: {e}"))?;
             parse_f2fs_segment_info(&text).map_err(|e| format!("{p}: {e}"))
