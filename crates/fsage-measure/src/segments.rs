@@ -411,6 +411,7 @@ segment_type(0:HD, 1:WD, 2:CD, 3:HN, 4:WN, 5:CN)\n\
         // A frag report of ext4 written before segments existed, and one with them.
         let mut r = crate::FragReport {
             format: crate::FRAG_FORMAT,
+            platform: Default::default(),
             mount: "/mnt".into(),
             fs_type: "ext4".into(),
             block_size: 4096,
