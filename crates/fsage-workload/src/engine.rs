@@ -693,7 +693,7 @@ fn run_rep(
         error: Mutex::new(None),
         record: cfg.record_latency,
         flowops: &flowops,
-        control: Control::new(model),
+        control: Control::new(model, &instances),
         mode: model.mode,
         done: Mutex::new(None),
     };
@@ -1018,7 +1018,8 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 // The latency does not include the sample's clock reads.
                 let t0 = if sample { Instant::now() } else { t0 };
                 let r = if f.kind.is_pacing() {
-                    control::exec(&sh.control, flowops, k, &mut counts, &stop_now).map(|()| (0, 0))
+                    control::exec(&sh.control, flowops, t, k, &mut counts, &stop_now)
+                        .map(|()| (0, 0))
                 } else {
                     exec(&sh.filesets, f, &mut tio, &stop_now)
                 };
