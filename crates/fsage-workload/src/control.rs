@@ -187,7 +187,9 @@ impl Counts {
     }
 }
 
-/// Runs pacing flowop `k` of thread instance `t`, whose flowops are `flowops`.
+/// Runs pacing flowop `k` of thread instance `t`, whose flowops are `flowops`; the operations it
+/// counts for, as Filebench counts them: a rate limit none without an event generator or at its
+/// first call (it only takes the count then), a wakeup one per instance of its target.
 pub(crate) fn exec(
     c: &Control,
     flowops: &[FlowopDef],
@@ -195,7 +197,7 @@ pub(crate) fn exec(
     k: usize,
     counts: &mut Counts,
     stop: &dyn Fn() -> bool,
-) -> Result<(), Fail> {
+) -> Result<u64, Fail> {
     let f = &flowops[k];
     let target = f
         .target
@@ -204,11 +206,12 @@ pub(crate) fn exec(
     match f.kind {
         FlowopKind::EventLimit => match &c.eventgen {
             Some(g) if !g.take(1, stop) => Err(Fail::Stopped),
-            _ => Ok(()),
+            Some(_) => Ok(1),
+            None => Ok(0),
         },
         FlowopKind::OpsLimit | FlowopKind::IopsLimit | FlowopKind::BwLimit => {
             let Some(g) = &c.eventgen else {
-                return Ok(());
+                return Ok(0);
             };
             let now = match (f.kind, target) {
                 (FlowopKind::BwLimit, Some(t)) => counts.flow_bytes[t],
@@ -221,12 +224,12 @@ pub(crate) fn exec(
             if !*seen {
                 *seen = true;
                 *last = now;
-                return Ok(());
+                return Ok(0);
             }
             *bucket -= (now - *last) as i64;
             *last = now;
             if *bucket >= 0 {
-                return Ok(());
+                return Ok(1);
             }
             let owed = (-*bucket) as u64;
             // bwlimit: one event is a MiB.
@@ -243,7 +246,7 @@ pub(crate) fn exec(
             } else {
                 events as i64
             };
-            Ok(())
+            Ok(1)
         }
         FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes => {
             let limit = f.value.unwrap_or(0);
@@ -266,23 +269,24 @@ pub(crate) fn exec(
                     }
                 )));
             }
-            Ok(())
+            Ok(1)
         }
         FlowopKind::Block => {
             let s = &c.sems[c.own[&(t, k)]];
             let seen = s.m.lock().unwrap_or_else(|e| e.into_inner()).0;
             if s.wait_until(stop, |g| g.0 != seen, |_| ()) {
-                Ok(())
+                Ok(1)
             } else {
                 Err(Fail::Stopped)
             }
         }
         FlowopKind::Wakeup => {
             let tg = f.target.as_deref().expect("checked by the parser");
-            for &i in c.by_name.get(tg).into_iter().flatten() {
+            let all = c.by_name.get(tg).map_or(&[][..], |v| &v[..]);
+            for &i in all {
                 c.sems[i].update(|g| g.0 += 1);
             }
-            Ok(())
+            Ok(all.len() as u64)
         }
         // Filebench (System V semaphores): a semblock gives back `value` of room to blocking
         // posts, then takes `value` posts, waiting for them.
@@ -291,7 +295,7 @@ pub(crate) fn exec(
             let v = f.value.unwrap_or(1) as i64;
             s.update(|g| g.1 += v);
             if s.wait_until(stop, |g| g.0 >= v, |g| g.0 -= v) {
-                Ok(())
+                Ok(1)
             } else {
                 Err(Fail::Stopped)
             }
@@ -317,7 +321,7 @@ pub(crate) fn exec(
                     return Err(Fail::Stopped);
                 }
             }
-            Ok(())
+            Ok(1)
         }
         FlowopKind::Hog => {
             let mut x = 0u64;
@@ -325,7 +329,7 @@ pub(crate) fn exec(
                 x = std::hint::black_box(x.wrapping_add(i));
             }
             std::hint::black_box(x);
-            Ok(())
+            Ok(1)
         }
         FlowopKind::Delay => {
             let end = Instant::now() + Duration::from_secs(f.value.unwrap_or(0));
@@ -338,7 +342,7 @@ pub(crate) fn exec(
                         .min(Duration::from_millis(50)),
                 );
             }
-            Ok(())
+            Ok(1)
         }
         other => unreachable!("{} is not a pacing flowop", other.name()),
     }
@@ -378,7 +382,7 @@ mod tests {
         let fl = &m.threads[d].flowops;
         let mut counts = Counts::new(fl.len());
         match exec(c, fl, t, k, &mut counts, stop) {
-            Ok(()) => true,
+            Ok(_) => true,
             Err(Fail::Stopped) => false,
             Err(_) => panic!("unexpected failure"),
         }
@@ -458,5 +462,39 @@ mod tests {
             }
             assert!(a.join().unwrap() && b.join().unwrap());
         });
+    }
+
+    /// Counted as Filebench counts: a wakeup once per instance of its target, a rate limit
+    /// not at all without an event generator, and not at its first call with one.
+    #[test]
+    fn operations_counted_as_filebench_counts_them() {
+        let (m, c) = setup(false);
+        let fl = &m.threads[1].flowops;
+        let mut counts = Counts::new(fl.len());
+        assert!(matches!(exec(&c, fl, 2, 1, &mut counts, &now), Ok(2)));
+        let limits = |rate: u64| {
+            let w = Workload::parse(
+                &format!(
+                    "eventgen rate={rate}\ndefine process name=p\n{{\n  thread name=p\n  {{\n    \
+                     flowop eventlimit name=ev\n    flowop opslimit name=ol\n  }}\n}}\nrun 1\n"
+                ),
+                "limits.f",
+            )
+            .unwrap();
+            let m = w.model().clone();
+            let c = Control::new(&m, &[0]);
+            let fl = &m.threads[0].flowops;
+            let mut counts = Counts::new(fl.len());
+            let mut n = Vec::new();
+            for k in [0, 1, 1] {
+                n.push(match exec(&c, fl, 0, k, &mut counts, &|| false) {
+                    Ok(n) => n,
+                    Err(_) => panic!("a limit failed"),
+                });
+            }
+            n
+        };
+        assert_eq!(limits(0), [0, 0, 0]);
+        assert_eq!(limits(1000), [1, 0, 1]);
     }
 }

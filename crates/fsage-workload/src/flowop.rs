@@ -8,13 +8,14 @@
 
 use crate::error::Error;
 use crate::fileset::{Fileset, Want};
-use crate::model::FlowopDef;
+use crate::model::{FlowopDef, MAX_FD};
 use fsage_plan::Rng;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::{Errno, ReadWriteFlags};
 use serde::{Deserialize, Serialize};
 use std::io::IoSlice;
+use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -254,15 +255,42 @@ pub(crate) struct ThreadIo {
     pub(crate) buf: Buf,
     pub(crate) rng: Rng,
     pub(crate) aio: Option<crate::aio::Aio>,
+    /// `opennext`'s files: Filebench's rotor over the thread's [`ROTOR`] descriptor slots, each
+    /// opened at its first use and kept open.
+    pub(crate) rotor: Vec<Option<OpenFd>>,
+    /// The rotor's last slot (counting down, as Filebench does).
+    pub(crate) rotor_at: usize,
+    /// Per fd: the rotor slot whose file is lent to that fd now.
+    pub(crate) lent: Vec<Option<usize>>,
+    /// The duration (ns) of each file this operation opened by itself: Filebench counts such
+    /// an open as one more operation of the flowop (the engine records them).
+    pub(crate) opened: Vec<u64>,
 }
 
+/// Descriptor slots of `opennext` per thread (Filebench's THREADFLOW_MAXFD).
+pub(crate) const ROTOR: usize = 128;
+
 impl ThreadIo {
+    pub(crate) fn new(buf: Buf, rng: Rng) -> ThreadIo {
+        ThreadIo {
+            fds: (0..MAX_FD).map(|_| None).collect(),
+            last: vec![None; MAX_FD as usize],
+            buf,
+            rng,
+            aio: None,
+            rotor: (0..ROTOR).map(|_| None).collect(),
+            rotor_at: 0,
+            lent: vec![None; MAX_FD as usize],
+            opened: Vec::new(),
+        }
+    }
+
     /// Closes every file (after waiting for its asynchronous writes) and gives the entries back.
     pub(crate) fn close_all(&mut self, filesets: &[Fileset]) {
         if let Some(a) = &mut self.aio {
             let _ = a.wait_all();
         }
-        for slot in self.fds.iter_mut() {
+        for slot in self.fds.iter_mut().chain(self.rotor.iter_mut()) {
             if let Some(o) = slot.take() {
                 drop(o.fd);
                 filesets[o.fileset].release(o.entry);
@@ -349,8 +377,10 @@ fn open_entry(
 }
 
 /// The open file an I/O flowop works on: its fd, or (with a fileset and an empty fd) a file of
-/// that fileset opened now and kept open, as Filebench's webserver log appends expect
-/// (`opennext`: a new file of the fileset every time).
+/// that fileset opened now and kept open, as Filebench's webserver log appends expect.
+/// `opennext` is Filebench's fd rotor: every operation takes the next of [`ROTOR`] slots of the
+/// thread, opening a file of the fileset in it at its first use and keeping it open (the file
+/// is lent to the flowop's fd for the operation). Such an open is timed into `t.opened`.
 fn io_fd(
     filesets: &[Fileset],
     f: &FlowopDef,
@@ -359,15 +389,18 @@ fn io_fd(
 ) -> Result<(), Fail> {
     let slot = f.fd as usize;
     if f.opennext && f.fileset_name.is_some() {
-        if let Some(o) = t.fds[slot].take() {
-            if let Some(a) = &mut t.aio {
-                a.wait_all().map_err(Fail::Fatal)?;
-            }
-            drop(o.fd);
-            filesets[o.fileset].release(o.entry);
+        if let Some(r) = t.lent[slot].take() {
+            t.rotor[r] = t.fds[slot].take();
         }
+        if t.rotor_at == 0 {
+            t.rotor_at = ROTOR;
+        }
+        t.rotor_at -= 1;
+        t.fds[slot] = t.rotor[t.rotor_at].take();
+        t.lent[slot] = Some(t.rotor_at);
     }
     if t.fds[slot].is_none() {
+        let t0 = Instant::now();
         let Some(fi) = f.fileset.filter(|_| f.fileset_name.is_some()) else {
             return Err(workload_err(
                 f,
@@ -378,7 +411,8 @@ fn io_fd(
         match open_entry(filesets, fi, e, false, f) {
             Ok(o) => {
                 t.last[slot] = Some((fi, e));
-                t.fds[slot] = Some(o)
+                t.fds[slot] = Some(o);
+                t.opened.push(t0.elapsed().as_nanos() as u64);
             }
             Err(x) => {
                 filesets[fi].release(e);
