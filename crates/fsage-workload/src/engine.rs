@@ -1027,6 +1027,15 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 let mut open_ns = 0;
                 for ns in tio.opened.drain(..) {
                     open_ns += ns;
+                    // Under --ops an open takes a ticket too; one past the last is not counted.
+                    if counted {
+                        if let Some(max) = sh.max_ops {
+                            if sh.tickets.fetch_add(1, Relaxed) >= max {
+                                sh.stop.store(true, Relaxed);
+                                continue;
+                            }
+                        }
+                    }
                     counts.add(k, f.kind, 0);
                     if sh.control.global {
                         sh.control.ops.fetch_add(1, Relaxed);
