@@ -674,6 +674,11 @@ fn run_rep(
         }
     }
     let n = instances.len();
+    let rotors = instances
+        .iter()
+        .filter(|&&d| model.threads[d].flowops.iter().any(|f| f.opennext))
+        .count();
+    raise_fd_limit((rotors * crate::flowop::ROTOR + n * 8 + 256) as u64);
     let sh = Shared {
         filesets,
         stop: AtomicBool::new(false),
@@ -794,6 +799,33 @@ fn run_rep(
     r.done = done;
     r.timeline = timeline;
     Ok(r)
+}
+
+/// Raises the open-file limit to `want` where it is lower (the hard limit too, which root may):
+/// Filebench's threads are processes with a descriptor table each, fsage's share one, and
+/// oltp's 210 `opennext` threads keep 128 files open each. Where it cannot, the opens past the
+/// limit fail with their error.
+fn raise_fd_limit(want: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    if now.current.is_some_and(|c| c >= want) {
+        return;
+    }
+    let max = now.maximum.map_or(want, |m| m.max(want));
+    let raised = Rlimit {
+        current: Some(want),
+        maximum: Some(max),
+    };
+    if setrlimit(Resource::Nofile, raised).is_err() {
+        // Not allowed to raise the hard limit: the soft one up to it.
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: now.maximum.map(|m| m.min(want)),
+                maximum: now.maximum,
+            },
+        );
+    }
 }
 
 fn merge(

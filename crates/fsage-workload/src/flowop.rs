@@ -223,7 +223,8 @@ impl Buf {
 
 /// A file a thread holds open under an `fd=` number.
 pub(crate) struct OpenFd {
-    pub(crate) fd: OwnedFd,
+    /// Shared by `opennext`'s rotor slots that hold the same file (see [`io_fd`]).
+    pub(crate) fd: std::rc::Rc<OwnedFd>,
     pub(crate) fileset: usize,
     pub(crate) entry: u32,
     off: u64,
@@ -360,7 +361,7 @@ fn open_entry(
     let path = &fs.paths[e as usize];
     match rustix::fs::open(path.as_c_str(), flags, Mode::from_raw_mode(0o644)) {
         Ok(fd) => Ok(OpenFd {
-            fd,
+            fd: fd.into(),
             fileset: fi,
             entry: e,
             off: 0,
@@ -409,10 +410,23 @@ fn io_fd(
         };
         let e = take(&filesets[fi], Want::Open, f, &mut t.rng, stop)?;
         match open_entry(filesets, fi, e, false, f) {
-            Ok(o) => {
+            Ok(mut o) => {
+                t.opened.push(t0.elapsed().as_nanos() as u64);
+                // The rotor's slots that hold the same file share one descriptor (the new one
+                // is closed): Filebench's threads are processes, 128 descriptors each, while
+                // fsage's share one process's limit (oltp: 210 threads x 128 slots).
+                if f.opennext {
+                    let same = t
+                        .rotor
+                        .iter()
+                        .flatten()
+                        .find(|x| x.fileset == fi && x.entry == e);
+                    if let Some(x) = same {
+                        o.fd = x.fd.clone();
+                    }
+                }
                 t.last[slot] = Some((fi, e));
                 t.fds[slot] = Some(o);
-                t.opened.push(t0.elapsed().as_nanos() as u64);
             }
             Err(x) => {
                 filesets[fi].release(e);
