@@ -49,13 +49,22 @@ impl EventGen {
 }
 
 /// A Filebench semaphore pair: `lw` counts what was posted, `hw` the room left before a
-/// blocking post must wait.
+/// blocking post must wait. For `block`, `lw` is instead the number of wakeups so far: a
+/// block waits for the next one, as a condition variable does (a wakeup nobody waits for is
+/// lost, as in Filebench).
 struct Sem {
     m: Mutex<(i64, i64)>,
     cv: Condvar,
 }
 
 impl Sem {
+    fn new(hw: i64) -> Sem {
+        Sem {
+            m: Mutex::new((0, hw)),
+            cv: Condvar::new(),
+        }
+    }
+
     fn wait_until(
         &self,
         stop: &dyn Fn() -> bool,
@@ -78,12 +87,24 @@ impl Sem {
         self.cv.notify_all();
         true
     }
+
+    fn update(&self, f: impl FnOnce(&mut (i64, i64))) {
+        f(&mut self.m.lock().unwrap_or_else(|e| e.into_inner()));
+        self.cv.notify_all();
+    }
 }
 
 /// What every thread shares for the pacing flowops.
 pub(crate) struct Control {
     eventgen: Option<EventGen>,
-    sems: HashMap<String, Sem>,
+    /// One semaphore per instance of each `semblock`/`block` flowop: in Filebench every
+    /// thread instance has its own flowops, each with its own semaphore.
+    sems: Vec<Sem>,
+    /// (thread instance, flowop index) -> its semaphore in `sems`.
+    own: HashMap<(usize, usize), usize>,
+    /// Flowop name -> the semaphores of every instance of that name: a `sempost` or `wakeup`
+    /// reaches them all (Filebench's flowop_find returns every flowop of the name).
+    by_name: HashMap<String, Vec<usize>>,
     /// I/O operations and bytes of all threads since the start (for a finish without target).
     pub(crate) ops: AtomicU64,
     pub(crate) bytes: AtomicU64,
@@ -93,23 +114,26 @@ pub(crate) struct Control {
 }
 
 impl Control {
-    pub(crate) fn new(m: &Model) -> Control {
-        let mut sems = HashMap::new();
-        let mut global = false;
-        for f in m.threads.iter().flat_map(|t| &t.flowops) {
-            match f.kind {
-                FlowopKind::SemBlock | FlowopKind::Block => {
-                    sems.entry(f.name.clone()).or_insert_with(|| Sem {
-                        m: Mutex::new((0, f.highwater.unwrap_or(0) as i64)),
-                        cv: Condvar::new(),
-                    });
+    /// `instances[t]` is the index in `m.threads` of thread instance `t`.
+    pub(crate) fn new(m: &Model, instances: &[usize]) -> Control {
+        let mut sems = Vec::new();
+        let mut own = HashMap::new();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (t, &d) in instances.iter().enumerate() {
+            for (k, f) in m.threads[d].flowops.iter().enumerate() {
+                if matches!(f.kind, FlowopKind::SemBlock | FlowopKind::Block) {
+                    own.insert((t, k), sems.len());
+                    by_name.entry(f.name.clone()).or_default().push(sems.len());
+                    sems.push(Sem::new(f.highwater.unwrap_or(0) as i64));
                 }
-                FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes if f.target.is_none() => {
-                    global = true
-                }
-                _ => {}
             }
         }
+        let global = m.threads.iter().flat_map(|t| &t.flowops).any(|f| {
+            matches!(
+                f.kind,
+                FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
+            ) && f.target.is_none()
+        });
         Control {
             eventgen: (m.eventgen_hz > 0).then(|| EventGen {
                 hz: m.eventgen_hz,
@@ -117,6 +141,8 @@ impl Control {
                 used: AtomicU64::new(0),
             }),
             sems,
+            own,
+            by_name,
             ops: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             global,
@@ -161,14 +187,17 @@ impl Counts {
     }
 }
 
-/// Runs pacing flowop `k` of a thread whose flowops are `flowops`.
+/// Runs pacing flowop `k` of thread instance `t`, whose flowops are `flowops`; the operations it
+/// counts for, as Filebench counts them: a rate limit none without an event generator or at its
+/// first call (it only takes the count then), a wakeup one per instance of its target.
 pub(crate) fn exec(
     c: &Control,
     flowops: &[FlowopDef],
+    t: usize,
     k: usize,
     counts: &mut Counts,
     stop: &dyn Fn() -> bool,
-) -> Result<(), Fail> {
+) -> Result<u64, Fail> {
     let f = &flowops[k];
     let target = f
         .target
@@ -177,11 +206,12 @@ pub(crate) fn exec(
     match f.kind {
         FlowopKind::EventLimit => match &c.eventgen {
             Some(g) if !g.take(1, stop) => Err(Fail::Stopped),
-            _ => Ok(()),
+            Some(_) => Ok(1),
+            None => Ok(0),
         },
         FlowopKind::OpsLimit | FlowopKind::IopsLimit | FlowopKind::BwLimit => {
             let Some(g) = &c.eventgen else {
-                return Ok(());
+                return Ok(0);
             };
             let now = match (f.kind, target) {
                 (FlowopKind::BwLimit, Some(t)) => counts.flow_bytes[t],
@@ -194,12 +224,12 @@ pub(crate) fn exec(
             if !*seen {
                 *seen = true;
                 *last = now;
-                return Ok(());
+                return Ok(0);
             }
             *bucket -= (now - *last) as i64;
             *last = now;
             if *bucket >= 0 {
-                return Ok(());
+                return Ok(1);
             }
             let owed = (-*bucket) as u64;
             // bwlimit: one event is a MiB.
@@ -216,7 +246,7 @@ pub(crate) fn exec(
             } else {
                 events as i64
             };
-            Ok(())
+            Ok(1)
         }
         FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes => {
             let limit = f.value.unwrap_or(0);
@@ -239,50 +269,59 @@ pub(crate) fn exec(
                     }
                 )));
             }
-            Ok(())
+            Ok(1)
         }
-        FlowopKind::SemBlock | FlowopKind::Block => {
-            let s = &c.sems[&f.name];
-            let v = if f.kind == FlowopKind::Block {
-                1
-            } else {
-                f.value.unwrap_or(1) as i64
-            };
-            let ok = {
-                let mut g = s.m.lock().unwrap_or_else(|e| e.into_inner());
-                if f.kind == FlowopKind::SemBlock {
-                    g.1 += v;
-                }
-                drop(g);
-                s.cv.notify_all();
-                s.wait_until(stop, |g| g.0 >= v, |g| g.0 -= v)
-            };
-            if ok {
-                Ok(())
+        FlowopKind::Block => {
+            let s = &c.sems[c.own[&(t, k)]];
+            let seen = s.m.lock().unwrap_or_else(|e| e.into_inner()).0;
+            if s.wait_until(stop, |g| g.0 != seen, |_| ()) {
+                Ok(1)
             } else {
                 Err(Fail::Stopped)
             }
         }
-        FlowopKind::SemPost | FlowopKind::Wakeup => {
+        FlowopKind::Wakeup => {
             let tg = f.target.as_deref().expect("checked by the parser");
-            let s = &c.sems[tg];
-            let v = if f.kind == FlowopKind::Wakeup {
-                1
+            let all = c.by_name.get(tg).map_or(&[][..], |v| &v[..]);
+            for &i in all {
+                c.sems[i].update(|g| g.0 += 1);
+            }
+            Ok(all.len() as u64)
+        }
+        // Filebench (System V semaphores): a semblock gives back `value` of room to blocking
+        // posts, then takes `value` posts, waiting for them.
+        FlowopKind::SemBlock => {
+            let s = &c.sems[c.own[&(t, k)]];
+            let v = f.value.unwrap_or(1) as i64;
+            s.update(|g| g.1 += v);
+            if s.wait_until(stop, |g| g.0 >= v, |g| g.0 -= v) {
+                Ok(1)
             } else {
-                f.value.unwrap_or(1) as i64
-            };
-            {
-                let mut g = s.m.lock().unwrap_or_else(|e| e.into_inner());
-                g.0 += v;
-                if !f.blocking && g.1 >= v {
-                    g.1 -= v;
+                Err(Fail::Stopped)
+            }
+        }
+        // A sempost posts `value` to every instance of its target in turn; a blocking one
+        // first waits at each for `value` of room and takes it with the post (one atomic
+        // semop in Filebench), a non-blocking one leaves the room alone.
+        FlowopKind::SemPost => {
+            let tg = f.target.as_deref().expect("checked by the parser");
+            let v = f.value.unwrap_or(1) as i64;
+            for &i in c.by_name.get(tg).into_iter().flatten() {
+                let s = &c.sems[i];
+                if !f.blocking {
+                    s.update(|g| g.0 += v);
+                } else if !s.wait_until(
+                    stop,
+                    |g| g.1 >= v,
+                    |g| {
+                        g.0 += v;
+                        g.1 -= v
+                    },
+                ) {
+                    return Err(Fail::Stopped);
                 }
             }
-            s.cv.notify_all();
-            if f.blocking && !s.wait_until(stop, |g| g.1 >= v, |g| g.1 -= v) {
-                return Err(Fail::Stopped);
-            }
-            Ok(())
+            Ok(1)
         }
         FlowopKind::Hog => {
             let mut x = 0u64;
@@ -290,7 +329,7 @@ pub(crate) fn exec(
                 x = std::hint::black_box(x.wrapping_add(i));
             }
             std::hint::black_box(x);
-            Ok(())
+            Ok(1)
         }
         FlowopKind::Delay => {
             let end = Instant::now() + Duration::from_secs(f.value.unwrap_or(0));
@@ -303,8 +342,159 @@ pub(crate) fn exec(
                         .min(Duration::from_millis(50)),
                 );
             }
-            Ok(())
+            Ok(1)
         }
         other => unreachable!("{} is not a pacing flowop", other.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    /// Two instances of a thread that semblocks (`blk`, high water 2) and blocks (`bk`), one
+    /// thread that posts to them: thread instances 0 and 1 are the blockers, 2 the poster.
+    fn setup(blocking: bool) -> (Model, Control) {
+        let text = format!(
+            "define process name=b,instances=2\n{{\n  thread name=b\n  {{\n    \
+             flowop semblock name=blk,value=1,highwater=2\n    flowop block name=bk\n  }}\n}}\n\
+             define process name=p\n{{\n  thread name=p\n  {{\n    \
+             flowop sempost name=post,value=1,target=blk{}\n    \
+             flowop wakeup name=wk,target=bk\n  }}\n}}\nrun 1\n",
+            if blocking { ",blocking" } else { "" }
+        );
+        let w = Workload::parse(&text, "test.f").unwrap();
+        let m = w.model().clone();
+        let instances: Vec<usize> = m
+            .threads
+            .iter()
+            .enumerate()
+            .flat_map(|(d, t)| std::iter::repeat_n(d, t.instances as usize))
+            .collect();
+        assert_eq!(instances, [0, 0, 1]);
+        let c = Control::new(&m, &instances);
+        (m, c)
+    }
+
+    fn run(c: &Control, m: &Model, t: usize, k: usize, stop: &dyn Fn() -> bool) -> bool {
+        let d = if t < 2 { 0 } else { 1 };
+        let fl = &m.threads[d].flowops;
+        let mut counts = Counts::new(fl.len());
+        match exec(c, fl, t, k, &mut counts, stop) {
+            Ok(_) => true,
+            Err(Fail::Stopped) => false,
+            Err(_) => panic!("unexpected failure"),
+        }
+    }
+
+    fn state(c: &Control, t: usize, k: usize) -> (i64, i64) {
+        *c.sems[c.own[&(t, k)]].m.lock().unwrap()
+    }
+
+    /// Gives up the first time it is asked whether to stop (a wait that would block).
+    fn now() -> bool {
+        true
+    }
+
+    #[test]
+    fn a_post_reaches_every_instance_of_its_target() {
+        let (m, c) = setup(false);
+        assert_ne!(c.own[&(0, 0)], c.own[&(1, 0)], "one semaphore per instance");
+        assert!(run(&c, &m, 2, 0, &now));
+        assert_eq!(state(&c, 0, 0).0, 1);
+        assert_eq!(state(&c, 1, 0).0, 1);
+        // Each instance takes its own post; a second semblock finds none left and waits.
+        assert!(run(&c, &m, 0, 0, &now));
+        assert!(run(&c, &m, 1, 0, &now));
+        assert!(!run(&c, &m, 0, 0, &now));
+        // A non-blocking post leaves the high-water room alone; the semblocks gave back 1 each.
+        assert_eq!(state(&c, 0, 0), (0, 4));
+        assert_eq!(state(&c, 1, 0), (0, 3));
+    }
+
+    #[test]
+    fn a_blocking_post_waits_for_room_at_each_instance() {
+        let (m, c) = setup(true);
+        assert!(run(&c, &m, 2, 0, &now));
+        assert!(run(&c, &m, 2, 0, &now));
+        assert_eq!(state(&c, 0, 0), (2, 0));
+        // No room left: the post waits, and posts nothing while it does.
+        assert!(!run(&c, &m, 2, 0, &now));
+        assert_eq!(state(&c, 0, 0), (2, 0));
+        assert_eq!(state(&c, 1, 0), (2, 0));
+        // Instance 0 takes a post and gives back room; instance 1 has none: the post to
+        // instance 0 goes through, the one to instance 1 still waits.
+        assert!(run(&c, &m, 0, 0, &now));
+        assert!(!run(&c, &m, 2, 0, &now));
+        assert_eq!(state(&c, 0, 0), (2, 0));
+        assert_eq!(state(&c, 1, 0), (2, 0));
+        // A post that waits goes on once each instance in turn has room.
+        std::thread::scope(|s| {
+            let h = s.spawn(|| run(&c, &m, 2, 0, &|| false));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!h.is_finished());
+            assert!(run(&c, &m, 0, 0, &now));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!h.is_finished());
+            assert!(run(&c, &m, 1, 0, &now));
+            assert!(h.join().unwrap());
+        });
+        assert_eq!(state(&c, 0, 0), (2, 0));
+        assert_eq!(state(&c, 1, 0), (2, 0));
+    }
+
+    #[test]
+    fn a_wakeup_releases_every_waiting_block_and_is_lost_when_none_waits() {
+        let (m, c) = setup(false);
+        assert!(run(&c, &m, 2, 1, &now));
+        // The wakeup came before the block: the block waits for the next one.
+        assert!(!run(&c, &m, 0, 1, &now));
+        std::thread::scope(|s| {
+            let a = s.spawn(|| run(&c, &m, 0, 1, &|| false));
+            let b = s.spawn(|| run(&c, &m, 1, 1, &|| false));
+            // Wakeups until both went through (a wakeup before a thread waits is lost).
+            let t0 = Instant::now();
+            while !(a.is_finished() && b.is_finished()) {
+                assert!(t0.elapsed() < Duration::from_secs(10), "a block never woke");
+                assert!(run(&c, &m, 2, 1, &now));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(a.join().unwrap() && b.join().unwrap());
+        });
+    }
+
+    /// Counted as Filebench counts: a wakeup once per instance of its target, a rate limit
+    /// not at all without an event generator, and not at its first call with one.
+    #[test]
+    fn operations_counted_as_filebench_counts_them() {
+        let (m, c) = setup(false);
+        let fl = &m.threads[1].flowops;
+        let mut counts = Counts::new(fl.len());
+        assert!(matches!(exec(&c, fl, 2, 1, &mut counts, &now), Ok(2)));
+        let limits = |rate: u64| {
+            let w = Workload::parse(
+                &format!(
+                    "eventgen rate={rate}\ndefine process name=p\n{{\n  thread name=p\n  {{\n    \
+                     flowop eventlimit name=ev\n    flowop opslimit name=ol\n  }}\n}}\nrun 1\n"
+                ),
+                "limits.f",
+            )
+            .unwrap();
+            let m = w.model().clone();
+            let c = Control::new(&m, &[0]);
+            let fl = &m.threads[0].flowops;
+            let mut counts = Counts::new(fl.len());
+            let mut n = Vec::new();
+            for k in [0, 1, 1] {
+                n.push(match exec(&c, fl, 0, k, &mut counts, &|| false) {
+                    Ok(n) => n,
+                    Err(_) => panic!("a limit failed"),
+                });
+            }
+            n
+        };
+        assert_eq!(limits(0), [0, 0, 0]);
+        assert_eq!(limits(1000), [1, 0, 1]);
     }
 }

@@ -8,7 +8,7 @@ use crate::control::{self, Control, Counts};
 use crate::error::{Error, Setting};
 use crate::fileset::{self, Fileset, Layout};
 use crate::flowop::{exec, Buf, Fail, ThreadIo};
-use crate::model::{FlowopDef, FlowopKind, QuitMode, MAX_FD};
+use crate::model::{FlowopDef, FlowopKind, QuitMode};
 use crate::result::{
     BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary,
 };
@@ -675,6 +675,11 @@ fn run_rep(
         }
     }
     let n = instances.len();
+    let rotors = instances
+        .iter()
+        .filter(|&&d| model.threads[d].flowops.iter().any(|f| f.opennext))
+        .count();
+    raise_fd_limit((rotors * crate::flowop::ROTOR + n * 8 + 256) as u64);
     let sh = Shared {
         filesets,
         stop: AtomicBool::new(false),
@@ -694,7 +699,7 @@ fn run_rep(
         error: Mutex::new(None),
         record: cfg.record_latency,
         flowops: &flowops,
-        control: Control::new(model),
+        control: Control::new(model, &instances),
         mode: model.mode,
         done: Mutex::new(None),
     };
@@ -795,6 +800,33 @@ fn run_rep(
     r.done = done;
     r.timeline = timeline;
     Ok(r)
+}
+
+/// Raises the open-file limit to `want` where it is lower (the hard limit too, which root may):
+/// Filebench's threads are processes with a descriptor table each, fsage's share one, and
+/// oltp's 210 `opennext` threads keep 128 files open each. Where it cannot, the opens past the
+/// limit fail with their error.
+fn raise_fd_limit(want: u64) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    if now.current.is_some_and(|c| c >= want) {
+        return;
+    }
+    let max = now.maximum.map_or(want, |m| m.max(want));
+    let raised = Rlimit {
+        current: Some(want),
+        maximum: Some(max),
+    };
+    if setrlimit(Resource::Nofile, raised).is_err() {
+        // Not allowed to raise the hard limit: the soft one up to it.
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: now.maximum.map(|m| m.min(want)),
+                maximum: now.maximum,
+            },
+        );
+    }
 }
 
 fn merge(
@@ -945,13 +977,7 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
         .unwrap_or(1 << 20)
         .max(4096) as usize;
     let buf = Buf::new(iomax, &mut rng);
-    let mut tio = ThreadIo {
-        fds: (0..MAX_FD).map(|_| None).collect(),
-        last: vec![None; MAX_FD as usize],
-        buf,
-        rng,
-        aio: None,
-    };
+    let mut tio = ThreadIo::new(buf, rng);
     let mut counts = Counts::new(flowops.len());
     let mut flows: Vec<FlowStats> = flowops
         .iter()
@@ -1018,14 +1044,54 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 };
                 // The latency does not include the sample's clock reads.
                 let t0 = if sample { Instant::now() } else { t0 };
+                // Operations this flowop counts for (a pacing flowop may count none or several).
+                let mut n = 1;
                 let r = if f.kind.is_pacing() {
-                    control::exec(&sh.control, flowops, k, &mut counts, &stop_now).map(|()| (0, 0))
+                    control::exec(&sh.control, flowops, t, k, &mut counts, &stop_now).map(|c| {
+                        n = c;
+                        (0, 0)
+                    })
                 } else {
                     exec(&sh.filesets, f, &mut tio, &stop_now)
                 };
                 let t1 = Instant::now();
+                // Files the operation opened by itself: one more operation each (Filebench
+                // counts them so), timed apart from the operation.
+                let mut open_ns = 0;
+                for ns in tio.opened.drain(..) {
+                    open_ns += ns;
+                    // Under --ops an open takes a ticket too; one past the last is not counted.
+                    if counted {
+                        if let Some(max) = sh.max_ops {
+                            if sh.tickets.fetch_add(1, Relaxed) >= max {
+                                sh.stop.store(true, Relaxed);
+                                continue;
+                            }
+                        }
+                    }
+                    counts.add(k, f.kind, 0);
+                    if sh.control.global {
+                        sh.control.ops.fetch_add(1, Relaxed);
+                    }
+                    if counted {
+                        let st = &mut flows[k];
+                        st.ops += 1;
+                        if sh.record {
+                            st.sum_ns += ns as u128;
+                            st.max_ns = st.max_ns.max(ns);
+                            if let Some(h) = &mut st.hist {
+                                h.saturating_record(ns.clamp(1, HIST_MAX_NS));
+                            }
+                        }
+                    }
+                }
                 if let Ok((rd, wr)) = r {
-                    counts.add(k, f.kind, rd + wr);
+                    for _ in 1..n {
+                        counts.add(k, f.kind, 0);
+                    }
+                    if n > 0 {
+                        counts.add(k, f.kind, rd + wr);
+                    }
                     if sh.control.global && f.kind.is_io() {
                         sh.control.ops.fetch_add(1, Relaxed);
                         sh.control.bytes.fetch_add(rd + wr, Relaxed);
@@ -1042,7 +1108,7 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 };
                 match r {
                     Ok((rd, wr)) => {
-                        if counted {
+                        if counted && n > 0 {
                             let st = &mut flows[k];
                             if sample {
                                 st.cpu_ns += thread_clock_ns()
@@ -1050,15 +1116,18 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                                     .saturating_sub(clock_cost);
                                 st.cpu_samples += 1;
                             }
-                            st.ops += 1;
+                            st.ops += n;
                             st.read += rd;
                             st.written += wr;
                             if sh.record {
-                                let ns = t1.duration_since(t0).as_nanos() as u64;
+                                let ns = (t1.duration_since(t0).as_nanos() as u64)
+                                    .saturating_sub(open_ns);
                                 st.sum_ns += ns as u128;
-                                st.max_ns = st.max_ns.max(ns);
+                                st.max_ns = st.max_ns.max(ns / n);
                                 if let Some(h) = &mut st.hist {
-                                    h.saturating_record(ns.clamp(1, HIST_MAX_NS));
+                                    for _ in 0..n {
+                                        h.saturating_record((ns / n).clamp(1, HIST_MAX_NS));
+                                    }
                                 }
                             }
                             last_end = Some(t1);

@@ -8,13 +8,14 @@
 
 use crate::error::Error;
 use crate::fileset::{Fileset, Want};
-use crate::model::FlowopDef;
+use crate::model::{FlowopDef, MAX_FD};
 use fsage_plan::Rng;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::{Errno, ReadWriteFlags};
 use serde::{Deserialize, Serialize};
 use std::io::IoSlice;
+use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -222,7 +223,8 @@ impl Buf {
 
 /// A file a thread holds open under an `fd=` number.
 pub(crate) struct OpenFd {
-    pub(crate) fd: OwnedFd,
+    /// Shared by `opennext`'s rotor slots that hold the same file (see [`io_fd`]).
+    pub(crate) fd: std::rc::Rc<OwnedFd>,
     pub(crate) fileset: usize,
     pub(crate) entry: u32,
     off: u64,
@@ -254,15 +256,42 @@ pub(crate) struct ThreadIo {
     pub(crate) buf: Buf,
     pub(crate) rng: Rng,
     pub(crate) aio: Option<crate::aio::Aio>,
+    /// `opennext`'s files: Filebench's rotor over the thread's [`ROTOR`] descriptor slots, each
+    /// opened at its first use and kept open.
+    pub(crate) rotor: Vec<Option<OpenFd>>,
+    /// The rotor's last slot (counting down, as Filebench does).
+    pub(crate) rotor_at: usize,
+    /// Per fd: the rotor slot whose file is lent to that fd now.
+    pub(crate) lent: Vec<Option<usize>>,
+    /// The duration (ns) of each file this operation opened by itself: Filebench counts such
+    /// an open as one more operation of the flowop (the engine records them).
+    pub(crate) opened: Vec<u64>,
 }
 
+/// Descriptor slots of `opennext` per thread (Filebench's THREADFLOW_MAXFD).
+pub(crate) const ROTOR: usize = 128;
+
 impl ThreadIo {
+    pub(crate) fn new(buf: Buf, rng: Rng) -> ThreadIo {
+        ThreadIo {
+            fds: (0..MAX_FD).map(|_| None).collect(),
+            last: vec![None; MAX_FD as usize],
+            buf,
+            rng,
+            aio: None,
+            rotor: (0..ROTOR).map(|_| None).collect(),
+            rotor_at: 0,
+            lent: vec![None; MAX_FD as usize],
+            opened: Vec::new(),
+        }
+    }
+
     /// Closes every file (after waiting for its asynchronous writes) and gives the entries back.
     pub(crate) fn close_all(&mut self, filesets: &[Fileset]) {
         if let Some(a) = &mut self.aio {
             let _ = a.wait_all();
         }
-        for slot in self.fds.iter_mut() {
+        for slot in self.fds.iter_mut().chain(self.rotor.iter_mut()) {
             if let Some(o) = slot.take() {
                 drop(o.fd);
                 filesets[o.fileset].release(o.entry);
@@ -332,7 +361,7 @@ fn open_entry(
     let path = &fs.paths[e as usize];
     match rustix::fs::open(path.as_c_str(), flags, Mode::from_raw_mode(0o644)) {
         Ok(fd) => Ok(OpenFd {
-            fd,
+            fd: fd.into(),
             fileset: fi,
             entry: e,
             off: 0,
@@ -349,8 +378,10 @@ fn open_entry(
 }
 
 /// The open file an I/O flowop works on: its fd, or (with a fileset and an empty fd) a file of
-/// that fileset opened now and kept open, as Filebench's webserver log appends expect
-/// (`opennext`: a new file of the fileset every time).
+/// that fileset opened now and kept open, as Filebench's webserver log appends expect.
+/// `opennext` is Filebench's fd rotor: every operation takes the next of [`ROTOR`] slots of the
+/// thread, opening a file of the fileset in it at its first use and keeping it open (the file
+/// is lent to the flowop's fd for the operation). Such an open is timed into `t.opened`.
 fn io_fd(
     filesets: &[Fileset],
     f: &FlowopDef,
@@ -359,15 +390,18 @@ fn io_fd(
 ) -> Result<(), Fail> {
     let slot = f.fd as usize;
     if f.opennext && f.fileset_name.is_some() {
-        if let Some(o) = t.fds[slot].take() {
-            if let Some(a) = &mut t.aio {
-                a.wait_all().map_err(Fail::Fatal)?;
-            }
-            drop(o.fd);
-            filesets[o.fileset].release(o.entry);
+        if let Some(r) = t.lent[slot].take() {
+            t.rotor[r] = t.fds[slot].take();
         }
+        if t.rotor_at == 0 {
+            t.rotor_at = ROTOR;
+        }
+        t.rotor_at -= 1;
+        t.fds[slot] = t.rotor[t.rotor_at].take();
+        t.lent[slot] = Some(t.rotor_at);
     }
     if t.fds[slot].is_none() {
+        let t0 = Instant::now();
         let Some(fi) = f.fileset.filter(|_| f.fileset_name.is_some()) else {
             return Err(workload_err(
                 f,
@@ -376,9 +410,23 @@ fn io_fd(
         };
         let e = take(&filesets[fi], Want::Open, f, &mut t.rng, stop)?;
         match open_entry(filesets, fi, e, false, f) {
-            Ok(o) => {
+            Ok(mut o) => {
+                t.opened.push(t0.elapsed().as_nanos() as u64);
+                // The rotor's slots that hold the same file share one descriptor (the new one
+                // is closed): Filebench's threads are processes, 128 descriptors each, while
+                // fsage's share one process's limit (oltp: 210 threads x 128 slots).
+                if f.opennext {
+                    let same = t
+                        .rotor
+                        .iter()
+                        .flatten()
+                        .find(|x| x.fileset == fi && x.entry == e);
+                    if let Some(x) = same {
+                        o.fd = x.fd.clone();
+                    }
+                }
                 t.last[slot] = Some((fi, e));
-                t.fds[slot] = Some(o)
+                t.fds[slot] = Some(o);
             }
             Err(x) => {
                 filesets[fi].release(e);

@@ -216,3 +216,43 @@ fn a_fileset_that_runs_dry_names_itself() {
         "{m}"
     );
 }
+
+/// `opennext` is Filebench's descriptor rotor: each operation takes the next of 128 slots of the
+/// thread, opening a file there at the slot's first use (an operation of the flowop too) and
+/// keeping it open. After more than 128 passes, the reads count exactly 128 more operations than
+/// the hog beside them: one open per slot, not one per pass.
+#[test]
+fn opennext_rotates_over_128_descriptors_and_counts_each_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Workload::parse(
+        "define fileset name=data,path=/tmp,size=64k,entries=4,dirwidth=4,prealloc=100\n\
+         define process name=p\n{\n  thread name=t\n  {\n    \
+         flowop read name=rd,filesetname=data,iosize=4k,random,opennext\n    \
+         flowop hog name=hg,value=1\n  }\n}\nrun 1\n",
+        "rotor.f",
+    )
+    .unwrap();
+    let cfg = RunConfig {
+        stop: Some(Stop::Duration(Duration::from_millis(500))),
+        ..RunConfig::default()
+    };
+    let r = run(&w, &cfg, &dir.path().join("t"), &mut NoObserver).unwrap();
+    let ops = |n: &str| {
+        r.reps[0]
+            .flowops
+            .iter()
+            .find(|f| f.name == n)
+            .unwrap()
+            .stats
+            .ops
+    };
+    assert!(ops("hg") > 128, "too few passes to wrap: {}", ops("hg"));
+    let extra = ops("rd") - ops("hg");
+    // The last pass may stop between the read and the hog.
+    assert!(
+        extra == 128 || extra == 129,
+        "{} reads, {} hogs",
+        ops("rd"),
+        ops("hg")
+    );
+}
