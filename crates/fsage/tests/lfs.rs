@@ -1,6 +1,6 @@
 //! f2fs and nilfs2 through the binary, as far as this machine's kernel allows: `fs create` and
 //! `fs check` need only the tools; where the kernel lacks the file system (this development
-//! machine), `fs mount` and `age --fs` are refused up front with exit 2 and the VM hint, and leave
+//! machine), `fs mount` and `age --fs --no-vm` are refused up front with exit 2 and the VM hint, and leave
 //! no image, mount or loop device behind. Where the kernel has it, the refusal tests have nothing
 //! to check and say so.
 
@@ -80,6 +80,7 @@ fn a_kernel_without_them_refuses_mounting_and_aging_up_front() {
             "a loop device left"
         );
         let aged = dir.path().join(format!("aged-{fs}.img"));
+        // --no-vm: refused here rather than re-run in a VM (tests/vm.rs runs that).
         let o = fsage([
             "age",
             "--profile",
@@ -88,6 +89,7 @@ fn a_kernel_without_them_refuses_mounting_and_aging_up_front() {
             fs,
             "--size",
             "200MiB",
+            "--no-vm",
             s(&aged),
         ]);
         expect_code(&o, 2, "age of a kind the kernel lacks");
