@@ -197,6 +197,23 @@ pub fn bench_command(
     vec!["sh".into(), "-c".into(), script]
 }
 
+/// The guest command that measures a base image's layout: mounted read-only (the base is
+/// never written), `fsage frag --json`, unmounted; the probe (a write) is left out.
+pub fn frag_command(exe: &Path, image: &Path, json: &Path) -> Vec<String> {
+    let exe = q(&exe.to_string_lossy());
+    let mnt = q(GUEST_MNT);
+    let script = format!(
+        "mkdir -p {mnt} && {exe} fs mount -o ro {img} {mnt} || exit 3\n\
+         {exe} frag {mnt} --json {json} >/dev/null\n\
+         rc=$?\n\
+         {exe} fs umount {mnt} || {{ [ $rc = 0 ] && rc=4; }}\n\
+         exit $rc\n",
+        img = q(&image.to_string_lossy()),
+        json = q(&json.to_string_lossy()),
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
 /// What a guest's exit code means for the cell (`what`: the step).
 pub fn check_exit(what: &str, o: &GuestOutcome) -> Result<(), Error> {
     let why = match o.exit_code {
@@ -404,6 +421,18 @@ mod tests {
         assert_eq!(guest_private(Path::new("/tmp/x/fsage")), Some("/tmp"));
         assert_eq!(guest_private(Path::new("/usr/local/bin/fsage")), None);
         assert_eq!(guest_private(Path::new("/tmpfoo/fsage")), None);
+    }
+
+    #[test]
+    fn the_frag_command_measures_the_base_read_only() {
+        let c = frag_command(
+            Path::new("/x/fsage"),
+            Path::new("/i/b.img"),
+            Path::new("/o/f.json"),
+        );
+        assert!(c[2].starts_with(
+            "mkdir -p '/tmp/fsage-cell' && '/x/fsage' fs mount -o ro '/i/b.img' '/tmp/fsage-cell' || exit 3\n'/x/fsage' frag '/tmp/fsage-cell' --json '/o/f.json' >/dev/null\n"
+        ), "{}", c[2]);
     }
 
     #[test]
