@@ -15,6 +15,7 @@
 //! run removes those that are under its own image directory, and nothing else.
 
 use crate::analysis::{FlashCounters, FlowopLatency};
+use crate::guest::{self, Guest, GuestRun, QemuGuest};
 use crate::result::{DriveState, Environment};
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, DriveSpec, FsSpec, StateSpec, WorkloadSource};
@@ -73,6 +74,10 @@ pub struct LabExecutor {
     /// A Slurm task: the image directory is shared with other tasks (on this node and others),
     /// so it is not locked whole; a base image is made under a lock of its own.
     shared: bool,
+    /// Where cells that need another kernel run ([`crate::guest`]).
+    guest: Box<dyn Guest>,
+    /// fsage's own binary, which the guest runs.
+    exe: PathBuf,
     _lock: fsage_exec::preflight::RunLock,
 }
 
@@ -116,6 +121,8 @@ impl LabExecutor {
             work: images.clone(),
             shared: false,
             images,
+            guest: Box::new(QemuGuest),
+            exe: guest::own_exe(),
             _lock: lock,
         };
         ex.clean_leftovers()?;
@@ -169,6 +176,8 @@ impl LabExecutor {
             registry: Registry::new(Registry::default_root()),
             work,
             shared: true,
+            guest: Box::new(QemuGuest),
+            exe: guest::own_exe(),
             _lock: lock,
         };
         ex.clean_leftovers()?;
@@ -186,6 +195,12 @@ impl LabExecutor {
         // And the base whose drive state the cell starts from, when it is another's.
         self.drive_of(cell, &base, obs)?;
         Ok(base)
+    }
+
+    /// Runs the cells that need another kernel in `guest` instead of QEMU (tests).
+    pub fn with_guest(mut self, guest: Box<dyn Guest>) -> LabExecutor {
+        self.guest = guest;
+        self
     }
 
     /// The working directory of the cells (the scratch directory of a task).
@@ -309,6 +324,62 @@ impl LabExecutor {
                 seed,
                 max_ops,
                 max_time_s,
+            } if guest::needs_vm(&cell.fs) => {
+                if let Some(m) = drive_model(cell) {
+                    return Err(Error::input(format!(
+                        "{}: aging on the drive of model {} in a VM is not built (the model's \
+                         drive ages only natively); use a latency or a model without drive state",
+                        cell.fs.label, m.name
+                    )));
+                }
+                obs.event(&Event::Note(&format!(
+                    "aging {} with {label} in a VM{} (once; every cell of this state starts \
+                     from a copy)",
+                    cell.fs.label,
+                    cell.fs
+                        .kernel
+                        .as_ref()
+                        .map_or(String::new(), |k| format!(" under kernel {k}"))
+                )));
+                let aging = self.out.join("aging");
+                std::fs::create_dir_all(&aging).map_err(io_at(aging.display()))?;
+                // A profile file by the text the cell was planned with, where the guest reads it.
+                let profile_arg = match &cell.profile_file {
+                    Some(pf) => {
+                        let f = self.images.join(format!("{key}.profile.toml"));
+                        std::fs::write(&f, &pf.text).map_err(io_at(f.display()))?;
+                        f.to_string_lossy().into_owned()
+                    }
+                    None => profile.clone(),
+                };
+                let json = aging.join(format!("{key}.json"));
+                let command = guest::age_command(
+                    &self.exe,
+                    cell,
+                    &profile_arg,
+                    *fullness,
+                    *seed,
+                    *max_ops,
+                    *max_time_s,
+                    &image,
+                    &json,
+                );
+                let o = self.guest.run(&GuestRun {
+                    kernel: cell.fs.kernel.clone(),
+                    file_systems: vec![cell.fs.kind.clone()],
+                    disks: Vec::new(),
+                    shares: vec![self.images.clone(), aging.clone()],
+                    command,
+                })?;
+                guest::check_exit("aging", &o)?;
+            }
+            StateSpec::Aged {
+                profile,
+                label,
+                fullness,
+                seed,
+                max_ops,
+                max_time_s,
             } => {
                 let drive = drive_model(cell);
                 obs.event(&Event::Note(&format!(
@@ -385,7 +456,11 @@ impl LabExecutor {
                     .map_err(step(format!("restoring {name}")))?;
             }
         }
-        self.measure_layout(&key, &image, cell.image_size, obs);
+        if guest::needs_vm(&cell.fs) {
+            self.measure_layout_in_guest(&key, &image, cell, obs);
+        } else {
+            self.measure_layout(&key, &image, cell.image_size, obs);
+        }
         let sha256 = fsage_core::image::sha256_image(&image)
             .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
@@ -488,6 +563,43 @@ impl LabExecutor {
             ))),
         }
         let _ = std::fs::remove_dir(&mnt);
+    }
+
+    /// [`Self::measure_layout`] in a guest, without the probe; a failure is only noted.
+    fn measure_layout_in_guest(
+        &mut self,
+        key: &str,
+        image: &Path,
+        cell: &Cell,
+        obs: &mut dyn RunObserver,
+    ) {
+        let dir = self.out.join("frag");
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            obs.event(&Event::Note(&format!(
+                "no layout measurement of {key}: {}: {e}",
+                dir.display()
+            )));
+            return;
+        }
+        let json = dir.join(format!("{key}.json"));
+        let r = self
+            .guest
+            .run(&GuestRun {
+                kernel: cell.fs.kernel.clone(),
+                file_systems: vec![cell.fs.kind.clone()],
+                disks: vec![image.to_path_buf()],
+                shares: vec![dir.clone()],
+                command: guest::frag_command(&self.exe, image, &json),
+            })
+            .and_then(|o| guest::check_exit("layout", &o));
+        match r {
+            Ok(()) => obs.event(&Event::Note(&format!(
+                "layout of {key} measured in a VM (no probe file: not built there)"
+            ))),
+            Err(e) => obs.event(&Event::Note(&format!(
+                "no layout measurement of {key}: {e}"
+            ))),
+        }
     }
 
     /// Writes, maps and deletes a probe file ([`probe_bytes`]) on a sparse scratch copy of the
@@ -630,6 +742,7 @@ impl LabExecutor {
         // Every working copy of a base has the base's UUID, and XFS refuses to mount a second
         // file system of one UUID: two cells of one base at once on a node (Slurm tasks) need
         // `nouuid`, which skips only that check. Given always, so no result depends on it.
+        let in_vm = guest::needs_vm(&cell.fs);
         let opts = fsage_lab::mount::MountOptions {
             options: if cell.fs.kind == "xfs" {
                 "nouuid".into()
@@ -638,7 +751,11 @@ impl LabExecutor {
             },
             ..Default::default()
         };
-        let mounted = Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?;
+        let mounted = if in_vm {
+            None
+        } else {
+            Some(Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?)
+        };
         let cfg = RunConfig {
             stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
             warmup: Duration::from_secs_f64(cell.warmup_s),
@@ -650,8 +767,16 @@ impl LabExecutor {
             ..Default::default()
         };
         let target = mnt.join("bench");
-        let mut wo = WorkloadNotes { obs };
-        let ran = fsage_workload::run(&w, &cfg, &target, &mut wo);
+        let mut vm = None;
+        let ran = if in_vm {
+            self.bench_in_guest(cell, &block, work, obs).map(|(r, o)| {
+                vm = Some(o);
+                r
+            })
+        } else {
+            let mut wo = WorkloadNotes { obs };
+            fsage_workload::run(&w, &cfg, &target, &mut wo).map_err(step("workload"))
+        };
         let stats = device.as_ref().and_then(|d| d.device().stats().ok());
         let dev_json = device.as_ref().and_then(|d| {
             let mut v = serde_json::to_value(d.device().record()).ok()?;
@@ -665,7 +790,7 @@ impl LabExecutor {
             .and(stats.as_ref())
             .and_then(|st| st.model.as_ref()?.stats.as_ref())
             .map(FlashCounters::from);
-        let fin = mounted.finish().map_err(step("unmount"));
+        let fin = mounted.map_or(Ok(()), |m| m.finish().map_err(step("unmount")));
         let destroyed = match device {
             // Stopping the daemon under a file system that is still mounted would fail its I/O:
             // the device stays for the next run's clean-up.
@@ -676,7 +801,7 @@ impl LabExecutor {
             Some(d) => d.destroy().map_err(step("slow device")),
             None => Ok(()),
         };
-        let r = ran.map_err(step("workload"))?;
+        let r = ran?;
         fin?;
         destroyed?;
         let Some(rep) = r.reps.first() else {
@@ -702,22 +827,80 @@ impl LabExecutor {
                 })
                 .collect(),
             flash,
+            platform: Default::default(),
         };
         if rep.overall.ops == 0 && !r.interrupted {
             return Err(Error::operation(
                 "workload: no operation completed in the measured time",
             ));
         }
+        let mut env = Environment {
+            drive_state: drive,
+            ..environment(cell, base, &r.workload_text, dev_json)
+        };
+        let mut sample = sample;
+        if let Some(o) = &vm {
+            guest::in_guest(&mut env, &mut sample, &r, o);
+        }
         Ok(CellRun {
             samples: vec![sample],
-            environment: Some(Environment {
-                drive_state: drive,
-                ..environment(cell, base, &r.workload_text, dev_json)
-            }),
+            environment: Some(env),
             workload_report: serde_json::to_value(&r).ok(),
             interrupted: r.interrupted,
             base_seconds: None,
         })
+    }
+}
+
+impl LabExecutor {
+    /// The workload of a cell that needs a VM: one guest boot that mounts `block` (the slow
+    /// device, or the working copy), runs the workload with the cell's settings and unmounts;
+    /// the result comes back as JSON in a directory beside the working copy.
+    fn bench_in_guest(
+        &mut self,
+        cell: &Cell,
+        block: &Path,
+        work: &Path,
+        obs: &mut dyn RunObserver,
+    ) -> Result<(fsage_workload::BenchResult, guest::GuestOutcome), Error> {
+        let share = fsage_sys::with_suffix(work, ".vm");
+        struct Gone<'a>(&'a Path);
+        impl Drop for Gone<'_> {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(self.0);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&share);
+        std::fs::create_dir_all(&share).map_err(io_at(share.display()))?;
+        let _gone = Gone(&share);
+        // A workload file by the text the cell was planned with.
+        let wfile = match &cell.workload.source {
+            WorkloadSource::File { text, .. } => {
+                let f = share.join("workload.f");
+                std::fs::write(&f, text).map_err(io_at(f.display()))?;
+                Some(f)
+            }
+            WorkloadSource::Builtin { .. } => None,
+        };
+        let json = share.join("bench.json");
+        obs.event(&Event::Note(&format!(
+            "{}: mounting and running {} in a VM{}",
+            cell.fs.label,
+            cell.workload.label,
+            cell.fs
+                .kernel
+                .as_ref()
+                .map_or(String::new(), |k| format!(" under kernel {k}"))
+        )));
+        let o = self.guest.run(&GuestRun {
+            kernel: cell.fs.kernel.clone(),
+            file_systems: vec![cell.fs.kind.clone()],
+            disks: vec![block.to_path_buf()],
+            shares: vec![share.clone()],
+            command: guest::bench_command(&self.exe, cell, block, wfile.as_deref(), &json),
+        })?;
+        guest::check_exit("workload", &o)?;
+        Ok((guest::read_bench(&json)?, o))
     }
 }
 
@@ -814,14 +997,6 @@ impl LabExecutor {
 
 impl Executor for LabExecutor {
     fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, Error> {
-        if let Some(k) = &cell.fs.kernel {
-            // Such a cell runs under its own kernel (the VM executor); never natively here.
-            return Err(Error::input(format!(
-                "{}: runs under kernel {k} in a virtual machine, and this executor runs cells \
-                 natively",
-                cell.fs.label
-            )));
-        }
         let had = self.bases.len();
         let base = self.base(cell, obs)?;
         let base_seconds = (self.bases.len() > had).then_some(base.seconds);
@@ -901,6 +1076,8 @@ fn environment(
         workload_text: workload_text.to_string(),
         device,
         drive_state: None,
+        platform: Default::default(),
+        vm: None,
         cpu_model: cpu_model(),
         slurm_job: slurm_job(),
     }
@@ -961,14 +1138,10 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
         let kind = FsKind::parse(&f.kind).map_err(|e| crate::Error::input(e.to_string()))?;
         kind.check_tools()
             .map_err(|e| crate::Error::input(e.to_string()))?;
-        // A [[fs]] with its own kernel runs in a VM (refused per cell below); the others mount
-        // here, under this kernel.
-        if f.kernel.is_none() {
-            kind.check_kernel().map_err(|e| crate::Error {
-                message: format!("{}: {}", spec.origin, e.message),
-                ..e
-            })?;
-        }
+        guest::check_guest(f).map_err(|e| crate::Error {
+            message: format!("{}: {}", spec.origin, e.message),
+            ..e
+        })?;
     }
     let lib = fsage_core::image::Library::open(&fsage_core::image::default_library_dir());
     for s in &spec.states {

@@ -17,6 +17,7 @@
 //!   copy per cell, the slow device, the workload engine.
 
 pub mod analysis;
+pub mod guest;
 pub mod lab;
 pub mod result;
 pub mod runner;
@@ -41,7 +42,21 @@ pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
     let spec = spec::load(file)?;
     let mut plan = spec.plan();
     plan.warnings = spec.missing_images(&fsage_core::image::default_library_dir());
+    if plan.vm_cells > 0 {
+        plan.vm_accel = Some(match fsage_vm::choose_accel(fsage_vm::AccelRequest::Auto) {
+            Ok(c) => format!("{}: {}", guest_accel_name(c.accel), c.why),
+            Err(e) => format!("no guest can run here: {e}"),
+        });
+    }
     Ok(plan)
+}
+
+/// `KVM` or `TCG (emulated)`.
+fn guest_accel_name(a: fsage_vm::Accel) -> &'static str {
+    match a {
+        fsage_vm::Accel::Kvm => "KVM",
+        fsage_vm::Accel::Tcg => "TCG (emulated)",
+    }
 }
 
 /// `fsage experiment run`: loads `file`, checks that this machine can run it (file system tools,

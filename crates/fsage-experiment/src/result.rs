@@ -49,6 +49,22 @@ pub struct Environment {
     /// The Slurm job (`ARRAYJOB_TASK`) the cell ran in, when it ran in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_job: Option<String>,
+    /// Where the workload ran: absent (native) unless in a VM, whose timings compare only with
+    /// the same platform's (`tcg`: emulated).
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
+    /// A cell run in a VM: the host's kernel and the guest's boot (`kernel`, `cpus` and
+    /// `memory_bytes` are then the guest's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmRun>,
+}
+
+/// How a cell's guest ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VmRun {
+    pub host_kernel: String,
+    /// Seconds from starting QEMU to the command starting.
+    pub boot_s: f64,
 }
 
 /// Where a cell's drive state came from.
@@ -252,6 +268,7 @@ mod tests {
                 ops_per_s: 1234.5,
                 flowops: vec![],
                 flash: None,
+                platform: Default::default(),
             }],
             cell,
             status: CellStatus::Failed {
@@ -298,6 +315,8 @@ mod tests {
             workload_text: String::new(),
             device: None,
             drive_state: None,
+            platform: Default::default(),
+            vm: None,
             cpu_model: Some(cpu.into()),
             slurm_job: None,
         };

@@ -600,6 +600,7 @@ mod tests {
                     ops_per_s: ops,
                     flowops: vec![],
                     flash: None,
+                    platform: Default::default(),
                 }],
                 ..Default::default()
             })

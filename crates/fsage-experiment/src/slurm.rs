@@ -802,12 +802,11 @@ fn preflight_cells(cells: &[&Cell]) -> Result<(), Error> {
         let kind = fsage_lab::FsKind::parse(&c.fs.kind).map_err(|e| Error::input(e.to_string()))?;
         kind.check_tools()
             .map_err(|e| Error::input(format!("{}: {e}", c.id)))?;
-        if c.fs.kernel.is_none() {
-            kind.check_kernel().map_err(|e| Error {
-                message: format!("{}: {}", c.id, e.message),
-                ..e
-            })?;
-        }
+        // A cell that needs another kernel runs in a VM on the node, as in a local run.
+        crate::guest::check_guest(&c.fs).map_err(|e| Error {
+            message: format!("{}: {}", c.id, e.message),
+            ..e
+        })?;
         if (c.latency_us.is_some() || c.device_model.is_some()) && !Path::new("/dev/fuse").exists()
         {
             return Err(Error::input(format!(

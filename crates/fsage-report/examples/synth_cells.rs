@@ -154,6 +154,8 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         drive_state: None,
         cpu_model: None,
         slurm_job: None,
+        platform: Default::default(),
+        vm: None,
     };
     let sample = Sample {
         fs: cell.fs.label.clone(),
@@ -165,6 +167,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         ops_per_s: ops,
         flowops: fl,
         flash: None,
+        platform: Default::default(),
     };
     let r = CellResult {
         format: RESULT_FORMAT,

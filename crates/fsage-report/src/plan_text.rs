@@ -29,9 +29,21 @@ pub fn render(p: &Plan) -> String {
             WorkloadSource::Builtin { .. } => c.workload.label.clone(),
             WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
         };
+        // A cell in a VM says so, and under which kernel.
+        let fs = if fsage_experiment::guest::needs_vm(&c.fs) {
+            format!(
+                "{} (VM{})",
+                c.fs.label,
+                c.fs.kernel
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" {k}"))
+            )
+        } else {
+            c.fs.label.clone()
+        };
         rows.push([
             c.id.clone(),
-            c.fs.label.clone(),
+            fs,
             state,
             wl,
             match &c.device_model {
@@ -88,11 +100,27 @@ pub fn render(p: &Plan) -> String {
     let _ = writeln!(
         o,
         "estimate: {} ({} of workload, warm-up included, + {} setup allowance: 5 s per cell plus \
-         the image restored at 1 GiB/s)",
+         the image restored at 1 GiB/s{})",
         human_duration(p.estimate_s),
         human_duration(p.run_s),
-        human_duration(p.setup_s)
+        human_duration(p.setup_s),
+        if p.vm_cells > 0 {
+            format!(
+                ", plus {} s per cell in a VM for its boot",
+                fsage_experiment::guest::BOOT_ALLOWANCE_S
+            )
+        } else {
+            String::new()
+        }
     );
+    if p.vm_cells > 0 {
+        let _ = writeln!(
+            o,
+            "{} cell(s) run in a VM, {}; emulated timings compare only with each other",
+            p.vm_cells,
+            p.vm_accel.as_deref().unwrap_or("accelerator not checked"),
+        );
+    }
     if !p.aging_runs.is_empty() {
         let _ = writeln!(
             o,

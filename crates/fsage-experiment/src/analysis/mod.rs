@@ -92,6 +92,10 @@ pub struct Sample {
     /// An SSD model's counters over the cell (absent on other devices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flash: Option<FlashCounters>,
+    /// Where the cell's workload ran: absent (native) unless in a VM. Samples of different
+    /// platforms are analysed apart: emulated timings compare only with each other.
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
 }
 
 /// What an SSD model's drive did during one cell: the pages the host wrote, the pages
@@ -330,19 +334,44 @@ pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
              inversions"
         ));
     }
-    let means = group_means(&good);
-    Analysis {
+    // One platform at a time: a ranking or an inversion never puts an emulated cell beside a
+    // native one (their file system labels say the platform too).
+    let platforms: BTreeSet<&str> = good.iter().map(|s| s.platform.name()).collect();
+    if platforms.len() > 1 {
+        notes.push(format!(
+            "cells of {} platforms ({}): each analysed apart; timings compare only within one \
+             platform",
+            platforms.len(),
+            platforms.iter().copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut a = Analysis {
         format: ANALYSIS_FORMAT,
         options: opts.clone(),
         samples: good.len(),
-        aged_vs_fresh: aged_vs_fresh(&means),
-        ranks: rank_orders(&means),
-        flowops: flowop_latencies(&good),
-        sweeps: sweep_fits(&means, opts),
-        inversions: inversions(&means, opts),
-        means,
+        means: Vec::new(),
+        aged_vs_fresh: Vec::new(),
+        ranks: Vec::new(),
+        flowops: Vec::new(),
+        sweeps: Vec::new(),
+        inversions: Vec::new(),
         notes,
+    };
+    for p in platforms {
+        let part: Vec<Sample> = good
+            .iter()
+            .filter(|s| s.platform.name() == p)
+            .cloned()
+            .collect();
+        let means = group_means(&part);
+        a.aged_vs_fresh.extend(aged_vs_fresh(&means));
+        a.ranks.extend(rank_orders(&means));
+        a.flowops.extend(flowop_latencies(&part));
+        a.sweeps.extend(sweep_fits(&means, opts));
+        a.inversions.extend(inversions(&means, opts));
+        a.means.extend(means);
     }
+    a
 }
 
 /// Mean and interval of ops/s per (workload, device, fs, state), in that order: the device is a
@@ -575,6 +604,7 @@ mod tests {
                 max_us: ops,
             }],
             flash: None,
+            platform: Default::default(),
         }
     }
     fn aged() -> State {
@@ -585,6 +615,33 @@ mod tests {
     }
 
     /// A model's cells are compared aged against the fresh cells on the same model (not the
+    /// An emulated cell is never ranked beside a native one: each platform's samples are
+    /// analysed apart, and a note says so.
+    #[test]
+    fn platforms_are_analysed_apart() {
+        let tcg = |x: Sample| Sample {
+            platform: fsage_sys::PlatformKind::Tcg,
+            ..x
+        };
+        let samples = [
+            s("ext4", State::Fresh, 0, 1000.0),
+            s("xfs", State::Fresh, 0, 900.0),
+            tcg(s("f2fs, emulated (TCG)", State::Fresh, 0, 50.0)),
+            tcg(s("nilfs2, emulated (TCG)", State::Fresh, 0, 40.0)),
+        ];
+        let a = analyze(&samples, &AnalysisOptions::default());
+        assert_eq!(a.ranks.len(), 2, "{:?}", a.ranks);
+        for r in &a.ranks {
+            let emulated = r.order.iter().filter(|f| f.contains("TCG")).count();
+            assert!(emulated == 0 || emulated == r.order.len(), "{:?}", r.order);
+        }
+        assert!(a.notes.iter().any(|n| n.contains("each analysed apart")));
+        assert_eq!(a.means.len(), 4);
+        // One platform alone: no note.
+        let a = analyze(&samples[..2], &AnalysisOptions::default());
+        assert!(a.notes.is_empty(), "{:?}", a.notes);
+    }
+
     /// plain or fixed-latency ones) and never made a point of a sweep.
     #[test]
     fn a_device_model_is_its_own_device_and_no_sweep_point() {

@@ -66,7 +66,13 @@ impl ExperimentSpec {
         }
         let per_cell = self.warmup_s + self.duration_s;
         let run_s = per_cell * cells.len() as f64;
-        let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64;
+        // A cell in a VM boots a guest for its workload (and its base one more for aging).
+        let vm_cells = cells
+            .iter()
+            .filter(|c| crate::guest::needs_vm(&c.fs))
+            .count();
+        let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64
+            + crate::guest::BOOT_ALLOWANCE_S * vm_cells as f64;
         Plan {
             experiment: self.name.clone(),
             origin: self.origin.clone(),
@@ -75,6 +81,8 @@ impl ExperimentSpec {
             run_s,
             setup_s,
             estimate_s: run_s + setup_s,
+            vm_cells,
+            vm_accel: None,
             warnings: Vec::new(),
         }
     }

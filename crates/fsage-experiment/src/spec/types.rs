@@ -245,6 +245,13 @@ pub struct Plan {
     /// cell, in seconds (see [`setup_allowance_s`](super::setup_allowance_s)).
     pub setup_s: f64,
     pub estimate_s: f64,
+    /// Cells that run in a VM (their `[[fs]]` names a kernel, or this kernel lacks it); the
+    /// estimate allows each a boot.
+    #[serde(default)]
+    pub vm_cells: usize,
+    /// How their guests run (`TCG (emulated): why`), filled in by `plan` on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_accel: Option<String>,
     /// What would stop a run that the plan can see (a library image that is not there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,

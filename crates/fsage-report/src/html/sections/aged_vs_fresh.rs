@@ -239,6 +239,7 @@ mod tests {
                 gc_s: 0.5,
                 free_blocks: 16,
             }),
+            platform: Default::default(),
         };
         let crossed = State::OnDrive {
             fs: Box::new(State::Fresh),

@@ -239,6 +239,7 @@ mod tests {
                     ops_per_s: t * (1.0 + 0.001 * rep as f64),
                     flowops: vec![],
                     flash: None,
+                    platform: Default::default(),
                 });
             }
         }
