@@ -367,7 +367,11 @@ pub fn analyze(samples: &[Sample], opts: &AnalysisOptions) -> Analysis {
         a.aged_vs_fresh.extend(aged_vs_fresh(&means));
         a.ranks.extend(rank_orders(&means));
         a.flowops.extend(flowop_latencies(&part));
-        a.sweeps.extend(sweep_fits(&means, opts));
+        a.sweeps
+            .extend(sweep_fits(&means, opts).into_iter().map(|mut f| {
+                f.platform = fsage_sys::PlatformKind::parse(p).unwrap_or_default();
+                f
+            }));
         a.inversions.extend(inversions(&means, opts));
         a.means.extend(means);
     }

@@ -217,6 +217,9 @@ pub struct SweepFit {
     /// latencies were measured, else "least_squares".
     pub classified_with: String,
     pub class: SweepClass,
+    /// Where its cells ran (absent: native): a report draws each platform's sweeps apart.
+    #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
+    pub platform: fsage_sys::PlatformKind,
 }
 
 /// Fits and classifies every (workload, state, fs) measured at two or more device latencies. A
@@ -249,6 +252,7 @@ pub fn sweep_fits(means: &[GroupMean], opts: &AnalysisOptions) -> Vec<SweepFit> 
                 least_squares,
                 classified_with,
                 class,
+                platform: Default::default(),
             }
         })
         .collect()

@@ -9,20 +9,34 @@ use fsage_experiment::analysis::{Analysis, State, SweepClass};
 use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
+/// `, emulated (TCG)` (or KVM) after a chart's title; nothing for native runs.
+fn on_platform(p: fsage_sys::PlatformKind) -> String {
+    match p {
+        fsage_sys::PlatformKind::Native => String::new(),
+        fsage_sys::PlatformKind::Tcg => ", emulated (TCG)".into(),
+        fsage_sys::PlatformKind::Kvm => ", in a KVM guest".into(),
+    }
+}
+
 pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
     let mut c = String::new();
-    let mut keys: Vec<(String, State)> = Vec::new();
+    // One chart per workload, state and platform: an emulated (TCG) sweep is never drawn beside a
+    // native one.
+    let mut keys: Vec<(String, State, fsage_sys::PlatformKind)> = Vec::new();
     for s in &a.sweeps {
-        if !keys.iter().any(|k| k.0 == s.workload && k.1 == s.state) {
-            keys.push((s.workload.clone(), s.state.clone()));
+        if !keys
+            .iter()
+            .any(|k| k.0 == s.workload && k.1 == s.state && k.2 == s.platform)
+        {
+            keys.push((s.workload.clone(), s.state.clone(), s.platform));
         }
     }
     let (c1, c2) = a.options.calibration_us;
-    for (wl, st) in keys {
+    for (wl, st, platform) in keys {
         let sweeps: Vec<_> = a
             .sweeps
             .iter()
-            .filter(|s| s.workload == wl && s.state == st)
+            .filter(|s| s.workload == wl && s.state == st && s.platform == platform)
             .collect();
         let xmax = sweeps
             .iter()
@@ -85,7 +99,11 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             lines
         };
         let full = LineChart {
-            title: format!("{wl}, {}: throughput against device latency", st.label()),
+            title: format!(
+                "{wl}, {}{}: throughput against device latency",
+                st.label(),
+                on_platform(platform)
+            ),
             x_desc: "device latency (ms)".into(),
             y_desc: "throughput (ops/s)".into(),
             x_range: (0.0, (xmax / 1000.0).max(0.001)),
@@ -153,7 +171,13 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             "<p class=\"note\">(no 0–1 ms panel: fewer than two latencies at or under 1 ms)</p>"
                 .into()
         };
-        let _ = write!(c, "<h3>{} — {}</h3>", esc(&wl), esc(&st.label()));
+        let _ = write!(
+            c,
+            "<h3>{} — {}{}</h3>",
+            esc(&wl),
+            esc(&st.label()),
+            esc(&on_platform(platform))
+        );
         c.push_str(&fig(&[plot_or_note(plots::lines(&full)), zoom_svg]));
         c.push_str(&fig(&[
             table(
@@ -250,5 +274,51 @@ mod tests {
         let mut p = Page::default();
         render(&mut p, &a, "");
         assert!(p.body.contains("ext4 least-squares model"), "{}", p.body);
+    }
+
+    /// An emulated sweep is never drawn in the chart of a native one: each platform gets its own.
+    #[test]
+    fn native_and_emulated_sweeps_are_drawn_apart() {
+        let mut samples = Vec::new();
+        for (fs, platform) in [
+            ("ext4", fsage_sys::PlatformKind::Native),
+            ("f2fs, emulated (TCG)", fsage_sys::PlatformKind::Tcg),
+        ] {
+            for k in 0..=2 {
+                samples.push(Sample {
+                    fs: fs.into(),
+                    state: State::Fresh,
+                    workload: "varmail".into(),
+                    latency_us: Some(k as f64 * 1000.0),
+                    device_model: None,
+                    rep: 0,
+                    ops_per_s: 1e6 / (k as f64 * 1000.0 + 100.0),
+                    flowops: vec![],
+                    flash: None,
+                    platform,
+                });
+            }
+        }
+        let a = analyze(&samples, &AnalysisOptions::default());
+        assert_eq!(a.sweeps.len(), 2);
+        let mut p = Page::default();
+        render(&mut p, &a, "");
+        let native = p
+            .body
+            .find("<h3>varmail — fresh</h3>")
+            .expect("a native chart");
+        let tcg = p
+            .body
+            .find("<h3>varmail — fresh, emulated (TCG)</h3>")
+            .expect("an emulated chart");
+        // Each chart names only its own file system.
+        let (first, second) = p.body.split_at(tcg.max(native));
+        let (native_part, tcg_part) = if native < tcg {
+            (first, second)
+        } else {
+            (second, first)
+        };
+        assert!(!native_part.contains("f2fs"), "f2fs in the native chart");
+        assert!(!tcg_part.contains(">ext4<"), "ext4 in the emulated chart");
     }
 }
