@@ -39,7 +39,7 @@ pub fn check_guest(fs: &FsSpec) -> Result<(), Error> {
         )));
     }
     let exe = own_exe();
-    if let Some(d) = guest_private(&exe) {
+    if let Some(d) = fsage_vm::guest_private(&exe) {
         return Err(Error::input(format!(
             "{}: fsage's binary is under {d}, which a guest has of its own (its own tmpfs): the \
              guest cannot run it; run fsage from another directory",
@@ -51,13 +51,6 @@ pub fn check_guest(fs: &FsSpec) -> Result<(), Error> {
         ..e
     })?;
     Ok(())
-}
-
-/// The directory of the guest's own (not the host's) that holds `p`, if one does.
-pub fn guest_private(p: &Path) -> Option<&'static str> {
-    ["/tmp", "/dev/shm", "/run"]
-        .into_iter()
-        .find(|d| p.starts_with(d))
 }
 
 /// fsage's own binary (what a guest runs); `fsage` on the PATH if it cannot be found.
@@ -105,7 +98,7 @@ impl Guest for QemuGuest {
         let out = fsage_vm::run(&fsage_vm::RunOptions {
             kernel,
             mem_mib: GUEST_MEM_MIB,
-            cpus: 2,
+            cpus: fsage_vm::DEFAULT_CPUS,
             accel: fsage_vm::AccelRequest::Auto,
             disks: r
                 .disks
@@ -318,7 +311,7 @@ pub fn in_guest(
 }
 
 /// Guest memory in MiB.
-pub const GUEST_MEM_MIB: u64 = 2048;
+pub const GUEST_MEM_MIB: u64 = fsage_vm::DEFAULT_MEM_MIB;
 
 /// How a platform is named beside a file system: `None` for native.
 pub fn platform_label(p: PlatformKind) -> Option<&'static str> {
@@ -417,6 +410,7 @@ mod tests {
 
     #[test]
     fn a_binary_in_the_guests_own_directories_is_seen() {
+        use fsage_vm::guest_private;
         assert_eq!(guest_private(Path::new("/dev/shm/fsage")), Some("/dev/shm"));
         assert_eq!(guest_private(Path::new("/tmp/x/fsage")), Some("/tmp"));
         assert_eq!(guest_private(Path::new("/usr/local/bin/fsage")), None);

@@ -5,7 +5,7 @@
 //! and the state and reports land beside it as they would natively.
 
 use crate::accel::AccelRequest;
-use crate::run::{run, Disk, RunOptions, RunOutcome};
+use crate::run::{run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS, DEFAULT_MEM_MIB};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -65,8 +65,8 @@ pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
     command.extend(r.args.iter().cloned());
     run(&RunOptions {
         kernel,
-        mem_mib: 2048,
-        cpus: 2,
+        mem_mib: DEFAULT_MEM_MIB,
+        cpus: DEFAULT_CPUS,
         accel: AccelRequest::Auto,
         disks: r.disks.iter().map(|p| Disk { path: p.clone() }).collect(),
         shares: shares_for(&r.paths, &cwd),

@@ -12,6 +12,15 @@ use std::path::{Path, PathBuf};
 /// The file systems whose modules every initramfs carries; a run loads only those it asks for.
 pub const FILE_SYSTEMS: &[&str] = &["ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
 
+/// The guest's own directories, tmpfs that the init script mounts over the host's (`/tmp`,
+/// `/dev/shm`, `/run`): a host file under one of them is not there in the guest.
+pub const GUEST_PRIVATE_DIRS: [&str; 3] = ["/tmp", "/dev/shm", "/run"];
+
+/// The guest's own directory that holds `p` (see [`GUEST_PRIVATE_DIRS`]), if one does.
+pub fn guest_private(p: &std::path::Path) -> Option<&'static str> {
+    GUEST_PRIVATE_DIRS.into_iter().find(|d| p.starts_with(d))
+}
+
 /// The guest's /init. It loads the boot modules, mounts the runner's control share and the
 /// host's root, loads the modules of the file systems the run names (ctl/fs), runs the run's
 /// setup (ctl/setup.sh: tmpfs, shares, disks) and command (ctl/cmd.sh) under the host's root,

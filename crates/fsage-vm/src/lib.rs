@@ -22,8 +22,9 @@ pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
 pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
 pub use dispatch::{in_guest, run_self, SelfRun};
 pub use info::{info, Info};
+pub use initramfs::{guest_private, GUEST_PRIVATE_DIRS};
 pub use kernel::Kernel;
-pub use run::{run, Disk, RunOptions, RunOutcome};
+pub use run::{run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS, DEFAULT_MEM_MIB};
 
 /// The error type of this crate: fsage's own, with who is to blame.
 pub type Error = fsage_sys::Error;

@@ -19,6 +19,23 @@ pub struct Disk {
     pub path: PathBuf,
 }
 
+/// Guest memory when the caller has no reason to choose (MiB): fsage's workloads and aging fit.
+pub const DEFAULT_MEM_MIB: u64 = 2048;
+/// Guest CPUs when the caller has no reason to choose.
+pub const DEFAULT_CPUS: u32 = 2;
+
+/// `Err` when QEMU's option syntax cannot carry `p` (a comma separates its options; it takes
+/// UTF-8): "QEMU cannot {what} with a comma or not in UTF-8".
+fn qemu_can_name(p: &Path, what: &str) -> Result<()> {
+    if p.to_str().is_none_or(|s| s.contains(',')) {
+        return Err(Error::input(format!(
+            "{}: QEMU cannot {what} with a comma or not in UTF-8",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -189,12 +206,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 p.display()
             )));
         }
-        if p.to_str().is_none_or(|s| s.contains(',')) {
-            return Err(Error::input(format!(
-                "{}: QEMU cannot take a disk path with a comma or not in UTF-8",
-                p.display()
-            )));
-        }
+        qemu_can_name(&p, "take a disk path")?;
         disks.push(p);
     }
     let mut shares = Vec::new();
@@ -206,12 +218,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
                 p.display()
             )));
         }
-        if p.to_str().is_none_or(|s| s.contains(',')) {
-            return Err(Error::input(format!(
-                "{}: QEMU cannot share a path with a comma or not in UTF-8",
-                p.display()
-            )));
-        }
+        qemu_can_name(&p, "share a path")?;
         shares.push(p);
     }
     // Parents first, so that a share inside another is mounted over it, not under it.
