@@ -240,16 +240,29 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_dependent_chain_moves_with_the_device() {
-        // Recorded on a 10 us device: each read issued 5 us after the one before completed.
-        let t = Trace::new(
+    /// Recorded on a 10 us device: four reads, each issued 5 us after the one before completed.
+    fn chain() -> Trace {
+        Trace::new(
             "chain",
             None,
             (0..4)
                 .map(|k| read(k * 15_000, Some(k * 15_000 + 10_000)))
                 .collect(),
-        );
+        )
+    }
+
+    /// Four reads issued 1 us apart while none had completed.
+    fn burst() -> Trace {
+        Trace::new(
+            "burst",
+            None,
+            (0..4).map(|k| read(k * 1_000, Some(50_000 + k))).collect(),
+        )
+    }
+
+    #[test]
+    fn a_dependent_chain_moves_with_the_device() {
+        let t = chain();
         // On 1 ms: each costs 1 ms and the 5 us think time stays.
         let r = cost(&t, &mut FixedLatency::uniform(1_000_000));
         assert!(r.closed_loop);
@@ -260,12 +273,8 @@ mod tests {
 
     #[test]
     fn outstanding_requests_stay_together() {
-        // Four reads issued 1 us apart while none had completed: they overlap on the model.
-        let t = Trace::new(
-            "burst",
-            None,
-            (0..4).map(|k| read(k * 1_000, Some(50_000 + k))).collect(),
-        );
+        // Issued while none had completed: they overlap on the model.
+        let t = burst();
         let r = cost(&t, &mut FixedLatency::uniform(1_000_000));
         assert_eq!(r.total_ns, 3_000 + 1_000_000);
         // With a queue depth of 1 they serialise.
@@ -281,23 +290,13 @@ mod tests {
     fn the_host_path_delays_every_dependent_request() {
         // The chain above, with a 40 us path: each of the 4 reads is seen 40 us after the model
         // answers it, and the next is issued 5 us after that.
-        let t = Trace::new(
-            "chain",
-            None,
-            (0..4)
-                .map(|k| read(k * 15_000, Some(k * 15_000 + 10_000)))
-                .collect(),
-        );
+        let t = chain();
         let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
         assert_eq!(r.total_ns, 4 * (1_000_000 + 40_000) + 3 * 5_000);
         assert_eq!(r.response.p50_ns, 1_040_000);
         assert_eq!(r.host_path_ns, 40_000);
         // Requests outstanding together share one path, not one each.
-        let t = Trace::new(
-            "burst",
-            None,
-            (0..4).map(|k| read(k * 1_000, Some(50_000 + k))).collect(),
-        );
+        let t = burst();
         let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
         assert_eq!(r.total_ns, 3_000 + 1_000_000 + 40_000);
     }

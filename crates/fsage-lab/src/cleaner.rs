@@ -396,8 +396,13 @@ mod tests {
 
     /// A stand-in for nilfs_cleanerd started as fsage starts it (a child): a script named so.
     fn stand_in(dir: &Path) -> PathBuf {
+        script(dir, "#!/bin/sh\nexec sleep 60\n")
+    }
+
+    /// An executable `nilfs_cleanerd` in `dir` running `text`.
+    fn script(dir: &Path, text: &str) -> PathBuf {
         let p = dir.join(CLEANERD);
-        fs::write(&p, "#!/bin/sh\nexec sleep 60\n").unwrap();
+        fs::write(&p, text).unwrap();
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
         p
@@ -427,14 +432,10 @@ mod tests {
         // As nilfs-utils 2.2 does even with --nofork: the daemon runs on, the parent prints
         // its PID and exits 0.
         let dir = fsage_testkit::tmp();
-        let p = dir.path().join(CLEANERD);
-        fs::write(
-            &p,
+        let p = script(
+            dir.path(),
             "#!/bin/bash\n(exec -a nilfs_cleanerd sh -c 'trap \"kill \\$!; exit 0\" TERM; sleep 60 & wait' x \"$4\" \"$5\" </dev/null >/dev/null 2>&1) &\nsleep 0.2\necho \"NILFS_CLEANERD_PID=$!\"\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let dev = Path::new("/dev/loop-fork");
         let mp = dir.path();
         let c = Cleanerd::start_program(&p, dev, mp, dir.path()).unwrap();
@@ -456,14 +457,10 @@ mod tests {
     #[test]
     fn a_cleaner_that_exits_at_once_is_an_error_with_its_message() {
         let dir = fsage_testkit::tmp();
-        let p = dir.path().join(CLEANERD);
-        fs::write(
-            &p,
+        let p = script(
+            dir.path(),
             "#!/bin/sh\necho 'cannot open the file system' >&2\nexit 1\n",
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let e = Cleanerd::start_program(&p, Path::new("/dev/loop-x"), dir.path(), dir.path())
             .unwrap_err();
         assert!(e.message.contains("cannot open the file system"), "{e}");
