@@ -402,9 +402,7 @@ mod tests {
     /// An executable `nilfs_cleanerd` in `dir` running `text`.
     fn script(dir: &Path, text: &str) -> PathBuf {
         let p = dir.join(CLEANERD);
-        fs::write(&p, text).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        fsage_testkit::write_executable(&p, text);
         p
     }
 
@@ -496,16 +494,20 @@ mod tests {
         let mp = dir.path();
         // A process whose command line is `nilfs_cleanerd -c SCRIPT x DEV MP`, as another fsage
         // process's cleaner looks from here.
+        // It touches READY once its TERM trap is set: a TERM before that would kill it, not
+        // stop it cleanly, and fail the test for the stand-in's sake.
+        let ready = dir.path().join("ready");
         let mut c = Command::new("bash")
             .arg("-c")
-            .arg(r#"exec -a nilfs_cleanerd sh -c 'trap "kill \$!; exit 0" TERM; sleep 30 & wait' x "$0" "$1""#)
+            .arg(r#"exec -a nilfs_cleanerd sh -c 'trap "kill \$!; exit 0" TERM; sleep 30 & : > "$READY"; wait' x "$0" "$1""#)
             .arg(dev)
             .arg(mp)
+            .env("READY", &ready)
             .spawn()
             .unwrap();
         let pid = c.id();
         let t0 = Instant::now();
-        while !still_serving(pid, dev, mp) {
+        while !(ready.exists() && still_serving(pid, dev, mp)) {
             assert!(
                 t0.elapsed() < Duration::from_secs(5),
                 "the stand-in never started"

@@ -255,6 +255,29 @@ pub fn tmp() -> TempDir {
         .expect("temporary directory")
 }
 
+/// Writes `text` to `path` as an executable script, by a child shell rather than this process.
+///
+/// Tests run on threads; if another thread forks while this process holds the script open for
+/// writing, that child inherits the descriptor until it execs, and running the script then fails
+/// with "Text file busy" (ETXTBSY). A child that writes and exits leaves no such descriptor here.
+pub fn write_executable(path: &Path, text: &str) {
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '%s' \"$1\" > \"$2\" && chmod 755 \"$2\"",
+            "sh",
+            text,
+        ])
+        .arg(path)
+        .status()
+        .expect("sh to write a script");
+    assert!(
+        status.success(),
+        "writing {} failed: {status}",
+        path.display()
+    );
+}
+
 /// A temporary directory in /dev/shm whose name starts with `prefix`: images made in it cost
 /// memory, not disk, and go with it.
 pub fn shm_tmp(prefix: &str) -> TempDir {

@@ -549,7 +549,6 @@ fn a_submitted_experiment_matches_a_local_run_and_a_cancelled_one_resumes_with_o
 /// answers job ids from 100 up (or fails, or answers nonsense, as `mode` says); squeue lists
 /// no job.
 fn fake_slurm(dir: &Path, mode: &str) -> String {
-    use std::os::unix::fs::PermissionsExt;
     let bin = dir.join("fakebin");
     std::fs::create_dir_all(&bin).unwrap();
     let sbatch = match mode {
@@ -568,9 +567,7 @@ fn fake_slurm(dir: &Path, mode: &str) -> String {
         ("sbatch", sbatch.as_str()),
         ("squeue", "#!/bin/sh\nexit 0\n"),
     ] {
-        let p = bin.join(name);
-        std::fs::write(&p, text).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fsage_testkit::write_executable(&bin.join(name), text);
     }
     format!(
         "{}:{}",
@@ -660,11 +657,10 @@ fn submit_passes_its_options_to_sbatch_and_reports_sbatch_failures() {
     assert!(stdout(&o).contains("[job 101_0]"), "{}", stdout(&o));
     assert!(stdout(&o).contains("Slurm jobs of the last submission"));
     // A controller that does not answer: the cell files' status still, with a note.
-    std::fs::write(
-        d.path().join("fakebin/squeue"),
+    fsage_testkit::write_executable(
+        &d.path().join("fakebin/squeue"),
         "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n",
-    )
-    .unwrap();
+    );
     let o = Command::new(bin())
         .args(["experiment", "status", s(&out)])
         .env("PATH", &path)
