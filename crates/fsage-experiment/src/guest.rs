@@ -39,13 +39,7 @@ pub fn check_guest(fs: &FsSpec) -> Result<(), Error> {
         )));
     }
     let exe = own_exe();
-    if let Some(d) = fsage_vm::guest_private(&exe) {
-        return Err(Error::input(format!(
-            "{}: fsage's binary is under {d}, which a guest has of its own (its own tmpfs): the \
-             guest cannot run it; run fsage from another directory",
-            exe.display()
-        )));
-    }
+    fsage_vm::check_visible(&exe)?;
     fsage_vm::resolve_kernel(fs.kernel.as_deref(), None).map_err(|e| Error {
         message: format!("{}: {}", fs.label, e.message),
         ..e
@@ -406,15 +400,6 @@ mod tests {
              --checkpoint-interval 1h --quiet --json /o/aging/b.json --seed 3 --fullness 0.5 \
              --max-ops 1000 /i/b.img"
         );
-    }
-
-    #[test]
-    fn a_binary_in_the_guests_own_directories_is_seen() {
-        use fsage_vm::guest_private;
-        assert_eq!(guest_private(Path::new("/dev/shm/fsage")), Some("/dev/shm"));
-        assert_eq!(guest_private(Path::new("/tmp/x/fsage")), Some("/tmp"));
-        assert_eq!(guest_private(Path::new("/usr/local/bin/fsage")), None);
-        assert_eq!(guest_private(Path::new("/tmpfoo/fsage")), None);
     }
 
     #[test]

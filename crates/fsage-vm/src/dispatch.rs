@@ -14,6 +14,23 @@ pub fn in_guest() -> bool {
     std::env::var_os("FSAGE_IN_VM").is_some_and(|v| v == "1")
 }
 
+/// Why a command that needs a file system should run in a guest, or `None` to run it here.
+///
+/// `kernel` is the host kernel's answer for that file system (`Err` says what it lacks); `asked`
+/// is `--vm`, `refused` is `--no-vm`. A command already in a guest never goes further, and
+/// `--no-vm` runs here even when the kernel lacks the file system (the command then fails with
+/// the kernel's own reason, which names the remedy).
+pub fn reason_to_dispatch(kernel: Result<()>, asked: bool, refused: bool) -> Option<String> {
+    if in_guest() || refused {
+        return None;
+    }
+    match kernel {
+        Err(e) => Some(e.message),
+        Ok(()) if asked => Some("asked for (--vm)".to_string()),
+        Ok(()) => None,
+    }
+}
+
 /// What a self-run needs to know.
 #[derive(Debug, Clone, Default)]
 pub struct SelfRun {
@@ -59,6 +76,7 @@ pub fn shares_for(paths: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
 pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::operation(format!("cannot find fsage's own binary: {e}")))?;
+    check_visible(&exe)?;
     let kernel = crate::cache::resolve_kernel(r.kernel.as_deref(), None)?;
     let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let mut command = vec![exe.to_string_lossy().into_owned()];
@@ -79,9 +97,50 @@ pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
     })
 }
 
+/// Refuses a binary the guest cannot run: one under a directory the guest has of its own
+/// (its tmpfs /tmp, /dev/shm, /run hide the host's).
+pub fn check_visible(exe: &Path) -> Result<()> {
+    match crate::guest_private(exe) {
+        Some(d) => Err(Error::input(format!(
+            "{}: fsage's binary is under {d}, which a guest has of its own (its own tmpfs): the \
+             guest cannot run it; run fsage from another directory",
+            exe.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_under_a_guest_private_directory_is_refused_by_name() {
+        let e = check_visible(Path::new("/tmp/x/fsage")).unwrap_err();
+        assert!(
+            e.message.contains("/tmp/x/fsage") && e.message.contains("under /tmp"),
+            "{e}"
+        );
+        assert!(check_visible(Path::new("/dev/shm/fsage")).is_err());
+        assert!(check_visible(Path::new("/usr/local/bin/fsage")).is_ok());
+        assert!(check_visible(Path::new("/tmpfoo/fsage")).is_ok());
+    }
+
+    #[test]
+    fn dispatch_follows_the_kernel_and_the_flags() {
+        // Tests never run in a guest with FSAGE_IN_VM=1 set (the guest runs fsage, not tests).
+        let lacks = || Err(Error::input("this kernel has no f2fs"));
+        assert_eq!(
+            reason_to_dispatch(lacks(), false, false).as_deref(),
+            Some("this kernel has no f2fs")
+        );
+        assert_eq!(reason_to_dispatch(lacks(), false, true), None);
+        assert_eq!(reason_to_dispatch(Ok(()), false, false), None);
+        assert_eq!(
+            reason_to_dispatch(Ok(()), true, false).as_deref(),
+            Some("asked for (--vm)")
+        );
+    }
 
     #[test]
     fn shares_are_the_outermost_existing_directories() {

@@ -176,14 +176,7 @@ pub fn maybe_in_vm(
     paths: Vec<PathBuf>,
     disks: Vec<PathBuf>,
 ) -> Option<CmdResult> {
-    if fsage_vm::in_guest() || no_vm {
-        return None;
-    }
-    let why = match kind.check_kernel() {
-        Err(e) => e.message,
-        Ok(()) if vm => "asked for (--vm)".to_string(),
-        Ok(()) => return None,
-    };
+    let why = fsage_vm::reason_to_dispatch(kind.check_kernel(), vm, no_vm)?;
     let accel = fsage_vm::choose_accel(AccelRequest::Auto).map(|c| c.accel);
     eprintln!(
         "fsage: running in a VM ({}): {why}",
