@@ -841,3 +841,92 @@ fn a_base_whose_drive_other_cells_use_is_submitted_first_and_waited_for() {
         "{log}"
     );
 }
+
+/// Guest cells through Slurm, under two kernels: f2fs (which this host's kernel lacks) fresh,
+/// one short varmail under Debian's 6.1.0-47 and 6.1.0-56, submitted to the one-node cluster.
+/// Each cell's record must name the kernel it ran under, the platform and its array task.
+/// Not in CI (a few minutes of TCG); needs both kernels in fsage's cache:
+/// `fsage vm kernel fetch 6.1.0-47 && fsage vm kernel fetch 6.1.0-56`, then
+/// `cargo test -p fsage --test slurm -- --ignored --nocapture guest_cells`
+#[test]
+#[ignore = "an end-to-end run of guest cells through Slurm (a few minutes under TCG), not in CI"]
+fn guest_cells_under_two_kernels_through_slurm() {
+    if let Err(e) = need_root_and(&["munged", "slurmctld", "slurmd", "sbatch", "mkfs.f2fs"]) {
+        skip("guest cells", e);
+        return;
+    }
+    let kernels = ["6.1.0-47", "6.1.0-56"];
+    for k in kernels {
+        if let Err(e) = fsage_vm::resolve_kernel(Some(k), None) {
+            skip("guest cells", e);
+            return;
+        }
+    }
+    let cluster = Cluster::start();
+    let lab = Lab {
+        dir: fsage_testkit::shm_tmp("fsage-slurm-vm-"),
+    };
+    let file = lab.path("vm.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"slurm-vm\"\nkernel = [\"{}\", \"{}\"]\nduration = \"2s\"\nwarmup = \"0s\"\n\
+             repetitions = 1\nimage_size = \"512MiB\"\n[[fs]]\nkind = \"f2fs\"\n\
+             [[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n\
+             set = {{ nfiles = 100, nthreads = 2 }}\n",
+            kernels[0], kernels[1]
+        ),
+    )
+    .unwrap();
+    let out = lab.path("out");
+    let t0 = Instant::now();
+    let o = lab.fsage(
+        &cluster,
+        &[
+            "experiment",
+            "submit",
+            s(&file),
+            "--out",
+            s(&out),
+            "--time",
+            "20m",
+        ],
+    );
+    expect_code(&o, 0, "experiment submit");
+    let st = wait_done(&lab, &cluster, &out, Duration::from_secs(900));
+    assert_eq!(st["done"], 2, "{st:#}\n{}", job_logs(&out));
+    let c = cells(&out);
+    let mut seen: Vec<String> = Vec::new();
+    for (id, r) in &c {
+        let env = &r["environment"];
+        assert!(
+            env["slurm_job"].as_str().unwrap_or_default().contains('_'),
+            "{id} ran in no array task: {r}"
+        );
+        assert_eq!(env["platform"], "tcg", "{id}: {env}");
+        assert!(env["vm"]["host_kernel"].is_string(), "{id}: {env}");
+        let k = env["kernel"].as_str().unwrap().to_string();
+        let fs = r["samples"][0]["fs"].as_str().unwrap_or_default();
+        assert!(
+            fs.contains("f2fs") && fs.contains("TCG"),
+            "{id}: {}",
+            r["samples"]
+        );
+        println!(
+            "{id}: kernel {k}, boot {:.1} s, cell {:.1} s",
+            env["vm"]["boot_s"].as_f64().unwrap_or(f64::NAN),
+            r["seconds"].as_f64().unwrap_or(f64::NAN)
+        );
+        seen.push(k);
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        kernels.map(|k| format!("{k}-amd64")),
+        "each kernel ran one cell"
+    );
+    eprintln!(
+        "guest cells through Slurm: {:.0} s",
+        t0.elapsed().as_secs_f64()
+    );
+}
