@@ -54,6 +54,8 @@ mkdir -p /root/dev/shm /root/dev/pts
 mount -t tmpfs shm /root/dev/shm
 mount -t proc proc /root/proc
 mount -t sysfs sys /root/sys
+# cgroup v2, for a benchmark's page-cache limit (cache_ratio); a kernel without it runs on.
+mount -t cgroup2 cgroup2 /root/sys/fs/cgroup 2>/dev/null
 mount -t tmpfs run /root/run
 mkdir -p /root/run/fsage-vm
 mount --bind /ctl /root/run/fsage-vm

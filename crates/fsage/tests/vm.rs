@@ -66,7 +66,8 @@ fn a_guest_runs_a_command_and_gives_back_its_output_and_exit_code() {
         "sh",
         "-c",
         "echo out:$FSAGE_PLATFORM:$(uname -r); echo err >&2; \
-         touch /probe 2>/dev/null && echo root-writable; exit 3",
+         touch /probe 2>/dev/null && echo root-writable; \
+         echo controllers: $(cat /sys/fs/cgroup/cgroup.controllers); exit 3",
     ]);
     expect_code(&o, 3, "the guest command's exit code comes back");
     let out = stdout(&o);
@@ -88,6 +89,15 @@ fn a_guest_runs_a_command_and_gives_back_its_output_and_exit_code() {
     assert!(
         !out.contains("root-writable"),
         "the host's / must be read-only in the guest"
+    );
+    // cgroup v2 with the memory controller: what a page-cache limit (cache_ratio) needs.
+    let controllers = out
+        .lines()
+        .find_map(|l| l.strip_prefix("controllers:"))
+        .unwrap_or_default();
+    assert!(
+        controllers.split_whitespace().any(|c| c == "memory"),
+        "no memory controller in the guest: {out}"
     );
     expect_stderr(&o, "err\n");
     expect_stderr(&o, &format!("fsage: guest {release} on {platform}"));
