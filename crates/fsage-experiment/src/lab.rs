@@ -85,6 +85,12 @@ pub struct LabExecutor {
 /// directory (or a new or empty one, which it marks).
 pub const IMAGES_MARKER: &str = ".fsage-experiment-images";
 
+/// `out` from the root: a guest runs its commands from `/`, so a relative output directory
+/// (`--out run`) would name another place there.
+fn absolute(out: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(out).map_err(|e| Error::input(format!("{}: {e}", out.display())))
+}
+
 impl LabExecutor {
     /// Prepares `images` (made if missing; refused if it holds anything but an earlier run's
     /// images), takes its lock, and cleans up what a killed run left in it.
@@ -113,7 +119,7 @@ impl LabExecutor {
         )
         .map_err(|e| crate::Error::operation(e.to_string()))?;
         let ex = LabExecutor {
-            out: out.to_path_buf(),
+            out: absolute(out)?,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),
             library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
@@ -168,7 +174,7 @@ impl LabExecutor {
             ))
         })?;
         let ex = LabExecutor {
-            out: out.to_path_buf(),
+            out: absolute(out)?,
             images,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),

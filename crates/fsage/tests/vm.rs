@@ -280,3 +280,62 @@ fn an_experiment_cell_of_f2fs_on_a_slow_device_runs_in_a_guest() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// An aged f2fs cell, its experiment run from the directory it writes to with relative paths
+/// (`--out out`): the guest runs from `/`, so the aging's JSON must be named from the root
+/// (it was not, and aging failed with "its directory out/aging: No such file or directory").
+#[test]
+fn an_aged_cell_with_a_relative_output_directory_runs_in_a_guest() {
+    let Some(release) = vm_or_skip("an_aged_cell_with_a_relative_output_directory") else {
+        return;
+    };
+    if fsage_sys::find_cmd("mkfs.f2fs").is_none() {
+        return skip(
+            "an_aged_cell_with_a_relative_output_directory",
+            "mkfs.f2fs not installed",
+        );
+    }
+    let dir = shm_tmp("fsage-vm-aged-");
+    let version = release.trim_end_matches("-amd64");
+    std::fs::write(
+        dir.path().join("x.toml"),
+        format!(
+            "name = \"vm-aged\"\nduration = \"2s\"\nwarmup = \"0s\"\nimage_size = \"256MiB\"\n\
+             [[fs]]\nkind = \"f2fs\"\nkernel = \"{version}\"\n\
+             [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nmax_ops = 500\n\
+             [[workload]]\nname = \"varmail\"\nset = {{ nfiles = 50, nthreads = 1 }}\n"
+        ),
+    )
+    .unwrap();
+    let o = std::process::Command::new(bin())
+        .args([
+            "experiment",
+            "run",
+            "x.toml",
+            "--out",
+            "out",
+            "--images",
+            "images",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "an aged f2fs cell in a guest, relative paths");
+    let aging: Vec<_> = std::fs::read_dir(dir.path().join("out/aging"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(aging.len(), 1, "{aging:?}");
+    let a = read_json(&aging[0]);
+    assert_eq!(j_str(&a, "stop_reason"), "max_ops", "{a}");
+    assert_eq!(a["ticks"].as_u64(), Some(500), "{a}");
+    assert_ne!(j_str(&a, "platform"), "native", "aged in the guest: {a}");
+    let cells: Vec<_> = std::fs::read_dir(dir.path().join("out/cells"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    let r = read_json(&cells[0]);
+    assert_eq!(j_str(&r, "status"), "done", "{r}");
+    assert_eq!(j_str(&r["environment"], "kernel"), release);
+}
