@@ -222,20 +222,47 @@ pub fn check_exit(what: &str, o: &GuestOutcome) -> Result<(), Error> {
     )))
 }
 
+/// An aged state's settings as `fsage age` options (the profile as the guest reads it).
+pub struct AgeArgs<'a> {
+    pub profile: &'a str,
+    pub fullness: Option<f64>,
+    pub seed: Option<u64>,
+    pub max_ops: Option<u64>,
+    pub max_time_s: Option<f64>,
+    /// Where the aging report goes.
+    pub json: &'a Path,
+}
+
+impl AgeArgs<'_> {
+    fn options(&self) -> Vec<String> {
+        let mut c: Vec<String> = vec![
+            "--profile".into(),
+            self.profile.into(),
+            "--checkpoint-interval".into(),
+            "1h".into(),
+            "--quiet".into(),
+            "--json".into(),
+            self.json.to_string_lossy().into_owned(),
+        ];
+        if let Some(s) = self.seed {
+            c.extend(["--seed".into(), s.to_string()]);
+        }
+        if let Some(f) = self.fullness {
+            c.extend(["--fullness".into(), f.to_string()]);
+        }
+        if let Some(n) = self.max_ops {
+            c.extend(["--max-ops".into(), n.to_string()]);
+        }
+        if let Some(s) = self.max_time_s {
+            c.extend(["--max-time".into(), ms(s)]);
+        }
+        c
+    }
+}
+
 /// The guest command that ages a new image `image` of the cell's file system as `fsage age
-/// --fs` does natively (the guest makes and loop-mounts it), its report to `json`.
-#[allow(clippy::too_many_arguments)]
-pub fn age_command(
-    exe: &Path,
-    cell: &Cell,
-    profile: &str,
-    fullness: Option<f64>,
-    seed: Option<u64>,
-    max_ops: Option<u64>,
-    max_time_s: Option<f64>,
-    image: &Path,
-    json: &Path,
-) -> Vec<String> {
+/// --fs` does natively (the guest makes and loop-mounts it).
+pub fn age_command(exe: &Path, cell: &Cell, a: &AgeArgs, image: &Path) -> Vec<String> {
     let mut c: Vec<String> = vec![
         exe.to_string_lossy().into_owned(),
         "age".into(),
@@ -243,31 +270,38 @@ pub fn age_command(
         cell.fs.kind.clone(),
         "--size".into(),
         format!("{}B", cell.image_size),
-        "--profile".into(),
-        profile.into(),
-        "--checkpoint-interval".into(),
-        "1h".into(),
-        "--quiet".into(),
-        "--json".into(),
-        json.to_string_lossy().into_owned(),
     ];
+    c.extend(a.options());
     if let Some(o) = &cell.fs.mkfs_opts {
         c.push(format!("--mkfs-opts={o}"));
     }
-    if let Some(s) = seed {
-        c.extend(["--seed".into(), s.to_string()]);
-    }
-    if let Some(f) = fullness {
-        c.extend(["--fullness".into(), f.to_string()]);
-    }
-    if let Some(n) = max_ops {
-        c.extend(["--max-ops".into(), n.to_string()]);
-    }
-    if let Some(s) = max_time_s {
-        c.extend(["--max-time".into(), ms(s)]);
-    }
     c.push(image.to_string_lossy().into_owned());
     c
+}
+
+/// The guest command that ages the file system already made on `dev`, a host loop device whose
+/// requests the host traces for the drive's model: mounted as a cell's is, aged at its root as
+/// `fsage age --fs` ages a new image, writing data (which the drive must see; fallocate would
+/// leave it nearly erased), unmounted. Exit codes as [`bench_command`]'s.
+pub fn age_mounted_command(exe: &Path, cell: &Cell, a: &AgeArgs, dev: &Path) -> Vec<String> {
+    let exe = q(&exe.to_string_lossy());
+    let mnt = q(GUEST_MNT);
+    let opts = if cell.fs.kind == "xfs" {
+        " -o nouuid"
+    } else {
+        ""
+    };
+    let options: Vec<String> = a.options().iter().map(|o| q(o)).collect();
+    let script = format!(
+        "mkdir -p {mnt} && {exe} fs mount{opts} {dev} {mnt} || exit 3\n\
+         {exe} age {} --write-mode write --force --state /tmp/fsage-age.state {mnt}\n\
+         rc=$?\n\
+         {exe} fs umount {mnt} || {{ [ $rc = 0 ] && rc=4; }}\n\
+         exit $rc\n",
+        options.join(" "),
+        dev = q(&dev.to_string_lossy()),
+    );
+    vec!["sh".into(), "-c".into(), script]
 }
 
 /// Reads the bench result the guest wrote.
@@ -383,22 +417,33 @@ mod tests {
     #[test]
     fn the_age_command_is_fsage_age_fs_with_the_states_settings() {
         let c = cell("");
-        let cmd = age_command(
-            Path::new("/x/fsage"),
-            &c,
-            "agrawal",
-            Some(0.5),
-            Some(3),
-            Some(1000),
-            None,
-            Path::new("/i/b.img"),
-            Path::new("/o/aging/b.json"),
-        );
+        let a = AgeArgs {
+            profile: "agrawal",
+            fullness: Some(0.5),
+            seed: Some(3),
+            max_ops: Some(1000),
+            max_time_s: None,
+            json: Path::new("/o/aging/b.json"),
+        };
+        let cmd = age_command(Path::new("/x/fsage"), &c, &a, Path::new("/i/b.img"));
         assert_eq!(
             cmd.join(" "),
             "/x/fsage age --fs xfs --size 268435456B --profile agrawal \
              --checkpoint-interval 1h --quiet --json /o/aging/b.json --seed 3 --fullness 0.5 \
              --max-ops 1000 /i/b.img"
+        );
+        // On a drive: the file system is made on the host; the guest mounts the device, ages
+        // its root writing data, and unmounts.
+        let cmd = age_mounted_command(Path::new("/x/fsage"), &c, &a, Path::new("/dev/loop9"));
+        assert_eq!(
+            cmd[2],
+            "mkdir -p '/tmp/fsage-cell' && '/x/fsage' fs mount -o nouuid '/dev/loop9' \
+             '/tmp/fsage-cell' || exit 3\n\
+             '/x/fsage' age '--profile' 'agrawal' '--checkpoint-interval' '1h' '--quiet' \
+             '--json' '/o/aging/b.json' '--seed' '3' '--fullness' '0.5' '--max-ops' '1000' \
+             --write-mode write --force --state /tmp/fsage-age.state '/tmp/fsage-cell'\n\
+             rc=$?\n'/x/fsage' fs umount '/tmp/fsage-cell' || { [ $rc = 0 ] && rc=4; }\n\
+             exit $rc\n"
         );
     }
 

@@ -331,21 +331,19 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } if guest::needs_vm(&cell.fs) => {
-                if let Some(m) = drive_model(cell) {
-                    return Err(Error::input(format!(
-                        "{}: aging on the drive of model {} in a VM is not built (the model's \
-                         drive ages only natively); use a latency or a model without drive state",
-                        cell.fs.label, m.name
-                    )));
-                }
+                let drive = drive_model(cell);
                 obs.event(&Event::Note(&format!(
-                    "aging {} with {label} in a VM{} (once; every cell of this state starts \
+                    "aging {} with {label} in a VM{}{} (once; every cell of this state starts \
                      from a copy)",
                     cell.fs.label,
                     cell.fs
                         .kernel
                         .as_ref()
-                        .map_or(String::new(), |k| format!(" under kernel {k}"))
+                        .map_or(String::new(), |k| format!(" under kernel {k}")),
+                    drive.map_or(String::new(), |m| format!(
+                        ", writing data, on the drive of model {} (it ages too)",
+                        m.name
+                    ))
                 )));
                 let aging = self.out.join("aging");
                 std::fs::create_dir_all(&aging).map_err(io_at(aging.display()))?;
@@ -359,25 +357,60 @@ impl LabExecutor {
                     None => profile.clone(),
                 };
                 let json = aging.join(format!("{key}.json"));
-                let command = guest::age_command(
-                    &self.exe,
-                    cell,
-                    &profile_arg,
-                    *fullness,
-                    *seed,
-                    *max_ops,
-                    *max_time_s,
-                    &image,
-                    &json,
-                );
-                let o = self.guest.run(&GuestRun {
-                    kernel: cell.fs.kernel.clone(),
-                    file_systems: vec![cell.fs.kind.clone()],
-                    disks: Vec::new(),
-                    shares: vec![self.images.clone(), aging.clone()],
-                    command,
-                })?;
-                guest::check_exit("aging", &o)?;
+                let a = guest::AgeArgs {
+                    profile: &profile_arg,
+                    fullness: *fullness,
+                    seed: *seed,
+                    max_ops: *max_ops,
+                    max_time_s: *max_time_s,
+                    json: &json,
+                };
+                let shares = vec![self.images.clone(), aging.clone()];
+                match drive {
+                    None => {
+                        let o = self.guest.run(&GuestRun {
+                            kernel: cell.fs.kernel.clone(),
+                            file_systems: vec![cell.fs.kind.clone()],
+                            disks: Vec::new(),
+                            shares,
+                            command: guest::age_command(&self.exe, cell, &a, &image),
+                        })?;
+                        guest::check_exit("aging", &o)?;
+                    }
+                    // The drive's model sees the guest's requests where they reach the host: a
+                    // loop device on the image, given to the guest as its disk and traced here
+                    // as `fsage age --device-model` traces its own. The file system is made
+                    // here first, so that mkfs is not fed to the drive (as natively).
+                    Some(m) => {
+                        fsage_lab::create_image(kind, cell.image_size, &image, &mkfs_opts)
+                            .map_err(step("mkfs"))?;
+                        let lo = fsage_lab::LoopDevice::attach(&image, false)
+                            .map_err(step("attaching the image"))?;
+                        let d = fsage_core::age::DriveAging::start(m, &image, lo.path())
+                            .map_err(step("tracing the drive"))?;
+                        let o = self.guest.run(&GuestRun {
+                            kernel: cell.fs.kernel.clone(),
+                            file_systems: vec![cell.fs.kind.clone()],
+                            disks: vec![lo.path().to_path_buf()],
+                            shares,
+                            command: guest::age_mounted_command(&self.exe, cell, &a, lo.path()),
+                        });
+                        // The trace ends whatever the guest did; the drive is saved only when
+                        // the aging ran (a failed base is made again from an erased drive).
+                        let ok = matches!(&o, Ok(o) if o.exit_code == 0);
+                        let said = if ok {
+                            Some(d.finish().map_err(step("the drive's state"))?)
+                        } else {
+                            drop(d);
+                            None
+                        };
+                        drop(lo);
+                        guest::check_exit("aging", &o?)?;
+                        if let Some(said) = said {
+                            obs.event(&Event::Note(&said));
+                        }
+                    }
+                }
             }
             StateSpec::Aged {
                 profile,

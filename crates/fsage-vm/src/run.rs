@@ -277,7 +277,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     for (i, d) in disks.iter().enumerate() {
         cmd.arg("-drive").arg(format!(
-            "file={},if=none,id=d{i},format=raw,cache=none,aio=threads",
+            "file={},if=none,id=d{i},format=raw,cache=none,aio=threads,discard=unmap",
             d.display()
         ));
         cmd.arg("-device")

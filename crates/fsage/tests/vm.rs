@@ -281,28 +281,38 @@ fn an_experiment_cell_of_f2fs_on_a_slow_device_runs_in_a_guest() {
     );
 }
 
-/// An aged f2fs cell, its experiment run from the directory it writes to with relative paths
-/// (`--out out`): the guest runs from `/`, so the aging's JSON must be named from the root
-/// (it was not, and aging failed with "its directory out/aging: No such file or directory").
+/// An aged f2fs cell on an SSD model's drive, its experiment run from the directory it writes
+/// to with relative paths (`--out out`). The guest ages the image on a host loop device whose
+/// writes and discards are fed to the drive's FTL here, as `fsage age --device-model` does
+/// natively; the cell then runs on that aged drive. And the guest runs from `/`, so the aging's
+/// JSON must be named from the root (it was not: "its directory out/aging: No such file").
 #[test]
-fn an_aged_cell_with_a_relative_output_directory_runs_in_a_guest() {
-    let Some(release) = vm_or_skip("an_aged_cell_with_a_relative_output_directory") else {
+fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
+    let test = "an_aged_cell_on_an_ssd_drive_with_relative_paths";
+    let Some(release) = vm_or_skip(test) else {
         return;
     };
-    if fsage_sys::find_cmd("mkfs.f2fs").is_none() {
-        return skip(
-            "an_aged_cell_with_a_relative_output_directory",
-            "mkfs.f2fs not installed",
-        );
+    if fsage_sys::find_cmd("mkfs.f2fs").is_none() || !Path::new("/dev/fuse").exists() {
+        return skip(test, "mkfs.f2fs not installed or no /dev/fuse");
     }
     let dir = shm_tmp("fsage-vm-aged-");
+    // Geriatrix's scaled-down SATA drive, made as large as 256 MiB is of 1 GiB.
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/experiments/geriatrix-ssd/ssd-92.toml"),
+    )
+    .unwrap()
+    .replace("\"1113MiB\"", "\"278MiB\"");
+    assert!(model.contains("\"278MiB\""));
+    std::fs::write(dir.path().join("ssd.toml"), model).unwrap();
     let version = release.trim_end_matches("-amd64");
     std::fs::write(
         dir.path().join("x.toml"),
         format!(
             "name = \"vm-aged\"\nduration = \"2s\"\nwarmup = \"0s\"\nimage_size = \"256MiB\"\n\
+             [devices]\nlatencies = [\"ssd.toml\"]\n\
              [[fs]]\nkind = \"f2fs\"\nkernel = \"{version}\"\n\
-             [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nmax_ops = 500\n\
+             [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nmax_ops = 1500\n\
              [[workload]]\nname = \"varmail\"\nset = {{ nfiles = 50, nthreads = 1 }}\n"
         ),
     )
@@ -317,10 +327,15 @@ fn an_aged_cell_with_a_relative_output_directory_runs_in_a_guest() {
             "--images",
             "images",
         ])
+        .env("FSAGE_DEV_REGISTRY", dir.path().join("registry"))
         .current_dir(dir.path())
         .output()
         .unwrap();
-    expect_code(&o, 0, "an aged f2fs cell in a guest, relative paths");
+    expect_code(
+        &o,
+        0,
+        "an aged f2fs cell on an SSD drive in a guest, relative paths",
+    );
     let aging: Vec<_> = std::fs::read_dir(dir.path().join("out/aging"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -328,8 +343,31 @@ fn an_aged_cell_with_a_relative_output_directory_runs_in_a_guest() {
     assert_eq!(aging.len(), 1, "{aging:?}");
     let a = read_json(&aging[0]);
     assert_eq!(j_str(&a, "stop_reason"), "max_ops", "{a}");
-    assert_eq!(a["ticks"].as_u64(), Some(500), "{a}");
+    assert_eq!(a["ticks"].as_u64(), Some(1500), "{a}");
     assert_ne!(j_str(&a, "platform"), "native", "aged in the guest: {a}");
+    assert_eq!(
+        j_str(&a, "backend"),
+        "posix (write)",
+        "the drive must see data: {a}"
+    );
+    // The drive aged with it: the FTL saw the guest's writes, and its state is the base's.
+    let said = stderr(&o) + &stdout(&o);
+    let fed = said
+        .split("aged with the file system: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(
+        fed > 100,
+        "the drive was not fed the guest's requests: {said}"
+    );
+    let bases: Vec<_> = std::fs::read_dir(dir.path().join("out/bases"))
+        .unwrap()
+        .map(|e| read_json(&e.unwrap().path()))
+        .collect();
+    assert_eq!(bases.len(), 1);
+    assert!(bases[0]["drive_sha256"].is_string(), "{}", bases[0]);
     let cells: Vec<_> = std::fs::read_dir(dir.path().join("out/cells"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -338,4 +376,67 @@ fn an_aged_cell_with_a_relative_output_directory_runs_in_a_guest() {
     let r = read_json(&cells[0]);
     assert_eq!(j_str(&r, "status"), "done", "{r}");
     assert_eq!(j_str(&r["environment"], "kernel"), release);
+    let flash = &r["samples"][0]["flash"];
+    assert!(flash["host_pages"].as_u64().unwrap_or(0) > 0, "{flash}");
+    let st = j_str(&r["environment"]["device"]["stats"], "drive_state");
+    assert!(st.starts_with("started from the drive state saved"), "{st}");
+}
+
+/// A guest's discards reach the host's device: a slow device (a FUSE daemon, as an SSD model's
+/// is) given to the guest as a disk, `blkdiscard` run on it there, and the daemon counts the
+/// discards. QEMU drops them unless the disk is opened with `discard=unmap`, and an SSD model
+/// whose drive never sees a trim ages wrongly.
+#[test]
+fn a_guests_discards_reach_the_slow_device() {
+    let test = "a_guests_discards_reach_the_slow_device";
+    if vm_or_skip(test).is_none() {
+        return;
+    }
+    if !Path::new("/dev/fuse").exists() || fsage_sys::find_cmd("blkdiscard").is_none() {
+        return skip(test, "no /dev/fuse or no blkdiscard");
+    }
+    struct Devices(tempfile::TempDir);
+    impl Devices {
+        fn fsage(&self, args: &[&str]) -> std::process::Output {
+            std::process::Command::new(bin())
+                .args(args)
+                .env("FSAGE_DEV_REGISTRY", self.0.path().join("registry"))
+                .output()
+                .unwrap()
+        }
+    }
+    impl Drop for Devices {
+        fn drop(&mut self) {
+            let _ = self.fsage(&["dev", "destroy", "--all", "--force"]);
+        }
+    }
+    let d = Devices(shm_tmp("fsage-vm-discard-"));
+    let o = d.fsage(&["dev", "create", "--size", "32MiB", "--latency", "0"]);
+    expect_code(&o, 0, "dev create");
+    let dev = stdout(&o).trim().to_string();
+    let o = fsage([
+        "vm",
+        "run",
+        "--fs",
+        "none",
+        "--timeout",
+        "5m",
+        "--disk",
+        &dev,
+        "--",
+        "blkdiscard",
+        &dev,
+    ]);
+    expect_code(&o, 0, "blkdiscard in the guest");
+    let o = d.fsage(&["dev", "stats", &dev, "--json"]);
+    expect_code(&o, 0, "dev stats");
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let discards = st["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "discard")
+        .and_then(|k| k["requests"].as_u64())
+        .unwrap_or(0);
+    assert!(discards > 0, "no discard reached the device: {st}");
 }

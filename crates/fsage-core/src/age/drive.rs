@@ -12,8 +12,10 @@ use fsage_lab::trace::{BlockTrace, RqFilter};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// A trace of the run's requests to its image, and where the drive's state goes.
-pub(super) struct DriveAging {
+/// A trace of the run's requests to its image, and where the drive's state goes. Also used by
+/// the experiment runner when a guest ages the image: the guest's requests reach a loop device
+/// here, which is what is traced.
+pub struct DriveAging {
     trace: BlockTrace,
     model: Box<dyn DeviceModel>,
     spec: ModelSpec,
@@ -37,7 +39,7 @@ pub(super) fn check(spec: &ModelSpec) -> Result<()> {
 impl DriveAging {
     /// Builds the model for `image`, continues its saved state if there is one, and starts
     /// tracing `device` (the loop device the image is mounted through).
-    pub(super) fn start(spec: &ModelSpec, image: &Path, device: &Path) -> Result<DriveAging> {
+    pub fn start(spec: &ModelSpec, image: &Path, device: &Path) -> Result<DriveAging> {
         let size = std::fs::metadata(image)
             .map_err(|err| super::AgeError::Open {
                 path: image.to_path_buf(),
@@ -84,7 +86,7 @@ impl DriveAging {
 
     /// Stops the trace, feeds its requests to the model and saves the drive's state; returns a
     /// line saying what was done.
-    pub(super) fn finish(self) -> Result<String> {
+    pub fn finish(self) -> Result<String> {
         let DriveAging {
             trace,
             mut model,

@@ -16,6 +16,7 @@ mod resume;
 mod setup;
 
 pub use checks::{check_block_size, check_fullness, plan, plan_at};
+pub use drive::DriveAging;
 pub use resume::merge_stop;
 
 use fsage_exec::preflight::{self, PreflightError, RunLock, TargetError};
