@@ -37,7 +37,7 @@ pub struct AgeArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// How files get their blocks. Default: fallocate, or write on nilfs2 (which has no
-    /// fallocate).
+    /// fallocate) and with --device-model (a drive ages by what is written).
     #[arg(long, value_enum)]
     pub write_mode: Option<WriteModeArg>,
     /// Every file exactly its bin's size (the original tool's behaviour).

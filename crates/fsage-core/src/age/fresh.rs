@@ -38,12 +38,16 @@ pub(super) fn fresh(
     let magic = fs
         .map(|st| st.magic)
         .or(req.new_fs.as_ref().map(|f| f.kind.statfs_magic()));
+    // A drive ages by what reaches it: blocks given by fallocate are never written, and would
+    // leave an SSD model's drive nearly erased. So a run aging a drive writes data unless told.
+    let ages_drive = req.device_model.is_some();
     let mode = match (req.write_mode, magic) {
         (Some(m), Some(magic)) => {
             m.check_for(magic).map_err(input)?;
             m
         }
         (Some(m), None) => m,
+        (None, _) if ages_drive => WriteMode::Write,
         (None, Some(magic)) => WriteMode::default_for(magic),
         (None, None) => WriteMode::Fallocate,
     };
@@ -184,7 +188,12 @@ pub(super) fn fresh(
     if req.write_mode.is_none() && mode != WriteMode::Fallocate && !req.dry_run {
         obs.notice(
             Level::Info,
-            "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)",
+            if ages_drive {
+                "the drive ages by what is written: files get their blocks by writes \
+                 (--write-mode write; --write-mode fallocate would leave it nearly erased)"
+            } else {
+                "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)"
+            },
         );
     }
     Ok(Prepared {
