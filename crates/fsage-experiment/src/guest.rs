@@ -61,6 +61,8 @@ pub struct GuestRun {
     pub file_systems: Vec<String>,
     /// Block devices or images, at their host paths in the guest.
     pub disks: Vec<PathBuf>,
+    /// The disks are given read-only (a base image being measured must not change).
+    pub read_only: bool,
     /// Host directories the guest writes (at their paths).
     pub shares: Vec<PathBuf>,
     pub command: Vec<String>,
@@ -97,7 +99,10 @@ impl Guest for QemuGuest {
             disks: r
                 .disks
                 .iter()
-                .map(|p| fsage_vm::Disk { path: p.clone() })
+                .map(|p| fsage_vm::Disk {
+                    path: p.clone(),
+                    read_only: r.read_only,
+                })
                 .collect(),
             shares: r.shares.clone(),
             file_systems: r.file_systems.clone(),
@@ -206,7 +211,7 @@ pub fn check_exit(what: &str, o: &GuestOutcome) -> Result<(), Error> {
     let why = match o.exit_code {
         0 => return Ok(()),
         3 => "mounting in the guest failed",
-        4 => "the workload ran, but unmounting in the guest failed",
+        4 => "it ran, but unmounting in the guest failed",
         130 => {
             return Err(Error::interrupted(format!(
                 "{what}: interrupted in the guest"

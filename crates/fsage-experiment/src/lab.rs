@@ -372,6 +372,7 @@ impl LabExecutor {
                             kernel: cell.fs.kernel.clone(),
                             file_systems: vec![cell.fs.kind.clone()],
                             disks: Vec::new(),
+                            read_only: false,
                             shares,
                             command: guest::age_command(&self.exe, cell, &a, &image),
                         })?;
@@ -392,6 +393,7 @@ impl LabExecutor {
                             kernel: cell.fs.kernel.clone(),
                             file_systems: vec![cell.fs.kind.clone()],
                             disks: vec![lo.path().to_path_buf()],
+                            read_only: false,
                             shares,
                             command: guest::age_mounted_command(&self.exe, cell, &a, lo.path()),
                         });
@@ -627,6 +629,7 @@ impl LabExecutor {
                 kernel: cell.fs.kernel.clone(),
                 file_systems: vec![cell.fs.kind.clone()],
                 disks: vec![image.to_path_buf()],
+                read_only: true,
                 shares: vec![dir.clone()],
                 command: guest::frag_command(&self.exe, image, &json),
             })
@@ -935,6 +938,7 @@ impl LabExecutor {
             kernel: cell.fs.kernel.clone(),
             file_systems: vec![cell.fs.kind.clone()],
             disks: vec![block.to_path_buf()],
+            read_only: false,
             shares: vec![share.clone()],
             command: guest::bench_command(&self.exe, cell, block, wfile.as_deref(), &json),
         })?;

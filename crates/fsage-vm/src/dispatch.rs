@@ -86,7 +86,14 @@ pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
         mem_mib: DEFAULT_MEM_MIB,
         cpus: DEFAULT_CPUS,
         accel: AccelRequest::Auto,
-        disks: r.disks.iter().map(|p| Disk { path: p.clone() }).collect(),
+        disks: r
+            .disks
+            .iter()
+            .map(|p| Disk {
+                path: p.clone(),
+                read_only: false,
+            })
+            .collect(),
         shares: shares_for(&r.paths, &cwd),
         file_systems: r.file_systems.clone(),
         command,

@@ -2,7 +2,8 @@
 //! binaries (fsage, mkfs, fio) run unchanged; /tmp, /dev/shm and /run are the guest's own tmpfs;
 //! each share is a host directory mounted read-write at its own path (results come back as
 //! files); each disk is a virtio block device (cache=none) bound over its own path, so a command
-//! that names an image file means the same file in the guest. The command's stdout and stderr
+//! that names an image file means the same file in the guest. A writable disk passes the
+//! guest's discards on to the host's file or device. The command's stdout and stderr
 //! are copied through as they are written, and its exit code comes back in a status file.
 
 use crate::accel::{choose_accel, Accel, AccelRequest};
@@ -17,6 +18,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Disk {
     pub path: PathBuf,
+    /// Given to the guest read-only (QEMU `readonly=on`): a disk that must not change, such as
+    /// a checksummed base image. Otherwise the guest writes it, and its discards (mkfs, fstrim,
+    /// f2fs's default `discard`) punch holes in an image file or trim a block device.
+    pub read_only: bool,
 }
 
 /// Guest memory when the caller has no reason to choose (MiB): fsage's workloads and aging fit.
@@ -109,6 +114,21 @@ impl Drop for Guest {
             let _ = c.wait();
         }
     }
+}
+
+/// QEMU's `-drive` value for disk `i`. A writable disk passes the guest's trims on
+/// (`discard=unmap`; QEMU's default drops them, and a slow device's SSD model must see them);
+/// a read-only one cannot be changed by the guest at all.
+fn drive_option(i: usize, path: &Path, read_only: bool) -> String {
+    format!(
+        "file={},if=none,id=d{i},format=raw,cache=none,aio=threads,{}",
+        path.display(),
+        if read_only {
+            "readonly=on"
+        } else {
+            "discard=unmap"
+        }
+    )
 }
 
 /// The guest's per-run setup script: shares, then disks, under the host's root at /root.
@@ -207,7 +227,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             )));
         }
         qemu_can_name(&p, "take a disk path")?;
-        disks.push(p);
+        disks.push((p, d.read_only));
     }
     let mut shares = Vec::new();
     for s in &opts.shares {
@@ -235,7 +255,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             .map_err(|e| Error::io(&dir.join(name), "cannot write", e))
     };
     write("fs", &format!("{}\n", opts.file_systems.join(" ")))?;
-    write("setup.sh", &setup_script(&shares, &disks))?;
+    let disk_paths: Vec<PathBuf> = disks.iter().map(|(p, _)| p.clone()).collect();
+    write("setup.sh", &setup_script(&shares, &disk_paths))?;
     write("cmd.sh", &command_script(opts, choice.accel))?;
     let security = if fsage_sys::is_root() {
         "passthrough"
@@ -275,11 +296,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             s.display()
         ));
     }
-    for (i, d) in disks.iter().enumerate() {
-        cmd.arg("-drive").arg(format!(
-            "file={},if=none,id=d{i},format=raw,cache=none,aio=threads,discard=unmap",
-            d.display()
-        ));
+    for (i, (d, ro)) in disks.iter().enumerate() {
+        cmd.arg("-drive").arg(drive_option(i, d, *ro));
         cmd.arg("-device")
             .arg(format!("virtio-blk-pci,drive=d{i},serial=fsage{i}"));
     }
@@ -396,6 +414,18 @@ fn clock_nanos() -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writable_disk_passes_trims_and_a_read_only_one_is_read_only() {
+        let w = drive_option(0, Path::new("/dev/loop3"), false);
+        assert_eq!(
+            w,
+            "file=/dev/loop3,if=none,id=d0,format=raw,cache=none,aio=threads,discard=unmap"
+        );
+        let r = drive_option(1, Path::new("/i/base.img"), true);
+        assert!(r.ends_with(",readonly=on") && !r.contains("discard"), "{r}");
+        assert!(r.starts_with("file=/i/base.img,if=none,id=d1,"), "{r}");
+    }
 
     #[test]
     fn quoting_survives_single_quotes_and_spaces() {

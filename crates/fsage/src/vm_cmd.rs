@@ -137,7 +137,14 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
         mem_mib: a.mem >> 20,
         cpus: a.cpus,
         accel,
-        disks: a.disk.into_iter().map(|path| Disk { path }).collect(),
+        disks: a
+            .disk
+            .into_iter()
+            .map(|path| Disk {
+                path,
+                read_only: false,
+            })
+            .collect(),
         shares: a.share,
         file_systems: a.fs,
         command: a.command,

@@ -89,6 +89,7 @@ fn an_ssd_ages_with_the_file_system_and_a_resumed_run_continues_it() {
         "ssd-sata",
     ]);
     expect_stderr(&o, "continuing the saved drive");
+    expect_stdout(&o, "(posix (write))");
     assert_ne!(
         std::fs::read(&ftl).unwrap(),
         first,

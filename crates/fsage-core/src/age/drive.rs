@@ -38,7 +38,8 @@ pub(super) fn check(spec: &ModelSpec) -> Result<()> {
 
 impl DriveAging {
     /// Builds the model for `image`, continues its saved state if there is one, and starts
-    /// tracing `device` (the loop device the image is mounted through).
+    /// tracing `device`, the block device the image's requests reach (the loop device it is mounted
+    /// through, or one a guest writes through).
     pub fn start(spec: &ModelSpec, image: &Path, device: &Path) -> Result<DriveAging> {
         let size = std::fs::metadata(image)
             .map_err(|err| super::AgeError::Open {

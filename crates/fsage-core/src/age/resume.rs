@@ -174,6 +174,13 @@ pub(super) fn resume(
         (None, "write") => WriteMode::Write,
         _ => WriteMode::Fallocate,
     };
+    if req.write_mode.is_none() && mode == WriteMode::Fallocate && req.device_model.is_some() {
+        obs.notice(
+            Level::Warning,
+            "this run gives files their blocks by fallocate, as it was started, so the drive \
+             sees little of it: --write-mode write changes that from here",
+        );
+    }
     obs.notice(
         Level::Info,
         &format!(
