@@ -1209,6 +1209,89 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guest::{GuestOutcome, GuestRun};
+
+    /// A guest whose command fails, and that keeps what it was given.
+    struct FailingGuest(std::sync::Arc<std::sync::Mutex<Vec<(Vec<PathBuf>, bool)>>>);
+    impl Guest for FailingGuest {
+        fn run(&mut self, r: &GuestRun) -> Result<GuestOutcome, Error> {
+            self.0.lock().unwrap().push((r.disks.clone(), r.read_only));
+            Ok(GuestOutcome {
+                exit_code: 1,
+                platform: fsage_sys::PlatformKind::Tcg,
+                release: "6.1.0-56-amd64".into(),
+                boot_s: 0.1,
+                stderr_tail: "fsage: error: the stand-in guest fails".into(),
+            })
+        }
+    }
+
+    /// Aging on an SSD drive in a guest that fails: the base is refused with the guest's
+    /// message, the drive keeps no state (a base made again starts from an erased drive), and
+    /// the loop device and the trace the host made for the guest are gone.
+    #[test]
+    fn a_guest_that_fails_to_age_on_a_drive_leaves_no_drive_state_loop_device_or_trace() {
+        let test = "a_guest_that_fails_to_age_on_a_drive";
+        if let Err(e) = fsage_testkit::need_root_and(&["mkfs.f2fs", "losetup"]) {
+            return fsage_testkit::skip(test, e);
+        }
+        let dir = fsage_testkit::shm_tmp("fsage-lab-guestfail-");
+        let model = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/experiments/geriatrix-ssd/ssd-92.toml"),
+        )
+        .unwrap()
+        .replace("\"1113MiB\"", "\"140MiB\"");
+        std::fs::write(dir.path().join("ssd.toml"), model).unwrap();
+        let text = "name = \"t\"\nduration = \"1s\"\nimage_size = \"128MiB\"\n\
+                    [devices]\nlatencies = [\"ssd.toml\"]\n\
+                    [[fs]]\nkind = \"f2fs\"\nkernel = \"6.1.0-56\"\n\
+                    [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nmax_ops = 100\n\
+                    [[workload]]\nname = \"varmail\"\n";
+        let plan = crate::spec::parse(text, "t.toml", dir.path())
+            .unwrap()
+            .plan();
+        let cell = &plan.cells[0];
+        assert!(drive_model(cell).is_some() && guest::needs_vm(&cell.fs));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let images = dir.path().join("images");
+        let mut ex = LabExecutor::new(&dir.path().join("out"), &images)
+            .unwrap()
+            .with_guest(Box::new(FailingGuest(seen.clone())));
+        let e = ex
+            .make_base_of(cell, &mut crate::runner::Quiet)
+            .unwrap_err();
+        assert!(
+            e.message.contains("aging: failed in the guest")
+                && e.message.contains("the stand-in guest fails"),
+            "{e}"
+        );
+        // The guest was given one writable loop device; it is detached now.
+        let given = seen.lock().unwrap().clone();
+        assert_eq!(given.len(), 1, "{given:?}");
+        let (disks, read_only) = &given[0];
+        assert!(!read_only);
+        let name = disks[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("loop"), "{disks:?}");
+        let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+            .unwrap_or_default();
+        assert!(
+            !backing.contains(&*images.to_string_lossy()),
+            "{name} still holds {backing}"
+        );
+        // No drive state beside any image, and no trace instance of this process left.
+        for e in std::fs::read_dir(&images).unwrap() {
+            let p = e.unwrap().path();
+            assert!(p.extension().is_none_or(|x| x != "ftl"), "{}", p.display());
+        }
+        let own = format!("fsage-{}-", std::process::id());
+        if let Ok(rd) = std::fs::read_dir("/sys/kernel/tracing/instances") {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                assert!(!n.starts_with(&own), "trace instance {n} left");
+            }
+        }
+    }
 
     #[test]
     fn the_probe_is_a_32nd_of_the_image_at_most_32_mib_and_fits() {
