@@ -1211,8 +1211,11 @@ mod tests {
     use super::*;
     use crate::guest::{GuestOutcome, GuestRun};
 
+    /// The disks each guest run was given, and whether read-only.
+    type Given = std::sync::Arc<std::sync::Mutex<Vec<(Vec<PathBuf>, bool)>>>;
+
     /// A guest whose command fails, and that keeps what it was given.
-    struct FailingGuest(std::sync::Arc<std::sync::Mutex<Vec<(Vec<PathBuf>, bool)>>>);
+    struct FailingGuest(Given);
     impl Guest for FailingGuest {
         fn run(&mut self, r: &GuestRun) -> Result<GuestOutcome, Error> {
             self.0.lock().unwrap().push((r.disks.clone(), r.read_only));
@@ -1253,7 +1256,7 @@ mod tests {
             .plan();
         let cell = &plan.cells[0];
         assert!(drive_model(cell).is_some() && guest::needs_vm(&cell.fs));
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen: Given = Default::default();
         let images = dir.path().join("images");
         let mut ex = LabExecutor::new(&dir.path().join("out"), &images)
             .unwrap()
