@@ -92,51 +92,11 @@ name = "fileserver"
 set = { nfiles = 200, nthreads = 4 }
 "#;
 
-/// A scratch directory in /dev/shm with its own slow-device registry; dropping it unmounts what
-/// is mounted under it and destroys the devices of that registry (what a killed run leaves).
-struct Lab {
-    dir: tempfile::TempDir,
-}
-
-impl Lab {
-    fn new() -> Lab {
-        Lab {
-            dir: fsage_testkit::shm_tmp("fsage-exp-e2e-"),
-        }
-    }
-    fn path(&self, n: &str) -> PathBuf {
-        self.dir.path().join(n)
-    }
-    fn cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut c = std::process::Command::new(bin());
-        c.args(args)
-            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
-            .env("FSAGE_LOCK_DIR", self.path("locks"));
-        c
-    }
-    /// `experiment run SPEC --out OUT` and `extra`, as [`Lab::cmd`] runs it.
-    fn run_args<'a>(spec: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-        let mut a = vec!["experiment", "run", s(spec), "--out", s(out)];
-        a.extend(extra);
-        a
-    }
-    fn mounts_under(&self) -> Vec<PathBuf> {
-        fsage_sys::mounts()
-            .unwrap()
-            .into_iter()
-            .map(|m| m.mount_point)
-            .filter(|m| m.starts_with(self.dir.path()))
-            .collect()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for m in self.mounts_under().into_iter().rev() {
-            let _ = fsage_lab::mount::umount_point(&m);
-        }
-        let _ = self.cmd(&["dev", "destroy", "--all", "--force"]).output();
-    }
+/// `experiment run SPEC --out OUT` and `extra`.
+fn run_args<'a>(spec: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["experiment", "run", s(spec), "--out", s(out)];
+    a.extend(extra);
+    a
 }
 
 fn cell_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
@@ -166,12 +126,12 @@ fn an_experiment_killed_in_the_middle_goes_on_without_running_finished_cells_aga
         skip(test, "/dev/fuse is missing");
         return;
     }
-    let lab = Lab::new();
+    let lab = Scratch::new("fsage-exp-e2e-");
     let file = lab.path("e2e.toml");
     std::fs::write(&file, E2E).unwrap();
     let out = lab.path("out");
     let cells = out.join("cells");
-    let args = Lab::run_args(&file, &out, &["--quiet"]);
+    let args = run_args(&file, &out, &["--quiet"]);
 
     // First run, killed with SIGKILL (no cleanup of its own) once 12 cells are recorded.
     let mut child = lab
@@ -308,7 +268,7 @@ fn a_library_image_state_runs_and_a_failing_cell_is_recorded_while_the_rest_go_o
         skip(test, &e);
         return;
     }
-    let lab = Lab::new();
+    let lab = Scratch::new("fsage-exp-e2e-");
     let run = |args: &[&str]| {
         lab.cmd(args)
             .env("FSAGE_LIBRARY", lab.path("library"))
@@ -375,7 +335,7 @@ file = "huge.f"
     .unwrap();
     let out = lab.path("out");
     let spec = lab.path("lib.toml");
-    let args = Lab::run_args(&spec, &out, &[]);
+    let args = run_args(&spec, &out, &[]);
     let o = run(&args);
     expect_code(&o, 1, "experiment run with failing cells");
     let text = stdout(&o);
@@ -463,7 +423,7 @@ fn ctrl_c_stops_an_experiment_cleanly_and_the_rerun_finishes_it() {
         skip(test, "/dev/fuse is missing");
         return;
     }
-    let lab = Lab::new();
+    let lab = Scratch::new("fsage-exp-e2e-");
     let file = lab.path("c.toml");
     std::fs::write(
         &file,
@@ -490,7 +450,7 @@ set = { nfiles = 100, nthreads = 2 }
     .unwrap();
     let out = lab.path("out");
     let cells = out.join("cells");
-    let args = Lab::run_args(&file, &out, &["--quiet"]);
+    let args = run_args(&file, &out, &["--quiet"]);
     let child = lab
         .cmd(&args)
         .stdout(std::process::Stdio::piped())
@@ -560,7 +520,7 @@ fn a_cell_on_a_disk_model_runs_and_records_the_model() {
         skip(test, "/dev/fuse is missing");
         return;
     }
-    let lab = Lab::new();
+    let lab = Scratch::new("fsage-exp-e2e-");
     let file = lab.path("m.toml");
     std::fs::write(
         &file,
@@ -586,7 +546,7 @@ set = { nfiles = 50, nthreads = 1 }
     .unwrap();
     let out = lab.path("out");
     let o = lab
-        .cmd(&Lab::run_args(&file, &out, &["--quiet"]))
+        .cmd(&run_args(&file, &out, &["--quiet"]))
         .output()
         .unwrap();
     expect_code(&o, 0, "experiment run on hdd-7200");
@@ -627,7 +587,7 @@ fn ssd_cells_run_on_the_drive_their_base_aged_and_on_crossed_drives() {
         skip(test, "/dev/fuse is missing");
         return;
     }
-    let lab = Lab::new();
+    let lab = Scratch::new("fsage-exp-e2e-");
     // A small drive with few dies, so that 128 MiB has enough blocks per die.
     let ssd = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -673,7 +633,7 @@ set = { nfiles = 50, nthreads = 1 }
     .unwrap();
     let out = lab.path("out");
     let o = lab
-        .cmd(&Lab::run_args(&file, &out, &["--quiet"]))
+        .cmd(&run_args(&file, &out, &["--quiet"]))
         .output()
         .unwrap();
     expect_code(&o, 0, "experiment run on an SSD model with crossed drives");

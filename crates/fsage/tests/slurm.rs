@@ -228,42 +228,23 @@ impl Drop for Cluster {
     }
 }
 
-/// The experiment's scratch: output directories in /dev/shm with their own lock and slow
-/// device directories; unmounts what a cancelled cell may have left under it.
-struct Lab {
-    dir: tempfile::TempDir,
-}
+/// The experiment's scratch ([`Scratch`]: output directories in /dev/shm with their own lock and
+/// slow device directories, cleaned of what a cancelled cell may have left under it).
+struct Lab(Scratch);
 
 impl Lab {
     fn path(&self, n: &str) -> PathBuf {
-        self.dir.path().join(n)
+        self.0.path(n)
     }
     /// `fsage ARGS` against `cluster`, with this lab's lock and registry directories (which
     /// sbatch passes on to the jobs with the rest of the environment).
     fn fsage(&self, cluster: &Cluster, args: &[&str]) -> std::process::Output {
-        cluster
-            .cmd(bin())
-            .args(args)
-            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
-            .env("FSAGE_LOCK_DIR", self.path("locks"))
+        self.0
+            .cmd(args)
+            .env("SLURM_CONF", &cluster.conf)
             .stdin(Stdio::null())
             .output()
             .unwrap()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let mut under: Vec<PathBuf> = fsage_sys::mounts()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|m| m.mount_point)
-            .filter(|m| m.starts_with(self.dir.path()))
-            .collect();
-        under.reverse();
-        for m in under {
-            let _ = fsage_lab::mount::umount_point(&m);
-        }
     }
 }
 
@@ -347,9 +328,7 @@ fn a_submitted_experiment_matches_a_local_run_and_a_cancelled_one_resumes_with_o
     }
     let t_all = Instant::now();
     let cluster = Cluster::start();
-    let lab = Lab {
-        dir: fsage_testkit::shm_tmp("fsage-slurm-e2e-"),
-    };
+    let lab = Lab(Scratch::new("fsage-slurm-e2e-"));
     let file = lab.path("e2e.toml");
     std::fs::write(&file, SPEC).unwrap();
 
@@ -718,9 +697,7 @@ fn overhead_of_slurm_against_a_local_run() {
         return;
     }
     let cluster = Cluster::start();
-    let lab = Lab {
-        dir: fsage_testkit::shm_tmp("fsage-slurm-bench-"),
-    };
+    let lab = Lab(Scratch::new("fsage-slurm-bench-"));
     let file = lab.path("e.toml");
     std::fs::write(&file, SPEC).unwrap();
     let images = lab.path("images");
@@ -864,9 +841,7 @@ fn guest_cells_under_two_kernels_through_slurm() {
         }
     }
     let cluster = Cluster::start();
-    let lab = Lab {
-        dir: fsage_testkit::shm_tmp("fsage-slurm-vm-"),
-    };
+    let lab = Lab(Scratch::new("fsage-slurm-vm-"));
     let file = lab.path("vm.toml");
     std::fs::write(
         &file,

@@ -295,7 +295,7 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
     if fsage_sys::find_cmd("mkfs.f2fs").is_none() || !Path::new("/dev/fuse").exists() {
         return skip(test, "mkfs.f2fs not installed or no /dev/fuse");
     }
-    let dir = shm_tmp("fsage-vm-aged-");
+    let dir = Scratch::new("fsage-vm-aged-");
     // Geriatrix's scaled-down SATA drive, made as large as 256 MiB is of 1 GiB.
     let model = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -304,10 +304,10 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
     .unwrap()
     .replace("\"1113MiB\"", "\"278MiB\"");
     assert!(model.contains("\"278MiB\""));
-    std::fs::write(dir.path().join("ssd.toml"), model).unwrap();
+    std::fs::write(dir.dir().join("ssd.toml"), model).unwrap();
     let version = release.trim_end_matches("-amd64");
     std::fs::write(
-        dir.path().join("x.toml"),
+        dir.dir().join("x.toml"),
         format!(
             "name = \"vm-aged\"\nduration = \"2s\"\nwarmup = \"0s\"\nimage_size = \"256MiB\"\n\
              [devices]\nlatencies = [\"ssd.toml\"]\n\
@@ -317,8 +317,8 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
         ),
     )
     .unwrap();
-    let o = std::process::Command::new(bin())
-        .args([
+    let o = dir
+        .cmd(&[
             "experiment",
             "run",
             "x.toml",
@@ -327,8 +327,7 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
             "--images",
             "images",
         ])
-        .env("FSAGE_DEV_REGISTRY", dir.path().join("registry"))
-        .current_dir(dir.path())
+        .current_dir(dir.dir())
         .output()
         .unwrap();
     expect_code(
@@ -336,7 +335,7 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
         0,
         "an aged f2fs cell on an SSD drive in a guest, relative paths",
     );
-    let aging: Vec<_> = std::fs::read_dir(dir.path().join("out/aging"))
+    let aging: Vec<_> = std::fs::read_dir(dir.dir().join("out/aging"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -366,13 +365,13 @@ fn an_aged_cell_on_an_ssd_drive_with_relative_paths_runs_in_a_guest() {
         fed > 100,
         "the drive was not fed the guest's requests: {said}"
     );
-    let bases: Vec<_> = std::fs::read_dir(dir.path().join("out/bases"))
+    let bases: Vec<_> = std::fs::read_dir(dir.dir().join("out/bases"))
         .unwrap()
         .map(|e| read_json(&e.unwrap().path()))
         .collect();
     assert_eq!(bases.len(), 1);
     assert!(bases[0]["drive_sha256"].is_string(), "{}", bases[0]);
-    let cells: Vec<_> = std::fs::read_dir(dir.path().join("out/cells"))
+    let cells: Vec<_> = std::fs::read_dir(dir.dir().join("out/cells"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -399,23 +398,11 @@ fn a_guests_discards_reach_the_slow_device() {
     if !Path::new("/dev/fuse").exists() || fsage_sys::find_cmd("blkdiscard").is_none() {
         return skip(test, "no /dev/fuse or no blkdiscard");
     }
-    struct Devices(tempfile::TempDir);
-    impl Devices {
-        fn fsage(&self, args: &[&str]) -> std::process::Output {
-            std::process::Command::new(bin())
-                .args(args)
-                .env("FSAGE_DEV_REGISTRY", self.0.path().join("registry"))
-                .output()
-                .unwrap()
-        }
-    }
-    impl Drop for Devices {
-        fn drop(&mut self) {
-            let _ = self.fsage(&["dev", "destroy", "--all", "--force"]);
-        }
-    }
-    let d = Devices(shm_tmp("fsage-vm-discard-"));
-    let o = d.fsage(&["dev", "create", "--size", "32MiB", "--latency", "0"]);
+    let d = Scratch::new("fsage-vm-discard-");
+    let o = d
+        .cmd(&["dev", "create", "--size", "32MiB", "--latency", "0"])
+        .output()
+        .unwrap();
     expect_code(&o, 0, "dev create");
     let dev = stdout(&o).trim().to_string();
     let o = fsage([
@@ -432,7 +419,7 @@ fn a_guests_discards_reach_the_slow_device() {
         &dev,
     ]);
     expect_code(&o, 0, "blkdiscard in the guest");
-    let o = d.fsage(&["dev", "stats", &dev, "--json"]);
+    let o = d.cmd(&["dev", "stats", &dev, "--json"]).output().unwrap();
     expect_code(&o, 0, "dev stats");
     let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let discards = st["kinds"]

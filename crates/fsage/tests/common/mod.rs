@@ -24,6 +24,54 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_fsage")
 }
 
+/// A scratch directory in /dev/shm with its own slow-device registry and lock directory, for
+/// tests that run fsage commands making devices and mounts; dropping it unmounts what is
+/// mounted under it and destroys that registry's devices (what a failed test or a killed run
+/// leaves), and nothing else.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new(prefix: &str) -> Scratch {
+        Scratch {
+            dir: shm_tmp(prefix),
+        }
+    }
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn path(&self, n: &str) -> std::path::PathBuf {
+        self.dir.path().join(n)
+    }
+    /// `fsage ARGS` with this scratch's registry and lock directory.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .env("FSAGE_DEV_REGISTRY", self.path("registry"))
+            .env("FSAGE_LOCK_DIR", self.path("locks"));
+        c
+    }
+    /// Mount points under the scratch directory.
+    pub fn mounts_under(&self) -> Vec<std::path::PathBuf> {
+        fsage_sys::mounts()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.mount_point)
+            .filter(|m| m.starts_with(self.dir.path()))
+            .collect()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for m in self.mounts_under().into_iter().rev() {
+            let _ = fsage_lab::mount::umount_point(&m);
+        }
+        let _ = self.cmd(&["dev", "destroy", "--all", "--force"]).output();
+    }
+}
+
 /// Runs `fsage ARGS` and returns its output, whatever the exit status.
 pub fn fsage<I, S>(args: I) -> Output
 where
