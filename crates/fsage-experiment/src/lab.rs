@@ -85,6 +85,25 @@ pub struct LabExecutor {
 /// directory (or a new or empty one, which it marks).
 pub const IMAGES_MARKER: &str = ".fsage-experiment-images";
 
+/// What is said when a base is aged: with which profile, in a guest or not, on a drive or not.
+fn aging_note(cell: &Cell, label: &str, in_vm: bool) -> String {
+    let vm = match (in_vm, &cell.fs.kernel) {
+        (false, _) => String::new(),
+        (true, None) => " in a VM".to_string(),
+        (true, Some(k)) => format!(" in a VM under kernel {k}"),
+    };
+    let drive = drive_model(cell).map_or(String::new(), |m| {
+        format!(
+            ", writing data, on the drive of model {} (it ages too)",
+            m.name
+        )
+    });
+    format!(
+        "aging {} with {label}{vm}{drive} (once; every cell of this state starts from a copy)",
+        cell.fs.label
+    )
+}
+
 /// `out` from the root: a guest runs its commands from `/`, so a relative output directory
 /// (`--out run`) would name another place there.
 fn absolute(out: &Path) -> Result<PathBuf, Error> {
@@ -332,19 +351,7 @@ impl LabExecutor {
                 max_time_s,
             } if guest::needs_vm(&cell.fs) => {
                 let drive = drive_model(cell);
-                obs.event(&Event::Note(&format!(
-                    "aging {} with {label} in a VM{}{} (once; every cell of this state starts \
-                     from a copy)",
-                    cell.fs.label,
-                    cell.fs
-                        .kernel
-                        .as_ref()
-                        .map_or(String::new(), |k| format!(" under kernel {k}")),
-                    drive.map_or(String::new(), |m| format!(
-                        ", writing data, on the drive of model {} (it ages too)",
-                        m.name
-                    ))
-                )));
+                obs.event(&Event::Note(&aging_note(cell, label, true)));
                 let aging = self.out.join("aging");
                 std::fs::create_dir_all(&aging).map_err(io_at(aging.display()))?;
                 // A profile file by the text the cell was planned with, where the guest reads it.
@@ -423,14 +430,7 @@ impl LabExecutor {
                 max_time_s,
             } => {
                 let drive = drive_model(cell);
-                obs.event(&Event::Note(&format!(
-                    "aging {} with {label}{} (once; every cell of this state starts from a copy)",
-                    cell.fs.label,
-                    drive.map_or(String::new(), |m| format!(
-                        ", writing data, on the drive of model {} (it ages too)",
-                        m.name
-                    ))
-                )));
+                obs.event(&Event::Note(&aging_note(cell, label, false)));
                 std::fs::create_dir_all(self.out.join("aging"))
                     .map_err(io_at(self.out.display()))?;
                 let req = AgeRequest {
