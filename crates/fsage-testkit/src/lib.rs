@@ -14,6 +14,9 @@ use tempfile::{NamedTempFile, TempDir};
 
 pub use fsage_sys::{find_cmd, is_mount_point};
 
+mod user;
+pub use user::TestUser;
+
 /// Why a fixture cannot be had here (not root, a command missing or failing): the reason a test
 /// skips with.
 #[derive(Debug, Clone, PartialEq, Eq)]
