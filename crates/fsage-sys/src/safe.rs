@@ -61,6 +61,17 @@ pub fn open_or_create_nofollow(path: &Path, mode: u32) -> io::Result<File> {
     Ok(f)
 }
 
+/// Opens an existing file for reading without following a symbolic link at its last component
+/// (`O_NOFOLLOW`, ELOOP on a link).
+pub fn open_read_nofollow(path: &Path) -> io::Result<File> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(File::from(fd))
+}
+
 /// The directory holding `path` (`.` for a bare name).
 pub(crate) fn parent_dir(path: &Path) -> &Path {
     path.parent()

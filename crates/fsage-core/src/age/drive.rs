@@ -55,7 +55,9 @@ impl DriveAging {
             )));
         }
         let state = state_file_of(image);
-        let resumed = state.exists();
+        // Never through a link planted at IMAGE.ftl.
+        let resumed = fsage_sys::safe::lstat_own_name(&state, "the drive state beside the image")?
+            .is_some();
         if resumed {
             let bytes = std::fs::read(&state).map_err(|err| super::AgeError::Open {
                 path: state.clone(),
@@ -118,7 +120,7 @@ impl DriveAging {
         let saved = model
             .save_state()
             .expect("checked at start: the model keeps state");
-        fsage_sys::write_atomic(&state, &saved)?;
+        fsage_sys::write_atomic_private(&state, &saved)?;
         Ok(format!(
             "the drive ({}) aged with the file system: {} requests ({} MiB written or discarded) \
              fed to its FTL{}; write amplification {}, {} erases, {} free blocks; saved to {}",
