@@ -342,8 +342,12 @@ pub fn mount_dir(image: &Path) -> PathBuf {
     fsage_sys::with_suffix(image, ".mnt")
 }
 
-/// Removes what a killed run left of a clean instance at `image` (ours by name).
+/// Removes what a killed run left of a clean instance at `image` (ours by name): only a file
+/// that is root's, has one name and is no link, and a mount point that is no link, so that
+/// nothing planted there has another file system unmounted or another file removed.
 pub fn remove_stale_clean(image: &Path) -> Result<()> {
+    fsage_sys::safe::check_own_file(image, "the clean instance's image")?;
+    fsage_sys::safe::lstat_own_name(&mount_dir(image), "the clean instance's mount point")?;
     if !fsage_sys::loops_backed_by(image).is_empty() {
         fsage_lab::mount::umount(image)?;
     }
@@ -377,7 +381,7 @@ pub fn clean_instance(
         mounted: None,
         slow: None,
     };
-    std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
+    fsage_sys::safe::make_mount_dir(&mnt)?;
     g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
     let out = Command::new("cp")
         .arg("-a")

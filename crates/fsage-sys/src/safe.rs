@@ -239,6 +239,33 @@ pub fn lstat_own_name(path: &Path, what: &str) -> Result<Option<Metadata>, Error
     }
 }
 
+/// A file fsage made for itself and is about to unmount, detach or remove (a clean instance's
+/// image left by a killed run, say): `None` when absent; refused when it is a symbolic link, not
+/// a regular file, another user's, or has another name (a hard link another user made to
+/// someone's image would otherwise have that image's mounts undone).
+pub fn check_own_file(path: &Path, what: &str) -> Result<Option<Metadata>, Error> {
+    let Some(m) = lstat_own_name(path, what)? else {
+        return Ok(None);
+    };
+    let p = path.display();
+    if !m.is_file() {
+        return Err(Error::input(format!("{p}: {what} is not a regular file")));
+    }
+    if !owned_by_us(&m) {
+        return Err(Error::input(format!(
+            "{p}: {what} belongs to uid {}, not root: fsage did not make it and leaves it alone;              remove it or give another name",
+            m.uid()
+        )));
+    }
+    if m.nlink() > 1 {
+        return Err(Error::input(format!(
+            "{p}: {what} has {} names (hard links): fsage did not make it so and leaves it              alone; remove it or give another name",
+            m.nlink()
+        )));
+    }
+    Ok(Some(m))
+}
+
 /// The mount point fsage makes beside an image (`IMAGE.mnt`): made with mode 0700 when absent;
 /// an existing one (left by a killed run) is used only when it is an empty directory that
 /// passes [`check_private_dir`]. Returns whether it was made.
