@@ -356,11 +356,8 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
     let base = lock_dir();
     // Root's alone (made 0700, or refused if someone else could write there): another user's
     // lock file, or link, would hold or redirect fsage's locks.
-    fsage_sys::safe::ensure_private_dir(&base, "the lock directory").map_err(|e| {
-        TargetError::UnsafeLockDir {
-            message: e.message,
-        }
-    })?;
+    fsage_sys::safe::ensure_private_dir(&base, "the lock directory")
+        .map_err(|e| TargetError::UnsafeLockDir { message: e.message })?;
     let path = base.join(format!("{hash:016x}.lock"));
     // Lock files of sessions that were killed (SIGKILL, a crash) are left behind: clear them.
     sweep_stale_locks(&base, &path);

@@ -995,9 +995,7 @@ pub fn open_images_dir(images: &Path) -> Result<PathBuf, Error> {
 /// component the name's start, `fsage-HASH-CELL-`), locked for the task. What a killed task of
 /// the same prefix left (its own directories: root's, mode 0700, no link, not locked by a live
 /// task) is cleaned up and removed first; anything else of that name is left alone.
-fn task_work_dir(
-    prefix: &Path,
-) -> Result<(PathBuf, fsage_exec::preflight::RunLock), Error> {
+fn task_work_dir(prefix: &Path) -> Result<(PathBuf, fsage_exec::preflight::RunLock), Error> {
     let root = prefix
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -1047,9 +1045,8 @@ fn task_work_dir(
     let work = work
         .canonicalize()
         .map_err(|e| Error::input(format!("{}: {e}", work.display())))?;
-    let lock = fsage_exec::preflight::lock_run(&work.join(".fsage-task")).map_err(|e| {
-        Error::operation(format!("{}: {e}", work.display()))
-    })?;
+    let lock = fsage_exec::preflight::lock_run(&work.join(".fsage-task"))
+        .map_err(|e| Error::operation(format!("{}: {e}", work.display())))?;
     Ok((work, lock))
 }
 

@@ -632,7 +632,10 @@ fn check_neighbours(opts: &GitAgeOptions) -> Result<()> {
         Target::Dir { clean_image, .. } => clean_image.clone(),
     };
     lstat_own_name(&clean, "the clean instance's image")?;
-    lstat_own_name(&measure::mount_dir(&clean), "the clean instance's mount point")?;
+    lstat_own_name(
+        &measure::mount_dir(&clean),
+        "the clean instance's mount point",
+    )?;
     lstat_own_name(&source_clone_path(&opts.target), "the bundle's clone")?;
     lstat_own_name(&traces_path(&opts.target), "the traces directory")?;
     Ok(())
@@ -1030,9 +1033,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                     key.repo
                 );
                 tr.device_size = Some(size);
-                if fsage_sys::safe::lstat_own_name(&traces_dir, "the traces directory")?
-                    .is_none()
-                {
+                if fsage_sys::safe::lstat_own_name(&traces_dir, "the traces directory")?.is_none() {
                     std::fs::create_dir(&traces_dir)
                         .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
                 }

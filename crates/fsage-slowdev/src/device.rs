@@ -519,8 +519,8 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
         }
     };
     let log_path = dir.join("daemon.log");
-    let log = fsage_sys::safe::create_new(&log_path, 0o600)
-        .map_err(|e| Error::io(&log_path, "", e))?;
+    let log =
+        fsage_sys::safe::create_new(&log_path, 0o600).map_err(|e| Error::io(&log_path, "", e))?;
     let log2 = log.try_clone().map_err(|e| Error::io(&log_path, "", e))?;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])

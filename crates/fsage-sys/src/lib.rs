@@ -26,8 +26,8 @@ pub use platform::PlatformKind;
 pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
     name == "lost+found" || name == ".nilfs"
 }
-pub use temp::TempPath;
 use safe::parent_dir;
+pub use temp::TempPath;
 pub use tool::{kernel_release, run_tool};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};

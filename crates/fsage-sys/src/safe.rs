@@ -18,7 +18,8 @@ pub fn random_hex() -> String {
     let mut b = [0u8; 8];
     // getrandom(2) fails only before the kernel's pool is ready (never after boot) or on EINTR:
     // fall back on the time and a per-process counter, which are at least unique.
-    if rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty()).map_or(true, |n| n < 8)
+    if rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty())
+        .map_or(true, |n| n < 8)
     {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
@@ -386,7 +387,9 @@ mod tests {
         let fd = open_dir_nofollow(&m).unwrap();
         assert_eq!(fd_path(&fd).unwrap(), m.canonicalize().unwrap());
         assert!(lstat_own_name(&l, "x").is_err());
-        assert!(lstat_own_name(&d.path().join("none"), "x").unwrap().is_none());
+        assert!(lstat_own_name(&d.path().join("none"), "x")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

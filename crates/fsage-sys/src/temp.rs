@@ -86,7 +86,8 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            e.message.starts_with(&format!("{}: cannot create the image", want.display()))
+            e.message
+                .starts_with(&format!("{}: cannot create the image", want.display()))
                 && !e.message.contains("fsage-tmp"),
             "{}",
             e.message

@@ -56,8 +56,8 @@ impl DriveAging {
         }
         let state = state_file_of(image);
         // Never through a link planted at IMAGE.ftl.
-        let resumed = fsage_sys::safe::lstat_own_name(&state, "the drive state beside the image")?
-            .is_some();
+        let resumed =
+            fsage_sys::safe::lstat_own_name(&state, "the drive state beside the image")?.is_some();
         if resumed {
             let bytes = std::fs::read(&state).map_err(|err| super::AgeError::Open {
                 path: state.clone(),
