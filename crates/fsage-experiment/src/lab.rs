@@ -228,6 +228,12 @@ impl LabExecutor {
         }
         let meta = self.images.join(format!("{key}.base.json"));
         let image = self.images.join(format!("{key}.img"));
+        // A finished base is reused as it was made; checked before the lock, so that tasks
+        // running cells of one base at once do not find it locked while another one hashes it.
+        if let Ok(b) = reusable(&meta, &image) {
+            self.bases.insert(key, b.clone());
+            return Ok(b);
+        }
         // Tasks share the image directory: one makes a base, another finding it locked fails
         // (in a submission the base's own job makes it and the cells wait for that job).
         let _base_lock = if self.shared {
@@ -239,24 +245,16 @@ impl LabExecutor {
         } else {
             None
         };
-        if let Ok(text) = std::fs::read_to_string(&meta) {
-            if let Ok(b) = serde_json::from_str::<BaseImage>(&text) {
-                let drive_kept =
-                    b.drive_sha256.is_none() || fsage_slowdev::state_file_of(&image).exists();
-                if b.image == image && image.exists() && drive_kept {
-                    // Reused only as it was made: an image (or drive) changed since would be
-                    // mounted for every cell of this base.
-                    match check_base(&b) {
-                        Ok(()) => {
-                            self.bases.insert(key, b.clone());
-                            return Ok(b);
-                        }
-                        Err(why) => obs.event(&Event::Note(&format!(
-                            "warning: base image {key} is made again: {why}"
-                        ))),
-                    }
-                }
+        // Made meanwhile by another task, or changed since it was made.
+        match reusable(&meta, &image) {
+            Ok(b) => {
+                self.bases.insert(key, b.clone());
+                return Ok(b);
             }
+            Err(Some(why)) => obs.event(&Event::Note(&format!(
+                "warning: base image {key} is made again: {why}"
+            ))),
+            Err(None) => {}
         }
         // Half-made: start again.
         for p in [
@@ -908,6 +906,20 @@ pub fn probe_bytes(image_size: u64, avail: u64) -> u64 {
     } else {
         mib(avail / 2)
     }
+}
+
+/// The finished base recorded in `meta` for `image`, reused only as it was made: `Err(None)`
+/// when there is none (or half of one), `Err(Some(why))` when it changed since.
+fn reusable(meta: &Path, image: &Path) -> Result<BaseImage, Option<String>> {
+    let text = std::fs::read_to_string(meta).map_err(|_| None)?;
+    let b = serde_json::from_str::<BaseImage>(&text).map_err(|_| None)?;
+    let drive_kept = b.drive_sha256.is_none() || fsage_slowdev::state_file_of(image).exists();
+    if b.image != image || !image.exists() || !drive_kept {
+        return Err(None);
+    }
+    // An image (or drive) changed since would be mounted for every cell of this base.
+    check_base(&b).map_err(Some)?;
+    Ok(b)
 }
 
 /// Whether a base image (and its drive state) still has the SHA-256 recorded when it was made;
