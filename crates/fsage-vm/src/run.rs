@@ -245,10 +245,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     shares.sort_by_key(|p| p.components().count());
     shares.dedup();
     let initrd = crate::initramfs::initramfs_for(&opts.kernel)?;
-    let dir =
-        std::env::temp_dir().join(format!("fsage-vm-{}-{}", std::process::id(), clock_nanos()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(&dir, "cannot make the run directory", e))?;
+    // A new directory of a random name, mode 0700: the guest's setup script is written there,
+    // where nobody else can plant, swap or read it (was `fsage-vm-PID-NANOS` by create_dir_all,
+    // which went into a directory someone had planted under that name).
+    let dir = fsage_sys::safe::create_private_dir(&std::env::temp_dir(), "fsage-vm-")?;
     let run_dir = RunDir(dir.clone());
     let write = |name: &str, text: &str| {
         std::fs::write(dir.join(name), text)
@@ -401,14 +401,6 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         stdout: out,
         stderr: err,
     })
-}
-
-/// Nanoseconds of the clock, to tell apart two runs of one process.
-fn clock_nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
