@@ -511,14 +511,14 @@ fn a_guest_cannot_leave_a_setuid_root_program_on_the_host() {
     ]);
     expect_code(&o, 0, "the guest copies a shell and makes it setuid");
     assert!(stdout(&o).starts_with("-rws"), "{}", stdout(&o));
-    let md = std::fs::symlink_metadata(&x).unwrap();
-    assert_eq!(md.mode() & 0o6000, 0, "mode {:o} on the host", md.mode());
     let ran = user.sh(&format!("'{}' -p -c 'id -u' 2>&1; echo rc=$?", s(&x)));
     let said = String::from_utf8_lossy(&ran.stdout);
     assert!(
         !said.lines().any(|l| l.trim() == "0"),
         "an unprivileged user ran the guest's file as root: {said}"
     );
+    let md = std::fs::symlink_metadata(&x).unwrap();
+    assert_eq!(md.mode() & 0o6000, 0, "mode {:o} on the host", md.mode());
 }
 
 /// Issue 34: `vm run --fs zfs` was accepted (the guest loaded nothing) and `--mem 100T` failed
