@@ -376,14 +376,17 @@ impl LabExecutor {
                 // neighbours in the image directory; it sees nothing else there but the
                 // profile, a copy.
                 let mut images_share = if drive.is_none() {
-                    fsage_vm::Share::staged(&self.images)
+                    fsage_vm::Share::staged(&self.images).with_file(format!("{key}.img"))
                 } else {
                     fsage_vm::Share::staged_read_only(&self.images)
                 };
                 if cell.profile_file.is_some() {
                     images_share = images_share.with_read(format!("{key}.profile.toml"));
                 }
-                let shares = vec![images_share, fsage_vm::Share::staged(&aging)];
+                let shares = vec![
+                    images_share,
+                    fsage_vm::Share::staged(&aging).with_file(format!("{key}.json")),
+                ];
                 match drive {
                     None => {
                         let o = self.guest.run(&GuestRun {
@@ -641,7 +644,7 @@ impl LabExecutor {
                 file_systems: vec![cell.fs.kind.clone()],
                 disks: vec![image.to_path_buf()],
                 read_only: true,
-                shares: vec![fsage_vm::Share::staged(&dir)],
+                shares: vec![fsage_vm::Share::staged(&dir).with_file(format!("{key}.json"))],
                 command: guest::frag_command(&self.exe, image, &json),
             })
             .and_then(|o| guest::check_exit("layout", &o));
@@ -951,7 +954,7 @@ impl LabExecutor {
             disks: vec![block.to_path_buf()],
             read_only: false,
             shares: vec![{
-                let s = fsage_vm::Share::staged(&share);
+                let s = fsage_vm::Share::staged(&share).with_file("bench.json");
                 match &wfile {
                     Some(_) => s.with_read("workload.f"),
                     None => s,

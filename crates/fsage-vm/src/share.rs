@@ -35,10 +35,12 @@ pub enum Access {
     /// (`fsage vm run --share`).
     Writable,
     /// A fresh directory made inside `dir` (`.fsage-vm-RANDOM`, mode 0700), seen by the guest
-    /// at `dir`'s path instead of it. It starts with hard links of `files` (existing regular
-    /// files of `dir` the guest may change in place: an image it resumes) and copies of `reads`
-    /// (files it only reads: changing its copy changes nothing on the host). When writable,
-    /// what the guest made or replaced there is moved into `dir` when the guest ends.
+    /// at `dir`'s path instead of it. `files` are the names the guest may write, each with its
+    /// neighbours `NAME.*` and temporary files `.NAME.*`; those that exist (regular files) are
+    /// there as hard links (the guest may change them in place: an image it resumes). `reads`
+    /// are there as copies (files it only reads: changing its copy changes nothing on the
+    /// host). When writable, what the guest made or replaced under its names is moved into
+    /// `dir` when the guest ends; anything else it made there is not (an error names it).
     Staged {
         files: Vec<OsString>,
         reads: Vec<OsString>,
@@ -82,7 +84,8 @@ impl Share {
         s
     }
 
-    /// Adds a file of the directory the guest may change (a staged share; else nothing to do).
+    /// Adds a name the guest may write, with its `NAME.*` (a staged share; else nothing to do);
+    /// the file is given to it (a hard link) when it exists.
     pub fn with_file(mut self, name: impl Into<OsString>) -> Share {
         if let Access::Staged { files, .. } = &mut self.access {
             files.push(name.into());
@@ -271,6 +274,8 @@ struct Staged {
     linked: Vec<(OsString, u64, u64)>,
     /// Copies of files the guest only reads: never moved back.
     copied: Vec<OsString>,
+    /// The names the guest may write (each with its `NAME.*` and `.NAME.*`).
+    files: Vec<OsString>,
     writable: bool,
 }
 
@@ -334,6 +339,7 @@ pub(crate) fn prepare(s: &Share) -> Result<Prepared> {
         dir: private,
         linked: Vec::new(),
         copied: Vec::new(),
+        files: files.clone(),
         writable,
     };
     // From here on a failure removes the private directory (the links in it are only links).
@@ -485,15 +491,29 @@ fn sanitize(dir: BorrowedFd, name: &OsStr) {
     }
 }
 
+/// What becomes of an entry the guest left in a staged directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judge {
+    /// Renamed into the real directory (a directory there of that name is merged into).
+    Move,
+    /// Left to go with the private directory: a file given to the guest and not replaced, a
+    /// copy it read, a disk's mount point.
+    Keep,
+    /// A name the guest was not given: an empty directory (a mount point) goes with the private
+    /// directory, anything else is reported and stays there.
+    Foreign,
+}
+
 /// Moves what is in `from` into `to` (same file system): each entry renamed over its namesake
 /// (a rename replaces the name, never follows it); a directory that exists in both is merged.
-/// `keep(path)`: entries not to move (at their path under the real directory). Returns what
-/// could not be moved.
+/// `judge(path, stat, top)` says what to do with each (at its path under the real directory;
+/// `top`: directly in it). Adds what could not be moved to `problems`.
 fn merge(
     from: BorrowedFd,
     to: BorrowedFd,
     at: &Path,
-    keep: &dyn Fn(&Path, &Stat) -> bool,
+    top: bool,
+    judge: &dyn Fn(&Path, &Stat, bool) -> Judge,
     problems: &mut Vec<String>,
 ) {
     for name in entries(from) {
@@ -501,10 +521,21 @@ fn merge(
         let Ok(st) = lstat_at(from, &name) else {
             continue;
         };
-        if keep(&path, &st) {
-            continue;
-        }
         let ft = FileType::from_raw_mode(st.st_mode);
+        match judge(&path, &st, top) {
+            Judge::Keep => continue,
+            Judge::Foreign => {
+                let empty_dir = ft == FileType::Directory && only_dirs(from, &name);
+                if !empty_dir {
+                    problems.push(format!(
+                        "{}: not moved: the guest was not given this name",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
+            Judge::Move => {}
+        }
         if ft != FileType::RegularFile && ft != FileType::Directory {
             problems.push(format!(
                 "{}: not moved: the guest left something that is neither a file nor a directory",
@@ -517,7 +548,7 @@ fn merge(
             && there.is_some_and(|t| FileType::from_raw_mode(t.st_mode) == FileType::Directory);
         if both_dirs {
             match (open_dir_at(from, &name), open_dir_at(to, &name)) {
-                (Ok(f), Ok(t)) => merge(f.as_fd(), t.as_fd(), &path, keep, problems),
+                (Ok(f), Ok(t)) => merge(f.as_fd(), t.as_fd(), &path, false, judge, problems),
                 _ => problems.push(format!("{}: cannot open to move into", path.display())),
             }
             // What is left of it (mount points, kept files) goes with the private directory.
@@ -528,6 +559,26 @@ fn merge(
             problems.push(format!("{}: not moved: {}", path.display(), errno(e)));
         }
     }
+}
+
+/// Is `dir/name` a directory holding nothing but directories (mount points the guest made)?
+fn only_dirs(dir: BorrowedFd, name: &OsStr) -> bool {
+    let Ok(d) = open_dir_at(dir, name) else {
+        return false;
+    };
+    entries(d.as_fd()).iter().all(|n| {
+        lstat_at(d.as_fd(), n)
+            .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Directory)
+            && only_dirs(d.as_fd(), n)
+    })
+}
+
+/// Is `name` one the guest may write for a file it was given, `given`: the file itself, its
+/// neighbours `GIVEN.*`, and the temporary files of atomic writes `.GIVEN.*`?
+fn may_write(name: &OsStr, given: &OsStr) -> bool {
+    let (n, g) = (name.as_bytes(), given.as_bytes());
+    let after = |p: &[u8]| p.len() > g.len() && p.starts_with(g) && p[g.len()] == b'.';
+    n == g || after(n) || n.strip_prefix(b".").is_some_and(after)
 }
 
 impl Prepared {
@@ -541,30 +592,35 @@ impl Prepared {
         let mut problems = Vec::new();
         if st.writable {
             let top = self.at.clone();
-            let linked = st.linked.clone();
-            let copied = st.copied.clone();
-            let keep = move |p: &Path, s: &Stat| -> bool {
+            let judge = |p: &Path, s: &Stat, at_top: bool| -> Judge {
                 if disks.iter().any(|d| d == p) {
-                    return true;
+                    return Judge::Keep;
                 }
-                let Some(name) = p
+                if !at_top {
+                    return Judge::Move;
+                }
+                let name = p
                     .strip_prefix(&top)
-                    .ok()
-                    .filter(|r| r.components().count() == 1)
-                else {
-                    return false;
-                };
-                let name = name.as_os_str();
-                copied.iter().any(|c| c == name)
-                    || linked
+                    .map_or(p.as_os_str(), |r| r.as_os_str());
+                if st.copied.iter().any(|c| c == name)
+                    || st
+                        .linked
                         .iter()
                         .any(|(n, dev, ino)| n == name && s.st_dev == *dev && s.st_ino == *ino)
+                {
+                    Judge::Keep
+                } else if st.files.iter().any(|g| may_write(name, g)) {
+                    Judge::Move
+                } else {
+                    Judge::Foreign
+                }
             };
             merge(
                 st.dir.fd.as_fd(),
                 st.dir.parent.as_fd(),
                 &self.at,
-                &keep,
+                true,
+                &judge,
                 &mut problems,
             );
         }
@@ -723,15 +779,52 @@ mod tests {
     #[test]
     fn a_result_that_cannot_be_moved_is_kept_and_named() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("r.json")).unwrap();
-        std::fs::write(d.path().join("r.json/keep"), "x").unwrap();
-        let p = prepare(&Share::staged(d.path())).unwrap();
+        std::fs::create_dir(d.path().join("r.json.d")).unwrap();
+        std::fs::write(d.path().join("r.json.d/keep"), "x").unwrap();
+        let p = prepare(&Share::staged(d.path()).with_file("r.json")).unwrap();
         let s = private_dirs(d.path()).remove(0);
-        std::fs::write(s.join("r.json"), "{}").unwrap();
+        std::fs::write(s.join("r.json.d"), "{}").unwrap();
         let e = p.finish(&[]).unwrap_err();
         assert!(e.message.contains(&*s.to_string_lossy()), "{e}");
-        assert_eq!(std::fs::read_to_string(s.join("r.json")).unwrap(), "{}");
-        assert!(d.path().join("r.json/keep").exists());
+        assert_eq!(std::fs::read_to_string(s.join("r.json.d")).unwrap(), "{}");
+        assert!(d.path().join("r.json.d/keep").exists());
+    }
+
+    /// A staged share of /dev/shm for `a.img` lets the guest write `a.img` and `a.img.*`, not
+    /// another user's file beside it nor a new name: those stay in the private directory, which
+    /// the error names; an empty directory it made (a mount point) is no result.
+    #[test]
+    fn a_name_the_guest_was_not_given_is_not_moved() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("other"), "someone else's").unwrap();
+        let p = prepare(&Share::staged(d.path()).with_file("a.img")).unwrap();
+        let s = private_dirs(d.path()).remove(0);
+        std::fs::write(s.join("a.img"), "image").unwrap();
+        std::fs::write(s.join(".a.img.tmp1"), "left by a crash").unwrap();
+        std::fs::write(s.join("other"), "the guest's").unwrap();
+        std::fs::write(s.join("a.imgx"), "x").unwrap();
+        std::fs::create_dir_all(s.join("sub/dir")).unwrap();
+        let e = p.finish(&[]).unwrap_err();
+        assert!(
+            e.message
+                .contains("other: not moved: the guest was not given this name"),
+            "{e}"
+        );
+        assert!(e.message.contains("a.imgx: not moved"), "{e}");
+        assert!(!e.message.contains("sub"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("other")).unwrap(),
+            "someone else's"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("a.img")).unwrap(),
+            "image"
+        );
+        assert!(d.path().join(".a.img.tmp1").exists());
+        assert!(!d.path().join("a.imgx").exists());
+        assert!(may_write(OsStr::new("a.img.ftl"), OsStr::new("a.img")));
+        assert!(!may_write(OsStr::new("a.im"), OsStr::new("a.img")));
+        assert!(!may_write(OsStr::new(".a.img"), OsStr::new("a.img")));
     }
 
     #[test]
