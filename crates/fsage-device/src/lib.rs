@@ -27,7 +27,7 @@ pub mod models;
 pub mod ssd;
 pub mod trace;
 
-pub use cost::{cost, cost_trace_file, cost_with, CostReport, Dist};
+pub use cost::{cost, cost_trace_file, cost_with, CostOptions, CostReport, Dist, Think};
 pub use fixed::FixedLatency;
 pub use models::{resolve, ModelKind, ModelSpec};
 pub use trace::{Trace, TraceRq};

@@ -316,7 +316,21 @@ impl LabExecutor {
                     max_time_s: *max_time_s,
                     json: &json,
                 };
-                let shares = vec![self.images.clone(), aging.clone()];
+                // The guest writes its report in `aging` and, without a drive, the image and its
+                // neighbours in the image directory; it sees nothing else there but the
+                // profile, a copy.
+                let mut images_share = if drive.is_none() {
+                    fsage_vm::Share::staged(&self.images).with_file(format!("{key}.img"))
+                } else {
+                    fsage_vm::Share::staged_read_only(&self.images)
+                };
+                if cell.profile_file.is_some() {
+                    images_share = images_share.with_read(format!("{key}.profile.toml"));
+                }
+                let shares = vec![
+                    images_share,
+                    fsage_vm::Share::staged(&aging).with_file(format!("{key}.json")),
+                ];
                 match drive {
                     None => {
                         let o = self.guest.run(&GuestRun {
@@ -574,7 +588,7 @@ impl LabExecutor {
                 file_systems: vec![cell.fs.kind.clone()],
                 disks: vec![image.to_path_buf()],
                 read_only: true,
-                shares: vec![dir.clone()],
+                shares: vec![fsage_vm::Share::staged(&dir).with_file(format!("{key}.json"))],
                 command: guest::frag_command(&self.exe, image, &json),
             })
             .and_then(|o| guest::check_exit("layout", &o));
@@ -883,7 +897,13 @@ impl LabExecutor {
             file_systems: vec![cell.fs.kind.clone()],
             disks: vec![block.to_path_buf()],
             read_only: false,
-            shares: vec![share.clone()],
+            shares: vec![{
+                let s = fsage_vm::Share::staged(&share).with_file("bench.json");
+                match &wfile {
+                    Some(_) => s.with_read("workload.f"),
+                    None => s,
+                }
+            }],
             command: guest::bench_command(&self.exe, cell, block, wfile.as_deref(), &json),
         })?;
         guest::check_exit("workload", &o)?;

@@ -67,28 +67,51 @@ pub fn du_bytes(path: &Path) -> Result<u64> {
         .ok_or_else(|| Error::operation(format!("du -s {}: unreadable output", path.display())))
 }
 
-/// The timed `grep -r --binary-files=text PATTERN MOUNT`. Exit 1 (no match) is the expected
-/// result; a match (0) is fine too; 2 is an error.
-pub fn timed_grep(mount: &Path, pattern: &str) -> Result<f64> {
+/// The timed `grep -r --binary-files=text PATTERN MOUNT`: its wall time in seconds and its own
+/// CPU time in ns (user and system: how much of the wall time was grep's own work). Exit
+/// 1 (no match) is the expected result; a match (0) is fine too; 2 is an error.
+pub fn timed_grep(mount: &Path, pattern: &str) -> Result<(f64, u64)> {
     let t = Instant::now();
-    let st = Command::new("grep")
-        .args(["-r", "--binary-files=text", pattern])
-        .arg(mount)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| Error::operation(format!("cannot run grep: {e}")))?;
+    let run = fsage_sys::run_with_cpu_time(
+        Command::new("grep")
+            .args(["-r", "--binary-files=text", pattern])
+            .arg(mount),
+    )
+    .map_err(|e| Error::operation(format!("cannot run grep: {e}")))?;
     let secs = t.elapsed().as_secs_f64();
-    match st.status.code() {
-        Some(0) | Some(1) => Ok(secs),
+    match run.status.code() {
+        Some(0) | Some(1) => Ok((secs, run.cpu_ns)),
         _ => Err(Error::operation(format!(
             "grep -r {} failed ({}): {}",
             mount.display(),
-            st.status,
-            String::from_utf8_lossy(&st.stderr).trim()
+            run.status,
+            String::from_utf8_lossy(&run.stderr).trim()
         ))),
     }
+}
+
+/// The read-ahead (KiB) the file system mounted from the block device `rdev` reads with: its
+/// own backing device's where it keeps one (btrfs: `/sys/fs/btrfs/FSID/bdi`, found by the
+/// device among the file system's members), else the device's.
+pub fn read_ahead_kb(rdev: u64) -> Option<u64> {
+    let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
+    let dev_name = std::fs::read_link(format!("/sys/dev/block/{ma}:{mi}"))
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    if let Ok(rd) = std::fs::read_dir("/sys/fs/btrfs") {
+        for e in rd.flatten() {
+            if e.path().join("devices").join(&dev_name).exists() {
+                return std::fs::read_to_string(e.path().join("bdi/read_ahead_kb"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok();
+            }
+        }
+    }
+    fsage_lab::loopdev::read_ahead_kb(rdev)
 }
 
 /// Reads every regular file under `root` in readdir order, depth first (symlinks not followed);
@@ -211,6 +234,8 @@ pub fn measure_instance(
 ) -> Result<Measured> {
     let mut samples = Vec::new();
     let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
+    let mut first_cpu_ns = 0;
+    let read_ahead = rdev.and_then(read_ahead_kb);
     for i in 0..grep.reps.max(1) {
         if i > 0 {
             if let Some(f) = renew.as_mut() {
@@ -230,9 +255,11 @@ pub fn measure_instance(
             },
             Err(e) => (None, Some(e)),
         };
-        samples.push(secs?);
+        let (secs, cpu_ns) = secs?;
+        samples.push(secs);
         if first.is_none() {
             first = Some(traced);
+            first_cpu_ns = cpu_ns;
         }
     }
     let (rqs, trace_error) = first.unwrap_or((None, None));
@@ -268,6 +295,8 @@ pub fn measure_instance(
         trace_file: None,
         modeled: Vec::new(),
         cost_seconds: 0.0,
+        grep_cpu_seconds: Some(first_cpu_ns as f64 / 1e9),
+        read_ahead_kb: read_ahead,
     };
     Ok(Measured {
         figures,
@@ -275,26 +304,32 @@ pub fn measure_instance(
     })
 }
 
-/// Costs `trace` on each model, each built fresh for a device of `device_size` bytes; seconds
-/// per GiB over `du`.
+/// Costs `trace` on each model with the think rule `think`, each model built fresh for a
+/// device of `device_size` bytes; seconds per GiB over `du`.
 pub fn cost_on_models(
     trace: &fsage_device::Trace,
     models: &[fsage_device::ModelSpec],
     device_size: u64,
     du: u64,
+    think: fsage_device::Think,
 ) -> Result<Vec<ModeledFigures>> {
     let gib = du as f64 / GIB;
+    let opts = fsage_device::CostOptions {
+        think,
+        host_path_ns: 0,
+    };
     models
         .iter()
         .map(|m| {
             let mut dev = m.build(device_size)?;
-            let r = fsage_device::cost(trace, dev.as_mut());
+            let r = fsage_device::cost_with(trace, dev.as_mut(), opts);
             let seconds = r.total_ns as f64 / 1e9;
             Ok(ModeledFigures {
                 model: m.name.clone(),
                 seconds,
                 seconds_per_gib: if gib > 0.0 { seconds / gib } else { 0.0 },
                 requests: r.requests,
+                think_seconds: r.think_ns as f64 / 1e9,
             })
         })
         .collect()

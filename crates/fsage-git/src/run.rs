@@ -110,6 +110,12 @@ pub struct GitAgeOptions {
     pub grep_reps: u32,
     /// Device models the first grep's trace of every measurement is costed on.
     pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// What stands in for grep's think time when traces are costed (`fsage_device::cost`).
+    pub think: fsage_device::Think,
+    /// Sync the aged file system after every pull (or tree commit): what each wrote reaches
+    /// the disk before the next, as on a developer's disk where pulls are hours apart, and the
+    /// layout no longer depends on when the host's writeback happened to run.
+    pub sync_each_pull: bool,
     /// Where the caller writes the series as JSON and CSV: kept in the checkpoint, so that a
     /// resume writes them there too ([`Outcome::json`], [`Outcome::csv`]).
     pub json: Option<PathBuf>,
@@ -174,6 +180,16 @@ struct RunKey {
     /// The cost models, text included (none in checkpoints from before them).
     #[serde(default)]
     cost_models: Vec<fsage_device::ModelSpec>,
+    /// The think rule (`recorded` in checkpoints from before rules).
+    #[serde(default = "recorded_think")]
+    think: fsage_device::Think,
+    /// A sync after every pull (false in checkpoints from before the option).
+    #[serde(default)]
+    sync_each_pull: bool,
+}
+
+fn recorded_think() -> fsage_device::Think {
+    fsage_device::Think::Recorded
 }
 
 fn one() -> u32 {
@@ -535,14 +551,17 @@ impl Aged {
                 Ok(d)
             }
             None => {
-                // Only the aged file system: a global sync would wait on every other disk.
-                let d = std::fs::File::open(&self.mnt)
-                    .map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
-                rustix::fs::syncfs(&d)
-                    .map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))?;
+                self.sync()?;
                 Ok(self.dir_rdev)
             }
         }
+    }
+
+    /// `syncfs` of the aged file system (only it: a global sync would wait on every other disk).
+    fn sync(&self) -> Result<()> {
+        let d =
+            std::fs::File::open(&self.mnt).map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
+        rustix::fs::syncfs(&d).map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))
     }
 
     /// Measures the image through a slow device: unmounts it, mounts it from a device of
@@ -754,6 +773,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             .map(|d| d.model.clone()),
         grep_reps: opts.grep_reps,
         cost_models: opts.cost_models.clone(),
+        think: opts.think,
+        sync_each_pull: opts.sync_each_pull,
     };
 
     // The aged instance, new or resumed.
@@ -763,7 +784,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
                  repository, range, file systems, size, mode, every, gc, device latency or \
-                 model, grep repetitions and cost models",
+                 model, grep repetitions, cost models, think rule and sync",
                 state_file.display(),
                 st.key
             )));
@@ -841,6 +862,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             device_model: opts.device.as_ref().map(|d| d.model.clone()),
             grep_reps: opts.grep_reps,
             cost_models: opts.cost_models.clone(),
+            cost_think: opts.think,
+            sync_each_pull: opts.sync_each_pull,
             traces_dir: None,
             replay_seconds: 0.0,
             measure_seconds: 0.0,
@@ -1042,7 +1065,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 f.trace_file = Some(file.to_string_lossy().into_owned());
                 series.traces_dir = Some(traces_dir.to_string_lossy().into_owned());
                 let t = Instant::now();
-                f.modeled = measure::cost_on_models(&tr, &opts.cost_models, size, du)?;
+                f.modeled = measure::cost_on_models(&tr, &opts.cost_models, size, du, opts.think)?;
                 f.cost_seconds = t.elapsed().as_secs_f64();
             }
             figs.push(f);
@@ -1114,6 +1137,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                     )));
                 }
             }
+        }
+        if opts.sync_each_pull {
+            aged.sync()?;
         }
         replay_this += t.elapsed().as_secs_f64();
         series.replay_seconds = replay_before + replay_this;

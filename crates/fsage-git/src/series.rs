@@ -70,6 +70,12 @@ pub struct InstanceFigures {
     /// Time spent costing the trace on the models.
     #[serde(default)]
     pub cost_seconds: f64,
+    /// The first (traced) grep's own CPU time, user and system (absent in older series).
+    #[serde(default)]
+    pub grep_cpu_seconds: Option<f64>,
+    /// The read-ahead the file system read with, in KiB (absent in older series).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u64>,
 }
 
 /// What one grep's trace costs on one device model.
@@ -82,6 +88,9 @@ pub struct ModeledFigures {
     /// Seconds per GiB of the `du -s` size.
     pub seconds_per_gib: f64,
     pub requests: u64,
+    /// The think time the series' rule (`cost_think`) put into `seconds`.
+    #[serde(default)]
+    pub think_seconds: f64,
 }
 
 /// The aged over clean modeled time on one model.
@@ -195,6 +204,15 @@ pub struct GitSeries {
     /// The device models every kept trace is costed on (`--cost-models`), with their text.
     #[serde(default)]
     pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// What stood in for grep's think time when the traces were costed (`recorded` in series
+    /// from before the rule was chosen: the recorded wall-clock gaps).
+    #[serde(default = "recorded_think")]
+    pub cost_think: fsage_device::Think,
+    /// Whether the aged file system was synced (`syncfs`) after every pull, so that what each
+    /// pull wrote reached the disk before the next, whatever the host's timing (absent in older
+    /// series: false).
+    #[serde(default)]
+    pub sync_each_pull: bool,
     /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
     #[serde(default)]
     pub traces_dir: Option<String>,
@@ -210,6 +228,10 @@ pub struct GitSeries {
 
 fn one() -> u32 {
     1
+}
+
+fn recorded_think() -> fsage_device::Think {
+    fsage_device::Think::Recorded
 }
 
 impl GitSeries {

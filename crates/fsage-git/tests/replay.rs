@@ -32,6 +32,8 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         device: None,
         grep_reps: 1,
         cost_models: Vec::new(),
+        think: fsage_device::Think::default(),
+        sync_each_pull: true,
         json: None,
         csv: None,
     }
@@ -353,7 +355,21 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
             for (spec, m) in [&ms, &us].into_iter().zip(&i.modeled) {
                 assert_eq!(m.model, spec.name);
                 let mut dev = spec.build(64 << 20).unwrap();
-                let want = fsage_device::cost(&tr, dev.as_mut());
+                // Costed with the series' rule (the default fixed think time per read).
+                assert_eq!(s.cost_think, fsage_device::Think::default());
+                assert!(
+                    i.grep_cpu_seconds.is_some_and(|c| c > 0.0),
+                    "{name}: grep's CPU"
+                );
+                let want = fsage_device::cost_with(
+                    &tr,
+                    dev.as_mut(),
+                    fsage_device::CostOptions::default(),
+                );
+                assert!(
+                    (m.think_seconds - want.think_ns as f64 / 1e9).abs() < 1e-12 && want.waited > 0,
+                    "{name}: the think time is in the cost"
+                );
                 assert_eq!(
                     m.seconds,
                     want.total_ns as f64 / 1e9,

@@ -72,6 +72,17 @@ pub fn cost(r: &CostReport) -> String {
             format_latency(r.host_path_ns)
         );
     }
+    let _ = writeln!(
+        s,
+        "think      {} ({} in all, before {} of the requests{})",
+        r.think,
+        secs(r.think_ns),
+        r.waited,
+        r.median_think_ns.map_or(String::new(), |m| format!(
+            "; the trace's median recorded think time {}",
+            format_latency(m)
+        ))
+    );
     let _ = writeln!(s, "response   {}", dist(&r.response));
     s + &model_stats(&r.stats)
 }

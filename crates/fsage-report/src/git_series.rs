@@ -88,6 +88,10 @@ pub fn render(s: &GitSeries) -> String {
             m.name, m.description
         );
     }
+    let how = how_costed(s);
+    if !how.is_empty() {
+        let _ = writeln!(o, "{}", how.trim());
+    }
     if let Some(d) = &s.traces_dir {
         let _ = writeln!(o, "traces: {d} (fsage dev cost reads them)");
     }
@@ -313,6 +317,32 @@ pub fn csv(s: &GitSeries) -> String {
     o
 }
 
+/// How the series' traces were costed and its replay synced, in one sentence for the text and
+/// the HTML report (empty without cost models and without a sync).
+pub fn how_costed(s: &GitSeries) -> String {
+    let mut out = String::new();
+    if !s.cost_models.is_empty() {
+        out.push_str(&match s.cost_think {
+            fsage_device::Think::Recorded => " Think time: as recorded (the host's wall-clock \
+                 gaps, its load included)."
+                .to_string(),
+            fsage_device::Think::None => " Think time: none (the device alone).".to_string(),
+            fsage_device::Think::Median => {
+                " Think time: each trace's median recorded gap before every read that waited."
+                    .to_string()
+            }
+            fsage_device::Think::Fixed(ns) => format!(
+                " Think time: {} before every read that waited for another (fixed).",
+                fsage_units::format_latency(ns)
+            ),
+        });
+    }
+    if s.sync_each_pull {
+        out.push_str(" The aged file system was synced after every pull.");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,6 +376,8 @@ mod tests {
             device_model: None,
             grep_reps: 1,
             cost_models: vec![],
+            cost_think: fsage_device::Think::default(),
+            sync_each_pull: true,
             traces_dir: None,
             replay_seconds: 1.0,
             measure_seconds: 2.0,
@@ -390,6 +422,7 @@ mod tests {
             seconds: secs,
             seconds_per_gib: secs * 100.0,
             requests: 10,
+            think_seconds: 0.0,
         };
         let r = &mut s.rows[0];
         r.aged.grep_samples = vec![0.3, 0.2, 0.25];

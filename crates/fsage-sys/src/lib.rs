@@ -28,7 +28,7 @@ pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
 }
 use safe::parent_dir;
 pub use temp::TempPath;
-pub use tool::{kernel_release, run_tool};
+pub use tool::{kernel_release, run_tool, run_with_cpu_time, Timed};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};

@@ -61,6 +61,12 @@ pub enum DevCmd {
         /// same work on a `--latency 0` device: the block layer's mean service time). Default 0.
         #[arg(long, value_name = "LAT", value_parser = parse_latency, default_value = "0")]
         host_path: u64,
+        /// What stands in for the issuer's think time before each request that waited for
+        /// another: fixed:DURATION (default fixed:25us), median (the trace's median recorded
+        /// gap), none (the device alone), or recorded (the trace's wall-clock gaps: to predict a
+        /// run recorded on the same host).
+        #[arg(long, value_name = "RULE", value_parser = crate::util::parse_think)]
+        think: Option<fsage_device::Think>,
         #[arg(long)]
         json: bool,
     },
@@ -312,9 +318,10 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             trace,
             model,
             host_path,
+            think,
             json,
         } => {
-            let r = fsage_device::cost_trace_file(&trace, &model, host_path)?;
+            let r = fsage_device::cost_trace_file(&trace, &model, think, host_path)?;
             if json {
                 print!("{}", export(&Json, &r));
             } else {

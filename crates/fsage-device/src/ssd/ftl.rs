@@ -60,9 +60,30 @@ impl FtlGeometry {
                 "more than 2^32 flash pages: use a larger page",
             ));
         }
+        if self.memory_bytes() > MAX_FTL_BYTES {
+            return Err(Error::input(format!(
+                "the drive's map would take {} MiB of memory, more than {} MiB: use a larger \
+                 page, fewer dies or pages per block, or a smaller capacity",
+                self.memory_bytes() >> 20,
+                MAX_FTL_BYTES >> 20
+            )));
+        }
         Ok(())
     }
+
+    /// About what an FTL of this shape holds in memory: its two maps, its per-block counts and
+    /// each die's free and closed lists.
+    pub fn memory_bytes(&self) -> u64 {
+        let dies = self.dies as u64;
+        let blocks = dies * self.blocks_per_die as u64;
+        let lists = dies * (self.pages_per_block as u64 + 1) * 24;
+        4 * self.user_pages as u64 + 4 * self.physical_pages() + 16 * blocks + lists + 64 * dies
+    }
 }
+
+/// The most memory a drive's FTL may take (a 1 TiB drive of 4 KiB pages takes about 2.2 GiB):
+/// so that no model file makes a plan or a device fill the machine's memory.
+pub const MAX_FTL_BYTES: u64 = 4 << 30;
 
 /// Where a written page went and what garbage collection ran on its die first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -84,15 +84,30 @@ impl SsdParams {
                 self.over_provisioning
             )));
         }
-        let dies = self.channels * self.dies_per_channel;
+        let too_big = || {
+            Error::input(format!(
+                "{} channels x {} dies x {} pages per block: more than this model handles",
+                self.channels, self.dies_per_channel, self.pages_per_block
+            ))
+        };
+        let dies = self
+            .channels
+            .checked_mul(self.dies_per_channel)
+            .filter(|&d| d > 0)
+            .ok_or_else(too_big)?;
         let user_pages = user_bytes.div_ceil(self.page_size);
         let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
         // A drive too small for its shape gets the blocks garbage collection needs (its
         // effective over-provisioning, which `describe` shows, is then higher than asked).
         let data_blocks = user_pages.div_ceil(dies).div_ceil(self.pages_per_block);
         let blocks_per_die = raw_pages
-            .div_ceil(dies * self.pages_per_block)
-            .max(data_blocks + self.gc_free_blocks + 1);
+            .div_ceil(dies.checked_mul(self.pages_per_block).ok_or_else(too_big)?)
+            .max(
+                data_blocks
+                    .checked_add(self.gc_free_blocks)
+                    .and_then(|b| b.checked_add(1))
+                    .ok_or_else(too_big)?,
+            );
         let to_u32 = |x: u64, what: &str| {
             u32::try_from(x).map_err(|_| format!("{what} {x} is more than this model handles"))
         };
