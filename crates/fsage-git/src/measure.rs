@@ -316,7 +316,7 @@ pub fn cost_on_models(
     let gib = du as f64 / GIB;
     let opts = fsage_device::CostOptions {
         think,
-        host_path_ns: 0,
+        ..fsage_device::CostOptions::default()
     };
     models
         .iter()
