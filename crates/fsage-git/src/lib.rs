@@ -13,6 +13,7 @@
 //! - [`slow`]: measurements taken through a slow device running a chosen model, a fixed latency
 //!   or one with state such as `hdd-7200` ([`MeasureDevice`]).
 
+pub mod drives;
 pub mod git;
 pub mod measure;
 pub mod run;

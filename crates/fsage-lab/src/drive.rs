@@ -95,10 +95,12 @@ pub struct Feed {
 /// How often the feeder drains the trace.
 const FEED_EVERY: Duration = Duration::from_millis(250);
 
-fn drain_into(trace: &BlockTrace, drives: &Drives, fed: &Mutex<Fed>) -> Result<()> {
-    // Drain and feed under the drives' lock, so that batches are fed in the order drained.
+/// Feeds `drives` what `trace` recorded: everything issued until now when `synced` (it waits
+/// for the trace's reader), else what the reader has read. Under the drives' lock, so that
+/// batches are fed in the order they were taken.
+fn drain_into(trace: &BlockTrace, drives: &Drives, fed: &Mutex<Fed>, synced: bool) -> Result<()> {
     let mut g = drives.lock();
-    let rqs = trace.drain()?;
+    let rqs = if synced { trace.drain()? } else { trace.take() };
     let f = Drives::feed(&mut g, &rqs);
     fed.lock().unwrap_or_else(|e| e.into_inner()).add(f);
     Ok(())
@@ -119,7 +121,7 @@ impl Feed {
                     while t.elapsed() < FEED_EVERY && !stop.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(10));
                     }
-                    drain_into(&trace, &drives, &fed)?;
+                    drain_into(&trace, &drives, &fed, false)?;
                 }
                 Ok(())
             })
@@ -136,7 +138,7 @@ impl Feed {
     /// Feeds every request issued so far (so that the drives' state is the device's now).
     pub fn sync(&self) -> Result<()> {
         match &self.trace {
-            Some(t) => drain_into(t, &self.drives, &self.fed),
+            Some(t) => drain_into(t, &self.drives, &self.fed, true),
             None => Ok(()),
         }
     }

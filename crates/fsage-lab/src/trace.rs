@@ -459,13 +459,19 @@ impl BlockTrace {
             if self.reader.as_ref().is_none_or(|h| h.is_finished()) {
                 crate::fail!("the trace's reader stopped");
             }
-            if t.elapsed() > Duration::from_secs(30) {
-                crate::fail!("the trace's reader did not catch up within 30 s");
+            if t.elapsed() > Duration::from_secs(120) {
+                crate::fail!("the trace's reader did not catch up within 120 s");
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+        Ok(self.take())
+    }
+
+    /// A trace without completions: the requests read so far and not yet taken (without
+    /// waiting for the reader to catch up; [`BlockTrace::drain`] waits).
+    pub fn take(&self) -> Vec<BlockRq> {
         let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(std::mem::take(&mut *taken))
+        std::mem::take(&mut *taken)
     }
 
     /// Events the trace buffer lost so far (it overflowed faster than it was read).

@@ -501,12 +501,17 @@ impl DeviceModel for Ssd {
         Some(if known == 0 {
             "erased (never written)".to_string()
         } else {
+            let c = f.counters();
             format!(
                 "{mapped} of {user} pages hold data, {} discarded, {} never written; {} pages \
-                 written in its history",
+                 written in its history, {} copied by garbage collection (write amplification \
+                 {:.2}), {} erases",
                 known - mapped,
                 user - known,
-                f.counters().host_pages
+                c.host_pages,
+                c.gc_copies,
+                (c.host_pages + c.gc_copies) as f64 / c.host_pages.max(1) as f64,
+                c.erases
             )
         })
     }
