@@ -301,6 +301,7 @@ pub fn measure_instance(
         cost_seconds: 0.0,
         grep_cpu_seconds: Some(first_cpu_ns as f64 / 1e9),
         read_ahead_kb: read_ahead,
+        device_drive: None,
     };
     Ok(Measured {
         figures,
@@ -490,6 +491,7 @@ pub fn clean_instance(
     };
     m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
+        m.figures.device_drive = s.drive_note().map(str::to_string);
         let (reads, _) = s.finish()?;
         m.figures.set_device_reads(reads);
     }

@@ -628,6 +628,7 @@ impl Aged {
         let mut fed = None;
         let measured = SlowMount::mount(&img, &self.mnt, dev, drives.as_ref()).and_then(|mut s| {
             let copies = s.sync_drives().and_then(|()| self.drive_copies());
+            let device_drive = s.drive_note().map(str::to_string);
             let rdev = Some(s.rdev());
             let m = measure::measure_instance(&self.mnt, rdev, du, grep, Some(&mut || s.renew()));
             let done = s.finish();
@@ -635,6 +636,7 @@ impl Aged {
             let (reads, f) = done?;
             fed = Some(f);
             m.figures.set_device_reads(reads);
+            m.figures.device_drive = device_drive;
             m.drives = copies?;
             Ok(m)
         });

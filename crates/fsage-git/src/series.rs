@@ -76,6 +76,10 @@ pub struct InstanceFigures {
     /// The read-ahead the file system read with, in KiB (absent in older series).
     #[serde(default)]
     pub read_ahead_kb: Option<u64>,
+    /// On a slow device whose model keeps a drive state (an SSD): what its drive started from
+    /// (the instance's traced drive, or a fresh one), as the device said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_drive: Option<String>,
 }
 
 /// What one grep's trace costs on one device model.

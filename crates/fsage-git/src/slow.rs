@@ -113,6 +113,8 @@ pub struct SlowMount {
     drives: Option<Drives>,
     /// What the devices' writes fed the drives.
     fed: FeedReport,
+    /// What the first device's drive started from, as its record says (a model with state).
+    drive_note: Option<String>,
 }
 
 fn slow_err(e: fsage_slowdev::Error) -> Error {
@@ -143,6 +145,7 @@ impl SlowMount {
             earlier: None,
             drives: drives.cloned(),
             fed: FeedReport::default(),
+            drive_note: None,
         };
         m.attach()?;
         Ok(m)
@@ -169,6 +172,9 @@ impl SlowMount {
             spec.registry = r.clone();
         }
         let guard = SlowDevice::create(&spec).map_err(slow_err)?.into_guard();
+        if self.drive_note.is_none() {
+            self.drive_note = guard.device().record().state_note.clone();
+        }
         let path = guard.path().to_path_buf();
         self.rdev = std::fs::metadata(&path)
             .map_err(|e| crate::Error::io(&path, "stat", e))?
@@ -179,6 +185,12 @@ impl SlowMount {
         }
         self.mounted = Some(Mounted::attach_and_mount(&path, &self.mnt)?);
         Ok(())
+    }
+
+    /// What the device's drive started from (its model keeps a drive state), as the device
+    /// said.
+    pub fn drive_note(&self) -> Option<&str> {
+        self.drive_note.as_deref()
     }
 
     /// Feeds the drives every write the device received so far.
