@@ -67,8 +67,7 @@ pub(crate) fn snapshot(drives: &Drives) -> Result<Vec<AgedDrive>> {
         .lock()
         .iter()
         .map(|d| AgedDrive::load(d.spec(), d.size(), &d.state()))
-        .collect::<fsage_device::Result<Vec<_>>>()
-        .map_err(Error::from)
+        .collect()
 }
 
 /// The cost models (and the measuring device's model) that keep a drive state, once each.
