@@ -39,7 +39,9 @@
 //! Not modeled: multi-plane operations, read retries and ECC time, SLC caching, the mapping
 //! table's own paging (DFTL), wear-out (erase counts are counted, blocks never fail), power
 //! states, a background collector that works while the drive is idle (collection runs when a die
-//! needs a block), and data-dependent program times (MLC/TLC pages).
+//! needs a block), data-dependent program times (MLC/TLC pages), and the drive's own read-ahead
+//! or a flash page larger than the mapping unit (a read that continues where the last one ended
+//! costs what any other does).
 
 pub mod ftl;
 
