@@ -66,13 +66,6 @@ impl Drives {
         }
         fed
     }
-
-    /// A copy of the drive of the model named `name`, if there is one.
-    pub fn model_of(&self, name: &str) -> Option<fsage_device::Result<AgedDrive>> {
-        let g = self.lock();
-        let d = g.iter().find(|d| d.spec().name == name)?;
-        Some(AgedDrive::load(d.spec(), d.size(), &d.state()))
-    }
 }
 
 /// What a feed fed its drives, and the events its trace lost (writes the drives never saw).
