@@ -761,6 +761,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         ),
         Target::Dir { .. } => Vec::new(),
     };
+    // Without tracefs nothing can be fed (nor a grep traced to cost): the drives stay erased.
+    let no_tracefs = !drive_specs.is_empty() && !Path::new("/sys/kernel/tracing").is_dir();
+    let drive_specs = if no_tracefs { Vec::new() } else { drive_specs };
     crate::drives::check_names(&drive_specs)?;
     if let (Target::Image { path, .. }, false) = (&opts.target, opts.resume) {
         let dir = crate::drives::drives_path(path);
@@ -945,6 +948,13 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 .as_ref()
                 .map(|d| d.dir.to_string_lossy().into_owned()),
             drive_notes: match &opts.target {
+                Target::Image { .. } if no_tracefs => {
+                    vec![
+                        "no tracefs (/sys/kernel/tracing): the drives are not aged by the \
+                          replay; a device starts erased"
+                            .into(),
+                    ]
+                }
                 Target::Dir { .. } if opts.cost_models.iter().any(|m| m.keeps_state()) => {
                     vec![
                         "a directory target: its greps are costed on erased drives (pages \
