@@ -50,8 +50,16 @@
 //! issuer waits for before its next request. `host_path_ns` ([`cost_with`]) adds that path to
 //! every completion the issuer sees: `C_j` above becomes `C_j + path`, and the total ends one
 //! path after the last completion. 0 (the default) costs the device alone.
+//!
+//! # Pages the drive never saw written
+//!
+//! A model with a drive state (an SSD) is built erased unless it is given one (a state saved
+//! beside an image, or made from the writes of the file system's history). A trace reads data
+//! some history wrote; what the drive never saw written is costed by [`CostOptions::unwritten`]:
+//! by default as data written in logical order from erased ([`UnwrittenReads::LbaOrder`]), not
+//! as free, and the report counts those pages (`stats.unwritten_reads`).
 
-use crate::{DeviceModel, Error, ModelStats, Ns, Rq, Trace};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, Trace, UnwrittenReads};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -129,12 +137,16 @@ impl<'de> Deserialize<'de> for Think {
     }
 }
 
-/// How a trace is costed: the think-time rule and the host's request path.
+/// How a trace is costed: the think-time rule, the host's request path, and how a drive reads
+/// pages it never saw written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CostOptions {
     pub think: Think,
     /// Added to every completion the issuer sees (0: the device alone).
     pub host_path_ns: Ns,
+    /// Pages the drive never saw written: as data in logical order (the default) or free.
+    #[serde(default)]
+    pub unwritten: UnwrittenReads,
 }
 
 impl CostOptions {
@@ -142,7 +154,7 @@ impl CostOptions {
     pub fn recorded() -> CostOptions {
         CostOptions {
             think: Think::Recorded,
-            host_path_ns: 0,
+            ..CostOptions::default()
         }
     }
 }
@@ -210,21 +222,32 @@ pub struct CostReport {
     /// uses, and how to calibrate `fixed:` for another host), when it has completions.
     #[serde(default)]
     pub median_think_ns: Option<Ns>,
+    /// How pages the drive never saw written were read (older reports: `free`).
+    #[serde(default = "free_unwritten")]
+    pub unwritten: UnwrittenReads,
+    /// The drive state the model started from (how much of it was written, and where it was
+    /// loaded from), for a model that keeps one; None for a model without.
+    #[serde(default)]
+    pub drive: Option<String>,
 }
 
 fn recorded_think() -> Think {
     Think::Recorded
 }
 
+fn free_unwritten() -> UnwrittenReads {
+    UnwrittenReads::Free
+}
+
 /// What `fsage dev cost` does: reads the trace file, resolves the model (a latency, a built-in
 /// name or a model file), builds it for the trace's device size (or, when the trace does not
-/// say, the end of its furthest request) and costs the trace on it. `think` None: the default
-/// rule ([`Think::default`]).
+/// say, the end of its furthest request), loads the drive state in `drive_state` when given (a
+/// state saved beside an image, `IMAGE.ftl`, or by `git-age`), and costs the trace on it.
 pub fn cost_trace_file(
     trace: &std::path::Path,
     model: &str,
-    think: Option<Think>,
-    host_path_ns: Ns,
+    opts: CostOptions,
+    drive_state: Option<&std::path::Path>,
 ) -> crate::Result<CostReport> {
     let t = Trace::read(trace)?;
     let spec = crate::resolve(model)?;
@@ -237,13 +260,19 @@ pub fn cost_trace_file(
             .unwrap_or(0);
         end.next_multiple_of(1 << 20).max(1 << 20)
     });
-    let opts = CostOptions {
-        think: think.unwrap_or_default(),
-        host_path_ns,
-    };
     let mut m = spec.build(size)?;
+    let mut drive = None;
+    if let Some(p) = drive_state {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(p, "cannot read the drive state", e))?;
+        m.load_state(&bytes)
+            .map_err(|e| Error::input(format!("{}: {}", p.display(), e.message)))?;
+        drive = Some(p.display().to_string());
+    }
     let mut r = cost_with(&t, m.as_mut(), opts);
     r.model = format!("{}: {}", spec.name, r.model);
+    if let (Some(from), Some(d)) = (drive, &mut r.drive) {
+        *d = format!("{d}, loaded from {from}");
+    }
     Ok(r)
 }
 
@@ -276,6 +305,8 @@ fn waited_for(trace: &Trace) -> Vec<Option<usize>> {
 
 /// Costs `trace` on `model` by the rule above, with `opts`' think rule and host path.
 pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) -> CostReport {
+    model.set_unwritten_reads(opts.unwritten);
+    let drive = model.describe_state();
     let rqs = &trace.requests;
     let n = rqs.len();
     let host_path_ns = opts.host_path_ns;
@@ -396,6 +427,8 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
         think_ns,
         waited,
         median_think_ns,
+        unwritten: opts.unwritten,
+        drive,
     }
 }
 
@@ -498,13 +531,14 @@ mod tests {
         CostOptions {
             think: Think::Recorded,
             host_path_ns: ns,
+            ..CostOptions::default()
         }
     }
 
     fn think(think: Think) -> CostOptions {
         CostOptions {
             think,
-            host_path_ns: 0,
+            ..CostOptions::default()
         }
     }
 

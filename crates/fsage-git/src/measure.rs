@@ -3,11 +3,13 @@
 //! costing on device models), repeated; drop caches, fsage's own recursive read, then the
 //! `fsage frag` figures (last: FIEMAP warms the caches).
 
+use crate::drives::ImageMount;
 use crate::series::{FragFigures, InstanceFigures, ModeledFigures};
 use crate::slow::{MeasureDevice, SlowMount};
 use crate::{Error, Result};
+use fsage_lab::drive::{Drives, FeedReport};
 use fsage_lab::trace::{device_trace, read_layout, BlockRq, BlockTrace, RqFilter};
-use fsage_lab::{FsKind, Mounted};
+use fsage_lab::FsKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -211,11 +213,13 @@ pub struct Grep<'a> {
 }
 
 /// An instance's figures and the first grep's block trace (its reads with issue and completion
-/// times), when it could be traced.
-#[derive(Debug, Clone)]
+/// times), when it could be traced, and the instance's drives as they were when it was mounted
+/// for the measurement (with a few words on each), to cost the trace on.
+#[derive(Debug)]
 pub struct Measured {
     pub figures: InstanceFigures,
     pub trace: Option<fsage_device::Trace>,
+    pub drives: Vec<(fsage_device::AgedDrive, String)>,
 }
 
 /// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
@@ -297,39 +301,55 @@ pub fn measure_instance(
         cost_seconds: 0.0,
         grep_cpu_seconds: Some(first_cpu_ns as f64 / 1e9),
         read_ahead_kb: read_ahead,
+        device_drive: None,
     };
     Ok(Measured {
         figures,
         trace: rqs.map(|r| device_trace(&r, format!("cold grep -r of {}", mount.display()), None)),
+        drives: Vec::new(),
     })
 }
 
-/// Costs `trace` on each model with the think rule `think`, each model built fresh for a
-/// device of `device_size` bytes; seconds per GiB over `du`.
+/// Costs `trace` on each model with the think rule `think`: a model with a drive in `drives`
+/// (by name) on a copy of that drive, any other built fresh (an erased drive, for one that keeps
+/// a state) for a device of `device_size` bytes; pages a drive never saw written cost as data
+/// written in logical order. Seconds per GiB over `du`.
 pub fn cost_on_models(
     trace: &fsage_device::Trace,
     models: &[fsage_device::ModelSpec],
     device_size: u64,
     du: u64,
     think: fsage_device::Think,
+    drives: &[(fsage_device::AgedDrive, String)],
 ) -> Result<Vec<ModeledFigures>> {
     let gib = du as f64 / GIB;
     let opts = fsage_device::CostOptions {
         think,
-        host_path_ns: 0,
+        ..fsage_device::CostOptions::default()
     };
     models
         .iter()
         .map(|m| {
-            let mut dev = m.build(device_size)?;
+            let drive = drives.iter().find(|(d, _)| d.spec().name == m.name);
+            let mut dev = match drive {
+                Some((d, _)) => d.model()?,
+                None => m.build(device_size)?,
+            };
             let r = fsage_device::cost_with(trace, dev.as_mut(), opts);
             let seconds = r.total_ns as f64 / 1e9;
+            let keeps = m.keeps_state();
             Ok(ModeledFigures {
                 model: m.name.clone(),
                 seconds,
                 seconds_per_gib: if gib > 0.0 { seconds / gib } else { 0.0 },
                 requests: r.requests,
                 think_seconds: r.think_ns as f64 / 1e9,
+                drive: match drive {
+                    Some((_, said)) => Some(said.clone()),
+                    None => r.drive.clone().map(|d| format!("a drive of its own: {d}")),
+                },
+                unwritten_reads: keeps.then_some(r.unwritten),
+                stats: Some(r.stats),
             })
         })
         .collect()
@@ -350,7 +370,7 @@ pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
 struct CleanGuard {
     image: PathBuf,
     mnt: PathBuf,
-    mounted: Option<Mounted>,
+    mounted: Option<ImageMount>,
     slow: Option<SlowMount>,
 }
 
@@ -396,7 +416,11 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
 /// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given;
-/// a new one before each grep for a model with state), measured, and removed.
+/// a new one before each grep for a model with state), measured, and removed. Each model of
+/// `drive_specs` (those that keep a drive state) gets an erased drive fed the instance's writes
+/// from the copy on (mkfs not fed); the measurement's copies of them are taken once it is
+/// mounted for the greps.
+#[allow(clippy::too_many_arguments)]
 pub fn clean_instance(
     kind: FsKind,
     size: u64,
@@ -405,6 +429,7 @@ pub fn clean_instance(
     du: u64,
     grep: Grep,
     device: Option<&MeasureDevice>,
+    drive_specs: &[fsage_device::ModelSpec],
 ) -> Result<Measured> {
     let t = Instant::now();
     remove_stale_clean(image)?;
@@ -416,8 +441,15 @@ pub fn clean_instance(
         mounted: None,
         slow: None,
     };
+    let drives = if drive_specs.is_empty() {
+        None
+    } else {
+        Some(Drives::erased(drive_specs, size)?)
+    };
+    let mut fed = 0u64;
+    let mut count = |r: Option<FeedReport>| fed += r.map_or(0, |r| r.fed.bytes);
     fsage_sys::safe::make_mount_dir(&mnt)?;
-    g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
+    g.mounted = Some(ImageMount::mount(image, &mnt, drives.as_ref())?);
     let out = Command::new("cp")
         .arg("-a")
         .arg(aged_tree)
@@ -434,21 +466,27 @@ pub fn clean_instance(
         )));
     }
     if let Some(m) = g.mounted.take() {
-        m.finish()?;
+        count(m.finish()?);
     }
     let rdev = match device {
         Some(d) => {
-            let s = SlowMount::mount(image, &mnt, d)?;
+            let s = SlowMount::mount(image, &mnt, d, drives.as_ref())?;
+            s.sync_drives()?;
             let r = s.rdev();
             g.slow = Some(s);
             Some(r)
         }
         None => {
-            let m = Mounted::attach_and_mount(image, &mnt)?;
-            let r = m.loop_rdev();
+            let m = ImageMount::mount(image, &mnt, drives.as_ref())?;
+            m.sync_drives()?;
+            let r = m.rdev();
             g.mounted = Some(m);
             r
         }
+    };
+    let copies = match &drives {
+        Some(d) => crate::drives::snapshot(d)?,
+        None => Vec::new(),
     };
     let prepare_seconds = t.elapsed().as_secs_f64();
     let mut m = match g.slow.as_mut() {
@@ -457,9 +495,18 @@ pub fn clean_instance(
     };
     m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
-        m.figures.set_device_reads(s.finish()?);
+        m.figures.device_drive = s.drive_note().map(str::to_string);
+        let (reads, _) = s.finish()?;
+        m.figures.set_device_reads(reads);
     }
     drop(g);
+    m.drives = copies
+        .into_iter()
+        .map(|d| {
+            let said = crate::drives::describe("clean", &d, fed);
+            (d, said)
+        })
+        .collect();
     Ok(m)
 }
 

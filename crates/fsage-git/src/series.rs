@@ -76,6 +76,10 @@ pub struct InstanceFigures {
     /// The read-ahead the file system read with, in KiB (absent in older series).
     #[serde(default)]
     pub read_ahead_kb: Option<u64>,
+    /// On a slow device whose model keeps a drive state (an SSD): what its drive started from
+    /// (the instance's traced drive, or a fresh one), as the device said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_drive: Option<String>,
 }
 
 /// What one grep's trace costs on one device model.
@@ -91,6 +95,17 @@ pub struct ModeledFigures {
     /// The think time the series' rule (`cost_think`) put into `seconds`.
     #[serde(default)]
     pub think_seconds: f64,
+    /// For a model that keeps a drive state (an SSD): the drive the trace was costed on (the
+    /// instance's own, aged by its writes; absent in older series, whose drives were erased).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<String>,
+    /// How the model read pages its drive never saw written (absent in older series: free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
+    /// The model's counters over the costed trace (where its time came from: an SSD's die
+    /// waits, flash reads per read, read sizes; a disk's seeks). Absent in older series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<fsage_device::ModelStats>,
 }
 
 /// The aged over clean modeled time on one model.
@@ -216,6 +231,18 @@ pub struct GitSeries {
     /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
     #[serde(default)]
     pub traces_dir: Option<String>,
+    /// The models whose greps were costed on drives aged by the replay's own writes (the aged
+    /// instance's, kept in `drives_dir`; the clean instance's fed its copy); empty when none
+    /// keeps a drive state, or for a directory target (whose drives are erased).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aged_drives: Vec<String>,
+    /// Where the aged drives are kept (`IMAGE.drives`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drives_dir: Option<String>,
+    /// What the aged drives missed (the writes of pulls a stopped run replayed after their last
+    /// save, events the trace lost), in the order found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drive_notes: Vec<String>,
     /// Time spent replaying (git or tree operations), over every session.
     pub replay_seconds: f64,
     /// Time spent measuring, over every session.

@@ -405,6 +405,9 @@ pub fn serve(dir: &Path) -> Result<()> {
         Some(spec) if rec.model_runs_in_thread() => {
             let mut m = spec.build(rec.size)?;
             load_drive_state(&rec, m.as_mut())?;
+            if let Some(rule) = rec.unwritten_reads {
+                m.set_unwritten_reads(rule);
+            }
             if rec.model_thread {
                 m = Box::new(Deferred::new(m));
             }

@@ -160,6 +160,7 @@ impl SlowDevice {
             io_flusher_error: None,
             state_file,
             state_note,
+            unwritten_reads: spec.unwritten_reads,
         };
         let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
         let mut child = match started {

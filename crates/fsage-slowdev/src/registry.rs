@@ -49,6 +49,9 @@ pub struct DeviceRecord {
     /// The drive state was loaded from `state_file` (else the drive started fresh), and why.
     #[serde(default)]
     pub state_note: Option<String>,
+    /// How the model reads pages its drive never saw written, when not its own rule (free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
 }
 
 pub(crate) use fsage_device::in_use_mark;

@@ -88,6 +88,8 @@ pub struct GitAgeArgs {
     /// Cost every grep's block trace on these device models (comma-separated: a latency such as
     /// 1ms, a built-in model such as hdd-7200, or a model file); each gets modeled seconds,
     /// seconds per GiB and an aged/clean ratio in the series. The traces stay in IMAGE.traces/.
+    /// An SSD model costs each instance's greps on a drive its own writes aged (the aged one
+    /// kept in IMAGE.drives/).
     #[arg(long, value_name = "M[,M...]", value_delimiter = ',')]
     pub cost_models: Vec<String>,
     /// What stands in for grep's think time when the traces are costed: fixed:DURATION before
