@@ -316,6 +316,13 @@ pub fn state_file_of(image: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(s)
 }
 
+/// Checks that `bytes` are a saved drive state (an SSD's FTL: its header, length and checksum)
+/// before fsage keeps, copies or stores them as one: a file put at `IMAGE.ftl` that is not one
+/// (another user's link to a root-only file, say) is refused instead of copied.
+pub fn check_drive_state(bytes: &[u8]) -> Result<()> {
+    ssd::ftl::Ftl::from_bytes(bytes).map(drop)
+}
+
 /// The mark a running device leaves in place of the drive state it loaded (`IMAGE.ftl.inuse`):
 /// if the daemon dies, the state would no longer match the image, so it is not loaded again.
 pub fn in_use_mark(state: &std::path::Path) -> std::path::PathBuf {

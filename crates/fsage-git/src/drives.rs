@@ -245,13 +245,14 @@ impl AgedDrives {
     /// beside it), after `pulls` pulls. What a mount still running fed since it was last
     /// counted is in the drives but not yet in the counts.
     pub(crate) fn save(&mut self, pulls: u64) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| crate::Error::io(&self.dir, "mkdir", e))?;
+        // IMAGE.drives: made 0700 by fsage, or its own from an earlier session; never a link.
+        fsage_sys::safe::ensure_private_dir(&self.dir, "the directory of the aged drives")?;
         let g = self.drives.lock();
         let mut models = Vec::new();
         for d in g.iter() {
             let name = file_name_of(&d.spec().name);
             let file = self.dir.join(&name);
-            fsage_sys::write_atomic(&file, &d.state())
+            fsage_sys::write_atomic_private(&file, &d.state())
                 .map_err(|e| Error::operation(format!("saving the aged drive: {e}")))?;
             models.push((d.spec().name.clone(), name));
         }

@@ -397,8 +397,12 @@ pub fn mount_dir(image: &Path) -> PathBuf {
     fsage_sys::with_suffix(image, ".mnt")
 }
 
-/// Removes what a killed run left of a clean instance at `image` (ours by name).
+/// Removes what a killed run left of a clean instance at `image` (ours by name): only a file
+/// that is root's, has one name and is no link, and a mount point that is no link, so that
+/// nothing planted there has another file system unmounted or another file removed.
 pub fn remove_stale_clean(image: &Path) -> Result<()> {
+    fsage_sys::safe::check_own_file(image, "the clean instance's image")?;
+    fsage_sys::safe::lstat_own_name(&mount_dir(image), "the clean instance's mount point")?;
     if !fsage_sys::loops_backed_by(image).is_empty() {
         fsage_lab::mount::umount(image)?;
     }
@@ -444,7 +448,7 @@ pub fn clean_instance(
     };
     let mut fed = 0u64;
     let mut count = |r: Option<FeedReport>| fed += r.map_or(0, |r| r.fed.bytes);
-    std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
+    fsage_sys::safe::make_mount_dir(&mnt)?;
     g.mounted = Some(ImageMount::mount(image, &mnt, drives.as_ref())?);
     let out = Command::new("cp")
         .arg("-a")

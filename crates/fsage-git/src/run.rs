@@ -38,9 +38,12 @@ pub enum Target {
     },
 }
 
-/// The clean image of a directory target when none is given: in /dev/shm (else the temporary
-/// directory), named after the target's device and inode (mount roots of one kind share inode
-/// numbers), so that a resumed run finds (and removes) what a killed one left.
+/// The clean image of a directory target when none is given: `clean.img` in a directory of
+/// root's alone (mode 0700) in /dev/shm (else the temporary directory), named after the target's
+/// device and inode (mount roots of one kind share inode numbers), so that a resumed run finds
+/// (and removes) what a killed one left. The directory's name can be computed, so it is made by
+/// fsage or refused (another user's, a link, writable by others): nobody else can put anything
+/// where the clean instance, its mount point and the checkpoint go.
 pub fn default_clean_image(target: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let dir = if Path::new("/dev/shm").is_dir() {
@@ -50,7 +53,9 @@ pub fn default_clean_image(target: &Path) -> Result<PathBuf> {
     };
     let m = std::fs::metadata(target)
         .map_err(|e| Error::input(format!("{}: {e}", target.display())))?;
-    Ok(dir.join(format!("fsage-git-clean-{:x}-{}.img", m.dev(), m.ino())))
+    let own = dir.join(format!("fsage-git-{:x}-{}", m.dev(), m.ino()));
+    fsage_sys::safe::ensure_private_dir(&own, "the directory of the clean instance")?;
+    Ok(own.join("clean.img"))
 }
 
 impl Target {
@@ -695,8 +700,39 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     out
 }
 
+/// The names fsage makes beside the image (or the clean image) for itself: each must be absent
+/// or not a symbolic link, checked with lstat before anything is made, mounted or removed. A link
+/// at `IMAGE.mnt` would have the aged image mounted over its target and replayed into; one at
+/// `IMAGE.clean` would have another file system unmounted; one at the traces or the bundle's
+/// clone would have fsage write elsewhere.
+fn check_neighbours(opts: &GitAgeOptions) -> Result<()> {
+    use fsage_sys::safe::lstat_own_name;
+    let clean = match &opts.target {
+        Target::Image { path, .. } => {
+            lstat_own_name(&measure::mount_dir(path), "the mount point fsage makes")?;
+            fsage_sys::with_suffix(path, ".clean")
+        }
+        Target::Dir { clean_image, .. } => clean_image.clone(),
+    };
+    lstat_own_name(&clean, "the clean instance's image")?;
+    lstat_own_name(
+        &measure::mount_dir(&clean),
+        "the clean instance's mount point",
+    )?;
+    lstat_own_name(&source_clone_path(&opts.target), "the bundle's clone")?;
+    lstat_own_name(&traces_path(&opts.target), "the traces directory")?;
+    if let Target::Image { path, .. } = &opts.target {
+        lstat_own_name(
+            &crate::drives::drives_path(path),
+            "the directory of the aged drives",
+        )?;
+    }
+    Ok(())
+}
+
 fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
     fsage_signals::install();
+    check_neighbours(opts)?;
     if opts.every == 0 {
         return Err(Error::input(
             "measure every N commits: N must be at least 1",
@@ -871,7 +907,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 ));
                 fsage_lab::mount::umount(path)?;
             }
-            std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
+            fsage_sys::safe::make_mount_dir(&mnt)?;
+            // Resolved once it is checked (made here, or an empty one of root's, no link).
             let mnt = mnt
                 .canonicalize()
                 .map_err(|e| crate::Error::io(&mnt, "", e))?;
@@ -1169,8 +1206,10 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                     key.repo
                 );
                 tr.device_size = Some(size);
-                std::fs::create_dir_all(&traces_dir)
-                    .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
+                if fsage_sys::safe::lstat_own_name(&traces_dir, "the traces directory")?.is_none() {
+                    std::fs::create_dir(&traces_dir)
+                        .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
+                }
                 let file = traces_dir.join(format!("{pulls:05}-{which}.json"));
                 tr.write(&file)?;
                 f.trace_file = Some(file.to_string_lossy().into_owned());

@@ -161,7 +161,7 @@ impl SlowMount {
             let g = drives.lock();
             if let Some(d) = g.iter().find(|d| d.spec().name == self.dev.model.name) {
                 let file = fsage_slowdev::state_file_of(&self.image);
-                fsage_sys::write_atomic(&file, &d.state())
+                fsage_sys::write_atomic_private(&file, &d.state())
                     .map_err(|e| Error::operation(format!("the drive for the device: {e}")))?;
                 spec.fresh_state = false;
                 spec.unwritten_reads = Some(fsage_device::UnwrittenReads::LbaOrder);

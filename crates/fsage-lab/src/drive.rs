@@ -258,7 +258,9 @@ impl DriveAging {
             .map_err(|e| Error::io(image, "cannot open the image", e))?
             .len();
         let state = fsage_device::state_file_of(image);
-        let resumed = state.exists();
+        // Never through a link planted at IMAGE.ftl.
+        let resumed =
+            fsage_sys::safe::lstat_own_name(&state, "the drive state beside the image")?.is_some();
         let drive = if resumed {
             let bytes = std::fs::read(&state)
                 .map_err(|e| Error::io(&state, "cannot read the drive state", e))?;
@@ -301,7 +303,8 @@ impl DriveAging {
         let report = feed.finish()?;
         let g = drives.lock();
         let d = &g[0];
-        fsage_sys::write_atomic(&state, &d.state())?;
+        // Root's alone (mode 0600), as every drive state.
+        fsage_sys::write_atomic_private(&state, &d.state())?;
         let st = d.stats();
         Ok(format!(
             "the drive ({}) aged with the file system: {} requests ({} MiB written or discarded) \
