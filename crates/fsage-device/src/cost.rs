@@ -78,9 +78,10 @@ pub enum Think {
 }
 
 /// The default think time per request that waited: a cold `grep -r`'s median recorded think
-/// time on the 2-core development VM, quiet (16-32 µs over zlib's and nginx's traces on ext4,
-/// xfs and btrfs; BENCHMARKS.md, "Costing that depends on the layout alone").
-pub const DEFAULT_THINK_NS: Ns = 25_000;
+/// time on the 2-core development VM when quiet (zlib's traces: 41-60 µs on xfs, 45-61 µs on
+/// ext4, 69-93 µs on btrfs; beside two busy loops 16-32 µs, the CPUs never idle and so never
+/// slow to wake; BENCHMARKS.md, "Costing that depends on the layout alone").
+pub const DEFAULT_THINK_NS: Ns = 50_000;
 
 impl Default for Think {
     fn default() -> Think {

@@ -62,7 +62,7 @@ pub enum DevCmd {
         #[arg(long, value_name = "LAT", value_parser = parse_latency, default_value = "0")]
         host_path: u64,
         /// What stands in for the issuer's think time before each request that waited for
-        /// another: fixed:DURATION (default fixed:25us), median (the trace's median recorded
+        /// another: fixed:DURATION (default fixed:50us), median (the trace's median recorded
         /// gap), none (the device alone), or recorded (the trace's wall-clock gaps: to predict a
         /// run recorded on the same host).
         #[arg(long, value_name = "RULE", value_parser = crate::util::parse_think)]

@@ -93,10 +93,10 @@ pub struct GitAgeArgs {
     #[arg(long, value_name = "M[,M...]", value_delimiter = ',')]
     pub cost_models: Vec<String>,
     /// What stands in for grep's think time when the traces are costed: fixed:DURATION before
-    /// every read that waited for another (default fixed:25us: the same on a quiet and on a
+    /// every read that waited for another (default fixed:50us: the same on a quiet and on a
     /// loaded host), median (each trace's median recorded gap), none (the device alone), or
     /// recorded (this run's wall-clock gaps, the host's load included).
-    #[arg(long, value_name = "RULE", default_value = "fixed:25us", value_parser = crate::util::parse_think)]
+    #[arg(long, value_name = "RULE", default_value = "fixed:50us", value_parser = crate::util::parse_think)]
     pub think: fsage_device::Think,
     /// Do not sync the aged file system after every pull: writeback then runs when the host's
     /// timing has it, as in the published scripts, and the layout varies with the host's load.

@@ -389,8 +389,8 @@ fn a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_it
 /// device, the second issued while the first was outstanding, the third 50 us after the second
 /// completed (as recorded). On the model: 0 → 1 ms and 0.01 → 1.01 ms overlap, the third issued
 /// at 1.01 + 0.05 ms and done 1 ms later: 2.06 ms in all, with the recorded think times. With
-/// the default rule (a fixed 25 us before a read that waited), the second is issued with the
-/// first (it waited for nothing) and the third 25 us after it completed: 2.025 ms.
+/// the default rule (a fixed 50 us before a read that waited), the second is issued with the
+/// first (it waited for nothing) and the third 50 us after it completed: 2.05 ms.
 #[test]
 fn dev_cost_costs_a_trace_as_the_rule_says() {
     let dir = TempDir::new().unwrap();
@@ -426,10 +426,10 @@ fn dev_cost_costs_a_trace_as_the_rule_says() {
         "1ms",
         "--json",
     ]));
-    assert_eq!(dflt["total_ns"], 2_025_000, "{dflt}");
+    assert_eq!(dflt["total_ns"], 2_050_000, "{dflt}");
     assert_eq!(
         (&dflt["waited"], &dflt["think_ns"]),
-        (&1.into(), &25_000.into())
+        (&1.into(), &50_000.into())
     );
     let bad = common::fsage([
         "dev",

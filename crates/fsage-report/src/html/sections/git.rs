@@ -228,7 +228,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
          first grep's block reads (issue and completion times, \
          <code>block:block_rq_complete</code>) are replayed on each model in simulated time \
          (<code>fsage dev cost</code>'s rule, with the think time each series names below: by \
-         default a fixed 25 µs before every read that waited for another, so that the cost is \
+         default a fixed 50 µs before every read that waited for another, so that the cost is \
          the layout's and the model's, not the host's load): one line per model.",
         &c,
     );
