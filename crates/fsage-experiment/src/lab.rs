@@ -21,7 +21,7 @@ use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, DriveSpec, FsSpec, StateSpec, WorkloadSource};
 use crate::{Error, Sample};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
-use fsage_lab::sparse::{copy_image, CopyOptions};
+use fsage_lab::sparse::{copy_image, CopyOptions, Holes};
 use fsage_lab::{FsKind, Mounted};
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Registry, SlowDevice};
 use fsage_sys::Blamed;
@@ -627,7 +627,7 @@ impl LabExecutor {
             &copy,
             CopyOptions {
                 force: false,
-                zero_holes: false,
+                holes: Holes::Skip,
                 verify: false,
             },
         )
@@ -704,7 +704,7 @@ impl LabExecutor {
             work,
             CopyOptions {
                 force: false,
-                zero_holes: false,
+                holes: Holes::Skip,
                 verify: false,
             },
         )

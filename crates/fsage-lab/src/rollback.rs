@@ -159,7 +159,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
             &snapshot,
             sparse::CopyOptions {
                 force: false,
-                zero_holes: false,
+                holes: sparse::Holes::Skip,
                 verify: false,
             },
         )?;

@@ -2,6 +2,10 @@
 //! (SEEK_DATA/SEEK_HOLE; a block device is all data), and within them all-zero 4 KiB blocks count
 //! as holes, so a restored or copied image file is as sparse as it can be. To make the free space
 //! of an image's file system into holes too, trim it first (`fsage fs trim IMAGE`).
+//!
+//! A copy onto a device does one of three things with those holes ([`Holes`]): zeroes them with
+//! `BLKZEROOUT` (the default: a drive may unmap them, which is a TRIM of the image's free space),
+//! writes them as zeros (every block written as data, as `dd` does), or leaves them.
 
 use crate::{Error, Result};
 use fsage_sys::{is_block_device, TempPath};
@@ -125,6 +129,19 @@ pub fn zero_range(f: &File, path: &Path, off: u64, len: u64) -> Result<()> {
     Ok(())
 }
 
+/// Writes `len` zero bytes at `off` as data (no hole punched, no `BLKZEROOUT`).
+fn write_zeros(f: &File, path: &Path, off: u64, len: u64) -> Result<()> {
+    let mut o = off;
+    while o < off + len {
+        crate::check_interrupted("writing zeros")?;
+        let k = (off + len - o).min(CHUNK as u64) as usize;
+        f.write_all_at(&ZEROS[..k], o)
+            .map_err(|e| Error::io(path, &format!("write zeros at byte {o}"), e))?;
+        o += k as u64;
+    }
+    Ok(())
+}
+
 fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     v.sort();
     let mut out: Vec<(u64, u64)> = Vec::new();
@@ -195,14 +212,42 @@ pub fn compare(a: &Path, b: &Path) -> Result<Vec<(u64, u64)>> {
     Ok(merge(diff))
 }
 
+/// What a copy does with the ranges that are holes (or all-zero 4 KiB blocks) in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holes {
+    /// On a device, zeroed with `BLKZEROOUT` (a file target keeps them as holes): the target
+    /// reads back as the source, but no data is written there. The kernel sends a write-zeroes
+    /// request, which a drive may (and fsage's SSD model does) serve by unmapping the range:
+    /// to the drive, the copy writes the data and TRIMs the rest.
+    #[default]
+    ZeroOut,
+    /// Written as zeros, like any other block (a file target gets every block allocated): every
+    /// block of the image reaches the target as data, as `dd` writes it. A drive maps every page.
+    Write,
+    /// Left as they are on a device (its old content stays: safe only where the source's holes
+    /// are free space); holes in a file target.
+    Skip,
+}
+
+impl Holes {
+    /// As `image copy --holes` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Holes::ZeroOut => "zeroout",
+            Holes::Write => "write",
+            Holes::Skip => "skip",
+        }
+    }
+}
+
 /// Options of [`copy_image`].
 #[derive(Debug, Clone, Copy)]
 pub struct CopyOptions {
     /// Overwrite a target that exists or holds a file system (never one mounted or attached).
     pub force: bool,
-    /// On a device, zero the ranges that are holes in the source (BLKZEROOUT). Without it those
-    /// ranges keep the device's old content: safe only where they are free space.
-    pub zero_holes: bool,
+    /// What becomes of the source's holes (and all-zero blocks) on the target.
+    pub holes: Holes,
     /// Compare the target with the source afterwards.
     pub verify: bool,
 }
@@ -213,14 +258,18 @@ pub struct CopyStats {
     pub size: u64,
     /// Bytes written (non-zero data).
     pub data_bytes: u64,
-    /// Bytes zeroed on a device (holes of the source).
+    /// Bytes zeroed on a device with `BLKZEROOUT` (holes of the source, [`Holes::ZeroOut`]).
     pub zeroed_bytes: u64,
+    /// Zero bytes written as data (holes of the source, [`Holes::Write`]).
+    pub zeros_written: u64,
     pub verified: bool,
     pub seconds: f64,
 }
 
-/// Copies the image `src` onto `dest`, a block device or an image file (made sparse, through a
-/// temporary file and a rename), writing only the source's non-zero blocks.
+/// Copies the image `src` onto `dest`, a block device or an image file (through a temporary file
+/// and a rename), writing the source's non-zero blocks and doing with its holes what
+/// `opts.holes` says: zeroed without data on a device (a file stays sparse), written as zeros
+/// (every block written, as `dd` does), or skipped.
 pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStats> {
     let t0 = Instant::now();
     if fsage_sys::is_block_device(src) && !fsage_sys::mounts_of_device(src)?.is_empty() {
@@ -261,29 +310,39 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
     };
     let wpath = tmp.as_ref().map_or(dest, |t| t.path());
     let mut pos = 0u64;
-    scan_nonzero(&fs_, src, |off, data| {
-        if device && opts.zero_holes {
-            zero_range(&f, wpath, pos, off - pos)?;
-            st.zeroed_bytes += off - pos;
+    // The range [from, to) is a hole of the source: zeroed, written as zeros, or left.
+    let hole = |from: u64, to: u64, st: &mut CopyStats| -> Result<()> {
+        match opts.holes {
+            Holes::ZeroOut if device => {
+                zero_range(&f, wpath, from, to - from)?;
+                st.zeroed_bytes += to - from;
+            }
+            Holes::Write => {
+                write_zeros(&f, wpath, from, to - from)?;
+                st.zeros_written += to - from;
+            }
+            _ => {}
         }
+        Ok(())
+    };
+    scan_nonzero(&fs_, src, |off, data| {
+        hole(pos, off, &mut st)?;
         f.write_all_at(data, off)
             .map_err(|e| Error::io(wpath, &format!("write at byte {off}"), e))?;
         st.data_bytes += data.len() as u64;
         pos = off + data.len() as u64;
         Ok(())
     })?;
-    if device && opts.zero_holes {
-        zero_range(&f, wpath, pos, size - pos)?;
-        st.zeroed_bytes += size - pos;
-    }
+    hole(pos, size, &mut st)?;
     f.sync_all().map_err(|e| Error::io(wpath, "fsync", e))?;
     drop(f);
+    // Holes left as they were on a device cannot be compared: only the data written can.
+    let comparable = !(device && opts.holes == Holes::Skip);
     if opts.verify {
-        let d = if device && !opts.zero_holes {
-            // Only the data written can be compared.
-            Vec::new()
-        } else {
+        let d = if comparable {
             compare(src, wpath)?
+        } else {
+            Vec::new()
         };
         if let Some((o, l)) = d.first() {
             return Err(Error::operation(format!(
@@ -293,11 +352,58 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
                 src.display()
             )));
         }
-        st.verified = !device || opts.zero_holes;
+        st.verified = comparable;
     }
     if let Some(t) = tmp {
         t.persist(dest)?;
     }
     st.seconds = t0.elapsed().as_secs_f64();
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A file copy keeps the source's holes unless told to write them: `Holes::Write` (what
+    /// `image copy --whole` does) allocates every block, as `dd` would, and both read back as
+    /// the source.
+    #[test]
+    fn a_whole_copy_writes_every_block_and_a_sparse_one_only_the_data() {
+        let d = fsage_testkit::shm_tmp("fsage-sparse-");
+        let src = d.path().join("src.img");
+        let f = File::create(&src).unwrap();
+        f.set_len(4 << 20).unwrap();
+        f.write_all_at(&[7u8; 8192], 1 << 20).unwrap();
+        // An all-zero block inside a data extent counts as a hole too.
+        f.write_all_at(&[0u8; 4096], 2 << 20).unwrap();
+        drop(f);
+        let mut seen = Vec::new();
+        for holes in [Holes::ZeroOut, Holes::Write, Holes::Skip] {
+            let dst = d.path().join(format!("{}.img", holes.name()));
+            let st = copy_image(
+                &src,
+                &dst,
+                CopyOptions {
+                    force: false,
+                    holes,
+                    verify: true,
+                },
+            )
+            .unwrap();
+            assert!(st.verified, "{holes:?}");
+            assert_eq!(st.data_bytes, 8192, "{holes:?}");
+            let allocated = std::fs::metadata(&dst).unwrap().blocks() * 512;
+            seen.push((holes, st.zeros_written, st.zeroed_bytes, allocated));
+        }
+        let all = 4u64 << 20;
+        assert_eq!(seen[1].1, all - 8192, "{seen:?}");
+        assert!(seen[1].3 >= all, "{seen:?}");
+        for s in [seen[0], seen[2]] {
+            // A file target: nothing zeroed or written for the holes, which stay holes.
+            assert_eq!((s.1, s.2), (0, 0), "{seen:?}");
+            assert!(s.3 < 1 << 20, "{seen:?}");
+        }
+    }
 }

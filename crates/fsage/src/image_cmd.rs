@@ -59,7 +59,10 @@ pub enum ImageCmd {
         #[command(flatten)]
         lib: LibraryArg,
     },
-    /// Copy an image onto a device or file, writing only its data (sparse-aware).
+    /// Copy an image onto a device or file: its data written, its holes (and all-zero blocks)
+    /// zeroed with BLKZEROOUT on a device by default, which a drive may serve by unmapping them
+    /// (fsage's SSD model does: the copy is then a copy plus a TRIM of the image's free space);
+    /// `--whole` writes every block as data, as `dd` does.
     Copy {
         source: PathBuf,
         /// Block device or image file.
@@ -67,14 +70,43 @@ pub enum ImageCmd {
         /// Overwrite an existing file, or a device holding a file system (never a mounted one).
         #[arg(long)]
         force: bool,
+        /// What becomes of the image's holes and all-zero blocks: zeroout (on a device, zeroed
+        /// with BLKZEROOUT, no data written: a drive may unmap them; a file keeps them as holes),
+        /// write (written as zeros, as `dd` writes them: every block reaches the target as
+        /// data), or skip (left as they are: safe only where the holes are free space).
+        #[arg(long, value_enum, value_name = "MODE", conflicts_with_all = ["whole", "no_zero_holes"])]
+        holes: Option<HolesArg>,
+        /// Every block of the image written as data, zeros as zeros, as `dd` does: a drive maps
+        /// every page (the same as --holes write).
+        #[arg(long, conflicts_with = "no_zero_holes")]
+        whole: bool,
         /// On a device, leave the ranges that are holes in the source as they are instead of
-        /// zeroing them (faster; safe only when the holes are free space, e.g. after `fs trim`).
+        /// zeroing them (the same as --holes skip; faster; safe only when the holes are free
+        /// space, e.g. after `fs trim`).
         #[arg(long)]
         no_zero_holes: bool,
         /// Skip comparing the target with the source afterwards.
         #[arg(long)]
         no_verify: bool,
     },
+}
+
+/// `image copy --holes`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HolesArg {
+    Zeroout,
+    Write,
+    Skip,
+}
+
+impl From<HolesArg> for sparse::Holes {
+    fn from(h: HolesArg) -> sparse::Holes {
+        match h {
+            HolesArg::Zeroout => sparse::Holes::ZeroOut,
+            HolesArg::Write => sparse::Holes::Write,
+            HolesArg::Skip => sparse::Holes::Skip,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -268,25 +300,45 @@ pub fn run(cmd: ImageCmd) -> CmdResult {
             source,
             target,
             force,
+            holes,
+            whole,
             no_zero_holes,
             no_verify,
         } => {
+            let holes = match (holes, whole, no_zero_holes) {
+                (Some(h), _, _) => h.into(),
+                (None, true, _) => sparse::Holes::Write,
+                (None, _, true) => sparse::Holes::Skip,
+                _ => sparse::Holes::ZeroOut,
+            };
             let s = sparse::copy_image(
                 &source,
                 &target,
                 sparse::CopyOptions {
                     force,
-                    zero_holes: !no_zero_holes,
+                    holes,
                     verify: !no_verify,
                 },
             )?;
+            let holes_said = match holes {
+                sparse::Holes::ZeroOut if s.zeroed_bytes > 0 => format!(
+                    ", {} zeroed with BLKZEROOUT (a drive may unmap them)",
+                    human_bytes(s.zeroed_bytes)
+                ),
+                sparse::Holes::Write => {
+                    format!(", {} of zeros written", human_bytes(s.zeros_written))
+                }
+                sparse::Holes::Skip if fsage_sys::is_block_device(&target) => {
+                    ", holes left as they were".to_string()
+                }
+                _ => String::new(),
+            };
             println!(
-                "copied {} to {}: {} image, {} of data written, {} zeroed, {:.2}s{}",
+                "copied {} to {}: {} image, {} of data written{holes_said}, {:.2}s{}",
                 source.display(),
                 target.display(),
                 human_bytes(s.size),
                 human_bytes(s.data_bytes),
-                human_bytes(s.zeroed_bytes),
                 s.seconds,
                 if s.verified {
                     "; verified identical"

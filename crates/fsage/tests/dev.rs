@@ -635,3 +635,72 @@ fn fs_umount_on_a_slow_device_names_it_and_dev_destroy() {
     assert!(!out.contains("losetup -d"), "{out}");
     r.ok(["dev", "destroy", &dev]);
 }
+
+/// `image copy` onto a device running an SSD model: `--whole` writes every block as data, so the
+/// drive maps every page; the default sparse copy writes the data and zeroes the rest with
+/// BLKZEROOUT, which the model serves by unmapping: the drive maps only the image's data.
+#[test]
+fn a_whole_copy_maps_every_page_of_an_ssd_and_a_sparse_copy_only_the_data() {
+    let test = "a_whole_copy_maps_every_page_of_an_ssd_and_a_sparse_copy_only_the_data";
+    if !can_run(test, &["mkfs.ext4", "losetup"]) {
+        return;
+    }
+    let r = Reg::new();
+    let src = r.path("src.img");
+    r.ok([
+        "fs",
+        "create",
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        src.to_str().unwrap(),
+    ]);
+    let pages = (64u64 << 20) / 4096;
+    // Pages of the image that hold a non-zero byte: what a sparse copy writes.
+    let data_pages = {
+        let b = std::fs::read(&src).unwrap();
+        b.chunks(4096).filter(|c| c.iter().any(|&x| x != 0)).count() as u64
+    };
+    assert!(data_pages > 0 && data_pages < pages / 2, "{data_pages}");
+    let mut seen = Vec::new();
+    for (mode, args) in [("whole", vec!["--whole"]), ("sparse", vec![])] {
+        let backing = r.path(&format!("{mode}.img"));
+        std::fs::File::create(&backing)
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let dev = stdout(&r.ok([
+            "dev",
+            "create",
+            "--image",
+            backing.to_str().unwrap(),
+            "--model",
+            "ssd-sata",
+        ]))
+        .trim()
+        .to_string();
+        let mut copy = vec!["image", "copy", src.to_str().unwrap(), dev.as_str()];
+        copy.extend(args);
+        let said = stdout(&r.ok(&copy));
+        assert!(said.contains("verified identical"), "{said}");
+        let st = json(&r.ok(["dev", "stats", &dev, "--json"]));
+        let m = &st["model"]["stats"];
+        let (host, zeroes) = (
+            m["host_pages"].as_u64().unwrap(),
+            m["write_zeroes"].as_u64().unwrap(),
+        );
+        r.ok(["dev", "destroy", &dev]);
+        let ftl = std::fs::read(fsage_device::state_file_of(&backing)).unwrap();
+        let mapped = fsage_device::ssd::ftl::Ftl::from_bytes(&ftl)
+            .unwrap()
+            .mapped_pages();
+        seen.push((mode, host, zeroes, mapped));
+    }
+    let (_, host, zeroes, mapped) = seen[0];
+    assert_eq!((host, zeroes, mapped), (pages, 0, pages), "whole: {seen:?}");
+    let (_, host, zeroes, mapped) = seen[1];
+    assert!(zeroes > 0, "sparse: {seen:?}");
+    assert_eq!(mapped, data_pages, "sparse: {seen:?}");
+    assert!(host >= data_pages && host < pages / 2, "sparse: {seen:?}");
+}
