@@ -135,6 +135,16 @@ impl Posix {
         })
     }
 
+    /// What written data holds (incompressible bytes unless told): the buffer every write takes
+    /// its bytes from is filled again with `data`.
+    pub fn set_data(&mut self, data: fsage_plan::DataPattern) {
+        // The default is what `open` filled in (from the run's seed): kept.
+        if !data.is_incompressible() {
+            let mut rng = Rng::new(0x5eed_da7a);
+            data.fill(&mut self.data, &mut rng);
+        }
+    }
+
     /// Lets `make_dirs` accept directories that already exist, as a resumed run finds them.
     pub fn reuse_existing_dirs(&mut self, yes: bool) {
         self.reuse_dirs = yes;

@@ -156,6 +156,10 @@ impl Fit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
     pub fsage_version: String,
+    /// What the written data held (`age --data`), for a run that wrote data; absent for one
+    /// that allocated with fallocate, a dry run, and reports from before the choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<fsage_plan::DataPattern>,
     /// Where it ran: absent (native) unless in a VM, whose timings compare only with the same
     /// platform's (`tcg`: emulated).
     #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]

@@ -417,6 +417,7 @@ pub fn report(
     let age_counts = planner.age_counts_now();
     let ow = c.bytes_written as f64 / cfg.capacity.max(1) as f64;
     let mut rep = RunReport {
+        data: None,
         fsage_version: env!("CARGO_PKG_VERSION").to_string(),
         platform: fsage_sys::PlatformKind::current(),
         profile: meta.profile.clone(),

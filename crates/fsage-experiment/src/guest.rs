@@ -177,6 +177,9 @@ pub fn bench_command(
     for (k, v) in &cell.workload.set {
         run += &format!(" --set {}", q(&format!("{k}={v}")));
     }
+    if let Some(d) = cell.workload.data {
+        run += &format!(" --data {}", q(&d.name()));
+    }
     let script = format!(
         "mkdir -p {mnt} && {exe} fs mount{opts} {dev} {mnt} || exit 3\n\
          mkdir {bench} || exit 3\n\

@@ -764,6 +764,7 @@ impl LabExecutor {
             drop_caches: true,
             reps: 1,
             sample: cell.sample_s.map(Duration::from_secs_f64),
+            data: cell.workload.data.unwrap_or_default(),
             ..Default::default()
         };
         let target = mnt.join("bench");

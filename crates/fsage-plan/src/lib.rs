@@ -1,6 +1,7 @@
 //! The aging planner: pure decisions, no I/O, so that it is testable in memory and a dry run is the
 //! very algorithm a real run executes.
 
+pub mod data;
 pub mod memory;
 pub mod planner;
 pub mod rng;
@@ -9,6 +10,7 @@ pub mod stats;
 pub mod theorem;
 pub mod tree;
 
+pub use data::DataPattern;
 pub use memory::{estimate_memory, MemoryEstimate};
 pub use planner::{
     Counters, LiveFile, Op, OpKind, Phase, PlanConfig, PlanError, Planner, UnmeetableBin,

@@ -135,6 +135,9 @@ pub fn render(b: &BenchResult) -> String {
     if !b.latency_recorded {
         let _ = writeln!(out, "latency: not recorded");
     }
+    if !b.data.is_incompressible() {
+        let _ = writeln!(out, "data written: {}", b.data);
+    }
     for r in &b.reps {
         if b.reps.len() > 1 {
             let _ = writeln!(out, "\nrepetition {}", r.rep + 1);

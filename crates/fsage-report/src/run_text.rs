@@ -38,6 +38,9 @@ impl Render for RunReport {
             "fsage {}: profile {} on {} ({}), seed {}",
             self.fsage_version, self.profile, self.target, self.backend, self.seed
         );
+        if let Some(d) = self.data.filter(|d| !d.is_incompressible()) {
+            let _ = writeln!(o, "data written: {d}");
+        }
         if let Some(l) = self.platform.label() {
             let _ = writeln!(
                 o,

@@ -35,7 +35,9 @@ fn main() {
         .unwrap();
     std::fs::create_dir_all(&target).unwrap();
     let layout = fileset::plan(&w.model().filesets[0], &target, 1);
-    layout.materialize(|_, _| true).unwrap();
+    layout
+        .materialize(fsage_plan::DataPattern::Incompressible, |_, _| true)
+        .unwrap();
     let paths: Vec<std::ffi::CString> = layout
         .entries
         .iter()

@@ -14,7 +14,7 @@ use crate::result::{
 };
 use crate::sampler::Sampler;
 use crate::workload::Workload;
-use fsage_plan::Rng;
+use fsage_plan::{DataPattern, Rng};
 use hdrhistogram::Histogram;
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeVal;
@@ -55,6 +55,8 @@ pub struct RunConfig {
     /// Record a time series of CPU utilization, the device's requests in flight and the
     /// operations done, one point per this interval (`bench run --sample`).
     pub sample: Option<Duration>,
+    /// What the written bytes hold, the fileset's layout included (`bench run --data`).
+    pub data: DataPattern,
 }
 
 impl Default for RunConfig {
@@ -70,6 +72,7 @@ impl Default for RunConfig {
             reuse: false,
             record_latency: true,
             sample: None,
+            data: DataPattern::Incompressible,
         }
     }
 }
@@ -259,7 +262,13 @@ pub fn run(
             }
         }
     }
-    // Each thread instance holds a data buffer of its largest iosize (see `worker`).
+    // Each thread instance holds a data buffer of its largest iosize (see `worker`), and a second
+    // one for writes when reads must not change what they write (zeros, a compressibility).
+    let buffers = if cfg.data.reads_share_the_write_buffer() {
+        1
+    } else {
+        2
+    };
     let mut buf_bytes = 0u64;
     for t in &model.threads {
         let iomax = t
@@ -271,7 +280,7 @@ pub fn run(
             .max(4096)
             + 4096;
         let n = cfg.threads.unwrap_or(t.instances);
-        buf_bytes = buf_bytes.saturating_add(iomax.saturating_mul(n));
+        buf_bytes = buf_bytes.saturating_add(iomax.saturating_mul(n).saturating_mul(buffers));
         if let Some(avail) = available_memory() {
             if buf_bytes > avail / 2 {
                 return Err(Error::Parse {
@@ -394,7 +403,7 @@ fn run_checked(
         for rep in 0..cfg.reps {
             let t_layout = Instant::now();
             for l in &layouts {
-                l.materialize(|done, total| {
+                l.materialize(cfg.data, |done, total| {
                     obs.progress(&Progress {
                         rep,
                         reps: cfg.reps,
@@ -507,6 +516,7 @@ fn run_checked(
         cache_limit,
         drop_caches: cfg.drop_caches,
         latency_recorded: cfg.record_latency,
+        data: cfg.data,
         reps,
         summary,
         interrupted,
@@ -594,6 +604,7 @@ struct Shared<'a> {
     finished: AtomicU64,
     error: Mutex<Option<Error>>,
     record: bool,
+    data: DataPattern,
     flowops: &'a [Vec<FlowopDef>],
     control: Control,
     mode: QuitMode,
@@ -726,6 +737,7 @@ fn run_rep(
         finished: AtomicU64::new(0),
         error: Mutex::new(None),
         record: cfg.record_latency,
+        data: cfg.data,
         flowops: &flowops,
         control: Control::new(model, &instances),
         mode: model.mode,
@@ -1004,7 +1016,7 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
         .max()
         .unwrap_or(1 << 20)
         .max(4096) as usize;
-    let buf = Buf::new(iomax, &mut rng);
+    let buf = Buf::new(iomax, sh.data, &mut rng);
     let mut tio = ThreadIo::new(buf, rng);
     let mut counts = Counts::new(flowops.len());
     let mut flows: Vec<FlowStats> = flowops

@@ -155,19 +155,23 @@ impl Layout {
     }
 
     /// Brings the disk to the planned state: directories made, every preallocated file present
-    /// with its size (written with incompressible data), every other entry absent. A fresh
-    /// target gets everything written; a reused one only what differs. `tick` is called after
-    /// every file with (done, total) and stops the layout when it returns false.
-    pub fn materialize(&self, mut tick: impl FnMut(u64, u64) -> bool) -> Result<(), Error> {
+    /// with its size (written with `data`: incompressible bytes by default; zeros for
+    /// `filebench`, as Filebench's uninitialised allocation buffer holds in practice), every
+    /// other entry absent. A fresh target gets everything written; a reused one only what
+    /// differs. `tick` is called after every file with (done, total) and stops the layout when it
+    /// returns false.
+    pub fn materialize(
+        &self,
+        data_pattern: fsage_plan::DataPattern,
+        mut tick: impl FnMut(u64, u64) -> bool,
+    ) -> Result<(), Error> {
         mkdir(&self.root)?;
         for d in &self.dirs {
             mkdir(&self.root.join(d))?;
         }
         let mut data = vec![0u8; 1 << 20];
         let mut rng = Rng::new(0x5eed ^ hash_name(&self.name));
-        for chunk in data.chunks_mut(8) {
-            chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
-        }
+        data_pattern.fill(&mut data, &mut rng);
         let total = self.entries.len() as u64;
         for (i, e) in self.entries.iter().enumerate() {
             let p = self.root.join(&e.rel);

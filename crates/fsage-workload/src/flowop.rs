@@ -9,7 +9,7 @@
 use crate::error::Error;
 use crate::fileset::{Fileset, Want};
 use crate::model::{FlowopDef, MAX_FD};
-use fsage_plan::Rng;
+use fsage_plan::{DataPattern, Rng};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::{Errno, ReadWriteFlags};
@@ -196,28 +196,79 @@ impl FlowopKind {
     }
 }
 
-/// A page-aligned buffer (O_DIRECT needs aligned memory), filled with incompressible bytes.
+/// A thread's page-aligned buffers (O_DIRECT needs aligned memory): one reads land in, filled
+/// with the run's data pattern, which writes take their bytes from too where the pattern allows
+/// it ([`DataPattern::reads_share_the_write_buffer`]: random bytes, and Filebench's one zeroed
+/// thread memory); otherwise writes have one of their own that reads never change.
 pub(crate) struct Buf {
     v: Vec<u8>,
     off: usize,
+    data: DataPattern,
+    /// Writes' own buffer and its aligned start (empty when writes share `v`).
+    w: Vec<u8>,
+    woff: usize,
+}
+
+/// `len` bytes (and a page to align them) of `data`, and the aligned start.
+fn aligned(len: usize, data: DataPattern, rng: &mut Rng) -> (Vec<u8>, usize) {
+    let mut v = vec![0u8; len + 4096];
+    let off = v.as_ptr().align_offset(4096);
+    // From the aligned start, so that a compressibility applies to each 4 KiB page written.
+    data.fill(&mut v[off..], rng);
+    (v, off)
 }
 
 impl Buf {
-    pub(crate) fn new(len: usize, rng: &mut Rng) -> Buf {
-        let mut v = vec![0u8; len + 4096];
-        for c in v.chunks_mut(8) {
-            c.copy_from_slice(&rng.next_u64().to_le_bytes()[..c.len()]);
+    pub(crate) fn new(len: usize, data: DataPattern, rng: &mut Rng) -> Buf {
+        let (v, off) = aligned(len, data, rng);
+        let (w, woff) = if data.reads_share_the_write_buffer() {
+            (Vec::new(), 0)
+        } else {
+            aligned(len, data, rng)
+        };
+        Buf {
+            v,
+            off,
+            data,
+            w,
+            woff,
         }
-        let off = v.as_ptr().align_offset(4096);
-        Buf { v, off }
     }
-    fn get(&mut self, n: usize) -> &mut [u8] {
-        if self.off + n > self.v.len() {
-            // A drawn iosize above the buffer: grow it (the data stays incompressible).
-            let mut rng = Rng::new(self.v.len() as u64);
-            *self = Buf::new(n, &mut rng);
+
+    /// An empty stand-in while the buffer is lent out.
+    fn empty() -> Buf {
+        Buf {
+            v: Vec::new(),
+            off: 0,
+            data: DataPattern::Incompressible,
+            w: Vec::new(),
+            woff: 0,
         }
+    }
+
+    /// A drawn iosize above the buffers: they grow (refilled with the pattern).
+    fn fit(&mut self, n: usize) {
+        let have = self.v.len() - self.off.min(self.v.len());
+        if n > have {
+            let mut rng = Rng::new(self.v.len() as u64);
+            *self = Buf::new(n, self.data, &mut rng);
+        }
+    }
+
+    /// `n` bytes to read into.
+    fn get(&mut self, n: usize) -> &mut [u8] {
+        self.fit(n);
         &mut self.v[self.off..self.off + n]
+    }
+
+    /// `n` bytes to write.
+    fn write(&mut self, n: usize) -> &[u8] {
+        self.fit(n);
+        if self.w.is_empty() {
+            &self.v[self.off..self.off + n]
+        } else {
+            &self.w[self.woff..self.woff + n]
+        }
     }
 }
 
@@ -657,13 +708,7 @@ fn exec_data(
 ) -> Result<(u64, u64), Fail> {
     match f.kind {
         FlowopKind::ReadWholeFile => {
-            let mut buf = std::mem::replace(
-                &mut t.buf,
-                Buf {
-                    v: Vec::new(),
-                    off: 0,
-                },
-            );
+            let mut buf = std::mem::replace(&mut t.buf, Buf::empty());
             let r = (|| {
                 io_fd(filesets, f, t, stop)?;
                 let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
@@ -701,20 +746,14 @@ fn exec_data(
                     return Err(workload_err(f, format!("srcfd {src} is not open")));
                 }
             };
-            let mut buf = std::mem::replace(
-                &mut t.buf,
-                Buf {
-                    v: Vec::new(),
-                    off: 0,
-                },
-            );
+            let mut buf = std::mem::replace(&mut t.buf, Buf::empty());
             let r = (|| {
                 io_fd(filesets, f, t, stop)?;
                 let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
                 let mut off = 0u64;
                 while off < size {
                     let n = (size - off).min(iosize as u64) as usize;
-                    match write_at(&o.fd, buf.get(n), off, f.dsync) {
+                    match write_at(&o.fd, buf.write(n), off, f.dsync) {
                         Ok(k) => off += k as u64,
                         Err(e) => {
                             return Err(errno_fail(
@@ -738,13 +777,7 @@ fn exec_data(
             } else {
                 iosize
             };
-            let mut buf = std::mem::replace(
-                &mut t.buf,
-                Buf {
-                    v: Vec::new(),
-                    off: 0,
-                },
-            );
+            let mut buf = std::mem::replace(&mut t.buf, Buf::empty());
             let r = (|| {
                 io_fd(filesets, f, t, stop)?;
                 let o = t.fds[f.fd as usize].as_mut().expect("opened by io_fd");
@@ -754,7 +787,7 @@ fn exec_data(
                 }
                 // RWF_APPEND: the kernel writes at the end of the file, atomically with respect
                 // to other appends (O_APPEND semantics for this one write).
-                match rustix::io::pwritev2(&o.fd, &[IoSlice::new(buf.get(n))], 0, flags) {
+                match rustix::io::pwritev2(&o.fd, &[IoSlice::new(buf.write(n))], 0, flags) {
                     Ok(k) => {
                         if let Some(s) = &mut o.size {
                             *s += k as u64;
@@ -774,13 +807,7 @@ fn exec_data(
         }
         FlowopKind::Read | FlowopKind::Write | FlowopKind::AioWrite => {
             let write = f.kind != FlowopKind::Read;
-            let mut buf = std::mem::replace(
-                &mut t.buf,
-                Buf {
-                    v: Vec::new(),
-                    off: 0,
-                },
-            );
+            let mut buf = std::mem::replace(&mut t.buf, Buf::empty());
             let mut aio = t.aio.take();
             let r = (|| {
                 io_fd(filesets, f, t, stop)?;
@@ -807,16 +834,15 @@ fn exec_data(
                         Some(a) => a,
                         None => aio.insert(crate::aio::Aio::new()),
                     };
-                    a.write(&o.fd, buf.get(iosize), off, f.dsync)
+                    a.write(&o.fd, buf.write(iosize), off, f.dsync)
                         .map_err(|e| errno_fail(e, "aiowrite", f, path))?;
                     o.off = off + io;
                     return Ok((0, io));
                 }
-                let b = buf.get(iosize);
                 let r = if write {
-                    write_at(&o.fd, b, off, f.dsync)
+                    write_at(&o.fd, buf.write(iosize), off, f.dsync)
                 } else {
-                    rustix::io::pread(&o.fd, &mut *b, off)
+                    rustix::io::pread(&o.fd, buf.get(iosize), off)
                 };
                 match r {
                     Ok(n) => {

@@ -28,6 +28,7 @@ mod workload;
 
 pub use engine::{default_warmup, run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
 pub use error::{Error, Setting};
+pub use fsage_plan::DataPattern;
 pub use lang::{
     parse_size, MAX_COMPOSITE_DEPTH, MAX_ENTRIES, MAX_ERLANG_SHAPE, MAX_EXPANSION_STEPS,
     MAX_FLOWOPS, MAX_FLOWOPS_PER_THREAD, MAX_IOSIZE, MAX_THREADS,

@@ -171,6 +171,10 @@ pub struct BenchResult {
     pub cache_limit: Option<CacheLimit>,
     pub drop_caches: bool,
     pub latency_recorded: bool,
+    /// What the written bytes held (`bench run --data`; results written before the choice
+    /// wrote incompressible data).
+    #[serde(default)]
+    pub data: fsage_plan::DataPattern,
     pub reps: Vec<RepResult>,
     pub summary: Summary,
     /// Ctrl-C (or SIGTERM) ended the run: the last repetition holds what was measured until then.

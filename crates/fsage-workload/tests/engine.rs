@@ -256,3 +256,71 @@ fn opennext_rotates_over_128_descriptors_and_counts_each_open() {
         ops("hg")
     );
 }
+
+/// What `--data` asks is what reaches the files, preallocated and written by flowops alike:
+/// zeros for `zeros` and `filebench`, 4 KiB blocks a standard compressor (zstd, each block on
+/// its own, as a compressing drive sees a page) takes about N% away from for `N%`, blocks it
+/// cannot shrink for `incompressible`; the result records the choice.
+#[test]
+fn the_data_pattern_is_what_the_files_hold() {
+    use fsage_workload::DataPattern;
+    for (data, lo, hi) in [
+        (DataPattern::Incompressible, 0.98, 1.01),
+        (DataPattern::Compressible(50), 0.45, 0.60),
+        (DataPattern::Compressible(80), 0.15, 0.30),
+        (DataPattern::Zeros, 0.0, 0.0),
+        (DataPattern::Filebench, 0.0, 0.0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let w = small_fileserver("2");
+        let cfg = RunConfig {
+            stop: Some(Stop::Ops(400)),
+            data,
+            ..RunConfig::default()
+        };
+        let t = dir.path().join("t");
+        let r = run(&w, &cfg, &t, &mut NoObserver).unwrap();
+        assert_eq!(r.data, data);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["data"], data.name());
+        let written: u64 = r.reps[0]
+            .flowops
+            .iter()
+            .map(|f| f.stats.bytes_written)
+            .sum();
+        assert!(written > 0, "{data}: nothing written by the flowops");
+        let (mut raw, mut packed, mut nonzero) = (0usize, 0usize, 0usize);
+        for f in walk(&t.join("bigfileset")) {
+            let b = std::fs::read(&f).unwrap();
+            raw += b.len();
+            nonzero += b.iter().filter(|&&x| x != 0).count();
+            for block in b.chunks(4096) {
+                packed += zstd::bulk::compress(block, 3).unwrap().len();
+            }
+        }
+        assert!(raw > 1 << 20, "{data}: {raw} bytes");
+        let ratio = packed as f64 / raw as f64;
+        if hi == 0.0 {
+            assert_eq!(nonzero, 0, "{data}: {nonzero} non-zero bytes");
+        } else {
+            assert!(lo <= ratio && ratio <= hi, "{data}: zstd ratio {ratio:.3}");
+        }
+    }
+}
+
+fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}

@@ -40,6 +40,12 @@ pub struct AgeArgs {
     /// fallocate) and with --device-model (a drive ages by what is written).
     #[arg(long, value_enum)]
     pub write_mode: Option<WriteModeArg>,
+    /// With --write-mode write: what the written data holds: incompressible (pseudo-random, the
+    /// default), zeros, filebench (zeros, as Filebench writes) or N% (each 4 KiB block random
+    /// bytes then N% zeros). A drive that compresses ages differently for each. Recorded in the
+    /// report (`data`); a resumed run keeps its own unless given one.
+    #[arg(long, value_name = "PATTERN", value_parser = fsage_plan::DataPattern::parse)]
+    pub data: Option<fsage_plan::DataPattern>,
     /// Every file exactly its bin's size (the original tool's behaviour).
     #[arg(long)]
     pub exact_sizes: bool,
@@ -273,6 +279,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
             WriteModeArg::Fallocate => WriteMode::Fallocate,
             WriteModeArg::Write => WriteMode::Write,
         }),
+        data: args.data,
         exact_sizes: args.exact_sizes,
         block_size,
         threads: args.threads,

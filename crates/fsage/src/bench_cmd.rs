@@ -91,6 +91,12 @@ pub struct RunArgs {
     /// report (CPU-bound or device-bound?).
     #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
     pub sample: Option<std::time::Duration>,
+    /// What the written bytes hold, the fileset's layout included: incompressible
+    /// (pseudo-random, the default), zeros, filebench (what Filebench 1.5 writes: zeros from its
+    /// zeroed thread memory, which reads land in too), or N% (each 4 KiB block random bytes then
+    /// N% zeros, as fio's buffer_compress_percentage: a compressor takes about N% away).
+    #[arg(long, value_name = "PATTERN", default_value = "incompressible", value_parser = fsage_workload::DataPattern::parse)]
+    pub data: fsage_workload::DataPattern,
     /// No progress line and no table (the exit code and --json only).
     #[arg(long, short)]
     pub quiet: bool,
@@ -211,6 +217,7 @@ fn run_bench(a: RunArgs) -> CmdResult {
         reuse: a.reuse,
         record_latency: !a.no_latency,
         sample: a.sample,
+        data: a.data,
     };
     // Checked before anything is written, the library's rule with the flag's name.
     cfg.check().map_err(|e| match e {

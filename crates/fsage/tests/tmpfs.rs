@@ -123,6 +123,39 @@ fn write_mode_writes_real_data() {
     assert!(checked > 10, "only {checked} files of 4 KiB or more");
 }
 
+/// `--data zeros` with `--write-mode write`: every file holds zeros, and the report says so;
+/// `--data` without data to write (fallocate) is refused before anything runs.
+#[test]
+fn age_data_zeros_writes_zeros_and_records_it() {
+    let test = "age_data_zeros_writes_zeros_and_records_it";
+    let o = Age::on("agrawal", "/nonexistent-fsage-target")
+        .arg("--data")
+        .arg("zeros")
+        .max_ops("10")
+        .run();
+    expect_code(&o, 2, "--data with fallocate");
+    expect_stderr(&o, "--write-mode write");
+    let Some(mnt) = tmpfs_or_skip(test, "256m") else {
+        return;
+    };
+    let d = tmp();
+    let run = Age::on("agrawal", s(mnt.path()))
+        .write_mode("write")
+        .arg("--data")
+        .arg("zeros")
+        .max_ops("2000")
+        .run_logged(d.path());
+    assert_eq!(j_str(&run.report, "data"), "zeros");
+    let t = walk(mnt.path());
+    let mut bytes = 0;
+    for p in t.files.keys() {
+        let data = fs::read(mnt.path().join(p)).unwrap();
+        assert!(data.iter().all(|&b| b == 0), "{p}: not zeros");
+        bytes += data.len();
+    }
+    assert!(bytes > 1 << 20, "{bytes} bytes written");
+}
+
 #[test]
 fn non_empty_target_is_refused_and_force_ages_it_leaving_the_file_alone() {
     // No mount needed: a small capacity on a temporary directory.

@@ -6,12 +6,25 @@ use fsage_exec::{
     reconcile, report, run, Backend, Checkpointing, DryRun, Outcome, Parallel, Posix, RunCtx,
     RunMeta, RunReport, StopConditions, WriteMode,
 };
+use fsage_plan::DataPattern;
 use fsage_sys::with_suffix;
 
-fn mode_name(m: WriteMode) -> &'static str {
+/// The write mode as a state file keeps it: `fallocate`, `write`, or `write:PATTERN` when the
+/// data is not incompressible (older states say `write`, which reads as incompressible).
+fn mode_name(m: WriteMode, data: DataPattern) -> String {
     match m {
-        WriteMode::Fallocate => "fallocate",
-        WriteMode::Write => "write",
+        WriteMode::Fallocate => "fallocate".into(),
+        WriteMode::Write if data.is_incompressible() => "write".into(),
+        WriteMode::Write => format!("write:{data}"),
+    }
+}
+
+/// [`mode_name`] read back (anything unknown is fallocate, as before patterns).
+pub(super) fn parse_mode(s: &str) -> (WriteMode, DataPattern) {
+    match s.split_once(':') {
+        _ if s == "write" => (WriteMode::Write, DataPattern::Incompressible),
+        Some(("write", d)) => (WriteMode::Write, DataPattern::parse(d).unwrap_or_default()),
+        _ => (WriteMode::Fallocate, DataPattern::Incompressible),
     }
 }
 
@@ -79,7 +92,7 @@ pub(super) fn execute(
             profile_name: p.profile.name.clone(),
             profile_toml: fsage_profile::to_toml(&p.profile),
             target: p.target.clone(),
-            write_mode: mode_name(p.mode).into(),
+            write_mode: mode_name(p.mode, p.data),
             op_log: p.op_log_path.clone(),
             image: p.image.as_ref().map(|(i, _)| i.clone()),
             fs: p.image.as_ref().map(|(_, f)| f.clone()),
@@ -102,6 +115,7 @@ pub(super) fn execute(
                     }
                 })?;
             posix.reuse_existing_dirs(p.resumed);
+            posix.set_data(p.data);
             if req.threads > 1 {
                 let mut b = Parallel::new(posix, req.threads);
                 let o = run_on(&mut p, &mut b, &ctx, obs)?;
@@ -119,7 +133,10 @@ pub(super) fn execute(
         .as_ref()
         .map_or_else(|| "(no target)".to_string(), |t| t.display().to_string());
     let meta = RunMeta::new(&p.profile, backend_name, target_name);
-    let rep = report(&p.planner, &outcome, &meta, &stop);
+    let mut rep = report(&p.planner, &outcome, &meta, &stop);
+    if p.mode == WriteMode::Write && p.target.is_some() {
+        rep.data = Some(p.data);
+    }
     if let Some(path) = &json {
         fsage_sys::write_atomic(path, &json_bytes(&rep))?;
     }
@@ -151,4 +168,30 @@ pub(super) fn execute(
         target_refused,
         usable_of: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state keeps the data pattern beside the write mode; states from before say `write`.
+    #[test]
+    fn the_write_mode_and_its_data_round_trip_through_the_state() {
+        for (m, d) in [
+            (WriteMode::Fallocate, DataPattern::Incompressible),
+            (WriteMode::Write, DataPattern::Incompressible),
+            (WriteMode::Write, DataPattern::Zeros),
+            (WriteMode::Write, DataPattern::Compressible(40)),
+        ] {
+            assert_eq!(parse_mode(&mode_name(m, d)), (m, d));
+        }
+        assert_eq!(
+            mode_name(WriteMode::Write, DataPattern::Incompressible),
+            "write"
+        );
+        assert_eq!(
+            parse_mode("write:filebench"),
+            (WriteMode::Write, DataPattern::Filebench)
+        );
+    }
 }

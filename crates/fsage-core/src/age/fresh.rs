@@ -51,6 +51,12 @@ pub(super) fn fresh(
         (None, Some(magic)) => WriteMode::default_for(magic),
         (None, None) => WriteMode::Fallocate,
     };
+    let data = req.data.unwrap_or_default();
+    if mode == WriteMode::Fallocate && !data.is_incompressible() {
+        return Err(input(format!(
+            "--data {data}: fallocate writes no data; give --write-mode write"
+        )));
+    }
     let capacity = match (req.capacity, fs) {
         (Some(c), _) => c,
         (None, Some(st)) => st.size,
@@ -201,6 +207,7 @@ pub(super) fn fresh(
         planner,
         target: if req.dry_run { None } else { target },
         mode,
+        data,
         op_log,
         op_log_path: req.op_log.as_deref().map(absolute),
         state,

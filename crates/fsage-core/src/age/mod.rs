@@ -67,6 +67,9 @@ pub struct AgeRequest {
     pub seed: Option<u64>,
     pub dry_run: bool,
     pub write_mode: Option<WriteMode>,
+    /// What written data holds (`--data`; write mode only): `None` is incompressible, or a
+    /// resumed run's own.
+    pub data: Option<fsage_plan::DataPattern>,
     pub exact_sizes: bool,
     pub block_size: Option<u64>,
     pub threads: usize,
@@ -173,6 +176,8 @@ struct Prepared {
     planner: Planner,
     target: Option<PathBuf>,
     mode: WriteMode,
+    /// What written data holds (write mode).
+    data: fsage_plan::DataPattern,
     op_log: Option<OpLog>,
     op_log_path: Option<PathBuf>,
     state: Option<PathBuf>,

@@ -166,11 +166,15 @@ pub(super) fn resume(
         }
         _ => None,
     };
-    let mode = match (req.write_mode, st.record.write_mode.as_str()) {
-        (Some(m), _) => m,
-        (None, "write") => WriteMode::Write,
-        _ => WriteMode::Fallocate,
-    };
+    // "write", or "write:PATTERN" for data other than incompressible (see `execute`).
+    let (saved_mode, saved_data) = super::execute::parse_mode(&st.record.write_mode);
+    let mode = req.write_mode.unwrap_or(saved_mode);
+    let data = req.data.unwrap_or(saved_data);
+    if mode == WriteMode::Fallocate && !data.is_incompressible() {
+        return Err(input(format!(
+            "--data {data}: fallocate writes no data; give --write-mode write"
+        )));
+    }
     if req.write_mode.is_none() && mode == WriteMode::Fallocate && req.device_model.is_some() {
         obs.notice(
             Level::Warning,
@@ -194,6 +198,7 @@ pub(super) fn resume(
         planner: st.plan,
         target: st.record.target,
         mode,
+        data,
         op_log,
         op_log_path: st.record.op_log,
         state: Some(absolute(path)),

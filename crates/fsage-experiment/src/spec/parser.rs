@@ -85,6 +85,7 @@ struct RawWorkload {
     label: Option<Spanned<String>>,
     #[serde(default)]
     set: BTreeMap<String, Spanned<toml::Value>>,
+    data: Option<Spanned<String>>,
 }
 
 /// Line and column (from 1) of a byte offset.
@@ -929,7 +930,19 @@ fn workload(cx: &Ctx, w: &Spanned<RawWorkload>) -> Result<WorkloadSpec, Error> {
                 .map_or("workload".into(), |s| s.to_string_lossy().into_owned()),
         },
     };
-    Ok(WorkloadSpec { label, source, set })
+    let data = match &r.data {
+        Some(d) => Some(
+            fsage_workload::DataPattern::parse(d.get_ref())
+                .map_err(|e| cx.at(d.span(), format!("`data`: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(WorkloadSpec {
+        label,
+        source,
+        set,
+        data,
+    })
 }
 
 /// Parses the workload and applies its variables now, so that a bad `.f` file or a `set` the

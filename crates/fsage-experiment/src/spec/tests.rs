@@ -683,3 +683,35 @@ fn the_cell_count_is_the_plans() {
         assert_eq!(s.cell_count(), s.plan().cells.len() as u128);
     }
 }
+
+/// `[[workload]] data` chooses what the engine writes: part of the cell (and its id) when
+/// given, absent otherwise, so that workloads without it keep their ids; a bad pattern is an
+/// error at its line.
+#[test]
+fn a_workloads_data_pattern_is_part_of_its_cells() {
+    let plain = p(GOOD).unwrap().plan();
+    let zeros = p(&GOOD.replace(
+        "set = { nfiles = 100 }",
+        "set = { nfiles = 100 }\ndata = \"filebench\"",
+    ))
+    .unwrap()
+    .plan();
+    assert_eq!(plain.cells.len(), zeros.cells.len());
+    for (a, b) in plain.cells.iter().zip(&zeros.cells) {
+        assert_eq!(a.workload.data, None);
+        assert_eq!(
+            b.workload.data,
+            Some(fsage_workload::DataPattern::Filebench)
+        );
+        assert_ne!(a.id, b.id);
+    }
+    let j = serde_json::to_string(&plain.cells[0]).unwrap();
+    assert!(!j.contains("\"data\""), "{j}");
+    let e = p(&GOOD.replace(
+        "set = { nfiles = 100 }",
+        "set = { nfiles = 100 }\ndata = \"compressed\"",
+    ))
+    .unwrap_err()
+    .message;
+    assert!(e.contains("x.toml:32:8") && e.contains("`data`"), "{e}");
+}

@@ -144,6 +144,10 @@ pub struct WorkloadSpec {
     pub source: WorkloadSource,
     /// Variables overridden (`set $name=value`).
     pub set: BTreeMap<String, String>,
+    /// What the engine writes (`data = "filebench"`: `bench run --data`); absent: incompressible
+    /// bytes, and the cell ids of workloads that do not say stay what they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<fsage_workload::DataPattern>,
 }
 
 /// A parsed, validated experiment.

@@ -124,7 +124,7 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
     let _ = write!(
         c,
         "<h3>{}{} — {} on {} ({})</h3>\n<p class=\"verdict\">{} ops/s{} over {} repetition{}, {} \
-         MB/s ({} MiB/s)</p>\n<p class=\"note\">{}, seed {}, Linux {}, {} CPUs, fsage {}; {}{}{}{}\
+         MB/s ({} MiB/s)</p>\n<p class=\"note\">{}, seed {}, Linux {}, {} CPUs, fsage {}; {}{}{}{}{}\
          </p>\n",
         esc(label),
         e.platform
@@ -167,6 +167,11 @@ fn run_part(c: &mut String, label: &str, r: &Named<BenchResult>, figs: &[FlowopF
             ""
         } else {
             "; latency not recorded (--no-latency)"
+        },
+        if b.data.is_incompressible() {
+            String::new()
+        } else {
+            format!("; data written: {}", b.data)
         },
         if b.interrupted {
             "; <span class=\"flag\">interrupted</span>: the last repetition is partial"
