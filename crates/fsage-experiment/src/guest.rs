@@ -506,6 +506,7 @@ mod tests {
             workload_text: String::new(),
             device: None,
             drive_state: None,
+            placement: None,
             cpu_model: None,
             slurm_job: None,
             platform: PlatformKind::Native,

@@ -56,6 +56,12 @@ pub(crate) fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
     cell.device_model.as_ref().filter(|m| m.keeps_state())
 }
 
+/// The model an aged base is aged through: the cell's drive model, unless the experiment ages
+/// in memory (`age_on = "memory"`), when the base is the plain one.
+pub(crate) fn aging_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
+    drive_model(cell).filter(|_| !cell.aged_in_memory)
+}
+
 /// Runs cells on this machine. `out` is the experiment's output directory (aging and layout
 /// reports of the base images go to `out/aging` and `out/frag`); `images` holds the base images
 /// and each cell's working copy.
@@ -92,7 +98,7 @@ fn aging_note(cell: &Cell, label: &str, in_vm: bool) -> String {
         (true, None) => " in a VM".to_string(),
         (true, Some(k)) => format!(" in a VM under kernel {k}"),
     };
-    let drive = drive_model(cell).map_or(String::new(), |m| {
+    let drive = aging_model(cell).map_or(String::new(), |m| {
         format!(
             ", writing data, on the drive of model {} (it ages too)",
             m.name
@@ -294,7 +300,7 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } if guest::needs_vm(&cell.fs) => {
-                let drive = drive_model(cell);
+                let drive = aging_model(cell);
                 obs.event(&Event::Note(&aging_note(cell, label, true)));
                 let aging = self.out.join("aging");
                 std::fs::create_dir_all(&aging).map_err(io_at(aging.display()))?;
@@ -387,7 +393,7 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } => {
-                let drive = drive_model(cell);
+                let drive = aging_model(cell);
                 obs.event(&Event::Note(&aging_note(cell, label, false)));
                 std::fs::create_dir_all(self.out.join("aging"))
                     .map_err(io_at(self.out.display()))?;
@@ -693,22 +699,29 @@ impl LabExecutor {
         &mut self,
         cell: &Cell,
         base: &BaseImage,
-        drive: Option<DriveState>,
+        start: DriveStart,
         work: &Path,
         mnt: &Path,
         obs: &mut dyn RunObserver,
     ) -> Result<CellRun, Error> {
         let w = workload(cell)?;
-        copy_image(
-            &base.image,
-            work,
-            CopyOptions {
-                force: false,
-                holes: Holes::Skip,
-                verify: false,
-            },
-        )
-        .map_err(step("restoring the base image"))?;
+        let (drive, placed) = match start {
+            DriveStart::Restored(d) => (d, None),
+            DriveStart::Placed(p) => (None, Some(p)),
+        };
+        // A placed image is on its drive already (copied through a device of its own).
+        if placed.is_none() {
+            copy_image(
+                &base.image,
+                work,
+                CopyOptions {
+                    force: false,
+                    holes: Holes::Skip,
+                    verify: false,
+                },
+            )
+            .map_err(step("restoring the base image"))?;
+        }
         std::fs::create_dir_all(mnt).map_err(io_at(mnt.display()))?;
         let mut device: Option<DeviceGuard> = None;
         // A model's device is the working copy, so the model is built for the image's size (the
@@ -728,7 +741,7 @@ impl LabExecutor {
             Some(mut spec) => {
                 // The drive state copied beside the working copy (see `drive_of`), or an erased
                 // drive; what the device saves at the end goes with the copy.
-                spec.fresh_state = drive.is_none();
+                spec.fresh_state = drive.is_none() && placed.is_none();
                 spec.registry = self.registry.root().to_path_buf();
                 let d = SlowDevice::create(&spec)
                     .map_err(step("slow device"))?
@@ -813,7 +826,7 @@ impl LabExecutor {
             state: cell.analysis_state(),
             workload: cell.workload.label.clone(),
             latency_us: cell.latency_us,
-            device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
+            device_model: cell.device_label(),
             rep: cell.rep,
             ops_per_s: rep.overall.ops_per_sec,
             flowops: rep
@@ -835,8 +848,13 @@ impl LabExecutor {
                 "workload: no operation completed in the measured time",
             ));
         }
+        let (drive, placement) = match placed {
+            Some(p) => (p.drive_state, Some(p.record)),
+            None => (drive, None),
+        };
         let mut env = Environment {
             drive_state: drive,
+            placement,
             ..environment(cell, base, &r.workload_text, dev_json)
         };
         let mut sample = sample;
@@ -853,7 +871,196 @@ impl LabExecutor {
     }
 }
 
+/// A cell's image on its drive ([`LabExecutor::place`]): the working copy written through a
+/// device of the model, whose drive state it saved beside the copy.
+struct Placed {
+    record: crate::result::PlacementRecord,
+    /// The drive the cell continued (`drive = "previous"`): the cell that left it, its checksum.
+    drive_state: Option<DriveState>,
+}
+
+/// What a cell's device starts from: the base image restored beside a drive state (none:
+/// erased), or the image placed on its drive by a copy.
+enum DriveStart {
+    Restored(Option<DriveState>),
+    Placed(Placed),
+}
+
+/// Record of the drive a cell left (`last-drive.*.json`): which cell, and the state's SHA-256.
+#[derive(Serialize, Deserialize)]
+struct LastDrive {
+    cell: String,
+    sha256: String,
+}
+
 impl LabExecutor {
+    /// Where the drive of a cell's model is kept between cells (`drive = "previous"`): one per
+    /// model (its text) and image size, as one physical drive that every cell on it shares.
+    fn last_drive(&self, cell: &Cell, m: &fsage_device::ModelSpec) -> PathBuf {
+        let def = serde_json::to_string(&(&m.text, cell.image_size)).expect("plain data");
+        let h = crate::hex(&Sha256::digest(def.as_bytes())[..4]);
+        let name: String = m
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.images.join(format!("last-drive.{name}-{h}.ftl"))
+    }
+
+    /// Keeps the drive state a placed cell's device saved (`state`, beside the working copy) as
+    /// its model's last drive, with the cell's id; a cell whose device saved none (it did not
+    /// stop cleanly) leaves the last drive as it was, and says so.
+    fn keep_last_drive(&self, cell: &Cell, m: &fsage_device::ModelSpec, state: &Path) {
+        let dest = self.last_drive(cell, m);
+        let kept = std::fs::read(state)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                let sha256 = crate::hex(&Sha256::digest(&bytes));
+                fsage_sys::write_atomic_private(&dest, &bytes).map_err(|e| e.to_string())?;
+                let meta = fsage_sys::with_suffix(&dest, ".json");
+                write_json(
+                    &meta,
+                    &LastDrive {
+                        cell: cell.id.clone(),
+                        sha256,
+                    },
+                )
+                .map_err(|e| e.to_string())
+            });
+        if let Err(e) = kept {
+            eprintln!(
+                "warning: the drive cell {} left is not kept for the next ({e}); a cell that \
+                 continues it starts from the drive before",
+                cell.id
+            );
+        }
+    }
+
+    /// Writes the cell's base image onto a drive of model `m` in the state `p.drive` asks for,
+    /// through a device of its own that is then destroyed (so the cell's device starts with
+    /// empty caches and counters of its own): the working copy and its drive state result.
+    fn place(
+        &mut self,
+        cell: &Cell,
+        m: &fsage_device::ModelSpec,
+        p: crate::spec::Placement,
+        base: &BaseImage,
+        work: &Path,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Placed, Error> {
+        use crate::spec::{CopyMethod, DriveBefore};
+        let state = fsage_slowdev::state_file_of(work);
+        // The drive before the copy.
+        let mut previous = None;
+        if p.drive == DriveBefore::Previous {
+            let last = self.last_drive(cell, m);
+            let meta = fsage_sys::with_suffix(&last, ".json");
+            if let (Ok(bytes), Ok(t)) = (std::fs::read(&last), std::fs::read_to_string(&meta)) {
+                let ld: LastDrive = serde_json::from_str(&t)
+                    .map_err(|e| Error::operation(format!("{}: {e}", meta.display())))?;
+                if crate::hex(&Sha256::digest(&bytes)) != ld.sha256 {
+                    return Err(Error::operation(format!(
+                        "{}: the drive cell {} left has changed since (its SHA-256 is not the \
+                         one recorded in {}); remove both to start from an erased drive",
+                        last.display(),
+                        ld.cell,
+                        meta.display()
+                    )));
+                }
+                fsage_sys::write_atomic_private(&state, &bytes)
+                    .map_err(|e| Error::operation(format!("{}: {e}", state.display())))?;
+                previous = Some(ld);
+            }
+        }
+        // The working copy: an empty file of the image's size, which the copy fills.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(work)
+            .and_then(|f| f.set_len(base.size))
+            .map_err(io_at(work.display()))?;
+        let mut spec = DeviceSpec::with_model(Backing::Image(work.to_path_buf()), m.clone());
+        spec.fresh_state = previous.is_none();
+        spec.registry = self.registry.root().to_path_buf();
+        let d = SlowDevice::create(&spec)
+            .map_err(step("slow device for the copy"))?
+            .into_guard();
+        let drive_before = match (p.drive, &previous) {
+            (DriveBefore::Erased, _) => "erased".to_string(),
+            (DriveBefore::Preconditioned, _) => {
+                let said = d
+                    .device()
+                    .precondition(2.0, cell.seed)
+                    .map_err(step("preconditioning the drive"))?;
+                format!("preconditioned: {said}")
+            }
+            (DriveBefore::Previous, Some(ld)) => format!("as cell {} left it", ld.cell),
+            (DriveBefore::Previous, None) => {
+                "erased: no cell had run on this drive yet".to_string()
+            }
+        };
+        let holes = match p.copy {
+            CopyMethod::Sparse => Holes::ZeroOut,
+            CopyMethod::Data => Holes::Skip,
+            CopyMethod::Whole => Holes::Write,
+        };
+        obs.event(&Event::Note(&format!(
+            "{} copy of {} onto a drive of {} ({drive_before})",
+            p.copy.name(),
+            base.key,
+            m.name
+        )));
+        let copied = copy_image(
+            &base.image,
+            d.path(),
+            CopyOptions {
+                force: false,
+                holes,
+                verify: false,
+            },
+        )
+        .map_err(step("copying the image onto the drive"));
+        let stats = d.device().stats().ok();
+        // Destroyed whatever the copy did: the drive state is saved beside the working copy.
+        let destroyed = d.destroy().map_err(step("slow device for the copy"));
+        let copied = copied?;
+        destroyed?;
+        if !state.exists() {
+            return Err(Error::operation(format!(
+                "{}: the device of the copy saved no drive state",
+                state.display()
+            )));
+        }
+        let flash = stats
+            .as_ref()
+            .and_then(|st| st.model.as_ref()?.stats.as_ref())
+            .map(FlashCounters::from);
+        let previous_cell = previous.as_ref().map(|ld| ld.cell.clone());
+        Ok(Placed {
+            drive_state: previous.map(|ld| DriveState {
+                base: format!("cell {}", ld.cell),
+                sha256: ld.sha256,
+            }),
+            record: crate::result::PlacementRecord {
+                copy: p.copy,
+                drive: p.drive,
+                drive_before,
+                previous_cell,
+                data_bytes: copied.data_bytes,
+                zeroed_bytes: copied.zeroed_bytes,
+                zeros_written: copied.zeros_written,
+                copy_s: copied.seconds,
+                flash,
+            },
+        })
+    }
+
     /// The workload of a cell that needs a VM: one guest boot that mounts `block` (the slow
     /// device, or the working copy), runs the workload with the cell's settings and unmounts;
     /// the result comes back as JSON in a directory beside the working copy.
@@ -1140,7 +1347,7 @@ impl LabExecutor {
         }
         // An aged base whose drive ages with it (an SSD model) is its own base, per model: the
         // model's text counts, and its data is written rather than allocated.
-        let drive = match (&cell.state, drive_model(cell)) {
+        let drive = match (&cell.state, aging_model(cell)) {
             (StateSpec::Aged { .. }, Some(m)) => Some(m),
             _ => None,
         };
@@ -1168,16 +1375,33 @@ impl Executor for LabExecutor {
         let state = fsage_slowdev::state_file_of(&work);
         let _ = std::fs::remove_file(&work);
         let _ = std::fs::remove_file(&state);
-        let r = self
-            .drive_of(cell, &base, obs)
-            .and_then(|drive| {
+        let r = match (cell.placement, drive_model(cell)) {
+            // The image copied through the device onto a drive in the state asked for; the
+            // drive the cell leaves is kept for the next cell that continues it.
+            (Some(p), Some(m)) => self
+                .place(cell, m, p, &base, &work, obs)
+                .and_then(|placed| {
+                    let r =
+                        self.cell_inner(cell, &base, DriveStart::Placed(placed), &work, &mnt, obs);
+                    self.keep_last_drive(cell, m, &state);
+                    r
+                }),
+            _ => self.drive_of(cell, &base, obs).and_then(|drive| {
                 // The device starts from this drive state, a copy: the base keeps its own.
                 if let Some((src, _)) = &drive {
                     std::fs::copy(src, &state).map_err(io_at(state.display()))?;
                 }
-                self.cell_inner(cell, &base, drive.map(|(_, d)| d), &work, &mnt, obs)
-            })
-            .map(|r| CellRun { base_seconds, ..r });
+                self.cell_inner(
+                    cell,
+                    &base,
+                    DriveStart::Restored(drive.map(|(_, d)| d)),
+                    &work,
+                    &mnt,
+                    obs,
+                )
+            }),
+        }
+        .map(|r| CellRun { base_seconds, ..r });
         let _ = std::fs::remove_file(&work);
         let _ = std::fs::remove_file(&state);
         let _ = std::fs::remove_dir(&mnt);
@@ -1238,6 +1462,7 @@ fn environment(
         workload_text: workload_text.to_string(),
         device,
         drive_state: None,
+        placement: None,
         platform: Default::default(),
         vm: None,
         cpu_model: cpu_model(),

@@ -42,6 +42,9 @@ pub struct Environment {
     /// drive, and the state file's SHA-256; absent for an erased drive or a model without state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drive_state: Option<DriveState>,
+    /// How the image reached the drive, for a cell that copies it (`[devices] copy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementRecord>,
     /// The CPU's model name: with `kernel`, what says whether two cells ran on comparable
     /// hardware (results written before it was recorded lack it).
     #[serde(default)]
@@ -73,6 +76,30 @@ pub struct DriveState {
     /// The base image whose aging left this drive (`ext4-aged.meyer-ssd-sata-1a2b3c4d`).
     pub base: String,
     pub sha256: String,
+}
+
+/// How a cell's image reached its drive (`[devices] copy` and `drive`): the drive before the
+/// copy, what the copy wrote, and the drive's counters over the copy alone (the cell's own
+/// counters, in its samples, start after it, on a new device).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementRecord {
+    pub copy: crate::spec::CopyMethod,
+    pub drive: crate::spec::DriveBefore,
+    /// What the drive was before the copy, in words: erased, what preconditioning did, or the
+    /// cell whose drive it continued.
+    pub drive_before: String,
+    /// The cell that left the drive (`drive = "previous"`); absent when none had run yet (the
+    /// drive then started erased).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_cell: Option<String>,
+    /// Bytes written as data, zeroed with write-zeroes, written as zeros; seconds of the copy.
+    pub data_bytes: u64,
+    pub zeroed_bytes: u64,
+    pub zeros_written: u64,
+    pub copy_s: f64,
+    /// The drive's counters over the copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flash: Option<crate::analysis::FlashCounters>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,7 +290,7 @@ mod tests {
                 state: cell.state.state(),
                 workload: cell.workload.label.clone(),
                 latency_us: cell.latency_us,
-                device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
+                device_model: cell.device_label(),
                 rep: 0,
                 ops_per_s: 1234.5,
                 flowops: vec![],
@@ -315,6 +342,7 @@ mod tests {
             workload_text: String::new(),
             device: None,
             drive_state: None,
+            placement: None,
             platform: Default::default(),
             vm: None,
             cpu_model: Some(cpu.into()),

@@ -595,7 +595,7 @@ mod tests {
                     state: cell.state.state(),
                     workload: cell.workload.label.clone(),
                     latency_us: cell.latency_us,
-                    device_model: cell.device_model.as_ref().map(|m| m.name.clone()),
+                    device_model: cell.device_label(),
                     rep: cell.rep,
                     ops_per_s: ops,
                     flowops: vec![],

@@ -156,7 +156,7 @@ pub struct SubmitSummary {
 /// fixes: the size, the profile's text, the library image's checksum).
 pub fn base_group(cell: &Cell) -> String {
     // As the lab's base key: an aged base whose drive ages with it is one per drive model.
-    match (&cell.state, crate::lab::drive_model(cell)) {
+    match (&cell.state, crate::lab::aging_model(cell)) {
         (crate::spec::StateSpec::Aged { .. }, Some(m)) => {
             format!("{}-{}-{}", cell.fs.label, cell.state.id_part(), m.name)
         }
@@ -194,6 +194,16 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
     need("squeue")?;
     let (spec, text) = crate::spec::load_with_text(file)?;
     let plan = spec.plan();
+    if plan.cells.iter().any(|c| {
+        c.placement
+            .is_some_and(|p| p.drive == crate::spec::DriveBefore::Previous)
+    }) {
+        return Err(Error::input(format!(
+            "{}: `drive = \"previous\"` runs the cells one after another on one drive each: \
+             run it with `experiment run`, not as Slurm tasks running at once",
+            file.display()
+        )));
+    }
     if !out.exists() {
         std::fs::create_dir_all(out).map_err(|e| {
             Error::input(format!(

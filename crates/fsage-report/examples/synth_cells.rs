@@ -152,6 +152,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         workload_text: String::new(),
         device: None,
         drive_state: None,
+        placement: None,
         cpu_model: None,
         slurm_job: None,
         platform: Default::default(),

@@ -47,7 +47,20 @@ pub fn render(p: &Plan) -> String {
             state,
             wl,
             match &c.device_model {
-                Some(m) => format!("model {}", m.name),
+                // On a drive that keeps state: which drive, how the image reached it.
+                Some(m) => {
+                    let mut s = format!("model {}", m.name);
+                    if let Some(d) = &c.drive {
+                        let _ = write!(s, ", drive {}", d.label());
+                    }
+                    if c.aged_in_memory {
+                        s.push_str(", aged in memory");
+                    }
+                    if let Some(p) = &c.placement {
+                        let _ = write!(s, ", {}", p.label());
+                    }
+                    s
+                }
                 None => c.latency_us.map_or("plain".into(), format_latency_us),
             },
             c.rep.to_string(),
@@ -95,6 +108,16 @@ pub fn render(p: &Plan) -> String {
             c.cache_ratio
                 .map_or("none (no page-cache limit)".into(), |r| r.to_string()),
             c.seed
+        );
+    }
+    if p.cells.iter().any(|c| c.placement.is_some()) {
+        let _ = writeln!(
+            o,
+            "copies: each such cell's image is copied through a device onto its drive (sparse: \
+             data written, holes zeroed, which the SSD model unmaps; data: holes left as the \
+             drive had them; whole: every block written, as dd), the drive before it erased, \
+             preconditioned, or as the previous cell on the same model left it (the run order \
+             matters); the copy is not in the estimate"
         );
     }
     let _ = writeln!(

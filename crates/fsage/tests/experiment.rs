@@ -711,3 +711,138 @@ set = { nfiles = 50, nthreads = 1 }
     );
     assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
 }
+
+/// Geriatrix's SSD procedure: aged in memory, then each cell's image copied through a device
+/// onto its drive. A whole copy writes every page (as `dd`), a sparse one the data alone; a cell
+/// on the previous drive continues the drive the cell before it left, and says which.
+#[test]
+fn ssd_cells_copy_an_image_aged_in_memory_onto_a_drive_in_the_state_asked_for() {
+    let test = "ssd_cells_copy_an_image_aged_in_memory_onto_a_drive_in_the_state_asked_for";
+    if let Err(e) = need_root_and(&["mkfs.ext4"]) {
+        skip(test, &e);
+        return;
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        skip(test, "/dev/fuse is missing");
+        return;
+    }
+    let lab = Scratch::new("fsage-exp-e2e-");
+    let ssd = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/experiments/geriatrix-ssd/ssd-92.toml"),
+    )
+    .unwrap()
+    .replace("1113MiB", "140MiB")
+    .replace("name = \"ssd-92\"", "name = \"small-ssd\"")
+    .replace(
+        "pages_per_block = { value = 256",
+        "pages_per_block = { value = 64",
+    );
+    std::fs::write(lab.path("small-ssd.toml"), ssd).unwrap();
+    let file = lab.path("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "copied"
+duration = "1s"
+warmup = "0s"
+image_size = "128MiB"
+
+[[fs]]
+kind = "ext4"
+
+[[state]]
+kind = "aged"
+profile = "meyer"
+max_ops = 1500
+
+[devices]
+latencies = ["small-ssd.toml"]
+age_on = "memory"
+copy = ["sparse", "whole"]
+drive = ["erased", "previous"]
+
+[[workload]]
+name = "varmail"
+set = { nfiles = 50, nthreads = 1 }
+"#,
+    )
+    .unwrap();
+    let plan = lab.cmd(&["experiment", "plan", s(&file)]).output().unwrap();
+    expect_code(&plan, 0, "experiment plan with copies");
+    let said = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        said.contains("model small-ssd, aged in memory, whole copy, drive previous"),
+        "{said}"
+    );
+    let out = lab.path("out");
+    let o = lab
+        .cmd(&run_args(&file, &out, &["--quiet"]))
+        .output()
+        .unwrap();
+    expect_code(&o, 0, "experiment run with copies onto drives");
+    let cells = cell_files(&out.join("cells"));
+    assert_eq!(cells.len(), 4, "{:?}", cells.keys());
+    let get = |part: &str| -> (String, serde_json::Value) {
+        let (n, bytes) = cells
+            .iter()
+            .find(|(n, _)| n.starts_with(part))
+            .unwrap_or_else(|| panic!("no cell {part}: {:?}", cells.keys()));
+        let r: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(r["status"], "done", "{r}");
+        (n.trim_end_matches(".json").to_string(), r)
+    };
+    let pre = "ext4-aged.meyer-varmail-small-ssd-aged.memory-";
+    let (sparse_erased, se) = get(&format!("{pre}copy.sparse-drive.erased-r0"));
+    let (_, sp) = get(&format!("{pre}copy.sparse-drive.previous-r0"));
+    let (whole_erased, we) = get(&format!("{pre}copy.whole-drive.erased-r0"));
+    let (_, wp) = get(&format!("{pre}copy.whole-drive.previous-r0"));
+    // Aged in memory: one plain base, no drive state of its own.
+    let bases: Vec<String> = std::fs::read_dir(out.join("bases"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(bases.len(), 1, "{bases:?}");
+    assert!(!bases[0].contains("small-ssd"), "{bases:?}");
+    let pl = |r: &serde_json::Value| r["environment"]["placement"].clone();
+    let pages = (128u64 << 20) / 4096;
+    // A whole copy: every page written to the drive; a sparse one: the data, the rest zeroed.
+    let w = pl(&we);
+    assert_eq!(w["copy"], "whole", "{w}");
+    assert_eq!(w["flash"]["host_pages"].as_u64(), Some(pages), "{w}");
+    assert!(w["zeros_written"].as_u64().unwrap() > 0, "{w}");
+    let sp0 = pl(&se);
+    assert_eq!(sp0["drive_before"], "erased", "{sp0}");
+    let host = sp0["flash"]["host_pages"].as_u64().unwrap();
+    assert!(host > 0 && host < pages / 2, "{sp0}");
+    assert!(sp0["zeroed_bytes"].as_u64().unwrap() > 0, "{sp0}");
+    // The previous drive: the one the cell before on this model left.
+    assert_eq!(
+        pl(&sp)["previous_cell"],
+        sparse_erased.as_str(),
+        "{}",
+        pl(&sp)
+    );
+    assert_eq!(
+        sp["environment"]["drive_state"]["base"],
+        format!("cell {sparse_erased}").as_str()
+    );
+    assert_eq!(
+        pl(&wp)["previous_cell"],
+        whole_erased.as_str(),
+        "{}",
+        pl(&wp)
+    );
+    // The analyses see each placement as a device of its own.
+    assert_eq!(
+        wp["samples"][0]["device_model"],
+        "small-ssd (whole copy, drive previous)"
+    );
+    // The cell's own counters start after the copy, on a device of its own.
+    let cell_host = we["samples"][0]["flash"]["host_pages"].as_u64().unwrap();
+    assert!(cell_host < pages, "{}", we["samples"][0]);
+    assert!(lab.mounts_under().is_empty(), "{:?}", lab.mounts_under());
+    let o = lab.cmd(&["dev", "list", "--json"]).output().unwrap();
+    let devs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(devs.as_array().map_or(0, |a| a.len()), 0, "{devs}");
+}

@@ -2,7 +2,8 @@
 //! of what the cell measures, stable across runs from other directories and unrelated edits.
 
 use super::types::{
-    Cell, DriveSpec, ExperimentSpec, FsSpec, Plan, StateSpec, WorkloadSource, WorkloadSpec,
+    AgeOn, Cell, DriveSpec, ExperimentSpec, FsSpec, Placement, Plan, StateSpec, WorkloadSource,
+    WorkloadSpec,
 };
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -35,8 +36,16 @@ impl ExperimentSpec {
                     if plain {
                         aging_runs.push(format!("{} aged:{label}", fs.label));
                     }
-                    for m in self.device_models.iter().filter(|m| m.keeps_state()) {
-                        aging_runs.push(format!("{} aged:{label} on {}", fs.label, m.name));
+                    // Aged in memory, the plain base serves the drives too.
+                    let keeps = self.device_models.iter().filter(|m| m.keeps_state());
+                    if self.age_on == AgeOn::Memory {
+                        if !plain && keeps.count() > 0 {
+                            aging_runs.push(format!("{} aged:{label} in memory", fs.label));
+                        }
+                    } else {
+                        for m in keeps {
+                            aging_runs.push(format!("{} aged:{label} on {}", fs.label, m.name));
+                        }
                     }
                 }
             }
@@ -52,12 +61,16 @@ impl ExperimentSpec {
                     for m in &self.device_models {
                         for st in self.states.iter().filter(|s| s.applies_to(fs)) {
                             for drive in self.drives_of(m, st) {
-                                let mut c = self.cell(fs, st, w, rep, None, Some(m));
-                                if drive.is_some() {
-                                    c.drive = drive;
+                                for placement in self.placements_of(m) {
+                                    let mut c = self.cell(fs, st, w, rep, None, Some(m));
+                                    c.drive = drive.clone();
+                                    c.placement = placement;
+                                    c.aged_in_memory = m.keeps_state()
+                                        && self.age_on == AgeOn::Memory
+                                        && matches!(st, StateSpec::Aged { .. });
                                     c.id = cell_id(&c);
+                                    cells.push(c);
                                 }
-                                cells.push(c);
                             }
                         }
                     }
@@ -121,8 +134,9 @@ impl ExperimentSpec {
             }
             n
         };
+        let placements = self.placements.len().max(1) as u128;
         let per_state = |st: &StateSpec| -> u128 {
-            self.latencies.len() as u128 + plain + keep * drives_of(st)
+            self.latencies.len() as u128 + plain + keep * drives_of(st) * placements
         };
         // Image states apply to one file system, the others to each.
         let labels: std::collections::HashSet<&str> =
@@ -172,6 +186,15 @@ impl ExperimentSpec {
             .collect()
     }
 
+    /// How the image reaches a drive of model `m`: each of `placements` on a model that keeps
+    /// state, or not copied (the drive its aging left).
+    fn placements_of(&self, m: &fsage_device::ModelSpec) -> Vec<Option<Placement>> {
+        if !m.keeps_state() || self.placements.is_empty() {
+            return vec![None];
+        }
+        self.placements.iter().copied().map(Some).collect()
+    }
+
     fn cell(
         &self,
         fs: &FsSpec,
@@ -189,6 +212,8 @@ impl ExperimentSpec {
             latency_us: lat,
             device_model: model.cloned(),
             drive: None,
+            aged_in_memory: false,
+            placement: None,
             workload: w.clone(),
             rep,
             seed: self.seed.wrapping_add(rep as u64),
@@ -241,10 +266,19 @@ pub fn cell_id(c: &Cell) -> String {
     let hex = crate::hex(&h.finalize()[..6]);
     let state = c.state.id_part();
     let lat = match (&c.device_model, c.latency_us) {
-        (Some(m), _) => match &c.drive {
-            Some(d) => format!("{}-drive.{}", m.name, d.label()),
-            None => m.name.clone(),
-        },
+        (Some(m), _) => {
+            let mut s = match &c.drive {
+                Some(d) => format!("{}-drive.{}", m.name, d.label()),
+                None => m.name.clone(),
+            };
+            if c.aged_in_memory {
+                s.push_str("-aged.memory");
+            }
+            if let Some(p) = &c.placement {
+                s = format!("{s}-{}", p.id_part());
+            }
+            s
+        }
         (None, None) => "plain".to_string(),
         (None, Some(l)) => format!("{}us", trim_num(l)),
     };

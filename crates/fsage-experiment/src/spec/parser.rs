@@ -2,8 +2,8 @@
 //! the column and what is wrong; then validation into an [`ExperimentSpec`].
 
 use super::types::{
-    DriveSpec, ExperimentSpec, FsSpec, ProfileFile, StateSpec, WorkloadSource, WorkloadSpec,
-    BUILTIN_WORKLOADS, FS_KINDS,
+    AgeOn, CopyMethod, DriveBefore, DriveSpec, ExperimentSpec, FsSpec, Placement, ProfileFile,
+    StateSpec, WorkloadSource, WorkloadSpec, BUILTIN_WORKLOADS, FS_KINDS,
 };
 use crate::Error;
 use serde::Deserialize;
@@ -67,6 +67,9 @@ struct RawDevices {
     ranges: Vec<Spanned<RawRange>>,
     #[serde(default)]
     drives: Option<Spanned<Vec<Spanned<String>>>>,
+    age_on: Option<Spanned<String>>,
+    copy: Option<Spanned<toml::Value>>,
+    drive: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -355,6 +358,10 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         None => Vec::new(),
         Some(list) => drives(&cx, list, &device_models, &states, &profile_files)?,
     };
+    let (age_on, placements) = match &raw.devices {
+        None => (AgeOn::Drive, Vec::new()),
+        Some(d) => placements(&cx, d.get_ref(), &device_models)?,
+    };
 
     // Workloads.
     if raw.workload.is_empty() {
@@ -387,6 +394,8 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         latencies,
         device_models,
         drives,
+        age_on,
+        placements,
         workloads,
         duration_s,
         warmup_s,
@@ -800,6 +809,153 @@ fn drives(
         out.push(drive);
     }
     Ok(out)
+}
+
+/// One name or a list of names (`copy = "whole"`, `copy = ["sparse", "whole"]`), each once, each
+/// one of `names`.
+fn names_list<T: Copy + PartialEq>(
+    cx: &Ctx,
+    v: &Spanned<toml::Value>,
+    key: &str,
+    names: &[(&str, T)],
+) -> Result<Vec<T>, Error> {
+    let one_of = || {
+        names
+            .iter()
+            .map(|(n, _)| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let items: Vec<&toml::Value> = match v.get_ref() {
+        toml::Value::Array(a) if a.is_empty() => {
+            return Err(cx.at(
+                v.span(),
+                format!("`{key}` is empty: give one of {}", one_of()),
+            ))
+        }
+        toml::Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    let mut out = Vec::new();
+    for it in items {
+        let Some(t) = it.as_str() else {
+            return Err(cx.at(
+                v.span(),
+                format!("`{key}`: {it} is not a name: give one of {}", one_of()),
+            ));
+        };
+        let Some(&(_, x)) = names.iter().find(|(n, _)| *n == t.trim()) else {
+            return Err(cx.at(
+                v.span(),
+                format!("`{key}`: {t:?} is not one of {}", one_of()),
+            ));
+        };
+        if out.contains(&x) {
+            return Err(cx.at(v.span(), format!("`{key}`: {t:?} given twice")));
+        }
+        out.push(x);
+    }
+    Ok(out)
+}
+
+/// `[devices] age_on`, `copy` and `drive`: where aged states are aged, and how each cell's image
+/// reaches a drive that keeps state (the copies crossed with the drives' states before them).
+fn placements(
+    cx: &Ctx,
+    d: &RawDevices,
+    models: &[fsage_device::ModelSpec],
+) -> Result<(AgeOn, Vec<Placement>), Error> {
+    let stateful = models.iter().any(|m| m.keeps_state());
+    let need_model = |span: Range<usize>, key: &str| {
+        cx.at(
+            span,
+            format!(
+                "`{key}` needs a device model that keeps a drive state (an SSD, e.g. \
+                 \"ssd-sata\") in `latencies`"
+            ),
+        )
+    };
+    let age_on = match &d.age_on {
+        None => AgeOn::Drive,
+        Some(a) => {
+            if !stateful {
+                return Err(need_model(a.span(), "age_on"));
+            }
+            match a.get_ref().trim() {
+                "drive" => AgeOn::Drive,
+                "memory" => AgeOn::Memory,
+                t => {
+                    return Err(cx.at(
+                        a.span(),
+                        format!("`age_on`: {t:?} is not \"drive\" or \"memory\""),
+                    ))
+                }
+            }
+        }
+    };
+    let copies = match &d.copy {
+        None => Vec::new(),
+        Some(c) => {
+            if !stateful {
+                return Err(need_model(c.span(), "copy"));
+            }
+            if let Some(dr) = &d.drives {
+                return Err(cx.at(
+                    dr.span(),
+                    "`drives` and `copy` cannot be given together: with `copy` the image is \
+                     copied onto a drive in the state `drive` names, not run on the drive its \
+                     aging left",
+                ));
+            }
+            names_list(
+                cx,
+                c,
+                "copy",
+                &[
+                    ("sparse", CopyMethod::Sparse),
+                    ("data", CopyMethod::Data),
+                    ("whole", CopyMethod::Whole),
+                ],
+            )?
+        }
+    };
+    let befores = match &d.drive {
+        None => vec![DriveBefore::Erased],
+        Some(v) => {
+            if d.copy.is_none() {
+                return Err(cx.at(
+                    v.span(),
+                    "`drive` is the drive's state before the copy: give `copy` too (\"sparse\", \
+                     \"data\" or \"whole\")",
+                ));
+            }
+            names_list(
+                cx,
+                v,
+                "drive",
+                &[
+                    ("erased", DriveBefore::Erased),
+                    ("preconditioned", DriveBefore::Preconditioned),
+                    ("previous", DriveBefore::Previous),
+                ],
+            )?
+        }
+    };
+    if age_on == AgeOn::Memory && copies.is_empty() {
+        let span = d.age_on.as_ref().map_or(0..0, |a| a.span());
+        return Err(cx.at(
+            span,
+            "`age_on = \"memory\"` leaves the drive out of aging: give `copy` (\"sparse\", \
+             \"data\" or \"whole\"), how the image then reaches the drive",
+        ));
+    }
+    let mut out = Vec::new();
+    for &copy in &copies {
+        for &drive in &befores {
+            out.push(Placement { copy, drive });
+        }
+    }
+    Ok((age_on, out))
 }
 
 /// A quantity in the one grammar of fsage-units, from a TOML string (or a number, which is read

@@ -678,6 +678,11 @@ fn the_cell_count_is_the_plans() {
             "latencies = [\"none\"]",
             "latencies = [\"none\", \"ssd-sata\"]\ndrives = [\"own\", \"erased\", \"aged.meyer\"]",
         ),
+        GOOD.replace(
+            "latencies = [\"none\"]",
+            "latencies = [\"none\", \"ssd-sata\", \"hdd-7200\"]\nage_on = \"memory\"\n\
+             copy = [\"sparse\", \"whole\"]\ndrive = [\"erased\", \"previous\"]",
+        ),
     ] {
         let s = p(&text).unwrap();
         assert_eq!(s.cell_count(), s.plan().cells.len() as u128);
@@ -714,4 +719,113 @@ fn a_workloads_data_pattern_is_part_of_its_cells() {
     .unwrap_err()
     .message;
     assert!(e.contains("x.toml:32:8") && e.contains("`data`"), "{e}");
+}
+
+/// `[devices] copy` and `drive` copy each SSD cell's image onto a drive in a chosen state, crossed;
+/// `age_on = "memory"` ages without the drive. Cells without them keep their ids; the analyses
+/// see each placement as a device of its own; bad combinations are refused at their line.
+#[test]
+fn copies_and_drive_states_are_crossed_on_an_ssd_only() {
+    let with = |devices: &str| {
+        p(&GOOD.replace(
+            "latencies = [\"none\"]\nranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+            devices,
+        ))
+    };
+    let own = with("latencies = [\"ssd-sata\", \"hdd-7200\"]")
+        .unwrap()
+        .plan();
+    let same = with("latencies = [\"ssd-sata\", \"hdd-7200\"]\nage_on = \"drive\"")
+        .unwrap()
+        .plan();
+    let ids = |p: &Plan| p.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&own), ids(&same), "the default, given, changes nothing");
+
+    let s = with(
+        "latencies = [\"ssd-sata\", \"hdd-7200\"]\nage_on = \"memory\"\ncopy = [\"sparse\", \"whole\"]\n\
+         drive = [\"erased\", \"preconditioned\", \"previous\"]",
+    )
+    .unwrap();
+    let plan = s.plan();
+    // Aged in memory: the plain base (the disk's) serves the SSD too.
+    assert_eq!(plan.aging_runs, ["ext4 aged:meyer", "xfs aged:meyer"]);
+    let ssd: Vec<&Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| c.device_model.as_ref().unwrap().name == "ssd-sata")
+        .collect();
+    // 2 repetitions x 2 fs x 2 states x 2 copies x 3 drives.
+    assert_eq!(ssd.len(), 2 * 2 * 2 * 6);
+    assert!(ssd.iter().all(|c| c.placement.is_some()));
+    assert!(ssd
+        .iter()
+        .all(|c| c.aged_in_memory == matches!(c.state, StateSpec::Aged { .. })));
+    let c = ssd
+        .iter()
+        .find(|c| {
+            c.placement
+                == Some(Placement {
+                    copy: CopyMethod::Whole,
+                    drive: DriveBefore::Previous,
+                })
+                && c.state.id_part() == "aged.meyer"
+        })
+        .unwrap();
+    assert!(
+        c.id.contains("-ssd-sata-aged.memory-copy.whole-drive.previous-r"),
+        "{}",
+        c.id
+    );
+    assert_eq!(
+        c.device_label().as_deref(),
+        Some("ssd-sata (whole copy, drive previous)")
+    );
+    // The disk keeps no state: its cells are as before.
+    let hdd_own: Vec<&String> = own
+        .cells
+        .iter()
+        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .map(|c| &c.id)
+        .collect();
+    let hdd: Vec<&String> = plan
+        .cells
+        .iter()
+        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .map(|c| &c.id)
+        .collect();
+    assert_eq!(hdd, hdd_own);
+    let all: BTreeSet<&String> = plan.cells.iter().map(|c| &c.id).collect();
+    assert_eq!(all.len(), plan.cells.len());
+
+    // Errors.
+    let e = with("latencies = [\"hdd-7200\"]\ncopy = \"whole\"")
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("x.toml:") && e.contains("keeps a drive state"),
+        "{e}"
+    );
+    let e = with("latencies = [\"ssd-sata\"]\nage_on = \"memory\"")
+        .unwrap_err()
+        .message;
+    assert!(e.contains("give `copy`"), "{e}");
+    let e = with("latencies = [\"ssd-sata\"]\ndrive = \"previous\"")
+        .unwrap_err()
+        .message;
+    assert!(e.contains("give `copy` too"), "{e}");
+    let e = with("latencies = [\"ssd-sata\"]\ncopy = \"dd\"")
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("\"dd\" is not one of \"sparse\", \"data\", \"whole\""),
+        "{e}"
+    );
+    let e = with("latencies = [\"ssd-sata\"]\ncopy = [\"whole\", \"whole\"]")
+        .unwrap_err()
+        .message;
+    assert!(e.contains("given twice"), "{e}");
+    let e = with("latencies = [\"ssd-sata\"]\ncopy = \"whole\"\ndrives = [\"erased\"]")
+        .unwrap_err()
+        .message;
+    assert!(e.contains("cannot be given together"), "{e}");
 }

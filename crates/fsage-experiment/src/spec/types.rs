@@ -113,6 +113,86 @@ impl DriveSpec {
     }
 }
 
+/// How an aged base image is aged on a model that keeps a drive state (`[devices] age_on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgeOn {
+    /// Through the drive's model, writing data: the drive ages with the file system (the
+    /// default).
+    #[default]
+    Drive,
+    /// In memory, without the drive, as `fsage age` does by default (fallocate): Geriatrix's
+    /// procedure for its SSD figure. The image then reaches the drive by a copy.
+    Memory,
+}
+
+/// How a cell's image is written onto its drive, through the device (`[devices] copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyMethod {
+    /// The image's data written, its holes and zero blocks zeroed with write-zeroes requests,
+    /// which fsage's SSD model serves by unmapping (`image copy`'s default).
+    Sparse,
+    /// The image's data written, its holes left alone: what the drive held there stays mapped.
+    Data,
+    /// Every block written as data, as `dd` to the raw device does (`image copy --whole`).
+    Whole,
+}
+
+impl CopyMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyMethod::Sparse => "sparse",
+            CopyMethod::Data => "data",
+            CopyMethod::Whole => "whole",
+        }
+    }
+}
+
+/// The drive's state before a cell's image is copied onto it (`[devices] drive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriveBefore {
+    /// Every block free.
+    Erased,
+    /// In steady state, as SSD benchmarks put it (`dev precondition`: the drive written in
+    /// order, then twice its capacity at random, seeded by the cell's seed).
+    Preconditioned,
+    /// As the previous cell on the same model left it (erased for the first), as a paper's
+    /// repeated runs on one drive did: the result depends on the order the cells ran in.
+    Previous,
+}
+
+impl DriveBefore {
+    pub fn name(self) -> &'static str {
+        match self {
+            DriveBefore::Erased => "erased",
+            DriveBefore::Preconditioned => "preconditioned",
+            DriveBefore::Previous => "previous",
+        }
+    }
+}
+
+/// How a cell's image reaches a drive that keeps state: copied through the device, onto a drive
+/// in a chosen state. Absent from a cell whose drive is the one its aging left (the default),
+/// so that such cells keep their ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub copy: CopyMethod,
+    pub drive: DriveBefore,
+}
+
+impl Placement {
+    /// `copy.whole-drive.erased`, in cell ids.
+    pub fn id_part(&self) -> String {
+        format!("copy.{}-drive.{}", self.copy.name(), self.drive.name())
+    }
+    /// `whole copy, drive erased`, in tables.
+    pub fn label(&self) -> String {
+        format!("{} copy, drive {}", self.copy.name(), self.drive.name())
+    }
+}
+
 /// Where a workload comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -170,6 +250,13 @@ pub struct ExperimentSpec {
     /// file system's own drive; the default is that alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drives: Vec<Option<DriveSpec>>,
+    /// Where aged states are aged on a model that keeps state (`[devices] age_on`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub age_on: AgeOn,
+    /// How each cell's image reaches a drive that keeps state, crossed (`[devices] copy` and
+    /// `drive`); empty: the drive its aging left, not copied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placements: Vec<Placement>,
     pub workloads: Vec<WorkloadSpec>,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -203,6 +290,14 @@ pub struct Cell {
     /// absent otherwise, so that other cells keep their ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drive: Option<DriveSpec>,
+    /// Aged in memory rather than through the drive (only on a model that keeps state, for an
+    /// aged state); absent otherwise, so that other cells keep their ids.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aged_in_memory: bool,
+    /// How the image reaches the drive, when it is copied through the device onto a drive in a
+    /// chosen state (only on a model that keeps state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
     pub workload: WorkloadSpec,
     /// Repetition, from 0.
     pub rep: u32,
@@ -233,6 +328,23 @@ impl Cell {
             },
         }
     }
+}
+
+impl Cell {
+    /// The device as the analyses group it: the latency, or the model's name, with how the
+    /// image reached the drive when it was copied (`ssd-92 (whole copy, drive erased)`), so that
+    /// only cells placed alike are compared.
+    pub fn device_label(&self) -> Option<String> {
+        let m = self.device_model.as_ref()?;
+        Some(match &self.placement {
+            None => m.name.clone(),
+            Some(p) => format!("{} ({})", m.name, p.label()),
+        })
+    }
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// The matrix and what it will cost.
