@@ -210,6 +210,9 @@ pub struct Grep<'a> {
     pub pattern: &'a str,
     /// At least 1.
     pub reps: u32,
+    /// Warm cache (Conway's Figure 5): no caches dropped before the greps or the tree's read,
+    /// so they find whatever the replay and the greps before left in memory.
+    pub warm: bool,
 }
 
 /// An instance's figures and the first grep's block trace (its reads with issue and completion
@@ -246,7 +249,9 @@ pub fn measure_instance(
                 rdev = f()?;
             }
         }
-        fsage_lab::drop_caches()?;
+        if !grep.warm {
+            fsage_lab::drop_caches()?;
+        }
         let trace = match rdev {
             Some(d) => BlockTrace::start_timed(d, RqFilter::Reads).map_err(|e| e.message),
             None => Err("no block device to trace".to_string()),
@@ -271,7 +276,9 @@ pub fn measure_instance(
     let block = fsage_sys::fs_stat(mount).map_or(4096, |s| s.block_size);
     let layout = rqs.as_ref().map(|r| read_layout(r, block));
     let grep_seconds = median(&samples);
-    fsage_lab::drop_caches()?;
+    if !grep.warm {
+        fsage_lab::drop_caches()?;
+    }
     let t = Instant::now();
     let (read_bytes, read_files) = read_tree(mount)?;
     let read_seconds = t.elapsed().as_secs_f64();

@@ -117,6 +117,13 @@ pub struct GitAgeOptions {
     /// the disk before the next, as on a developer's disk where pulls are hours apart, and the
     /// layout no longer depends on when the host's writeback happened to run.
     pub sync_each_pull: bool,
+    /// Warm-cache measurements (Conway's Figure 5): the aged instance is neither remounted nor
+    /// are caches dropped before its greps, which find what the replay left in memory; the
+    /// clean copy is measured cold, as before (the figure's reference).
+    pub warm_cache: bool,
+    /// Run everything (replay, greps, the clean copy) in a memory cgroup of this many bytes,
+    /// page cache included, as a machine with that much memory would.
+    pub mem_limit: Option<u64>,
     /// Where the caller writes the series as JSON and CSV: kept in the checkpoint, so that a
     /// resume writes them there too ([`Outcome::json`], [`Outcome::csv`]).
     pub json: Option<PathBuf>,
@@ -187,6 +194,12 @@ struct RunKey {
     /// A sync after every pull (false in checkpoints from before the option).
     #[serde(default)]
     sync_each_pull: bool,
+    /// Warm-cache measurements (false in checkpoints from before the option).
+    #[serde(default)]
+    warm_cache: bool,
+    /// The memory limit (none in checkpoints from before the option).
+    #[serde(default)]
+    mem_limit: Option<u64>,
 }
 
 fn recorded_think() -> fsage_device::Think {
@@ -576,6 +589,14 @@ impl Aged {
         }
     }
 
+    /// The block device to trace as the instance is mounted now.
+    fn rdev(&self) -> Option<u64> {
+        match &self.image {
+            Some(_) => self.mounted.as_ref().and_then(|m| m.rdev()),
+            None => self.dir_rdev,
+        }
+    }
+
     /// Copies of the drives as they are now (every write issued so far fed), to cost the
     /// measurement's greps on.
     fn drive_copies(&self) -> Result<Vec<(fsage_device::AgedDrive, String)>> {
@@ -671,7 +692,28 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     let had_drives = image
         .as_ref()
         .is_some_and(|p| crate::drives::drives_path(p).exists());
-    let out = git_age_inner(opts, obs);
+    let out = match opts.mem_limit {
+        None => git_age_inner(opts, obs),
+        Some(bytes) if bytes >= MIN_MEM_LIMIT => {
+            let cg = enter_mem_limit(bytes)?;
+            obs.note(&format!(
+                "running in memory cgroup {} (cgroup {}), limited to {}",
+                cg.path().display(),
+                cg.version(),
+                fsage_units::format_size(bytes)
+            ));
+            let out = git_age_inner(opts, obs);
+            // Left and removed whatever the run did (the guard does it on a panic too).
+            let left = cg
+                .remove()
+                .map_err(|e| Error::operation(format!("the memory cgroup: {e}")));
+            let out = out?;
+            left?;
+            Ok(out)
+        }
+        // Refused by the checks, before anything is made.
+        Some(_) => git_age_inner(opts, obs),
+    };
     if let (Err(_), Some(image)) = (&out, &image) {
         // The run's mount is down (its guard went with the error): leave nothing but what a
         // resume needs, and say what that is.
@@ -698,6 +740,20 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
         }
     }
     out
+}
+
+/// The smallest `--mem-limit`: below it git and grep themselves would be killed.
+pub const MIN_MEM_LIMIT: u64 = 128 << 20;
+
+/// A new memory cgroup (`fsage-git-age-PID-N-RANDOM`), limited to `bytes` and entered by the
+/// whole process: what the run reads and writes is charged to it, page cache included.
+fn enter_mem_limit(bytes: u64) -> Result<fsage_workload::cgroup::MemCgroup> {
+    let mut cg = fsage_workload::cgroup::MemCgroup::create_named("fsage-git-age")
+        .map_err(|e| Error::operation(format!("--mem-limit: {e}")))?;
+    cg.set_limit(bytes)
+        .and_then(|()| cg.enter())
+        .map_err(|e| Error::operation(format!("--mem-limit: {e}")))?;
+    Ok(cg)
 }
 
 /// The names fsage makes beside the image (or the clean image) for itself: each must be absent
@@ -746,6 +802,22 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
     }
     if opts.grep_reps == 0 {
         return Err(Error::input("--grep-reps: at least 1 grep per measurement"));
+    }
+    if opts.warm_cache && opts.device.is_some() {
+        return Err(Error::input(
+            "--warm-cache measures the aged instance as the replay left it in memory; a slow \
+             device means mounting it again on the device, which starts its cache cold: give one",
+        ));
+    }
+    if let Some(l) = opts.mem_limit {
+        if l < MIN_MEM_LIMIT {
+            return Err(Error::input(format!(
+                "--mem-limit {}: at least {} (git, grep and fsage itself run inside the limit, \
+                 and a process over it is killed)",
+                fsage_units::format_size(l),
+                fsage_units::format_size(MIN_MEM_LIMIT)
+            )));
+        }
     }
     for (i, m) in opts.cost_models.iter().enumerate() {
         if opts.cost_models[..i].iter().any(|o| o.name == m.name) {
@@ -872,6 +944,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         cost_models: opts.cost_models.clone(),
         think: opts.think,
         sync_each_pull: opts.sync_each_pull,
+        warm_cache: opts.warm_cache,
+        mem_limit: opts.mem_limit,
     };
 
     // The aged instance, new or resumed.
@@ -971,7 +1045,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             commits_total: n as u64,
             pulls_done: 0,
             finished: false,
-            remounted: matches!(opts.target, Target::Image { .. }),
+            remounted: matches!(opts.target, Target::Image { .. }) && !opts.warm_cache,
+            warm_cache: opts.warm_cache,
+            mem_limit_bytes: opts.mem_limit,
             device_latencies: opts.device.as_ref().and_then(|d| d.latencies()),
             device_model: opts.device.as_ref().map(|d| d.model.clone()),
             grep_reps: opts.grep_reps,
@@ -1163,12 +1239,18 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         if let Some(r) = replay.as_mut() {
             r.suspend(); // its descriptors would keep the file system busy
         }
-        let rdev = aged.remount()?;
+        // Warm: measured as the replay left it (neither remounted nor synced).
+        let rdev = if opts.warm_cache {
+            aged.rdev()
+        } else {
+            aged.remount()?
+        };
         let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
         let grep = measure::Grep {
             pattern: &pattern,
             reps: opts.grep_reps,
+            warm: opts.warm_cache,
         };
         let mut a = match &opts.device {
             None => {
@@ -1186,7 +1268,11 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             &clean_image,
             &aged.tree,
             du,
-            grep,
+            // The clean copy, the reference, is measured cold.
+            measure::Grep {
+                warm: false,
+                ..grep
+            },
             opts.device.as_ref(),
             &drive_specs,
         )?;

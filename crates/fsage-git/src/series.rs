@@ -204,6 +204,13 @@ pub struct GitSeries {
     /// Whether the aged instance was unmounted and mounted again before each measurement (not
     /// for a TARGET_DIR fsage did not mount: caches are dropped only).
     pub remounted: bool,
+    /// The aged instance was measured warm (`--warm-cache`): neither remounted nor caches
+    /// dropped before its greps; the clean copy cold (absent in older series: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm_cache: bool,
+    /// The memory cgroup's limit the run ran under (`--mem-limit`), page cache included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_limit_bytes: Option<u64>,
     /// The latencies of the slow device every measurement was taken on (both instances mounted
     /// through it), when it ran a fixed latency; none: plain loop devices over the images, or a
     /// model with state (`device_model`).

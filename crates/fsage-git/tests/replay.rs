@@ -34,6 +34,8 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         cost_models: Vec::new(),
         think: fsage_device::Think::default(),
         sync_each_pull: true,
+        warm_cache: false,
+        mem_limit: None,
         json: None,
         csv: None,
     }
@@ -549,4 +551,152 @@ fn an_aged_ssd_drive_costs_interleaved_writes_and_is_kept_with_the_run() {
         e.message
     );
     assert!(!image.exists());
+}
+
+/// Notes the memory cgroup the run is in at every measurement, and the mount id of the aged
+/// instance (a remount makes a new one).
+struct InCgroup {
+    seen: Vec<String>,
+    mnt: PathBuf,
+    mount_ids: Vec<Option<u64>>,
+}
+
+/// The mount id of what is mounted at `mnt` (the first field of /proc/self/mountinfo).
+fn mount_id(mnt: &Path) -> Option<u64> {
+    let want = mnt.canonicalize().ok()?;
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()?
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() > 4 && Path::new(f[4]) == want).then(|| f[0].parse().ok())?
+        })
+        .next_back()
+}
+
+/// The cgroup v1 memory controller's path of this process (`/` when not in one of fsage's).
+fn memory_cgroup() -> String {
+    std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+            ctl.split(',')
+                .any(|c| c == "memory")
+                .then(|| path.to_string())
+        })
+        .unwrap_or_default()
+}
+
+impl Observer for InCgroup {
+    fn measured(&mut self, _row: &GitRow) {
+        self.seen.push(memory_cgroup());
+        self.mount_ids.push(mount_id(&self.mnt));
+    }
+}
+
+/// This process's cgroups of `git-age --mem-limit` under cgroup v1's memory controller.
+fn own_git_cgroups() -> Vec<String> {
+    let prefix = format!("fsage-git-age-{}-", std::process::id());
+    std::fs::read_dir("/sys/fs/cgroup/memory")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--warm-cache` measures the aged instance as the replay left it (its grep reads next to
+/// nothing from the device, the cold clean copy's grep reads its tree), and `--mem-limit` runs
+/// the replay and the measurements in a cgroup of their own, left and removed at the end, also
+/// when the run fails inside it.
+#[test]
+fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() {
+    let test = "warm_cache_measures_without_remounting_inside_a_memory_limit";
+    if !Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        skip(
+            test,
+            "no cgroup v1 memory controller at /sys/fs/cgroup/memory",
+        );
+        return;
+    }
+    let Some(run) = image_run(test, "loop devices, mounts, cgroups") else {
+        return;
+    };
+    let mut o = options(&run.repo, run.target.clone(), Mode::Git);
+    o.no_measure = false;
+    o.warm_cache = true;
+    // Generous: the other tests of this binary run in the same process, so in the cgroup too.
+    o.mem_limit = Some(1 << 30);
+    let home = memory_cgroup();
+    let mut obs = InCgroup {
+        seen: Vec::new(),
+        mnt: run.tmp.path().join("aged.img.mnt"),
+        mount_ids: Vec::new(),
+    };
+    let out = git_age(&o, &mut obs).unwrap();
+    assert!(out.series.warm_cache && !out.series.remounted);
+    // Never remounted: one mount of the aged image from the first measurement to the last.
+    assert_eq!(obs.mount_ids.len(), out.series.rows.len());
+    assert!(obs.mount_ids[0].is_some(), "{:?}", obs.mount_ids);
+    assert!(
+        obs.mount_ids.iter().all(|m| *m == obs.mount_ids[0]),
+        "{:?}",
+        obs.mount_ids
+    );
+    assert_eq!(out.series.mem_limit_bytes, Some(1 << 30));
+    assert!(!obs.seen.is_empty());
+    for c in &obs.seen {
+        assert!(c.contains("/fsage-git-age-"), "measured in {c}");
+    }
+    // The warm grep reads only what is not cached. Other processes on the machine may drop
+    // every cache at any time (tests of fsage do), so one measurement of the five is asked to
+    // show it, not each.
+    let blocks: Vec<(u64, u64)> = out
+        .series
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.aged.read_blocks.unwrap_or(0),
+                r.clean.read_blocks.unwrap_or(0),
+            )
+        })
+        .collect();
+    assert!(
+        blocks.iter().all(|b| b.1 > 0),
+        "the clean copy is measured cold: {blocks:?}"
+    );
+    assert!(
+        blocks.iter().any(|(a, c)| a * 4 < *c),
+        "a warm grep reads what is not cached only: (aged, clean) blocks {blocks:?}"
+    );
+    assert_eq!(memory_cgroup(), home);
+    assert!(own_git_cgroups().is_empty(), "{:?}", own_git_cgroups());
+
+    // A run that fails inside the limit leaves it as well.
+    let tmp2 = fsage_testkit::shm_tmp("fsage-git-replay-");
+    let mut bad = options(
+        &run.repo,
+        Target::Image {
+            path: tmp2.path().join("bad.img"),
+            kind: fsage_lab::FsKind::Ext4,
+            size: 64 << 20,
+        },
+        Mode::Git,
+    );
+    bad.range.first = Some("no-such-revision".into());
+    bad.mem_limit = Some(1 << 30);
+    assert!(git_age(&bad, &mut fsage_git::run::Silent).is_err());
+    assert_eq!(memory_cgroup(), home);
+    assert!(own_git_cgroups().is_empty(), "{:?}", own_git_cgroups());
+    // Too small a limit is refused before anything is made.
+    bad.range.first = None;
+    bad.mem_limit = Some(1 << 20);
+    let e = git_age(&bad, &mut fsage_git::run::Silent).unwrap_err();
+    assert!(e.message.contains("--mem-limit"), "{}", e.message);
+    assert!(!tmp2.path().join("bad.img").exists());
 }

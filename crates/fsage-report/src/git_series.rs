@@ -44,11 +44,15 @@ pub fn render(s: &GitSeries) -> String {
     }
     let _ = writeln!(
         o,
-        "; caches dropped before every grep{}{}",
-        if s.remounted {
-            ", aged instance remounted"
+        "; {}{}",
+        if s.warm_cache {
+            "warm cache: the aged instance measured as the replay left it (no caches dropped, \
+             not remounted), the clean copy cold"
+        } else if s.remounted {
+            "caches dropped before every grep, aged instance remounted"
         } else {
-            " (the aged directory's file system was not remounted)"
+            "caches dropped before every grep (the aged directory's file system was not \
+             remounted)"
         },
         if s.no_measure {
             "; the last session replayed without measuring"
@@ -56,6 +60,13 @@ pub fn render(s: &GitSeries) -> String {
             ""
         }
     );
+    if let Some(l) = s.mem_limit_bytes {
+        let _ = writeln!(
+            o,
+            "run in a memory cgroup limited to {} (page cache included)",
+            crate::human_bytes(l)
+        );
+    }
     if let (None, Some(m)) = (&s.device_latencies, &s.device_model) {
         let _ = writeln!(
             o,
@@ -430,6 +441,8 @@ mod tests {
             pulls_done: 2,
             finished: true,
             remounted: true,
+            warm_cache: false,
+            mem_limit_bytes: None,
             device_latencies: None,
             device_model: None,
             grep_reps: 1,
@@ -550,6 +563,27 @@ mod tests {
         // An older series without clean_fs: the clean instance was of `fs`.
         s.clean_fs.clear();
         assert!(render(&s).contains("on ext4, clean instance ext4"));
+    }
+
+    #[test]
+    fn a_warm_series_under_a_memory_limit_says_so_and_a_cold_one_does_not() {
+        let mut s = series();
+        let t = render(&s);
+        assert!(t.contains("caches dropped before every grep"), "{t}");
+        assert!(!t.contains("warm") && !t.contains("memory cgroup"), "{t}");
+        s.warm_cache = true;
+        s.remounted = false;
+        s.mem_limit_bytes = Some(512 << 20);
+        let t = render(&s);
+        assert!(
+            t.contains("warm cache: the aged instance measured as the replay left it"),
+            "{t}"
+        );
+        assert!(!t.contains("caches dropped before every grep"), "{t}");
+        assert!(
+            t.contains("memory cgroup limited to 512 MiB (page cache included)"),
+            "{t}"
+        );
     }
 
     #[test]

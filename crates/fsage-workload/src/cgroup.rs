@@ -38,6 +38,12 @@ static SERIAL: AtomicU32 = AtomicU32::new(0);
 impl MemCgroup {
     /// Makes a new, unlimited memory cgroup (not entered yet).
     pub fn create() -> Result<MemCgroup, Error> {
+        MemCgroup::create_named("fsage-bench")
+    }
+
+    /// Makes a new, unlimited memory cgroup named `PREFIX-PID-SERIAL-RANDOM`, made exclusively
+    /// (not entered yet).
+    pub fn create_named(prefix: &str) -> Result<MemCgroup, Error> {
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let v1 = Path::new("/sys/fs/cgroup/memory");
         let (base, v2, rel) = if v1.join("memory.limit_in_bytes").exists() {
@@ -73,9 +79,10 @@ impl MemCgroup {
         };
         let home = base.join(rel.trim_start_matches('/')).join("cgroup.procs");
         let dir = base.join(format!(
-            "fsage-bench-{}-{}",
+            "{prefix}-{}-{}-{}",
             std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
+            SERIAL.fetch_add(1, Ordering::Relaxed),
+            &fsage_sys::safe::random_hex()[..8]
         ));
         std::fs::create_dir(&dir)
             .map_err(|e| Error::Cgroup(format!("making {}: {e}", dir.display())))?;

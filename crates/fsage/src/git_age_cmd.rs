@@ -106,6 +106,16 @@ pub struct GitAgeArgs {
     /// the fastest and the slowest. The first one's trace is kept and costed.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub grep_reps: u32,
+    /// Measure the aged instance warm, as Conway et al.'s warm-cache figure did: no caches
+    /// dropped and no remount before its greps (they find what the replay left in memory); the
+    /// clean copy is still measured cold. Not with a slow device.
+    #[arg(long, conflicts_with_all = ["device_latency", "device_model"])]
+    pub warm_cache: bool,
+    /// Run the whole replay and its measurements in a new memory cgroup (cgroup v1's memory
+    /// controller, else v2) limited to SIZE, page cache included, as a machine with that much
+    /// memory (at least 128MiB); the cgroup is removed at the end, also after an error.
+    #[arg(long, value_name = "SIZE", value_parser = fsage_units::parse_size)]
+    pub mem_limit: Option<u64>,
     /// Write the series as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -238,6 +248,8 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         cost_models,
         think: a.think,
         sync_each_pull: !a.no_sync,
+        warm_cache: a.warm_cache,
+        mem_limit: a.mem_limit,
         json: a.json.clone(),
         csv: a.csv.clone(),
     };

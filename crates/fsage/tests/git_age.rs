@@ -225,6 +225,35 @@ fn git_age_bad_input_is_exit_code_2() {
     expect_stderr(&o, "/nonexistent/repo");
     let o = fsage(["git-age", s(tmp.path()), s(tmp.path())]);
     expect_code(&o, 2, "neither --fs nor --clean-fs");
+    let img = tmp.path().join("warm.img");
+    let o = fsage([
+        "git-age",
+        s(tmp.path()),
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        s(&img),
+        "--warm-cache",
+        "--device-latency",
+        "1ms",
+    ]);
+    expect_code(&o, 2, "--warm-cache with a slow device");
+    expect_stderr(&o, "--warm-cache");
+    let o = fsage([
+        "git-age",
+        s(tmp.path()),
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        s(&img),
+        "--mem-limit",
+        "1MiB",
+    ]);
+    expect_code(&o, 2, "--mem-limit below 128 MiB");
+    expect_stderr(&o, "--mem-limit 1 MiB: at least 128 MiB");
+    assert!(!img.exists());
 }
 
 /// Takes down what the slow-device test (or a failed run) left: mounts of the images, then every

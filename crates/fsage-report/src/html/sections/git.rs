@@ -25,7 +25,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
     let mut model_color = 0;
     for (i, s) in series.iter().enumerate() {
         let g = &s.item;
-        let name = format!("{} {}", s.name, g.fs);
+        let name = format!("{} {}", s.name, series_tags(g));
         let pts = |f: &dyn Fn(&fsage_git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
             g.rows
                 .iter()
@@ -155,11 +155,10 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
         let g = &s.item;
         let _ = writeln!(
             c,
-            "<h3>{} ({}, {}, {} mode)</h3><p class=\"note\">{} of {} commits replayed{}, \
-             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.{}</p>",
+            "<h3>{} ({}, {} mode)</h3><p class=\"note\">{} of {} commits replayed{}, \
+             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.{}{}</p>",
             esc(&s.name),
-            esc(&g.fs),
-            human_bytes(g.size_bytes),
+            esc(&series_tags(g)),
             esc(&g.mode),
             g.pulls_done,
             g.commits_total,
@@ -171,7 +170,14 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             g.measure_seconds,
             esc(&g.git_version),
             esc(&g.grep_version),
-            esc(&crate::git_series::how_costed(g))
+            esc(&crate::git_series::how_costed(g)),
+            if g.warm_cache {
+                " The aged instance was measured warm (no caches dropped, not remounted: what \
+                 the replay left in memory), the clean copy cold, as in Conway et al.'s warm-cache \
+                 figure."
+            } else {
+                ""
+            }
         );
         let rows: Vec<Vec<String>> = g
             .rows
@@ -232,4 +238,18 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
          the layout's and the model's, not the host's load): one line per model.",
         &c,
     );
+}
+
+/// A series' file system, partition size, and warm cache and memory limit when it had them
+/// (`ext4 20 GiB, warm, 512 MiB memory`): what tells apart series of one repository run with
+/// other partition sizes or memory, as Conway et al.'s figures 5 and 6 compare.
+fn series_tags(g: &fsage_git::GitSeries) -> String {
+    let mut t = format!("{} {}", g.fs, human_bytes(g.size_bytes));
+    if g.warm_cache {
+        t.push_str(", warm");
+    }
+    if let Some(l) = g.mem_limit_bytes {
+        let _ = write!(t, ", {} memory", human_bytes(l));
+    }
+    t
 }
