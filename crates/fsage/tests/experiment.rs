@@ -760,7 +760,7 @@ max_ops = 1500
 latencies = ["small-ssd.toml"]
 age_on = "memory"
 copy = ["sparse", "whole"]
-drive = ["erased", "previous"]
+drive = ["erased", "previous", "preconditioned"]
 
 [[workload]]
 name = "varmail"
@@ -782,7 +782,7 @@ set = { nfiles = 50, nthreads = 1 }
         .unwrap();
     expect_code(&o, 0, "experiment run with copies onto drives");
     let cells = cell_files(&out.join("cells"));
-    assert_eq!(cells.len(), 4, "{:?}", cells.keys());
+    assert_eq!(cells.len(), 6, "{:?}", cells.keys());
     let get = |part: &str| -> (String, serde_json::Value) {
         let (n, bytes) = cells
             .iter()
@@ -797,6 +797,7 @@ set = { nfiles = 50, nthreads = 1 }
     let (_, sp) = get(&format!("{pre}copy.sparse-drive.previous-r0"));
     let (whole_erased, we) = get(&format!("{pre}copy.whole-drive.erased-r0"));
     let (_, wp) = get(&format!("{pre}copy.whole-drive.previous-r0"));
+    let (_, wc) = get(&format!("{pre}copy.whole-drive.preconditioned-r0"));
     // Aged in memory: one plain base, no drive state of its own.
     let bases: Vec<String> = std::fs::read_dir(out.join("bases"))
         .unwrap()
@@ -833,6 +834,18 @@ set = { nfiles = 50, nthreads = 1 }
         "{}",
         pl(&wp)
     );
+    // A preconditioned drive is full before the copy: writing every page over it collects.
+    let c = pl(&wc);
+    assert!(
+        c["drive_before"]
+            .as_str()
+            .unwrap()
+            .starts_with("preconditioned: "),
+        "{c}"
+    );
+    assert_eq!(c["flash"]["host_pages"].as_u64(), Some(pages), "{c}");
+    assert!(c["flash"]["gc_copies"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(w["flash"]["gc_copies"].as_u64(), Some(0), "{w}");
     // The analyses see each placement as a device of its own.
     assert_eq!(
         wp["samples"][0]["device_model"],
