@@ -907,3 +907,48 @@ fn guest_cells_under_two_kernels_through_slurm() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+/// Cells that continue the drive the cell before them left (`drive = "previous"`) run one after
+/// another: a submission, whose tasks run at once, is refused with exit 2 and submits nothing;
+/// cells aged in memory share the plain base (one base job per state).
+#[test]
+fn a_submission_refuses_previous_drives_and_shares_bases_aged_in_memory() {
+    let d = tmp();
+    let file = d.path().join("e.toml");
+    let spec = |drive: &str| {
+        format!(
+            "name = \"copies\"\nduration = \"1s\"\nimage_size = \"512MiB\"\n[[fs]]\nkind = \
+             \"ext4\"\n[[state]]\nkind = \"fresh\"\n[[state]]\nkind = \"aged\"\nprofile = \
+             \"meyer\"\nmax_ops = 1000\n[devices]\nlatencies = [\"ssd-sata\", \"hdd-7200\"]\n\
+             age_on = \"memory\"\ncopy = \"whole\"\ndrive = {drive}\n[[workload]]\nname = \
+             \"varmail\"\n"
+        )
+    };
+    std::fs::write(&file, spec("[\"erased\", \"previous\"]")).unwrap();
+    let out = d.path().join("out");
+    let submit = || {
+        Command::new(bin())
+            .args(["experiment", "submit", s(&file), "--out", s(&out)])
+            .env("PATH", fake_slurm(d.path(), "ok"))
+            .output()
+            .unwrap()
+    };
+    let o = submit();
+    expect_code(&o, 2, "submit with a previous drive");
+    expect_stderr(&o, "`drive = \"previous\"`");
+    assert!(!d.path().join("sbatch.log").exists());
+    std::fs::write(&file, spec("\"erased\"")).unwrap();
+    let o = submit();
+    expect_code(&o, 0, "submit with erased drives");
+    let subs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("slurm/submissions.json")).unwrap())
+            .unwrap();
+    let mut names: Vec<&str> = subs[0]["bases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["base"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["ext4-aged.meyer", "ext4-fresh"]);
+}
