@@ -448,6 +448,65 @@ fn sequential_reads_split_in_halves_still_stream_at_the_outer_zone_rate() {
     );
 }
 
+/// A sequential stream of 1 MiB reads at every queue depth fio is run at (1 to 32), whole and as
+/// two 512 KiB halves (as the loop device sends them), each new read issued as one completes:
+/// the drive reads on at the media rate whatever the depth. Before queued reads were served
+/// from the read-ahead stream, each read queued behind another paid the command overhead and a
+/// revolution (or SPTF skipped ahead and came back): 63-66 MB/s at depths 2 to 8.
+#[test]
+fn a_sequential_stream_reads_at_the_media_rate_at_every_depth() {
+    let p = params();
+    let n = 200u64;
+    for depth in [1usize, 2, 4, 8, 16, 32] {
+        for halves in [false, true] {
+            let mut d = Hdd::new(&p, 100 << 30).unwrap();
+            let total = if halves {
+                closed_loop(&mut d, 2 * depth, 2 * n, |i| {
+                    rq(i, RqKind::Read, i << 19, 1 << 19)
+                })
+            } else {
+                closed_loop(&mut d, depth, n, |i| rq(i, RqKind::Read, i << 20, 1 << 20))
+            };
+            let rate = (n << 20) as f64 / (total / 1e9);
+            let want = d.geometry().sustained_rate(0) * 512.0 * 1e9;
+            eprintln!(
+                "sequential 1 MiB reads, depth {depth}{}: {:.1} MB/s (sustained outer {:.1} MB/s), \
+                 {} seeks",
+                if halves { " (512 KiB halves)" } else { "" },
+                rate / 1e6,
+                want / 1e6,
+                d.stats().seeks
+            );
+            assert!(
+                (rate - want).abs() / want < 0.03,
+                "depth {depth}, halves {halves}: {:.1} MB/s against the sustained {:.1} MB/s",
+                rate / 1e6,
+                want / 1e6
+            );
+            assert_eq!(d.stats().seeks, 0, "depth {depth}: a stream never seeks");
+        }
+    }
+}
+
+/// A segment holds what its read brought in and the read-ahead after it, not everything a long
+/// stream read: after 64 MiB streamed, the first MiB again is read from the media.
+#[test]
+fn a_long_stream_leaves_only_a_segment_cached() {
+    let p = params();
+    let mut d = Hdd::new(&p, 100 << 30).unwrap();
+    closed_loop(&mut d, 1, 64, |i| rq(i, RqKind::Read, i << 20, 1 << 20));
+    let hits = d.stats().read_hits;
+    let t = d.now + 1_000_000_000;
+    let done = run_one(&mut d, t, rq(1000, RqKind::Read, 0, 1 << 20));
+    assert_eq!(d.stats().read_hits, hits, "the first MiB is no longer held");
+    // A seek back and the transfer at the media rate, not the interface's 3.5 ms.
+    assert!(done - t > 8_000_000, "{} ns", done - t);
+    // The last MiB read is still there.
+    let hits = d.stats().read_hits;
+    run_one(&mut d, done, rq(1001, RqKind::Read, 63 << 20, 1 << 20));
+    assert!(d.stats().read_hits > hits);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     /// Any stream of requests: each completes exactly once, never before it arrived, nothing
