@@ -95,7 +95,7 @@ fn a_model_device_answers_at_the_models_times() {
     assert!(r.requests >= n, "{st:?}");
     let m = st.model.as_ref().expect("a model device reports its model");
     assert_eq!(
-        m.stats.as_ref().map(|s| s.reads),
+        m.stats.as_ref().map(|s| s.requests.reads),
         Some(r.requests),
         "{st:?}"
     );
@@ -210,7 +210,7 @@ fn random_reads_on_a_hard_disk_device_average_the_models_access_time() {
         "real {real_mean:.0} ns per read against the model's {want:.0} ns"
     );
     let ms = st.model.and_then(|m| m.stats).unwrap();
-    assert!(ms.seeks > n / 2, "{ms:?}");
+    assert!(ms.hdd().unwrap().seeks > n / 2, "{ms:?}");
 }
 
 /// A sequential stream of 1 MiB reads kept 4 deep (four threads reading the next MiB each as
@@ -272,9 +272,9 @@ fn a_sequential_stream_at_depth_4_reads_at_the_media_rate() {
          reads",
         rate / 1e6,
         media / 1e6,
-        ms.seeks,
-        ms.read_hits,
-        ms.reads
+        ms.hdd().unwrap().seeks,
+        ms.hdd().unwrap().read_hits,
+        ms.requests.reads
     );
     assert!(
         rate > 0.80 * media && rate < 1.06 * media,
@@ -369,6 +369,8 @@ fn an_ssd_device_keeps_its_drive_state_with_the_image() {
         .stats
         .as_ref()
         .unwrap()
+        .ssd()
+        .unwrap()
         .free_blocks;
     assert!(
         before.drive_state.as_deref().unwrap().contains("fresh"),
@@ -391,6 +393,8 @@ fn an_ssd_device_keeps_its_drive_state_with_the_image() {
         .unwrap()
         .stats
         .as_ref()
+        .unwrap()
+        .ssd()
         .unwrap()
         .free_blocks;
     assert_eq!(again, free, "the reloaded drive has the same free blocks");

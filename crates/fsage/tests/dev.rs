@@ -564,6 +564,89 @@ fn dev_create_runs_a_model() {
     r.ok(["dev", "destroy", "--all"]);
 }
 
+/// Each model kind prints its own counters: `dev cost` on an SSD shows flash counters (no seeks,
+/// no rotation) and its JSON names the kind and gives the write amplification as a number; an
+/// SSD device shows them in `dev list` before its first write and in `dev stats --json` after.
+#[test]
+fn dev_cost_and_stats_show_each_models_own_counters() {
+    let dir = TempDir::new().unwrap();
+    let trace = dir.path().join("t.json");
+    let rqs: Vec<String> = (0..8)
+        .map(|i| {
+            format!(
+                r#"{{"kind": "write", "offset": {}, "len": 65536, "issue_ns": {}, "complete_ns": {}}}"#,
+                i * 65536,
+                i * 100_000,
+                i * 100_000 + 50_000
+            )
+        })
+        .collect();
+    std::fs::write(
+        &trace,
+        format!(
+            r#"{{"version": 1, "device_size": 67108864, "requests": [{}]}}"#,
+            rqs.join(",")
+        ),
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    let text = stdout(&common::fsage_ok(["dev", "cost", t, "--model", "ssd-sata"]));
+    assert!(
+        text.contains("write amplification") && text.contains("programs"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("seeks") && !text.contains("rotation"),
+        "an SSD has no seeks: {text}"
+    );
+    let v = json(&common::fsage_ok([
+        "dev", "cost", t, "--model", "ssd-sata", "--json",
+    ]));
+    assert_eq!(v["stats"]["kind"], "ssd", "{v}");
+    assert!(v["stats"]["write_amplification"].is_f64(), "{v}");
+    assert!(v["stats"].get("seeks").is_none(), "{v}");
+    // The hard disk names its own, and has no flash.
+    let v = json(&common::fsage_ok([
+        "dev", "cost", t, "--model", "hdd-7200", "--json",
+    ]));
+    assert_eq!(v["stats"]["kind"], "hdd", "{v}");
+    assert!(v["stats"].get("programs").is_none(), "{v}");
+
+    if !can_run("dev_cost_and_stats_show_each_models_own_counters", &[]) {
+        return;
+    }
+    let r = Reg::new();
+    let ssd = stdout(&r.ok(["dev", "create", "--size", "64MiB", "--model", "ssd-sata"]))
+        .trim()
+        .to_string();
+    let list = stdout(&r.ok(["dev", "list"]));
+    assert!(
+        list.contains("write amplification -") && !list.contains("seeks"),
+        "an SSD's own counters before its first write: {list}"
+    );
+    let o = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={ssd}"),
+            "bs=64k",
+            "count=16",
+            "oflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = json(&r.ok(["dev", "stats", &ssd, "--json"]));
+    let m = &st["model"]["stats"];
+    assert_eq!(m["kind"], "ssd", "{st}");
+    assert!(m["write_amplification"].as_f64().unwrap() >= 1.0, "{st}");
+    let text = stdout(&r.ok(["dev", "stats", &ssd]));
+    assert!(
+        text.contains("programs") && !text.contains("seeks"),
+        "{text}"
+    );
+    r.ok(["dev", "destroy", "--all"]);
+}
+
 /// A file system on a slow device: `dev destroy` while it is mounted is refused with a hint
 /// naming `--force`, and `fs umount` names the slow device and `fsage dev destroy` (not
 /// `losetup -d`, which would bypass it).

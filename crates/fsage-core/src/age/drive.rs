@@ -113,15 +113,14 @@ impl DriveAging {
             );
         }
         let after = model.stats();
-        let host = after.host_pages.saturating_sub(before.host_pages);
-        let programs = after.programs.saturating_sub(before.programs);
+        let did = after.since(&before);
         let saved = model
             .save_state()
             .expect("checked at start: the model keeps state");
         fsage_sys::write_atomic(&state, &saved)?;
         Ok(format!(
             "the drive ({}) aged with the file system: {} requests ({} MiB written or discarded) \
-             fed to its FTL{}; write amplification {}, {} erases, {} free blocks; saved to {}",
+             fed to its FTL{}; {}; saved to {}",
             spec.name,
             rqs.len(),
             bytes >> 20,
@@ -130,13 +129,7 @@ impl DriveAging {
             } else {
                 " from an erased drive"
             },
-            if host > 0 {
-                format!("{:.2}", programs as f64 / host as f64)
-            } else {
-                "-".into()
-            },
-            after.erases.saturating_sub(before.erases),
-            after.free_blocks,
+            did.brief(),
             state.display()
         ))
     }

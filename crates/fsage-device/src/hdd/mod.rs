@@ -46,7 +46,10 @@
 pub mod geometry;
 pub mod seek;
 
-use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind};
+use crate::{
+    Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
+    RqKind, Value,
+};
 use geometry::{Geometry, SECTOR};
 use seek::SeekCurve;
 use serde::{Deserialize, Serialize};
@@ -164,7 +167,101 @@ pub struct Hdd {
     seq: u64,
     /// Queued reads served from the read-ahead stream: (completion, id), earliest first.
     streamed: BinaryHeap<Reverse<(Ns, u64)>>,
-    stats: ModelStats,
+    requests: Requests,
+    counters: HddCounters,
+}
+
+/// What a hard disk counts beyond its requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HddCounters {
+    /// Time the mechanism was busy: serving requests from the media, writing back, and
+    /// streaming read-ahead that a read waited for.
+    pub busy_ns: Ns,
+    /// Head movements to another cylinder, and the time they took.
+    pub seeks: u64,
+    pub seek_ns: Ns,
+    /// Time spent waiting for the platter to bring the first sector under the head.
+    pub rotation_ns: Ns,
+    /// Time spent transferring data to or from the media (head and track switches included).
+    pub transfer_ns: Ns,
+    /// Reads served from the drive's buffer (read-ahead or dirty write data).
+    pub read_hits: u64,
+    /// Writes acknowledged from the write cache before reaching the media.
+    pub cached_writes: u64,
+    /// Write-backs from the write cache to the media.
+    pub write_backs: u64,
+}
+
+impl KindCounters for HddCounters {
+    fn counters(&self) -> Vec<Counter> {
+        let c = |group, key, label, value, brief| Counter {
+            group,
+            key,
+            label,
+            value,
+            brief,
+        };
+        vec![
+            c("disk", "busy_ns", "busy", Value::Time(self.busy_ns), true),
+            c("disk", "seeks", "seeks", Value::Count(self.seeks), true),
+            c(
+                "disk",
+                "seek_ns",
+                "seeking",
+                Value::Time(self.seek_ns),
+                false,
+            ),
+            c(
+                "disk",
+                "rotation_ns",
+                "rotation",
+                Value::Time(self.rotation_ns),
+                false,
+            ),
+            c(
+                "disk",
+                "transfer_ns",
+                "transfer",
+                Value::Time(self.transfer_ns),
+                false,
+            ),
+            c(
+                "cache",
+                "read_hits",
+                "read hits",
+                Value::Count(self.read_hits),
+                true,
+            ),
+            c(
+                "cache",
+                "cached_writes",
+                "writes cached",
+                Value::Count(self.cached_writes),
+                true,
+            ),
+            c(
+                "cache",
+                "write_backs",
+                "write-backs",
+                Value::Count(self.write_backs),
+                false,
+            ),
+        ]
+    }
+
+    fn since(&self, e: &Self) -> Self {
+        HddCounters {
+            busy_ns: self.busy_ns.saturating_sub(e.busy_ns),
+            seeks: self.seeks.saturating_sub(e.seeks),
+            seek_ns: self.seek_ns.saturating_sub(e.seek_ns),
+            rotation_ns: self.rotation_ns.saturating_sub(e.rotation_ns),
+            transfer_ns: self.transfer_ns.saturating_sub(e.transfer_ns),
+            read_hits: self.read_hits.saturating_sub(e.read_hits),
+            cached_writes: self.cached_writes.saturating_sub(e.cached_writes),
+            write_backs: self.write_backs.saturating_sub(e.write_backs),
+        }
+    }
 }
 
 impl Hdd {
@@ -232,8 +329,14 @@ impl Hdd {
             dirty_sectors: 0,
             seq: 0,
             streamed: BinaryHeap::new(),
-            stats: ModelStats::default(),
+            requests: Requests::default(),
+            counters: HddCounters::default(),
         })
+    }
+
+    /// The disk's own counters (also in [`DeviceModel::stats`]).
+    pub fn counters(&self) -> &HddCounters {
+        &self.counters
     }
 
     pub fn geometry(&self) -> &Geometry {
@@ -398,7 +501,7 @@ impl Hdd {
                         _ => now,
                     };
                     // The media is busy serving the host while the stream reads for it.
-                    self.stats.busy_ns += (done - since).max(0.0) as Ns;
+                    self.counters.busy_ns += (done - since).max(0.0) as Ns;
                     self.busy = Some((Op::Streaming, since.max(done)));
                     return Some(done);
                 }
@@ -453,7 +556,7 @@ impl Hdd {
             let mut taken = Vec::new();
             for q in reads {
                 if let Some(done) = self.read_hit(t, q.lba, q.sectors) {
-                    self.stats.read_hits += 1;
+                    self.counters.read_hits += 1;
                     self.streamed.push(Reverse((done.ceil() as Ns, q.id)));
                     taken.push(q.seq);
                 }
@@ -500,13 +603,13 @@ impl Hdd {
         let c = self.g.chs(q.lba.min(self.g.sectors.saturating_sub(1)));
         let (xfer, end) = self.g.transfer(c, q.sectors, q.lba);
         if c.cyl != self.cyl {
-            self.stats.seeks += 1;
+            self.counters.seeks += 1;
         }
-        self.stats.seek_ns += seek as Ns;
-        self.stats.rotation_ns += wait as Ns;
-        self.stats.transfer_ns += xfer as Ns;
+        self.counters.seek_ns += seek as Ns;
+        self.counters.rotation_ns += wait as Ns;
+        self.counters.transfer_ns += xfer as Ns;
         let done = t + over + seek + wait + xfer;
-        self.stats.busy_ns += (done - t) as Ns;
+        self.counters.busy_ns += (done - t) as Ns;
         let last = self.g.chs(end.saturating_sub(1).max(q.lba));
         self.cyl = last.cyl;
         self.head = last.head;
@@ -596,13 +699,13 @@ impl Hdd {
         let c = self.g.chs(pick.0);
         let (xfer, end) = self.g.transfer(c, chunk, pick.0);
         if c.cyl != self.cyl {
-            self.stats.seeks += 1;
+            self.counters.seeks += 1;
         }
-        self.stats.seek_ns += seek as Ns;
-        self.stats.rotation_ns += wait as Ns;
-        self.stats.transfer_ns += xfer as Ns;
+        self.counters.seek_ns += seek as Ns;
+        self.counters.rotation_ns += wait as Ns;
+        self.counters.transfer_ns += xfer as Ns;
         let done = t + over + seek + wait + xfer;
-        self.stats.busy_ns += (done - t) as Ns;
+        self.counters.busy_ns += (done - t) as Ns;
         let last = self.g.chs(end - 1);
         self.cyl = last.cyl;
         self.head = last.head;
@@ -634,7 +737,7 @@ impl Hdd {
             }
             self.flushes.pop_front();
             let at = (t.max(f.arrival as f64) + self.p.overhead_ns as f64) as Ns;
-            self.stats.count(RqKind::Flush);
+            self.requests.count(RqKind::Flush);
             done.push((f.id, at));
             // Requests that came after this flush and before the next one go in.
             let next = self.flushes.front().map(|g| g.seq).unwrap_or(u64::MAX);
@@ -698,14 +801,14 @@ impl DeviceModel for Hdd {
             RqKind::Discard => {
                 self.remove_dirty(lba, sectors);
                 self.drop_segments(lba, sectors);
-                self.stats.count(RqKind::Discard);
+                self.requests.count(RqKind::Discard);
                 Some(t + self.p.overhead_ns as f64)
             }
             RqKind::Read => {
                 let hit = self.read_hit(t, lba, sectors);
                 if hit.is_some() {
-                    self.stats.read_hits += 1;
-                    self.stats.count(RqKind::Read);
+                    self.counters.read_hits += 1;
+                    self.requests.count(RqKind::Read);
                 }
                 hit
             }
@@ -714,8 +817,8 @@ impl DeviceModel for Hdd {
                 if cap > 0 && self.dirty_sectors + sectors <= cap {
                     self.drop_segments(lba, sectors);
                     self.add_dirty(lba, sectors);
-                    self.stats.cached_writes += 1;
-                    self.stats.count(rq.kind);
+                    self.counters.cached_writes += 1;
+                    self.requests.count(rq.kind);
                     Some(t + self.p.overhead_ns as f64 + self.interface_ns(sectors * SECTOR))
                 } else {
                     None
@@ -776,7 +879,7 @@ impl DeviceModel for Hdd {
                     break;
                 }
                 self.streamed.pop();
-                self.stats.count(RqKind::Read);
+                self.requests.count(RqKind::Read);
                 done.push((id, at));
                 streamed = true;
             }
@@ -784,13 +887,13 @@ impl DeviceModel for Hdd {
                 Some((_, end)) if end.ceil() as Ns > ev => {}
                 Some((Op::Request { id, kind }, end)) => {
                     self.busy = None;
-                    self.stats.count(kind);
+                    self.requests.count(kind);
                     done.push((id, end.ceil() as Ns));
                 }
                 Some((Op::WriteBack { start, end }, _)) => {
                     self.busy = None;
                     self.remove_dirty(start, end - start);
-                    self.stats.write_backs += 1;
+                    self.counters.write_backs += 1;
                 }
                 Some((Op::Streaming, _)) => self.busy = None,
                 None if streamed => {}
@@ -806,7 +909,7 @@ impl DeviceModel for Hdd {
     }
 
     fn stats(&self) -> ModelStats {
-        self.stats.clone()
+        ModelStats::new(self.requests, DeviceCounters::Hdd(self.counters))
     }
 
     fn describe(&self) -> String {

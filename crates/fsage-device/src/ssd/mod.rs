@@ -38,7 +38,10 @@
 
 pub mod ftl;
 
-use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind};
+use crate::{
+    Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
+    RqKind, Value,
+};
 use ftl::{Ftl, FtlGeometry};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -114,17 +117,143 @@ pub fn greedy_write_amplification(physical_pages: u64, user_pages: u64) -> f64 {
     (1.0 + rho) / (2.0 * rho)
 }
 
-/// What the SSD counts beyond [`ModelStats`]' common fields (also folded into them).
+/// What an SSD counts beyond its requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SsdCounters {
+    /// Flash time summed over the dies (page reads, programs, collection, erases): with dies
+    /// working in parallel it can exceed the time that passed.
+    pub die_ns: Ns,
+    /// Time the channels spent carrying pages between dies and controller.
+    pub channel_ns: Ns,
+    /// Pages acknowledged from the write buffer before their program ended.
+    pub buffered_pages: u64,
     /// Pages the host wrote to this drive since it was built (its FTL's own count goes on
     /// across saved states).
     pub host_pages: u64,
+    /// Page reads (the host's and garbage collection's) and programs (likewise).
     pub flash_reads: u64,
     pub programs: u64,
+    /// Pages garbage collection copied, blocks erased, die time collection took.
     pub gc_copies: u64,
     pub erases: u64,
     pub gc_ns: Ns,
+    /// Free blocks left (a level, not a count).
+    pub free_blocks: u64,
+}
+
+impl SsdCounters {
+    /// Flash pages programmed per page the host wrote (None before the host wrote any).
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
+    }
+}
+
+impl KindCounters for SsdCounters {
+    fn counters(&self) -> Vec<Counter> {
+        let c = |group, key, label, value, brief| Counter {
+            group,
+            key,
+            label,
+            value,
+            brief,
+        };
+        vec![
+            c(
+                "flash",
+                "die_ns",
+                "die time",
+                Value::Time(self.die_ns),
+                true,
+            ),
+            c(
+                "flash",
+                "channel_ns",
+                "channel time",
+                Value::Time(self.channel_ns),
+                false,
+            ),
+            c(
+                "flash",
+                "flash_reads",
+                "page reads",
+                Value::Count(self.flash_reads),
+                false,
+            ),
+            c(
+                "flash",
+                "programs",
+                "programs",
+                Value::Count(self.programs),
+                false,
+            ),
+            c(
+                "flash",
+                "host_pages",
+                "host pages",
+                Value::Count(self.host_pages),
+                false,
+            ),
+            c(
+                "flash",
+                "write_amplification",
+                "write amplification",
+                Value::Ratio(self.write_amplification()),
+                true,
+            ),
+            c(
+                "flash",
+                "buffered_pages",
+                "pages buffered",
+                Value::Count(self.buffered_pages),
+                false,
+            ),
+            c(
+                "collection",
+                "gc_copies",
+                "pages copied",
+                Value::Count(self.gc_copies),
+                false,
+            ),
+            c(
+                "collection",
+                "gc_ns",
+                "collecting",
+                Value::Time(self.gc_ns),
+                false,
+            ),
+            c(
+                "collection",
+                "erases",
+                "erases",
+                Value::Count(self.erases),
+                true,
+            ),
+            c(
+                "collection",
+                "free_blocks",
+                "free blocks",
+                Value::Count(self.free_blocks),
+                true,
+            ),
+        ]
+    }
+
+    fn since(&self, e: &Self) -> Self {
+        SsdCounters {
+            die_ns: self.die_ns.saturating_sub(e.die_ns),
+            channel_ns: self.channel_ns.saturating_sub(e.channel_ns),
+            buffered_pages: self.buffered_pages.saturating_sub(e.buffered_pages),
+            host_pages: self.host_pages.saturating_sub(e.host_pages),
+            flash_reads: self.flash_reads.saturating_sub(e.flash_reads),
+            programs: self.programs.saturating_sub(e.programs),
+            gc_copies: self.gc_copies.saturating_sub(e.gc_copies),
+            erases: self.erases.saturating_sub(e.erases),
+            gc_ns: self.gc_ns.saturating_sub(e.gc_ns),
+            // A level: the newer.
+            free_blocks: self.free_blocks,
+        }
+    }
 }
 
 /// The drive: its FTL and when each die, channel and the interface is next free.
@@ -143,7 +272,7 @@ pub struct Ssd {
     /// from DRAM until then).
     buffered: HashMap<u32, Ns>,
     last_program_end: Ns,
-    stats: ModelStats,
+    requests: Requests,
     counters: SsdCounters,
 }
 
@@ -174,7 +303,7 @@ impl Ssd {
             slots,
             buffered: HashMap::new(),
             last_program_end: 0,
-            stats: ModelStats::default(),
+            requests: Requests::default(),
             counters: SsdCounters::default(),
             ftl,
         }
@@ -188,8 +317,12 @@ impl Ssd {
         &mut self.ftl
     }
 
+    /// The drive's own counters (also in [`DeviceModel::stats`]).
     pub fn counters(&self) -> SsdCounters {
-        self.counters
+        SsdCounters {
+            free_blocks: self.ftl.free_blocks(),
+            ..self.counters
+        }
     }
 
     fn channel(&self, die: u32) -> usize {
@@ -228,8 +361,8 @@ impl Ssd {
             self.die_free[d] = ch_end;
             self.channel_free[ch] = ch_end;
             self.counters.flash_reads += 1;
-            self.stats.transfer_ns += ch_end - ch_start;
-            self.stats.busy_ns += self.p.read_ns;
+            self.counters.channel_ns += ch_end - ch_start;
+            self.counters.die_ns += self.p.read_ns;
             last_page = last_page.max(ch_end);
         }
         // The interface carries the data as the pages come: it reserves the request's transfer
@@ -267,7 +400,7 @@ impl Ssd {
                 self.counters.erases += placed.gc_erases as u64;
                 self.counters.programs += placed.gc_copies as u64;
                 self.counters.flash_reads += placed.gc_copies as u64;
-                self.stats.busy_ns += gc;
+                self.counters.die_ns += gc;
             }
             let ch = self.channel(placed.die);
             let ch_start = self.channel_free[ch].max(accepted);
@@ -276,15 +409,15 @@ impl Ssd {
             let program_end = die_ready.max(ch_end) + self.p.program_ns;
             self.die_free[d] = program_end;
             self.counters.programs += 1;
-            self.stats.busy_ns += self.p.program_ns;
-            self.stats.transfer_ns += ch_end - ch_start;
+            self.counters.die_ns += self.p.program_ns;
+            self.counters.channel_ns += ch_end - ch_start;
             self.last_program_end = self.last_program_end.max(program_end);
             if self.slots == 0 {
                 done = done.max(program_end);
             } else {
                 self.buffer.push(Reverse(program_end));
                 self.buffered.insert(lpn, program_end);
-                self.stats.cached_writes += 1;
+                self.counters.buffered_pages += 1;
                 done = done.max(accepted);
             }
         }
@@ -311,14 +444,14 @@ impl DeviceModel for Ssd {
                         let d = die as usize;
                         self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
                         self.counters.erases += 1;
-                        self.stats.busy_ns += self.p.erase_ns;
+                        self.counters.die_ns += self.p.erase_ns;
                     }
                     self.buffered.remove(&lpn);
                 }
                 start
             }
         };
-        self.stats.count(rq.kind);
+        self.requests.count(rq.kind);
         Some(done)
     }
 
@@ -329,17 +462,7 @@ impl DeviceModel for Ssd {
     fn advance(&mut self, _now: Ns, _done: &mut Vec<(u64, Ns)>) {}
 
     fn stats(&self) -> ModelStats {
-        let c = self.counters;
-        ModelStats {
-            flash_reads: c.flash_reads,
-            programs: c.programs,
-            gc_copies: c.gc_copies,
-            erases: c.erases,
-            gc_ns: c.gc_ns,
-            host_pages: c.host_pages,
-            free_blocks: self.ftl.free_blocks(),
-            ..self.stats.clone()
-        }
+        ModelStats::new(self.requests, DeviceCounters::Ssd(self.counters()))
     }
 
     fn save_state(&self) -> Option<Vec<u8>> {
