@@ -29,7 +29,7 @@
 //! every completion the issuer sees: `C_j` above becomes `C_j + path`, and the total ends one
 //! path after the last completion. 0 (the default) costs the device alone.
 
-use crate::{DeviceModel, ModelStats, Ns, Rq, Trace};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, Trace};
 use serde::{Deserialize, Serialize};
 
 /// Percentiles of a set of durations, in nanoseconds.
@@ -94,16 +94,34 @@ pub fn cost_trace_file(
 ) -> crate::Result<CostReport> {
     let t = Trace::read(trace)?;
     let spec = crate::resolve(model)?;
-    let size = t.device_size.unwrap_or_else(|| {
-        let end = t
-            .requests
-            .iter()
-            .map(|r| r.offset + r.len)
-            .max()
-            .unwrap_or(0);
-        end.next_multiple_of(1 << 20).max(1 << 20)
-    });
-    let mut m = spec.build(size)?;
+    let size = match t.device_size {
+        Some(s) => s,
+        None => {
+            // (Trace::read checked that no request ends beyond u64.)
+            let end = t
+                .requests
+                .iter()
+                .map(|r| r.offset + r.len)
+                .max()
+                .unwrap_or(0);
+            end.checked_next_multiple_of(1 << 20)
+                .unwrap_or(end)
+                .max(1 << 20)
+        }
+    };
+    let mut m = spec.build(size).map_err(|e| {
+        // The trace's size is what does not fit the model: name the trace.
+        Error::input(match t.device_size {
+            Some(_) => format!("{}: its device_size: {}", trace.display(), e.message),
+            None => format!(
+                "{}: the trace gives no device_size, so the device is taken as large as its \
+                 furthest request ({}): {}",
+                trace.display(),
+                fsage_units::format_size(size),
+                e.message
+            ),
+        })
+    })?;
     let mut r = cost_with(&t, m.as_mut(), host_path_ns);
     r.model = format!("{}: {}", spec.name, r.model);
     Ok(r)

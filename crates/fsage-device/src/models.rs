@@ -382,10 +382,49 @@ fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
     if p.gc_free_blocks < 2 {
         return Err(r.bad("gc_free_blocks", "must be at least 2"));
     }
-    // The shape must hold a nominal drive: check it early, naming the file.
+    for key in ["channels", "dies_per_channel", "pages_per_block"] {
+        let v = match key {
+            "channels" => p.channels,
+            "dies_per_channel" => p.dies_per_channel,
+            _ => p.pages_per_block,
+        };
+        if v == 0 {
+            return Err(r.bad(key, "must be at least 1"));
+        }
+    }
+    // Even the smallest drive of this shape (on each die its data block, the free blocks
+    // collection keeps and one more) must have fewer than 2^32 flash pages, the FTL's limit.
+    let dies = p.channels as u128 * p.dies_per_channel as u128;
+    let least = dies * (p.gc_free_blocks as u128 + 2) * p.pages_per_block as u128;
+    if least >= 1 << 32 {
+        let key = if p.pages_per_block as u128 * (p.gc_free_blocks as u128 + 2) >= 1 << 32 {
+            "pages_per_block"
+        } else {
+            "dies_per_channel"
+        };
+        return Err(r.bad(
+            key,
+            format!(
+                "{} dies of {} pages per block: even the smallest drive of this shape has {least} \
+                 flash pages, more than the 2^32 this model handles",
+                dies, p.pages_per_block
+            ),
+        ));
+    }
+    // The shape must hold a nominal drive (the capacity when given): check it early, naming the
+    // file and what does not fit.
     p.geometry(p.capacity.unwrap_or(1 << 30))
         .and_then(|g| g.check())
-        .map_err(|e| r.bad("over_provisioning", e))?;
+        .map_err(|e| {
+            r.bad(
+                if p.capacity.is_some() {
+                    "capacity"
+                } else {
+                    "over_provisioning"
+                },
+                e,
+            )
+        })?;
     Ok(p)
 }
 
@@ -426,6 +465,12 @@ pub fn resolve(text: &str) -> Result<ModelSpec> {
         let body = std::fs::read_to_string(p)
             .map_err(|e| Error::io(p, "cannot read the model file", e))?;
         return ModelSpec::parse(&body, &p.display().to_string());
+    }
+    // A number first (`61s`, `-5us`, `5`): meant as a latency, so say what is wrong with it.
+    if t.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+        if let Err(e) = fsage_units::parse_latency(t) {
+            return Err(Error::input(e.to_string()));
+        }
     }
     let names: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
     Err(Error::input(format!(
