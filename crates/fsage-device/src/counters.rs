@@ -73,15 +73,22 @@ pub enum Value {
     Time(Ns),
     /// A ratio computed from other counters; none while undefined (no page written yet).
     Ratio(Option<f64>),
+    /// An amount of data in bytes (printed in KiB, MiB, ...); none while undefined (a mean
+    /// before anything was counted).
+    Bytes(Option<u64>),
+    /// Requests by size (an SSD's reads).
+    Sizes(crate::ssd::ReadSizes),
 }
 
 impl Value {
-    /// As a person reads it: `12`, `0.019 s`, `1.25` (`-` when undefined).
+    /// As a person reads it: `12`, `0.019 s`, `1.25`, `12 KiB` (`-` when undefined), `3 ≤4K, ...`.
     pub fn human(&self) -> String {
         match *self {
             Value::Count(n) => n.to_string(),
             Value::Time(ns) => format!("{:.3} s", ns as f64 / 1e9),
             Value::Ratio(r) => r.map_or("-".into(), |r| format!("{r:.2}")),
+            Value::Bytes(b) => b.map_or("-".into(), fsage_units::format_size),
+            Value::Sizes(s) => s.human(),
         }
     }
 }
@@ -289,6 +296,17 @@ mod wire {
         gc_ns: Ns,
         host_pages: u64,
         free_blocks: u64,
+        // An SSD's read counters (the last versions of the union had them).
+        read_bytes: u64,
+        read_sizes: crate::ssd::ReadSizes,
+        host_flash_reads: u64,
+        read_dies: u64,
+        die_waits_same: u64,
+        die_waits_other: u64,
+        die_wait_ns: Ns,
+        buffer_reads: u64,
+        unwritten_reads: u64,
+        discarded_reads: u64,
     }
 
     impl From<Wire> for ModelStats {
@@ -303,6 +321,11 @@ mod wire {
                         + u.erases
                         + u.gc_copies
                         + u.gc_ns
+                        + u.read_bytes
+                        + u.host_flash_reads
+                        + u.unwritten_reads
+                        + u.discarded_reads
+                        + u.buffer_reads
                         > 0;
                     let disk = u.seeks
                         + u.seek_ns
@@ -323,6 +346,16 @@ mod wire {
                             erases: u.erases,
                             gc_ns: u.gc_ns,
                             free_blocks: u.free_blocks,
+                            read_bytes: u.read_bytes,
+                            read_sizes: u.read_sizes,
+                            host_flash_reads: u.host_flash_reads,
+                            read_dies: u.read_dies,
+                            die_waits_same: u.die_waits_same,
+                            die_waits_other: u.die_waits_other,
+                            die_wait_ns: u.die_wait_ns,
+                            buffer_reads: u.buffer_reads,
+                            unwritten_reads: u.unwritten_reads,
+                            discarded_reads: u.discarded_reads,
                         })
                     } else if disk || u.transfer_ns > 0 {
                         DeviceCounters::Hdd(HddCounters {
@@ -424,6 +457,39 @@ mod tests {
         let h: ModelStats = serde_json::from_str(old_hdd).unwrap();
         assert_eq!(h.hdd().map(|c| (c.seeks, c.read_hits)), Some((2, 1)));
         assert_eq!(h.requests.reads, 3);
+    }
+
+    /// The union's last form (before counters had kinds) carried an SSD's read counters: they
+    /// read into the SSD's own counters, with the ratios computed from them.
+    #[test]
+    fn the_union_with_ssd_read_counters_still_reads() {
+        let old = r#"{"reads":4,"writes":0,"flushes":0,"discards":0,"write_zeroes":0,
+            "busy_ns":4000,"seeks":0,"seek_ns":0,"rotation_ns":0,"transfer_ns":10,
+            "read_hits":0,"cached_writes":0,"write_backs":0,"flash_reads":6,"programs":0,
+            "gc_copies":0,"erases":0,"gc_ns":0,"host_pages":0,"free_blocks":0,
+            "read_bytes":40960,"read_sizes":[2,1,1,0,0,0,0],"host_flash_reads":6,
+            "read_dies":5,"die_waits_same":1,"die_waits_other":2,"die_wait_ns":700,
+            "buffer_reads":0,"unwritten_reads":3,"discarded_reads":1}"#;
+        let s: ModelStats = serde_json::from_str(old).unwrap();
+        let c = s.ssd().expect("read counters: an SSD's");
+        assert_eq!(c.read_sizes.0, [2, 1, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            (
+                c.read_dies,
+                c.die_waits_same,
+                c.die_waits_other,
+                c.die_wait_ns
+            ),
+            (5, 1, 2, 700)
+        );
+        assert_eq!((c.unwritten_reads, c.discarded_reads), (3, 1));
+        assert_eq!(s.get("flash_reads_per_read"), Some(Value::Ratio(Some(1.5))));
+        assert_eq!(s.get("mean_read"), Some(Value::Bytes(Some(10240))));
+        // Written again in the current form, it reads back the same.
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["kind"].as_str(), Some("ssd"));
+        assert_eq!(v["dies_per_read"].as_f64(), Some(1.25));
+        assert_eq!(serde_json::from_value::<ModelStats>(v).unwrap(), s);
     }
 
     #[test]

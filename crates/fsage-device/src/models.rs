@@ -382,34 +382,30 @@ fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
     if p.gc_free_blocks < 2 {
         return Err(r.bad("gc_free_blocks", "must be at least 2"));
     }
-    for key in ["channels", "dies_per_channel", "pages_per_block"] {
-        let v = match key {
-            "channels" => p.channels,
-            "dies_per_channel" => p.dies_per_channel,
-            _ => p.pages_per_block,
+    // The shape must hold even the smallest drive (a page): when it does not (a zero, or so
+    // many pages that the FTL cannot number them or hold them in memory), name the key to
+    // blame: one die of it failing too blames the block (or the free blocks kept), else the dies.
+    let fits = |q: &SsdParams, bytes: u64| q.geometry(bytes).and_then(|g| g.check());
+    if let Err(e) = fits(&p, p.page_size) {
+        let one_die = SsdParams {
+            channels: 1,
+            dies_per_channel: 1,
+            ..p.clone()
         };
-        if v == 0 {
-            return Err(r.bad(key, "must be at least 1"));
-        }
-    }
-    // Even the smallest drive of this shape (on each die its data block, the free blocks
-    // collection keeps and one more) must have fewer than 2^32 flash pages, the FTL's limit.
-    let dies = p.channels as u128 * p.dies_per_channel as u128;
-    let least = dies * (p.gc_free_blocks as u128 + 2) * p.pages_per_block as u128;
-    if least >= 1 << 32 {
-        let key = if p.pages_per_block as u128 * (p.gc_free_blocks as u128 + 2) >= 1 << 32 {
+        let fewest_free = SsdParams {
+            gc_free_blocks: 2,
+            ..one_die.clone()
+        };
+        let key = if fits(&fewest_free, p.page_size).is_err() {
             "pages_per_block"
+        } else if fits(&one_die, p.page_size).is_err() {
+            "gc_free_blocks"
+        } else if p.channels == 0 || (p.dies_per_channel != 0 && p.channels > p.dies_per_channel) {
+            "channels"
         } else {
             "dies_per_channel"
         };
-        return Err(r.bad(
-            key,
-            format!(
-                "{} dies of {} pages per block: even the smallest drive of this shape has {least} \
-                 flash pages, more than the 2^32 this model handles",
-                dies, p.pages_per_block
-            ),
-        ));
+        return Err(r.bad(key, e));
     }
     // The shape must hold a nominal drive (the capacity when given): check it early, naming the
     // file and what does not fit.

@@ -110,7 +110,8 @@ impl Trace {
                 .filter(|&e| e <= i64::MAX as u64);
             let Some(end) = end else {
                 return Err(Error::input(format!(
-                    "request {i}: offset {} + len {} bytes is beyond any device (8 EiB)",
+                    "request {i} ends past the largest byte offset of any device (8 EiB): offset \
+                     {} + length {}",
                     r.offset, r.len
                 )));
             };
@@ -182,6 +183,15 @@ mod tests {
         bad.write(&p).unwrap();
         let e = Trace::read(&p).unwrap_err().to_string();
         assert!(e.contains("issue order"), "{e}");
+        // An end past u64 overflowed where the device's size is taken from the requests.
+        let mut bad = t.clone();
+        bad.requests[1].offset = u64::MAX;
+        bad.write(&p).unwrap();
+        let e = Trace::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("request 1 ends past the largest byte offset"),
+            "{e}"
+        );
         std::fs::write(&p, "{\"version\": 1, \"requests\": [{\"kind\": \"jump\"}]}").unwrap();
         let e = Trace::read(&p).unwrap_err().to_string();
         assert!(e.contains("t.json:1:"), "{e}");

@@ -72,7 +72,29 @@ pub fn cost(r: &CostReport) -> String {
             format_latency(r.host_path_ns)
         );
     }
+    let _ = writeln!(
+        s,
+        "think      {} ({} in all, before {} of the requests{})",
+        r.think,
+        secs(r.think_ns),
+        r.waited,
+        r.median_think_ns.map_or(String::new(), |m| format!(
+            "; the trace's median recorded think time {}",
+            format_latency(m)
+        ))
+    );
     let _ = writeln!(s, "response   {}", dist(&r.response));
+    if let Some(d) = &r.drive {
+        let _ = writeln!(
+            s,
+            "drive      {d}; pages it never saw written read {}",
+            match r.unwritten {
+                fsage_device::UnwrittenReads::LbaOrder =>
+                    "as data written in logical order from erased (lba-order)",
+                fsage_device::UnwrittenReads::Free => "as zeros without flash (free)",
+            }
+        );
+    }
     s + &model_stats(&r.stats)
 }
 

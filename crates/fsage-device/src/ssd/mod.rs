@@ -14,8 +14,13 @@
 //!   data one command at a time.
 //! - **Read**: each page of the range is read on the die holding it (`read` on the die, then the
 //!   page over the die's channel at `channel_rate`); pages on different dies proceed together,
-//!   pages on one die one after another (a die collision). A page still in the write buffer, or
-//!   never written (or discarded), needs no flash. The data crosses the interface as the pages
+//!   pages on one die one after another (a die collision, counted: with another page of the same
+//!   request, or with another request's read, program, collection or erase). A page still in the
+//!   write buffer, or discarded, needs no flash. A page the drive never saw written is served
+//!   by the rule [`UnwrittenReads`] says: zeros without flash (`free`, what a real drive does,
+//!   the default in real time), or read from the die it would be on had the drive been written
+//!   in logical order from erased (`lba-order`, the default when costing a trace: the trace
+//!   reads data some history wrote). The data crosses the interface as the pages
 //!   come: the interface's time is reserved for the request at its earliest (so the interface
 //!   caps the rate of all requests together), and the request ends no earlier than that nor
 //!   before its last page has crossed.
@@ -34,15 +39,17 @@
 //! Not modeled: multi-plane operations, read retries and ECC time, SLC caching, the mapping
 //! table's own paging (DFTL), wear-out (erase counts are counted, blocks never fail), power
 //! states, a background collector that works while the drive is idle (collection runs when a die
-//! needs a block), and data-dependent program times (MLC/TLC pages).
+//! needs a block), data-dependent program times (MLC/TLC pages), and the drive's own read-ahead
+//! or a flash page larger than the mapping unit (a read that continues where the last one ended
+//! costs what any other does).
 
 pub mod ftl;
 
 use crate::{
     Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
-    RqKind, Value,
+    RqKind, UnwrittenReads, Value,
 };
-use ftl::{Ftl, FtlGeometry};
+use ftl::{Ftl, FtlGeometry, PageState};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -87,15 +94,34 @@ impl SsdParams {
                 self.over_provisioning
             )));
         }
-        let dies = self.channels * self.dies_per_channel;
+        let too_big = || {
+            Error::input(format!(
+                "{} channels x {} dies x {} pages per block: more than this model handles",
+                self.channels, self.dies_per_channel, self.pages_per_block
+            ))
+        };
+        if self.channels == 0 || self.dies_per_channel == 0 {
+            return Err(Error::input(
+                "channels and dies_per_channel must be above 0",
+            ));
+        }
+        let dies = self
+            .channels
+            .checked_mul(self.dies_per_channel)
+            .ok_or_else(too_big)?;
         let user_pages = user_bytes.div_ceil(self.page_size);
         let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
         // A drive too small for its shape gets the blocks garbage collection needs (its
         // effective over-provisioning, which `describe` shows, is then higher than asked).
         let data_blocks = user_pages.div_ceil(dies).div_ceil(self.pages_per_block);
         let blocks_per_die = raw_pages
-            .div_ceil(dies * self.pages_per_block)
-            .max(data_blocks + self.gc_free_blocks + 1);
+            .div_ceil(dies.checked_mul(self.pages_per_block).ok_or_else(too_big)?)
+            .max(
+                data_blocks
+                    .checked_add(self.gc_free_blocks)
+                    .and_then(|b| b.checked_add(1))
+                    .ok_or_else(too_big)?,
+            );
         let to_u32 = |x: u64, what: &str| {
             u32::try_from(x).map_err(|_| format!("{what} {x} is more than this model handles"))
         };
@@ -117,7 +143,56 @@ pub fn greedy_write_amplification(physical_pages: u64, user_pages: u64) -> f64 {
     (1.0 + rho) / (2.0 * rho)
 }
 
-/// What an SSD counts beyond its requests.
+/// Host reads by size: up to 4 KiB, 8, 16, 32, 64 and 128 KiB, and larger (where a read's
+/// pages can spread over the dies, and how many commands a layout costs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadSizes(pub [u64; 7]);
+
+impl ReadSizes {
+    /// The buckets' upper bounds in KiB (the last bucket has none).
+    pub const LIMITS_KIB: [u64; 6] = [4, 8, 16, 32, 64, 128];
+
+    pub fn add(&mut self, bytes: u64) {
+        let i = Self::LIMITS_KIB
+            .iter()
+            .position(|&k| bytes <= k << 10)
+            .unwrap_or(Self::LIMITS_KIB.len());
+        self.0[i] += 1;
+    }
+
+    /// Each bucket less `other`'s (saturating): the reads between two readings.
+    pub fn minus(&self, other: &ReadSizes) -> ReadSizes {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0) {
+            *a = a.saturating_sub(b);
+        }
+        out
+    }
+
+    /// The reads counted, all sizes together.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// As a person reads it: `(3 ≤4K, 0 ≤8K, ..., 1 more)`.
+    pub fn human(&self) -> String {
+        let sizes = self
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match Self::LIMITS_KIB.get(i) {
+                Some(k) => format!("{n} ≤{k}K"),
+                None => format!("{n} more"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("({sizes})")
+    }
+}
+
+/// What an SSD counts beyond its requests: where flash time went, garbage collection, and its
+/// reads (their sizes, how much flash and how many dies each needed, where pages waited for
+/// their dies, pages served without a flash read of their own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SsdCounters {
@@ -131,7 +206,7 @@ pub struct SsdCounters {
     /// Pages the host wrote to this drive since it was built (its FTL's own count goes on
     /// across saved states).
     pub host_pages: u64,
-    /// Page reads (the host's and garbage collection's) and programs (likewise).
+    /// Flash page reads (the host's and garbage collection's) and programs (likewise).
     pub flash_reads: u64,
     pub programs: u64,
     /// Pages garbage collection copied, blocks erased, die time collection took.
@@ -140,6 +215,25 @@ pub struct SsdCounters {
     pub gc_ns: Ns,
     /// Free blocks left (a level, not a count).
     pub free_blocks: u64,
+    /// Bytes the host read, and its reads by size (their sum: the host reads the drive served).
+    pub read_bytes: u64,
+    pub read_sizes: ReadSizes,
+    /// Flash page reads for host reads (per read: how much flash a read needs).
+    pub host_flash_reads: u64,
+    /// Distinct dies each host read used, summed over the reads (per read: its parallelism).
+    pub read_dies: u64,
+    /// Page reads that waited for their die, busy with another page of the same read...
+    pub die_waits_same: u64,
+    /// ... or with another request (a read, a program, a collection, an erase).
+    pub die_waits_other: u64,
+    /// The time those page reads waited for their dies.
+    pub die_wait_ns: Ns,
+    /// Pages read from the write buffer (no flash).
+    pub buffer_reads: u64,
+    /// Pages read that the drive never saw written (served by [`UnwrittenReads`]).
+    pub unwritten_reads: u64,
+    /// Pages read that the drive saw discarded (zeros, no flash).
+    pub discarded_reads: u64,
 }
 
 impl SsdCounters {
@@ -147,10 +241,32 @@ impl SsdCounters {
     pub fn write_amplification(&self) -> Option<f64> {
         (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
     }
+
+    /// `x` per host read (None before any read).
+    fn per_read(&self, x: u64) -> Option<f64> {
+        let reads = self.read_sizes.total();
+        (reads > 0).then(|| x as f64 / reads as f64)
+    }
+
+    /// Flash page reads per host read (None before any read).
+    pub fn flash_reads_per_read(&self) -> Option<f64> {
+        self.per_read(self.host_flash_reads)
+    }
+
+    /// Distinct dies per host read (None before any read).
+    pub fn dies_per_read(&self) -> Option<f64> {
+        self.per_read(self.read_dies)
+    }
+
+    /// The mean host read in bytes (None before any read).
+    pub fn mean_read_bytes(&self) -> Option<f64> {
+        self.per_read(self.read_bytes)
+    }
 }
 
 impl KindCounters for SsdCounters {
     fn counters(&self) -> Vec<Counter> {
+        use Value::{Bytes, Count, Ratio, Sizes, Time};
         let c = |group, key, label, value, brief| Counter {
             group,
             key,
@@ -159,82 +275,142 @@ impl KindCounters for SsdCounters {
             brief,
         };
         vec![
-            c(
-                "flash",
-                "die_ns",
-                "die time",
-                Value::Time(self.die_ns),
-                true,
-            ),
+            c("flash", "die_ns", "die time", Time(self.die_ns), true),
             c(
                 "flash",
                 "channel_ns",
                 "channel time",
-                Value::Time(self.channel_ns),
+                Time(self.channel_ns),
                 false,
             ),
             c(
                 "flash",
                 "flash_reads",
                 "page reads",
-                Value::Count(self.flash_reads),
+                Count(self.flash_reads),
                 false,
             ),
-            c(
-                "flash",
-                "programs",
-                "programs",
-                Value::Count(self.programs),
-                false,
-            ),
+            c("flash", "programs", "programs", Count(self.programs), false),
             c(
                 "flash",
                 "host_pages",
                 "host pages",
-                Value::Count(self.host_pages),
+                Count(self.host_pages),
                 false,
             ),
             c(
                 "flash",
                 "write_amplification",
                 "write amplification",
-                Value::Ratio(self.write_amplification()),
+                Ratio(self.write_amplification()),
                 true,
             ),
             c(
                 "flash",
                 "buffered_pages",
                 "pages buffered",
-                Value::Count(self.buffered_pages),
+                Count(self.buffered_pages),
                 false,
             ),
             c(
                 "collection",
                 "gc_copies",
                 "pages copied",
-                Value::Count(self.gc_copies),
+                Count(self.gc_copies),
                 false,
             ),
-            c(
-                "collection",
-                "gc_ns",
-                "collecting",
-                Value::Time(self.gc_ns),
-                false,
-            ),
-            c(
-                "collection",
-                "erases",
-                "erases",
-                Value::Count(self.erases),
-                true,
-            ),
+            c("collection", "gc_ns", "collecting", Time(self.gc_ns), false),
+            c("collection", "erases", "erases", Count(self.erases), true),
             c(
                 "collection",
                 "free_blocks",
                 "free blocks",
-                Value::Count(self.free_blocks),
+                Count(self.free_blocks),
                 true,
+            ),
+            c(
+                "reads",
+                "read_bytes",
+                "bytes",
+                Bytes(Some(self.read_bytes)),
+                false,
+            ),
+            c(
+                "reads",
+                "mean_read",
+                "mean read",
+                Bytes(self.mean_read_bytes().map(|b| b.round() as u64)),
+                true,
+            ),
+            c(
+                "reads",
+                "read_sizes",
+                "by size",
+                Sizes(self.read_sizes),
+                false,
+            ),
+            c(
+                "reads",
+                "host_flash_reads",
+                "flash page reads",
+                Count(self.host_flash_reads),
+                false,
+            ),
+            c(
+                "reads",
+                "flash_reads_per_read",
+                "flash reads per read",
+                Ratio(self.flash_reads_per_read()),
+                true,
+            ),
+            c(
+                "reads",
+                "dies_per_read",
+                "dies per read",
+                Ratio(self.dies_per_read()),
+                true,
+            ),
+            c(
+                "die waits",
+                "die_waits_same",
+                "on the same read",
+                Count(self.die_waits_same),
+                false,
+            ),
+            c(
+                "die waits",
+                "die_waits_other",
+                "on another request",
+                Count(self.die_waits_other),
+                false,
+            ),
+            c(
+                "die waits",
+                "die_wait_ns",
+                "waiting",
+                Time(self.die_wait_ns),
+                false,
+            ),
+            c(
+                "pages",
+                "unwritten_reads",
+                "never written",
+                Count(self.unwritten_reads),
+                true,
+            ),
+            c(
+                "pages",
+                "discarded_reads",
+                "discarded",
+                Count(self.discarded_reads),
+                false,
+            ),
+            c(
+                "pages",
+                "buffer_reads",
+                "from the write buffer",
+                Count(self.buffer_reads),
+                false,
             ),
         ]
     }
@@ -252,6 +428,16 @@ impl KindCounters for SsdCounters {
             gc_ns: self.gc_ns.saturating_sub(e.gc_ns),
             // A level: the newer.
             free_blocks: self.free_blocks,
+            read_bytes: self.read_bytes.saturating_sub(e.read_bytes),
+            read_sizes: self.read_sizes.minus(&e.read_sizes),
+            host_flash_reads: self.host_flash_reads.saturating_sub(e.host_flash_reads),
+            read_dies: self.read_dies.saturating_sub(e.read_dies),
+            die_waits_same: self.die_waits_same.saturating_sub(e.die_waits_same),
+            die_waits_other: self.die_waits_other.saturating_sub(e.die_waits_other),
+            die_wait_ns: self.die_wait_ns.saturating_sub(e.die_wait_ns),
+            buffer_reads: self.buffer_reads.saturating_sub(e.buffer_reads),
+            unwritten_reads: self.unwritten_reads.saturating_sub(e.unwritten_reads),
+            discarded_reads: self.discarded_reads.saturating_sub(e.discarded_reads),
         }
     }
 }
@@ -274,10 +460,18 @@ pub struct Ssd {
     last_program_end: Ns,
     requests: Requests,
     counters: SsdCounters,
+    unwritten: UnwrittenReads,
+    /// The request being served (from 1), and per die the last request that occupied it and
+    /// the last read that used it (for the die-collision and dies-per-read counters).
+    seq: u64,
+    die_by: Vec<u64>,
+    die_read_by: Vec<u64>,
 }
 
 impl Ssd {
-    /// An erased drive for a device of `device_size` bytes.
+    /// An erased drive for a device of `device_size` bytes. It reads pages it never saw written
+    /// as a real drive does (zeros, no flash) until told otherwise
+    /// ([`DeviceModel::set_unwritten_reads`]).
     pub fn new(p: &SsdParams, device_size: u64) -> crate::Result<Ssd> {
         let user = p.capacity.unwrap_or(device_size);
         if user < device_size {
@@ -305,6 +499,10 @@ impl Ssd {
             last_program_end: 0,
             requests: Requests::default(),
             counters: SsdCounters::default(),
+            unwritten: UnwrittenReads::Free,
+            seq: 0,
+            die_by: vec![0; geo.dies as usize],
+            die_read_by: vec![0; geo.dies as usize],
             ftl,
         }
     }
@@ -343,15 +541,44 @@ impl Ssd {
 
     fn read(&mut self, start: Ns, rq: &Rq) -> Ns {
         let ps = self.p.page_size;
+        let seq = self.seq;
+        self.counters.read_bytes += rq.len;
+        self.counters.read_sizes.add(rq.len);
         let mut last_page = start;
         for lpn in self.pages(rq.offset, rq.len) {
             if self.buffered.get(&lpn).is_some_and(|&end| end > start) {
+                self.counters.buffer_reads += 1;
                 continue;
             }
-            let Some(die) = self.ftl.die_of(lpn) else {
-                continue;
+            let die = match self.ftl.page_state(lpn) {
+                PageState::Mapped(die) => die,
+                PageState::Discarded => {
+                    self.counters.discarded_reads += 1;
+                    continue;
+                }
+                PageState::NeverWritten => {
+                    self.counters.unwritten_reads += 1;
+                    match self.unwritten {
+                        UnwrittenReads::Free => continue,
+                        UnwrittenReads::LbaOrder => self.ftl.die_in_lba_order(lpn),
+                    }
+                }
             };
             let d = die as usize;
+            if self.die_free[d] > start {
+                if self.die_by[d] == seq {
+                    self.counters.die_waits_same += 1;
+                } else {
+                    self.counters.die_waits_other += 1;
+                }
+                self.counters.die_wait_ns += self.die_free[d] - start;
+            }
+            if self.die_read_by[d] != seq {
+                self.die_read_by[d] = seq;
+                self.counters.read_dies += 1;
+            }
+            self.die_by[d] = seq;
+            self.counters.host_flash_reads += 1;
             let read_start = self.die_free[d].max(start);
             let read_end = read_start + self.p.read_ns;
             let ch = self.channel(die);
@@ -402,6 +629,7 @@ impl Ssd {
                 self.counters.flash_reads += placed.gc_copies as u64;
                 self.counters.die_ns += gc;
             }
+            self.die_by[d] = self.seq;
             let ch = self.channel(placed.die);
             let ch_start = self.channel_free[ch].max(accepted);
             let ch_end = ch_start + Self::xfer(ps, self.p.channel_rate);
@@ -431,6 +659,7 @@ impl Ssd {
 
 impl DeviceModel for Ssd {
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
+        self.seq += 1;
         let start = now + self.p.overhead_ns;
         let done = match rq.kind {
             RqKind::Read => self.read(start, &rq),
@@ -443,6 +672,7 @@ impl DeviceModel for Ssd {
                         // background: the discard does not wait for it.
                         let d = die as usize;
                         self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
+                        self.die_by[d] = self.seq;
                         self.counters.erases += 1;
                         self.counters.die_ns += self.p.erase_ns;
                     }
@@ -465,8 +695,62 @@ impl DeviceModel for Ssd {
         ModelStats::new(self.requests, DeviceCounters::Ssd(self.counters()))
     }
 
+    fn feed(&mut self, rq: &Rq) {
+        match rq.kind {
+            RqKind::Write => {
+                for lpn in self.pages(rq.offset, rq.len) {
+                    let placed = self.ftl.write(lpn);
+                    let c = &mut self.counters;
+                    c.host_pages += 1;
+                    c.programs += 1 + placed.gc_copies as u64;
+                    c.gc_copies += placed.gc_copies as u64;
+                    c.flash_reads += placed.gc_copies as u64;
+                    c.erases += placed.gc_erases as u64;
+                    self.buffered.remove(&lpn);
+                }
+            }
+            RqKind::Discard | RqKind::WriteZeroes => {
+                for lpn in self.pages(rq.offset, rq.len) {
+                    if self.ftl.trim(lpn).is_some() {
+                        self.counters.erases += 1;
+                    }
+                    self.buffered.remove(&lpn);
+                }
+            }
+            RqKind::Read | RqKind::Flush => return,
+        }
+        self.requests.count(rq.kind);
+    }
+
+    fn set_unwritten_reads(&mut self, rule: UnwrittenReads) {
+        self.unwritten = rule;
+    }
+
     fn save_state(&self) -> Option<Vec<u8>> {
         Some(self.ftl.to_bytes())
+    }
+
+    fn describe_state(&self) -> Option<String> {
+        let f = &self.ftl;
+        let user = f.geometry().user_pages as u64;
+        let mapped = f.mapped_pages();
+        let known = f.known_pages();
+        Some(if known == 0 {
+            "erased (never written)".to_string()
+        } else {
+            let c = f.counters();
+            format!(
+                "{mapped} of {user} pages hold data, {} discarded, {} never written; {} pages \
+                 written in its history, {} copied by garbage collection (write amplification \
+                 {:.2}), {} erases",
+                known - mapped,
+                user - known,
+                c.host_pages,
+                c.gc_copies,
+                (c.host_pages + c.gc_copies) as f64 / c.host_pages.max(1) as f64,
+                c.erases
+            )
+        })
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> crate::Result<()> {
