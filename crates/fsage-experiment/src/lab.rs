@@ -786,9 +786,9 @@ impl LabExecutor {
             Some(v)
         });
         // An SSD's counters over the cell (fileset creation and warm-up included).
-        let flash = drive_model(cell)
-            .and(stats.as_ref())
-            .and_then(|st| st.model.as_ref()?.stats.as_ref())
+        let flash = stats
+            .as_ref()
+            .and_then(|st| st.model.as_ref()?.stats.as_ref()?.ssd())
             .map(FlashCounters::from);
         let fin = mounted.map_or(Ok(()), |m| m.finish().map_err(step("unmount")));
         let destroyed = match device {

@@ -105,11 +105,8 @@ impl CellResult {
     /// device's statistics in the environment where a sample lacks them (results written before
     /// samples carried them).
     pub fn analysis_samples(&self) -> Vec<crate::Sample> {
-        let ssd = self
-            .cell
-            .device_model
-            .as_ref()
-            .is_some_and(|m| m.keeps_state());
+        // The device's counters name their kind: an SSD's are flash counters (older results
+        // wrote one union of disk and flash counters, read as an SSD's when it has flash ones).
         let from_env = || {
             let st = self
                 .environment
@@ -118,16 +115,16 @@ impl CellResult {
                 .as_ref()?
                 .pointer("/stats/model/stats")?;
             let m: fsage_device::ModelStats = serde_json::from_value(st.clone()).ok()?;
-            Some(crate::analysis::FlashCounters::from(&m))
+            m.ssd().map(crate::analysis::FlashCounters::from)
         };
         self.samples
             .iter()
-            .map(|s| match (&s.flash, ssd) {
-                (None, true) => crate::Sample {
+            .map(|s| match &s.flash {
+                None => crate::Sample {
                     flash: from_env(),
                     ..s.clone()
                 },
-                _ => s.clone(),
+                Some(_) => s.clone(),
             })
             .collect()
     }

@@ -383,3 +383,33 @@ fn a_log_structured_report_shows_its_segments() {
     assert!(html.contains("cleaning cost"));
     assert!(html.contains("f2fs segment_info"));
 }
+
+/// A Git series written before each model kind had its own counters (docs/experiments/conway-ssd:
+/// nginx on xfs costed on aged SSD drives) still reads, its SSD read counters among the SSD's
+/// own, and the text names them.
+#[test]
+fn a_series_with_the_older_ssd_counters_reads_with_them() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/experiments/conway-ssd/nginx-xfs.json");
+    let s: fsage_git::GitSeries =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let last = s.rows.last().unwrap();
+    let m = last.aged.modeled_on("ssd-sata").unwrap();
+    let st = m.stats.as_ref().unwrap();
+    let c = st.ssd().expect("an SSD's counters");
+    assert_eq!(st.requests.reads, c.read_sizes.total());
+    assert!(
+        c.read_bytes > 0 && c.host_flash_reads > 0 && c.read_dies > 0,
+        "{c:?}"
+    );
+    let text = export(&Text, &s);
+    let line = format!("ssd-sata at pull {}, aged: ", last.pulls);
+    let l = text
+        .lines()
+        .find(|l| l.starts_with(&line))
+        .unwrap_or_else(|| panic!("{line} in {text}"));
+    assert!(
+        l.contains("flash reads per read") && l.contains("dies per read"),
+        "{l}"
+    );
+}

@@ -111,8 +111,8 @@ pub struct FlashCounters {
     pub free_blocks: u64,
 }
 
-impl From<&fsage_device::ModelStats> for FlashCounters {
-    fn from(m: &fsage_device::ModelStats) -> Self {
+impl From<&fsage_device::ssd::SsdCounters> for FlashCounters {
+    fn from(m: &fsage_device::ssd::SsdCounters) -> Self {
         FlashCounters {
             host_pages: m.host_pages,
             programs: m.programs,
