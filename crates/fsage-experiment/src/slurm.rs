@@ -16,6 +16,7 @@
 use crate::lab::LabExecutor;
 use crate::runner::{self, CellState, RunObserver, RunSummary, Status};
 use crate::spec::{Cell, Plan};
+use crate::storage::Scratch;
 use crate::Error;
 use fsage_sys::Blame;
 use serde::{Deserialize, Serialize};
@@ -109,8 +110,10 @@ pub struct SubmitOptions {
     pub cells_per_task: usize,
     /// Given to every `sbatch` as they are, before the script.
     pub sbatch_args: Vec<String>,
-    /// The fsage binary the jobs run (the same path on every node).
+    /// The fsage binary the jobs are to run: copied into `OUT/slurm/`, which they run.
     pub fsage: PathBuf,
+    /// Where the cells' working copies go on the nodes (as in a local run).
+    pub scratch: Scratch,
 }
 
 /// One job of a submission.
@@ -310,8 +313,15 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
     let (exe, exe_sha) = install_binary(&opts.fsage, &sdir)?;
     let base_sh = sdir.join("base.sh");
     let cells_sh = sdir.join("cells.sh");
-    write_script(&base_sh, &base_script(&exe, &exe_sha, &out, &images))?;
-    write_script(&cells_sh, &cells_script(&exe, &exe_sha, &out, &images))?;
+    let run = RunArgs {
+        fsage: &exe,
+        sha: &exe_sha,
+        out: &out,
+        images: &images,
+        scratch: &opts.scratch,
+    };
+    write_script(&base_sh, &base_script(&run))?;
+    write_script(&cells_sh, &cells_script(&run))?;
 
     let mut sub = Submission {
         number,
@@ -513,31 +523,51 @@ fn binary_check(fsage: &Path, sha: &str) -> String {
     )
 }
 
-fn base_script(fsage: &Path, sha: &str, out: &Path, images: &Path) -> String {
+/// What a batch script runs: `fsage experiment run-cell OUT --images IMAGES --scratch S`.
+struct RunArgs<'a> {
+    fsage: &'a Path,
+    sha: &'a str,
+    out: &'a Path,
+    images: &'a Path,
+    scratch: &'a Scratch,
+}
+
+impl RunArgs<'_> {
+    /// The check of the binary, then the command up to the cell ids.
+    fn command(&self) -> (String, String) {
+        (
+            binary_check(self.fsage, self.sha),
+            format!(
+                "exec \"$fsage\" experiment run-cell {} --images {} --scratch {}",
+                quote(self.out),
+                quote(self.images),
+                quote(Path::new(&self.scratch.to_string()))
+            ),
+        )
+    }
+}
+
+fn base_script(run: &RunArgs) -> String {
+    let (check, cmd) = run.command();
     format!(
         "#!/bin/sh\n\
          # Written by `fsage experiment submit`: makes the base image of cell $1's file system\n\
          # and state in the image directory (once: a base already made is kept).\n\
-         {}\
-         exec \"$fsage\" experiment run-cell {} --images {} --base-only \"$1\"\n",
-        binary_check(fsage, sha),
-        quote(out),
-        quote(images)
+         {check}\
+         {cmd} --base-only \"$1\"\n"
     )
 }
 
-fn cells_script(fsage: &Path, sha: &str, out: &Path, images: &Path) -> String {
+fn cells_script(run: &RunArgs) -> String {
+    let (check, cmd) = run.command();
     format!(
         "#!/bin/sh\n\
          # Written by `fsage experiment submit`: array task N runs the cells on line N+1 of $1.\n\
          set -eu\n\
-         {}\
+         {check}\
          ids=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$1\")\n\
          if [ -z \"$ids\" ]; then echo \"no cells for task $SLURM_ARRAY_TASK_ID in $1\" >&2; exit 1; fi\n\
-         exec \"$fsage\" experiment run-cell {} --images {} $ids\n",
-        binary_check(fsage, sha),
-        quote(out),
-        quote(images)
+         {cmd} $ids\n"
     )
 }
 
@@ -928,29 +958,10 @@ fn unix_s() -> f64 {
 pub struct RunCellOptions {
     /// The image directory (default `OUT/images`).
     pub images: Option<PathBuf>,
-    /// Node-local scratch for the working copies (default /dev/shm, else `$TMPDIR`, else /tmp).
-    pub scratch: Option<PathBuf>,
+    /// Where the working copies go ([`Scratch`]; default: /dev/shm, a tmpfs).
+    pub scratch: Scratch,
     /// Make the first cell's base image only (a submission's base job).
     pub base_only: bool,
-}
-
-/// Where a task's working copies go: a new directory `ROOT/fsage-HASH-FIRST-RANDOM` (made
-/// exclusively, mode 0700, by [`LabExecutor::for_task`]); the prefix returned here is the same
-/// for a task run again (so it finds and cleans up what a killed one left) and different for two
-/// tasks of one experiment.
-fn scratch_dir(out: &Path, first: &str, root: Option<&Path>) -> PathBuf {
-    let root = root.map(Path::to_path_buf).unwrap_or_else(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
-        }
-    });
-    use sha2::Digest;
-    let h = sha2::Sha256::digest(out.display().to_string().as_bytes());
-    let hex = crate::hex(&h[..4]);
-    root.join(format!("fsage-{hex}-{first}"))
 }
 
 /// What must hold on this node before a cell runs: root, its file systems' tools, the slow
@@ -1037,16 +1048,13 @@ fn run_selected(
     let first = cells[0];
     preflight_cells(cells)?;
     let images = opts.images.clone().unwrap_or_else(|| out.join("images"));
-    let scratch = scratch_dir(
-        &out.canonicalize().unwrap_or_else(|_| out.to_path_buf()),
-        &if opts.base_only {
-            format!("base-{}", base_group(first))
-        } else {
-            first.id.clone()
-        },
-        opts.scratch.as_deref(),
-    );
-    let mut ex = LabExecutor::for_task(out, &images, &scratch)?;
+    let name = if opts.base_only {
+        format!("base-{}", base_group(first))
+    } else {
+        first.id.clone()
+    };
+    let out_real = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
+    let mut ex = LabExecutor::for_task(&out_real, &images, &opts.scratch, &name)?;
     let r = if opts.base_only {
         make_base(out, first, &mut ex, obs)
     } else {
@@ -1128,20 +1136,23 @@ mod tests {
 
     #[test]
     fn scripts_quote_their_paths() {
-        let s = cells_script(
-            Path::new("/opt/fsage"),
-            "ab12",
-            Path::new("/shared/it's"),
-            Path::new("/shared/img"),
-        );
+        let s = cells_script(&RunArgs {
+            fsage: Path::new("/opt/fsage"),
+            sha: "ab12",
+            out: Path::new("/shared/it's"),
+            images: Path::new("/shared/img"),
+            scratch: &Scratch::Tmpfs,
+        });
         assert!(s.contains(r"'/shared/it'\''s'"), "{s}");
         assert!(s.contains("SLURM_ARRAY_TASK_ID + 1"), "{s}");
-        let b = base_script(
-            Path::new("/opt/fsage"),
-            "ab12",
-            Path::new("/o"),
-            Path::new("/i"),
-        );
+        assert!(s.contains("--scratch 'tmpfs' $ids"), "{s}");
+        let b = base_script(&RunArgs {
+            fsage: Path::new("/opt/fsage"),
+            sha: "ab12",
+            out: Path::new("/o"),
+            images: Path::new("/i"),
+            scratch: &Scratch::Images,
+        });
         assert!(b.contains("--base-only \"$1\""), "{b}");
         assert!(b.contains("fsage='/opt/fsage'"), "{b}");
     }
@@ -1157,7 +1168,14 @@ mod tests {
         let (exe, sha) = install_binary(&src, &sdir).unwrap();
         assert_eq!(exe, sdir.join(BINARY));
         let script = sdir.join("base.sh");
-        std::fs::write(&script, base_script(&exe, &sha, d.path(), d.path())).unwrap();
+        let args = RunArgs {
+            fsage: &exe,
+            sha: &sha,
+            out: d.path(),
+            images: d.path(),
+            scratch: &Scratch::Tmpfs,
+        };
+        std::fs::write(&script, base_script(&args)).unwrap();
         let run = || Command::new("sh").arg(&script).arg("c1").output().unwrap();
         let o = run();
         assert!(o.status.success(), "{o:?}");
@@ -1179,11 +1197,12 @@ mod tests {
 
     #[test]
     fn two_tasks_get_two_scratch_directories_and_a_task_run_again_the_same() {
+        use crate::lab::scratch_prefix;
         let root = Path::new("/scratch");
-        let a = scratch_dir(Path::new("/o"), "c1", Some(root));
-        assert_eq!(a, scratch_dir(Path::new("/o"), "c1", Some(root)));
-        assert_ne!(a, scratch_dir(Path::new("/o"), "c2", Some(root)));
-        assert_ne!(a, scratch_dir(Path::new("/p"), "c1", Some(root)));
+        let a = scratch_prefix(root, Path::new("/o"), "c1");
+        assert_eq!(a, scratch_prefix(root, Path::new("/o"), "c1"));
+        assert_ne!(a, scratch_prefix(root, Path::new("/o"), "c2"));
+        assert_ne!(a, scratch_prefix(root, Path::new("/p"), "c1"));
         assert!(a.starts_with(root));
     }
 }

@@ -473,6 +473,12 @@ fn a_submitted_experiment_matches_a_local_run_and_a_cancelled_one_resumes_with_o
             r["environment"]["workload_text"]
         );
         assert!(l["environment"].get("slurm_job").is_none());
+        // The same default for both: the working copy in /dev/shm, recorded alike.
+        let st = &l["environment"]["storage"];
+        assert_eq!(st, &r["environment"]["storage"], "{id}: storage");
+        assert_eq!(st["kind"], "tmpfs", "{id}: {st}");
+        assert_eq!(st["setting"], "tmpfs", "{id}: {st}");
+        assert_eq!(st["root"], "/dev/shm", "{id}: {st}");
     }
 
     // 3. A second submission, cancelled half way, then submitted again: only what is missing
@@ -678,6 +684,101 @@ fn first_submissions_on_disk_lose_no_base() {
         let _ = std::fs::remove_dir_all(out.join("images"));
     }
     assert_eq!(lost, 0, "{lost} of {tries} first submissions lost a base");
+}
+
+/// Issue 34's "Slurm against local": one file run locally and submitted with the same defaults
+/// (`--scratch tmpfs`), on one image directory (so both start from the same bases), cells one at
+/// a time on both sides (`--max-parallel 1`). Every cell's storage record must be equal; the
+/// ops/s of each configuration are printed with their spread over the repetitions, for
+/// BENCHMARKS.md.
+/// `cargo test -p fsage --test slurm -- --ignored --nocapture local_and_slurm`
+#[test]
+#[ignore = "a measurement (about 3 minutes), not a check"]
+fn local_and_slurm_runs_of_one_file_record_the_same_storage() {
+    if let Err(e) = need_root_and(&["munged", "slurmctld", "slurmd", "sbatch", "mkfs.xfs"]) {
+        skip("local and slurm", e);
+        return;
+    }
+    let cluster = Cluster::start();
+    let lab = Lab(Scratch::new("fsage-slurm-same-"));
+    let file = lab.path("same.toml");
+    std::fs::write(
+        &file,
+        "name = \"same\"\nduration = \"5s\"\nrepetitions = 3\nseed = 3\nimage_size = \"512MiB\"\n\
+         [[fs]]\nkind = \"ext4\"\n[[fs]]\nkind = \"xfs\"\n[[state]]\nkind = \"fresh\"\n\
+         [[workload]]\nname = \"varmail\"\nset = { nfiles = 100, nthreads = 2 }\n",
+    )
+    .unwrap();
+    let disk = on_disk("fsage-slurm-same-");
+    let images = disk.path().join("images");
+    let (local, slurm) = (lab.path("local"), lab.path("slurm"));
+    let o = lab.fsage(
+        &cluster,
+        &[
+            "experiment",
+            "run",
+            s(&file),
+            "--out",
+            s(&local),
+            "--images",
+            s(&images),
+            "--quiet",
+        ],
+    );
+    expect_code(&o, 0, "local run");
+    let o = lab.fsage(
+        &cluster,
+        &[
+            "experiment",
+            "submit",
+            s(&file),
+            "--out",
+            s(&slurm),
+            "--images",
+            s(&images),
+            "--max-parallel",
+            "1",
+        ],
+    );
+    expect_code(&o, 0, "submit");
+    let st = wait_done(&lab, &cluster, &slurm, Duration::from_secs(600));
+    assert_eq!(st["done"], 6, "{st:#}\n{}", job_logs(&slurm));
+    assert_eq!(most_at_once(&slurm, 0), 1);
+    let (l, r) = (cells(&local), cells(&slurm));
+    let mut by: BTreeMap<String, [Vec<f64>; 2]> = BTreeMap::new();
+    for (id, lc) in &l {
+        let rc = &r[id];
+        assert_eq!(
+            lc["environment"]["storage"], rc["environment"]["storage"],
+            "{id}"
+        );
+        let fs = lc["cell"]["fs"]["label"].as_str().unwrap().to_string();
+        let e = by.entry(fs).or_default();
+        e[0].push(lc["samples"][0]["ops_per_s"].as_f64().unwrap());
+        e[1].push(rc["samples"][0]["ops_per_s"].as_f64().unwrap());
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "storage: {}",
+        l.values().next().unwrap()["environment"]["storage"]
+    );
+    println!("load average at the end: {}", load.trim());
+    println!("| fs | local ops/s (mean, min-max) | Slurm ops/s (mean, min-max) | Slurm / local |");
+    println!("| --- | --- | --- | --- |");
+    for (fs, [a, b]) in &by {
+        let st = |v: &Vec<f64>| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().cloned().fold(0.0, f64::max);
+            (m, lo, hi)
+        };
+        let (ma, la, ha) = st(a);
+        let (mb, lb, hb) = st(b);
+        println!(
+            "| {fs} | {ma:.0} ({la:.0}-{ha:.0}) | {mb:.0} ({lb:.0}-{hb:.0}) | {:.2} |",
+            mb / ma
+        );
+    }
 }
 
 /// A directory on PATH with stand-ins for `sbatch` and `squeue`: sbatch logs its arguments and
