@@ -86,6 +86,7 @@ pub fn run_file(
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     // Before anything is written: a refused image directory leaves no output directory behind.
     lab::check_images_dir(&images)?;
+    scratch.root(&images)?;
     if !out.exists() {
         std::fs::create_dir_all(out).map_err(|e| {
             Error::input(format!("{}: cannot make the directory: {e}", out.display()))

@@ -313,12 +313,20 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
     let (exe, exe_sha) = install_binary(&opts.fsage, &sdir)?;
     let base_sh = sdir.join("base.sh");
     let cells_sh = sdir.join("cells.sh");
+    // The jobs start in OUT: a relative scratch directory is this command's.
+    let scratch = match &opts.scratch {
+        Scratch::Dir(d) => Scratch::Dir(
+            std::path::absolute(d)
+                .map_err(|e| Error::input(format!("--scratch {}: {e}", d.display())))?,
+        ),
+        s => s.clone(),
+    };
     let run = RunArgs {
         fsage: &exe,
         sha: &exe_sha,
         out: &out,
         images: &images,
-        scratch: &opts.scratch,
+        scratch: &scratch,
     };
     write_script(&base_sh, &base_script(&run))?;
     write_script(&cells_sh, &cells_script(&run))?;
@@ -814,6 +822,47 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
             }
         }
     }
+    // Base jobs that ended without saying so in their log ("base image of ... ready") and
+    // without failure records (those make their cells failed, not left).
+    let asked = st.slurm_note.is_none();
+    let silent: BTreeMap<&str, String> = last
+        .bases
+        .iter()
+        .filter(|b| asked && !alive.keys().any(|k| k == &b.job_id))
+        .filter_map(|b| {
+            let log = out
+                .join(SLURM_DIR)
+                .join("logs")
+                .join(format!("base-{}.out", b.job_id));
+            let Ok(text) = std::fs::read_to_string(&log) else {
+                return Some((
+                    b.base.as_str(),
+                    format!(
+                        "base job {} left no log {}: cancelled before it ran?",
+                        b.job_id,
+                        log.display()
+                    ),
+                ));
+            };
+            if text.contains("base image of ") && text.contains(" ready") {
+                return None;
+            }
+            let last_line = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no log")
+                .trim()
+                .to_string();
+            Some((
+                b.base.as_str(),
+                format!(
+                    "base job {} ended without making its base: {last_line}",
+                    b.job_id
+                ),
+            ))
+        })
+        .collect();
     let (mut queued, mut running) = (0, 0);
     for c in &mut st.cells {
         let Some(task) = task_of.get(c.id.as_str()) else {
@@ -840,6 +889,12 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
             }
             None => {
                 c.slurm_state = ended.get(task).cloned();
+                let base = last
+                    .arrays
+                    .iter()
+                    .find(|a| task.starts_with(&format!("{}_", a.job_id)))
+                    .map(|a| a.base.as_str());
+                c.base_job_ended = base.and_then(|b| silent.get(b).cloned());
             }
         }
     }
