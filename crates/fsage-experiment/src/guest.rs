@@ -505,6 +505,7 @@ mod tests {
             drive_state: None,
             cpu_model: None,
             slurm_job: None,
+            storage: None,
             platform: PlatformKind::Native,
             vm: None,
         };

@@ -15,6 +15,7 @@
 //!   `cancel`), through the same runner loop and executor.
 //! - [`lab`]: the executor of this machine: base images (fresh, aged, from the library), a sparse
 //!   copy per cell, the slow device, the workload engine.
+//! - [`storage`]: where each cell's working copy lives (`--scratch`), and the record of it.
 
 pub mod analysis;
 pub mod guest;
@@ -23,6 +24,7 @@ pub mod result;
 pub mod runner;
 pub mod slurm;
 pub mod spec;
+pub mod storage;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, Sample, State};
 pub use result::{CellResult, CellStatus, Environment};
@@ -66,6 +68,7 @@ pub fn run_file(
     file: &std::path::Path,
     out: &std::path::Path,
     images: Option<&std::path::Path>,
+    scratch: &storage::Scratch,
     opts: &runner::RunOptions,
     obs: &mut dyn runner::RunObserver,
 ) -> Result<runner::RunSummary, Error> {
@@ -83,6 +86,7 @@ pub fn run_file(
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     // Before anything is written: a refused image directory leaves no output directory behind.
     lab::check_images_dir(&images)?;
+    scratch.root(&images)?;
     if !out.exists() {
         std::fs::create_dir_all(out).map_err(|e| {
             Error::input(format!("{}: cannot make the directory: {e}", out.display()))
@@ -96,7 +100,7 @@ pub fn run_file(
         }
     })?;
     runner::prepare_out(out, &plan, &text)?;
-    let mut ex = lab::LabExecutor::new(out, &images)?;
+    let mut ex = lab::LabExecutor::new(out, &images, scratch)?;
     runner::run(&plan, &text, out, opts, &mut ex, obs)
 }
 
@@ -126,6 +130,7 @@ mod tests {
             &file,
             &out,
             None,
+            &Default::default(),
             &Default::default(),
             &mut super::runner::Quiet,
         )

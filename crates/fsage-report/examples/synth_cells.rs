@@ -154,6 +154,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         drive_state: None,
         cpu_model: None,
         slurm_job: None,
+        storage: None,
         platform: Default::default(),
         vm: None,
     };

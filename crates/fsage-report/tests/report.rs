@@ -413,3 +413,47 @@ fn a_series_with_the_older_ssd_counters_reads_with_them() {
         "{l}"
     );
 }
+
+/// Cells of one comparison whose working copies were on tmpfs and on a disk: the report flags
+/// the comparison (issue 34: xfs ran 1.7-2.6× faster in memory), on the page and in the notes.
+#[test]
+fn a_comparison_mixing_tmpfs_and_disk_working_copies_is_flagged() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = |disk: bool| {
+        serde_json::json!({
+            "setting": if disk { "images" } else { "tmpfs" },
+            "kind": if disk { "disk" } else { "tmpfs" },
+            "fs_type": if disk { "ext4" } else { "tmpfs" },
+            "device": if disk { "/dev/vda" } else { "tmpfs" },
+            "root": if disk { "/var/tmp/i" } else { "/dev/shm" },
+        })
+    };
+    let write_all = |disk_r1: bool| {
+        for e in std::fs::read_dir(fx("cells/aged")).unwrap().flatten() {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+            let r1 = v["cell"]["rep"] == 1;
+            v["environment"]["storage"] = storage(disk_r1 && r1);
+            std::fs::write(d.path().join(e.file_name()), v.to_string()).unwrap();
+        }
+    };
+    write_all(false);
+    let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &set);
+    assert!(!html.contains("different storage"));
+    write_all(true);
+    let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &set);
+    assert!(
+        html.contains("working copies on different storage"),
+        "no flag"
+    );
+    assert!(html.contains("disk (ext4 on /dev/vda)"));
+    let notes = &set.analyses[0].item.notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("different storage") && n.contains("tmpfs")),
+        "{notes:?}"
+    );
+}
