@@ -376,7 +376,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
                 rep.t_estimate,
                 out.state
                     .as_ref()
-                    .map_or(String::new(), |s| s.display().to_string())
+                    .map_or(String::new(), |s| fsage_sys::shell_arg(s))
             )
         };
         let on = if fsage_sys::is_block_device(image) {
@@ -408,7 +408,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
                     "state: {} ({} checkpoints this session); continue with: fsage age --resume {}",
                     s.display(),
                     out.checkpoints,
-                    s.display()
+                    fsage_sys::shell_arg(s)
                 );
             }
         }
