@@ -151,7 +151,8 @@ impl From<FsArg> for fsage_lab::FsKind {
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// A state file written by `fsage age`.
+    /// A state file written by `fsage age`, or the image or target of the run (its state
+    /// beside it: `IMAGE.fsage-state`).
     pub state: PathBuf,
     /// Print the status as JSON.
     #[arg(long)]
@@ -465,8 +466,8 @@ fn dry_run_capacity(
 
 /// `fsage status STATE`: where a run stands, read from its state file alone.
 pub fn status(a: StatusArgs) -> CmdResult {
-    let st = State::load(&a.state)?;
-    let status = st.status(&a.state);
+    let (path, st) = State::locate(&a.state)?;
+    let status = st.status(&path);
     if a.json {
         print!("{}", export(&Json, &status));
     } else {
