@@ -17,7 +17,7 @@ use fsage_lab::{Error, Remedy, Result};
 use fsage_sys::{is_block_device, TempPath};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -284,6 +284,14 @@ impl Library {
             ))
             .with_remedy(Remedy::Force));
         }
+        // The drive the image aged on, when a device or an aging run saved one beside it: read
+        // before anything is written, never through a link, and only if it is a drive state.
+        let ftl = fsage_device::state_file_of(image);
+        let drive_state = if image.is_file() {
+            read_drive_state(&ftl)?
+        } else {
+            None
+        };
         if fsage_lab::probe_fs(image)?.is_none() {
             fsage_lab::bail!(
                 "{}: holds no ext4, xfs or btrfs file system: the library keeps file system images",
@@ -302,16 +310,12 @@ impl Library {
             ))
             .with_remedy(Remedy::Name));
         }
-        let tmp = TempPath::new(self.dir.join(format!(
-            ".{}.fsage-tmp{}",
-            opts.name,
-            std::process::id()
-        )));
-        fs::create_dir(tmp.path()).map_err(|e| Error::io(tmp.path(), "", e))?;
+        let tmp = TempPath::dir_in(&self.dir, &format!(".{}.fsage-tmp-", opts.name))?;
         let src = File::open(image).map_err(|e| Error::io(image, "", e))?;
         let size = fsage_sys::file_size(&src, image)?;
         let data_path = tmp.path().join(DATA_FILE);
-        let out = File::create(&data_path).map_err(|e| Error::io(&data_path, "", e))?;
+        let out = fsage_sys::safe::create_new(&data_path, 0o666)
+            .map_err(|e| Error::io(&data_path, "", e))?;
         let hw = HashWriter {
             inner: BufWriter::with_capacity(1 << 20, out),
             h: Sha256::new(),
@@ -351,12 +355,9 @@ impl Library {
             None
         };
         let fs_type = fsage_lab::fs::probe_fs(image)?;
-        // The drive the image aged on, when a device or an aging run saved one beside it.
-        let ftl = fsage_device::state_file_of(image);
-        let drive = if image.is_file() && ftl.is_file() {
-            let bytes = fs::read(&ftl).map_err(|e| Error::io(&ftl, "", e))?;
+        let drive = if let Some(bytes) = drive_state {
             let dest_ftl = tmp.path().join(DRIVE_FILE);
-            fsage_sys::write_atomic(&dest_ftl, &bytes)?;
+            fsage_sys::write_atomic_private(&dest_ftl, &bytes)?;
             Some(DriveRecord {
                 file: DRIVE_FILE.into(),
                 bytes: bytes.len() as u64,
@@ -406,9 +407,9 @@ impl Library {
         if dest.exists() {
             // --force: move the old one aside, put the new one in place, then delete the old.
             let old = TempPath::new(self.dir.join(format!(
-                ".{}.fsage-old{}",
+                ".{}.fsage-old-{}",
                 opts.name,
-                std::process::id()
+                fsage_sys::safe::random_hex()
             )));
             fs::rename(&dest, old.path()).map_err(|e| Error::io(&dest, "rename", e))?;
             tmp.persist(&dest)?;
@@ -590,7 +591,10 @@ impl Library {
             self.drive_bytes(name, &m)?
         };
         let drive_target = fsage_device::state_file_of(target);
-        if !device && drive_target.exists() && !force {
+        let drive_there = !device
+            && fsage_sys::safe::lstat_own_name(&drive_target, "the drive state beside the image")?
+                .is_some();
+        if drive_there && !force {
             return Err(Error::input(format!(
                 "{}: a drive state exists there, which would not match the restored image (force \
                  its replacement{})",
@@ -604,10 +608,8 @@ impl Library {
             .with_remedy(Remedy::Force));
         }
         let (f, tmp) = if device {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(target)
-                .map_err(|e| Error::io(target, "", e))?;
+            // Exclusively: refused while a mount, RAID or btrfs holds the device.
+            let f = fsage_sys::open_device_exclusive(target)?;
             let dsize = fsage_sys::file_size(&f, target)?;
             if dsize < m.size {
                 fsage_lab::bail!(
@@ -643,14 +645,8 @@ impl Library {
                     m.size
                 );
             }
-            let tmp = TempPath::beside(target)?;
-            let f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(tmp.path())
-                .map_err(|e| Error::io(tmp.path(), "", e))?;
-            f.set_len(m.size)
-                .map_err(|e| Error::io(tmp.path(), "", e))?;
+            let (tmp, f) = TempPath::create_beside(target, "the image", 0o666)?;
+            f.set_len(m.size).map_err(|e| Error::io(target, "", e))?;
             (f, Some(tmp))
         };
         let wpath = tmp.as_ref().map_or(target, |t| t.path()).to_path_buf();
@@ -683,7 +679,8 @@ impl Library {
         }
         let drive_state = match drive {
             Some(bytes) => {
-                fsage_sys::write_atomic(&drive_target, &bytes)?;
+                // Root's alone, as the device that saved it wrote it.
+                fsage_sys::write_atomic_private(&drive_target, &bytes)?;
                 Some(drive_target)
             }
             None => {
@@ -700,6 +697,32 @@ impl Library {
             drive_state,
         })
     }
+}
+
+/// The drive state kept beside an image (`IMAGE.ftl`), if there is one: looked at without
+/// following a link (a link there is refused: it could name a file only root may read), read
+/// only when it is a regular file, and refused unless it is a drive state (its header and
+/// checksum).
+pub fn read_drive_state(ftl: &Path) -> Result<Option<Vec<u8>>> {
+    let what = "the drive state beside the image";
+    let Some(m) = fsage_sys::safe::lstat_own_name(ftl, what)? else {
+        return Ok(None);
+    };
+    if !m.is_file() {
+        fsage_lab::bail!("{}: {what} is not a regular file", ftl.display());
+    }
+    let mut f = fsage_sys::safe::open_read_nofollow(ftl).map_err(|e| Error::io(ftl, "", e))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(ftl, "", e))?;
+    fsage_device::check_drive_state(&bytes).map_err(|e| {
+        Error::input(format!(
+            "{}: {what} is not one ({}); move it away",
+            ftl.display(),
+            e.message
+        ))
+    })?;
+    Ok(Some(bytes))
 }
 
 /// What `image save` records besides the image, gathered from what the user gave and what lies

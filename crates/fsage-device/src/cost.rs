@@ -20,6 +20,28 @@
 //! device's idle time that would have overlapped a longer wait; BENCHMARKS.md has its error
 //! against real time on the same model.
 //!
+//! # The issuer's think time (`Think`)
+//!
+//! The recorded think time `r_i - c_j` is the host's wall-clock time between seeing a completion
+//! and issuing the next request: the issuer's own work, but also whatever else the host was doing
+//! (a loaded host stretches it tenfold), so a cost that keeps it measures the host as much as the
+//! device. [`Think`] says what stands in for it:
+//! - `recorded`: the recorded gaps, as above (what a run on that host at that moment took; the
+//!   rule to predict a real-time run recorded on the same host);
+//! - `none`: no think time: `s_i = max(s_(i-1), C_j)`: the device alone;
+//! - `fixed:DUR` (the default, [`DEFAULT_THINK_NS`]): that long before every request that
+//!   waited for a completion: a host's per-request work as a constant, so that the same
+//!   requests cost the same whatever the host was doing when they were recorded;
+//! - `median`: the trace's own median recorded think time before every request that waited (a
+//!   loaded host stretches some gaps tenfold but few of them, so the median barely moves; it
+//!   does scale with the recording host's speed).
+//!
+//! Under any rule but `recorded`, requests issued while others were outstanding are issued
+//! together (their recorded gaps are the host's too), and a trace without completions is taken as
+//! a serial issuer (each request waits for the one before). Which requests waited for which stays
+//! the recording's: on a cold `grep -r` nearly every request is issued with none outstanding, on a
+//! quiet host and on a loaded one alike (BENCHMARKS.md).
+//!
 //! # The host's request path
 //!
 //! A trace's times are the block layer's, so the model's times are too: a request reaches the
@@ -28,9 +50,115 @@
 //! issuer waits for before its next request. `host_path_ns` ([`cost_with`]) adds that path to
 //! every completion the issuer sees: `C_j` above becomes `C_j + path`, and the total ends one
 //! path after the last completion. 0 (the default) costs the device alone.
+//!
+//! # Pages the drive never saw written
+//!
+//! A model with a drive state (an SSD) is built erased unless it is given one (a state saved
+//! beside an image, or made from the writes of the file system's history). A trace reads data
+//! some history wrote; what the drive never saw written is costed by [`CostOptions::unwritten`]:
+//! by default as data written in logical order from erased ([`UnwrittenReads::LbaOrder`]), not
+//! as free, and the report counts those pages (`stats.unwritten_reads`).
 
-use crate::{DeviceModel, ModelStats, Ns, Rq, Trace};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, Trace, UnwrittenReads};
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// What stands in for the issuer's think time when a trace is costed (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Think {
+    /// The recorded wall-clock gaps (the host's load included).
+    Recorded,
+    /// None: the device alone.
+    None,
+    /// The trace's median recorded think time before every request that waited.
+    Median,
+    /// A fixed time before every request that waited.
+    Fixed(Ns),
+}
+
+/// The default think time per request that waited: a cold `grep -r`'s median recorded think
+/// time on the 2-core development VM when quiet (zlib's traces: 41-60 µs on xfs, 45-61 µs on
+/// ext4, 69-93 µs on btrfs; beside two busy loops 16-32 µs, the CPUs never idle and so never
+/// slow to wake; BENCHMARKS.md, "Costing that depends on the layout alone").
+pub const DEFAULT_THINK_NS: Ns = 50_000;
+
+impl Default for Think {
+    fn default() -> Think {
+        Think::Fixed(DEFAULT_THINK_NS)
+    }
+}
+
+impl fmt::Display for Think {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Think::Recorded => f.write_str("recorded"),
+            Think::None => f.write_str("none"),
+            Think::Median => f.write_str("median"),
+            Think::Fixed(ns) => write!(
+                f,
+                "fixed:{}",
+                fsage_units::format_latency(*ns).replace(' ', "")
+            ),
+        }
+    }
+}
+
+impl FromStr for Think {
+    type Err = Error;
+
+    fn from_str(s: &str) -> crate::Result<Think> {
+        match s {
+            "recorded" => Ok(Think::Recorded),
+            "none" => Ok(Think::None),
+            "median" => Ok(Think::Median),
+            _ => match s.strip_prefix("fixed:") {
+                Some(d) => fsage_units::parse_latency(d)
+                    .map(Think::Fixed)
+                    .map_err(|e| Error::input(format!("think time {s:?}: {e}"))),
+                None => Err(Error::input(format!(
+                    "think time {s:?}: expected recorded, none, median or fixed:DURATION \
+                     (fixed:20us)"
+                ))),
+            },
+        }
+    }
+}
+
+impl Serialize for Think {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Think {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Think, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a trace is costed: the think-time rule, the host's request path, and how a drive reads
+/// pages it never saw written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CostOptions {
+    pub think: Think,
+    /// Added to every completion the issuer sees (0: the device alone).
+    pub host_path_ns: Ns,
+    /// Pages the drive never saw written: as data in logical order (the default) or free.
+    #[serde(default)]
+    pub unwritten: UnwrittenReads,
+}
+
+impl CostOptions {
+    /// The rule `recorded`: what a run on the recording host took (today's traces' meaning).
+    pub fn recorded() -> CostOptions {
+        CostOptions {
+            think: Think::Recorded,
+            ..CostOptions::default()
+        }
+    }
+}
 
 /// Percentiles of a set of durations, in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -82,15 +210,45 @@ pub struct CostReport {
     /// The host's request path added to every completion the issuer sees (0: the device alone).
     #[serde(default)]
     pub host_path_ns: Ns,
+    /// The think-time rule the cost was made with (older reports: `recorded`).
+    #[serde(default = "recorded_think")]
+    pub think: Think,
+    /// The think time the rule gave, over all requests (included in `total_ns`).
+    #[serde(default)]
+    pub think_ns: Ns,
+    /// Requests that waited for a completion before they were issued.
+    #[serde(default)]
+    pub waited: u64,
+    /// The trace's median recorded think time over the requests that waited (what `median`
+    /// uses, and how to calibrate `fixed:` for another host), when it has completions.
+    #[serde(default)]
+    pub median_think_ns: Option<Ns>,
+    /// How pages the drive never saw written were read (older reports: `free`).
+    #[serde(default = "free_unwritten")]
+    pub unwritten: UnwrittenReads,
+    /// The drive state the model started from (how much of it was written, and where it was
+    /// loaded from), for a model that keeps one; None for a model without.
+    #[serde(default)]
+    pub drive: Option<String>,
+}
+
+fn recorded_think() -> Think {
+    Think::Recorded
+}
+
+fn free_unwritten() -> UnwrittenReads {
+    UnwrittenReads::Free
 }
 
 /// What `fsage dev cost` does: reads the trace file, resolves the model (a latency, a built-in
 /// name or a model file), builds it for the trace's device size (or, when the trace does not
-/// say, the end of its furthest request) and costs the trace on it.
+/// say, the end of its furthest request), loads the drive state in `drive_state` when given (a
+/// state saved beside an image, `IMAGE.ftl`, or by `git-age`), and costs the trace on it.
 pub fn cost_trace_file(
     trace: &std::path::Path,
     model: &str,
-    host_path_ns: Ns,
+    opts: CostOptions,
+    drive_state: Option<&std::path::Path>,
 ) -> crate::Result<CostReport> {
     let t = Trace::read(trace)?;
     let spec = crate::resolve(model)?;
@@ -104,33 +262,80 @@ pub fn cost_trace_file(
         end.next_multiple_of(1 << 20).max(1 << 20)
     });
     let mut m = spec.build(size)?;
-    let mut r = cost_with(&t, m.as_mut(), host_path_ns);
+    let mut drive = None;
+    if let Some(p) = drive_state {
+        let bytes = std::fs::read(p).map_err(|e| Error::io(p, "cannot read the drive state", e))?;
+        m.load_state(&bytes)
+            .map_err(|e| Error::input(format!("{}: {}", p.display(), e.message)))?;
+        drive = Some(p.display().to_string());
+    }
+    let mut r = cost_with(&t, m.as_mut(), opts);
     r.model = format!("{}: {}", spec.name, r.model);
+    if let (Some(from), Some(d)) = (drive, &mut r.drive) {
+        *d = format!("{d}, loaded from {from}");
+    }
     Ok(r)
 }
 
-/// Costs `trace` on `model` by the rule above. The model should be fresh (its clock at 0).
+/// Costs `trace` on `model` with the recorded think times (the rule of the module's doc, as
+/// traces were costed before think rules). The model should be fresh (its clock at 0).
 pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
-    cost_with(trace, model, 0)
+    cost_with(trace, model, CostOptions::recorded())
 }
 
-/// [`cost`] with the host's request path (see the module's doc) added to every completion.
-pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, host_path_ns: Ns) -> CostReport {
+/// For each request, the one it waited for (the last whose recorded completion came before its
+/// issue), if any. Without recorded completions: `None` everywhere.
+fn waited_for(trace: &Trace) -> Vec<Option<usize>> {
     let rqs = &trace.requests;
     let n = rqs.len();
-    let closed_loop = !rqs.is_empty() && rqs.iter().all(|r| r.complete_ns.is_some());
-    // Requests by recorded completion time, to find the last one completed before each issue.
-    let mut by_completion: Vec<usize> = if closed_loop {
-        (0..n).collect()
-    } else {
-        Vec::new()
-    };
+    if rqs.is_empty() || !rqs.iter().all(|r| r.complete_ns.is_some()) {
+        return vec![None; n];
+    }
+    let mut by_completion: Vec<usize> = (0..n).collect();
     by_completion.sort_by_key(|&i| (rqs[i].complete_ns, i));
-    let mut next_done = 0; // first index in by_completion not yet completed by the current issue
+    let mut next_done = 0;
+    rqs.iter()
+        .map(|r| {
+            while next_done < n && rqs[by_completion[next_done]].complete_ns <= Some(r.issue_ns) {
+                next_done += 1;
+            }
+            next_done.checked_sub(1).map(|k| by_completion[k])
+        })
+        .collect()
+}
+
+/// Costs `trace` on `model` by the rule above, with `opts`' think rule and host path.
+pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) -> CostReport {
+    model.set_unwritten_reads(opts.unwritten);
+    let drive = model.describe_state();
+    let rqs = &trace.requests;
+    let n = rqs.len();
+    let host_path_ns = opts.host_path_ns;
+    let closed_loop = !rqs.is_empty() && rqs.iter().all(|r| r.complete_ns.is_some());
+    let recorded = opts.think == Think::Recorded;
+    // Which request each waited for: the recording's; without completions, under any rule but
+    // `recorded`, a serial issuer.
+    let mut waits = waited_for(trace);
+    if !closed_loop && !recorded {
+        waits = (0..n).map(|i| i.checked_sub(1)).collect();
+    }
+    let waited = waits.iter().filter(|w| w.is_some()).count() as u64;
+    let median_think_ns = median_think(trace, &waits);
+    let think_of = |i: usize, j: usize| -> Ns {
+        match opts.think {
+            Think::Recorded => rqs[i]
+                .issue_ns
+                .saturating_sub(rqs[j].complete_ns.unwrap_or(rqs[i].issue_ns)),
+            Think::None => 0,
+            Think::Fixed(d) => d,
+            Think::Median => median_think_ns.unwrap_or(0),
+        }
+    };
     let mut issued: Vec<Ns> = vec![0; n];
     let mut completed: Vec<Option<Ns>> = vec![None; n];
     let mut done = Vec::new();
     let mut clock: Ns = 0;
+    let mut think_ns: Ns = 0;
 
     let record = |done: &mut Vec<(u64, Ns)>, completed: &mut Vec<Option<Ns>>| {
         for (id, t) in done.drain(..) {
@@ -142,26 +347,23 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, host_path_ns: Ns) -
         let r = &rqs[i];
         let mut s = if i == 0 {
             0
-        } else {
+        } else if recorded {
             issued[i - 1] + r.issue_ns.saturating_sub(rqs[i - 1].issue_ns)
+        } else {
+            issued[i - 1]
         };
-        if closed_loop {
-            while next_done < n && rqs[by_completion[next_done]].complete_ns <= Some(r.issue_ns) {
-                next_done += 1;
+        if let Some(j) = waits[i] {
+            // Run the model until j has completed on it.
+            while completed[j].is_none() {
+                let Some(t) = model.next_event() else { break };
+                clock = clock.max(t);
+                model.advance(clock, &mut done);
+                record(&mut done, &mut completed);
             }
-            if let Some(&j) = next_done.checked_sub(1).map(|k| &by_completion[k]) {
-                // Run the model until j has completed on it.
-                while completed[j].is_none() {
-                    let Some(t) = model.next_event() else { break };
-                    clock = clock.max(t);
-                    model.advance(clock, &mut done);
-                    record(&mut done, &mut completed);
-                }
-                if let Some(cj) = completed[j] {
-                    // The think time after the completion it waited for.
-                    let think = r.issue_ns - rqs[j].complete_ns.unwrap_or(r.issue_ns);
-                    s = s.max(cj + host_path_ns + think);
-                }
+            if let Some(cj) = completed[j] {
+                let think = think_of(i, j);
+                think_ns += think;
+                s = s.max(cj + host_path_ns + think);
             }
         }
         let s = s.max(clock);
@@ -222,7 +424,32 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, host_path_ns: Ns) -
         stats: model.stats(),
         closed_loop,
         host_path_ns,
+        think: opts.think,
+        think_ns,
+        waited,
+        median_think_ns,
+        unwritten: opts.unwritten,
+        drive,
     }
+}
+
+/// The median recorded think time (issue after the completion waited for) over the requests
+/// that waited, when the trace has completions.
+fn median_think(trace: &Trace, waits: &[Option<usize>]) -> Option<Ns> {
+    let rqs = &trace.requests;
+    let mut v: Vec<Ns> = waits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| {
+            let c = rqs[(*w)?].complete_ns?;
+            Some(rqs[i].issue_ns.saturating_sub(c))
+        })
+        .collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[(v.len() - 1) / 2])
 }
 
 #[cfg(test)]
@@ -291,14 +518,132 @@ mod tests {
         // The chain above, with a 40 us path: each of the 4 reads is seen 40 us after the model
         // answers it, and the next is issued 5 us after that.
         let t = chain();
-        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
+        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), path(40_000));
         assert_eq!(r.total_ns, 4 * (1_000_000 + 40_000) + 3 * 5_000);
         assert_eq!(r.response.p50_ns, 1_040_000);
         assert_eq!(r.host_path_ns, 40_000);
         // Requests outstanding together share one path, not one each.
         let t = burst();
-        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), 40_000);
+        let r = cost_with(&t, &mut FixedLatency::uniform(1_000_000), path(40_000));
         assert_eq!(r.total_ns, 3_000 + 1_000_000 + 40_000);
+    }
+
+    fn path(ns: Ns) -> CostOptions {
+        CostOptions {
+            think: Think::Recorded,
+            host_path_ns: ns,
+            ..CostOptions::default()
+        }
+    }
+
+    fn think(think: Think) -> CostOptions {
+        CostOptions {
+            think,
+            ..CostOptions::default()
+        }
+    }
+
+    /// A serial reader recorded on a device of `service` ns per read: read k at `offsets[k]`,
+    /// issued `think` ns after read k-1 completed.
+    fn serial(offsets: &[u64], service: Ns, think: Ns) -> Trace {
+        let mut t = 0;
+        let rqs = offsets
+            .iter()
+            .map(|&o| {
+                let r = TraceRq {
+                    offset: o,
+                    ..read(t, Some(t + service))
+                };
+                t += service + think;
+                r
+            })
+            .collect();
+        Trace::new("serial", Some(1 << 30), rqs)
+    }
+
+    #[test]
+    fn a_cost_made_without_recorded_gaps_does_not_move_with_the_host() {
+        // The same reads recorded twice, the second time on a host three times as busy (every
+        // think gap three times as long). On a hard disk, a scattered layout against a
+        // contiguous one.
+        let scattered: Vec<u64> = (0..200u64).map(|k| (k * 7919 % 1000) << 20).collect();
+        let contiguous: Vec<u64> = (0..200u64).map(|k| k * 4096).collect();
+        let ratio = |think_gap: Ns, opts: CostOptions| {
+            let hdd = crate::resolve("hdd-7200").unwrap();
+            let a = serial(&scattered, 20_000, think_gap);
+            let c = serial(&contiguous, 20_000, think_gap);
+            let ca = cost_with(&a, hdd.build(1 << 30).unwrap().as_mut(), opts);
+            let cc = cost_with(&c, hdd.build(1 << 30).unwrap().as_mut(), opts);
+            ca.total_ns as f64 / cc.total_ns as f64
+        };
+        for rule in [Think::default(), Think::None, Think::Fixed(30_000)] {
+            let quiet = ratio(30_000, think(rule));
+            let loaded = ratio(90_000, think(rule));
+            assert_eq!(quiet, loaded, "{rule}: {quiet} against {loaded}");
+        }
+        // The recorded gaps carry the host's load into the cost: the ratio moves.
+        let quiet = ratio(30_000, think(Think::Recorded));
+        let loaded = ratio(90_000, think(Think::Recorded));
+        assert!(
+            (quiet / loaded - 1.0).abs() > 0.05,
+            "recorded: {quiet} against {loaded}"
+        );
+    }
+
+    #[test]
+    fn the_median_rule_takes_the_trace_s_typical_gap() {
+        // Five reads, each waiting for the one before; gaps 10, 10, 10 and 900 us (one long
+        // preemption): the median is 10 us, whatever the tail.
+        let mut t = serial(&[0, 4096, 8192, 12288, 16384], 10_000, 10_000);
+        let last = t.requests.len() - 1;
+        t.requests[last].issue_ns += 890_000;
+        t.requests[last].complete_ns = t.requests[last].complete_ns.map(|c| c + 890_000);
+        let r = cost_with(
+            &t,
+            &mut FixedLatency::uniform(1_000_000),
+            think(Think::Median),
+        );
+        assert_eq!(r.waited, 4);
+        assert_eq!(r.median_think_ns, Some(10_000));
+        assert_eq!(r.think_ns, 40_000);
+        assert_eq!(r.total_ns, 5 * 1_000_000 + 40_000);
+        // Outstanding together, they stay together and nothing waited.
+        let r = cost_with(
+            &burst(),
+            &mut FixedLatency::uniform(1_000_000),
+            think(Think::Median),
+        );
+        assert_eq!((r.waited, r.think_ns), (0, 0));
+        assert_eq!(r.total_ns, 1_000_000);
+    }
+
+    #[test]
+    fn think_rules_read_and_print() {
+        for (text, rule) in [
+            ("recorded", Think::Recorded),
+            ("none", Think::None),
+            ("median", Think::Median),
+            ("fixed:20us", Think::Fixed(20_000)),
+            ("fixed:1.5ms", Think::Fixed(1_500_000)),
+        ] {
+            let r: Think = text.parse().unwrap();
+            assert_eq!(r, rule);
+            assert_eq!(r.to_string().parse::<Think>().unwrap(), rule);
+        }
+        let e = "fast".parse::<Think>().unwrap_err().to_string();
+        assert!(
+            e.contains("recorded, none, median or fixed:DURATION"),
+            "{e}"
+        );
+        assert!("fixed:-5us".parse::<Think>().is_err());
+    }
+
+    #[test]
+    fn without_completions_a_rule_other_than_recorded_takes_a_serial_issuer() {
+        let t = Trace::new("open", None, (0..3).map(|k| read(k * 100, None)).collect());
+        let r = cost_with(&t, &mut FixedLatency::uniform(10_000), think(Think::None));
+        assert_eq!(r.total_ns, 3 * 10_000);
+        assert_eq!(r.waited, 2);
     }
 
     #[test]

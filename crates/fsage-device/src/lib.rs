@@ -20,6 +20,7 @@
 //! the completion time from `submit` at once. Times are nanoseconds ([`Ns`]) on the model's own
 //! clock, which starts at 0; callers never go back in time.
 
+pub mod aging;
 pub mod cost;
 pub mod fixed;
 pub mod hdd;
@@ -27,9 +28,11 @@ pub mod models;
 pub mod ssd;
 pub mod trace;
 
-pub use cost::{cost, cost_trace_file, cost_with, CostReport, Dist};
+pub use aging::{AgedDrive, Fed};
+pub use cost::{cost, cost_trace_file, cost_with, CostOptions, CostReport, Dist, Think};
 pub use fixed::FixedLatency;
 pub use models::{resolve, ModelKind, ModelSpec};
+pub use ssd::{ReadSizes, SsdCounters};
 pub use trace::{Trace, TraceRq};
 
 use serde::{Deserialize, Serialize};
@@ -114,11 +117,25 @@ pub trait DeviceModel: Send {
         None
     }
 
+    /// A few words on the drive's state (how much of it holds data), for a model that keeps one.
+    fn describe_state(&self) -> Option<String> {
+        None
+    }
+
     /// Takes a state [`DeviceModel::save_state`] gave (of a device of the same model and
     /// size), instead of a fresh device's.
     fn load_state(&mut self, _bytes: &[u8]) -> Result<()> {
         Err(Error::input("this model keeps no state"))
     }
+
+    /// Takes `rq`'s effect on the drive's state (an SSD's mapping, its garbage collection) at
+    /// memory speed: no time passes and nothing is answered. What aging a drive from a traced
+    /// file system's writes needs; a model without state ignores it.
+    fn feed(&mut self, _rq: &Rq) {}
+
+    /// How reads of pages the drive never saw written are served (models with a drive state;
+    /// others ignore it). See [`UnwrittenReads`].
+    fn set_unwritten_reads(&mut self, _rule: UnwrittenReads) {}
 
     /// Puts the device in the steady state benchmarks start from: the whole device written in
     /// order, then `overwrites` times its capacity written at random (`seed`), at memory speed
@@ -127,6 +144,69 @@ pub trait DeviceModel: Send {
         Err(Error::input(
             "this model has nothing to precondition (only SSDs do)",
         ))
+    }
+}
+
+/// How a model with a drive state serves a read of a page it never saw written nor discarded.
+///
+/// A real SSD answers a read of an unmapped page with zeros at once, without flash: that is
+/// [`UnwrittenReads::Free`], the default of a device running in real time. But a trace costed
+/// on a drive without the history that wrote it (a bare `fsage dev cost`, or the pages `mkfs`
+/// wrote when its writes were not fed to the drive) reads data that some history wrote: with
+/// `Free`, every such read costs no flash at all, and any layout costs the same. With
+/// [`UnwrittenReads::LbaOrder`] (the default when costing) such a page is read from the die it
+/// would be on had the drive been written in logical order from erased (pages striped over the
+/// dies in turn), and each is counted (`unwritten_reads`). Pages the drive saw discarded are
+/// zeros under either rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnwrittenReads {
+    /// No flash: zeros, as a real drive answers.
+    Free,
+    /// As data written in logical order from an erased drive.
+    #[default]
+    LbaOrder,
+}
+
+impl UnwrittenReads {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnwrittenReads::Free => "free",
+            UnwrittenReads::LbaOrder => "lba-order",
+        }
+    }
+}
+
+impl std::fmt::Display for UnwrittenReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for UnwrittenReads {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<UnwrittenReads> {
+        match s {
+            "free" => Ok(UnwrittenReads::Free),
+            "lba-order" => Ok(UnwrittenReads::LbaOrder),
+            _ => Err(Error::input(format!(
+                "{s:?}: expected free (zeros without flash, as a real drive) or lba-order (as \
+                 data written in logical order from erased)"
+            ))),
+        }
+    }
+}
+
+impl Serialize for UnwrittenReads {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for UnwrittenReads {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -172,12 +252,43 @@ pub struct ModelStats {
     pub host_pages: u64,
     #[serde(default)]
     pub free_blocks: u64,
+    /// SSD reads, where their time comes from (see [`ssd::SsdCounters`], which has the same).
+    #[serde(default)]
+    pub read_bytes: u64,
+    #[serde(default)]
+    pub read_sizes: ssd::ReadSizes,
+    #[serde(default)]
+    pub host_flash_reads: u64,
+    #[serde(default)]
+    pub read_dies: u64,
+    #[serde(default)]
+    pub die_waits_same: u64,
+    #[serde(default)]
+    pub die_waits_other: u64,
+    #[serde(default)]
+    pub die_wait_ns: Ns,
+    #[serde(default)]
+    pub buffer_reads: u64,
+    #[serde(default)]
+    pub unwritten_reads: u64,
+    #[serde(default)]
+    pub discarded_reads: u64,
 }
 
 impl ModelStats {
     /// Flash pages programmed per page the host wrote (None before the host wrote any).
     pub fn write_amplification(&self) -> Option<f64> {
         (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
+    }
+
+    /// SSD: flash page reads per host read (None before any read).
+    pub fn flash_reads_per_read(&self) -> Option<f64> {
+        (self.reads > 0).then(|| self.host_flash_reads as f64 / self.reads as f64)
+    }
+
+    /// SSD: the mean host read in bytes (None before any read).
+    pub fn mean_read_bytes(&self) -> Option<f64> {
+        (self.reads > 0).then(|| self.read_bytes as f64 / self.reads as f64)
     }
 }
 
@@ -203,6 +314,13 @@ pub fn state_file_of(image: &std::path::Path) -> std::path::PathBuf {
     let mut s = image.as_os_str().to_owned();
     s.push(".ftl");
     std::path::PathBuf::from(s)
+}
+
+/// Checks that `bytes` are a saved drive state (an SSD's FTL: its header, length and checksum)
+/// before fsage keeps, copies or stores them as one: a file put at `IMAGE.ftl` that is not one
+/// (another user's link to a root-only file, say) is refused instead of copied.
+pub fn check_drive_state(bytes: &[u8]) -> Result<()> {
+    ssd::ftl::Ftl::from_bytes(bytes).map(drop)
 }
 
 /// The mark a running device leaves in place of the drive state it loaded (`IMAGE.ftl.inuse`):

@@ -99,6 +99,12 @@ impl Trace {
             }
         }
         for (i, r) in self.requests.iter().enumerate() {
+            if r.offset.checked_add(r.len).is_none() {
+                return Err(Error::input(format!(
+                    "request {i} ends past the largest byte offset (offset {} + length {})",
+                    r.offset, r.len
+                )));
+            }
             if r.complete_ns.is_some_and(|c| c < r.issue_ns) {
                 return Err(Error::input(format!(
                     "request {i} completes before it was issued"
@@ -145,6 +151,15 @@ mod tests {
         bad.write(&p).unwrap();
         let e = Trace::read(&p).unwrap_err().to_string();
         assert!(e.contains("issue order"), "{e}");
+        // An end past u64 overflowed where the device's size is taken from the requests.
+        let mut bad = t.clone();
+        bad.requests[1].offset = u64::MAX;
+        bad.write(&p).unwrap();
+        let e = Trace::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("request 1 ends past the largest byte offset"),
+            "{e}"
+        );
         std::fs::write(&p, "{\"version\": 1, \"requests\": [{\"kind\": \"jump\"}]}").unwrap();
         let e = Trace::read(&p).unwrap_err().to_string();
         assert!(e.contains("t.json:1:"), "{e}");

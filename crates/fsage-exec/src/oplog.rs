@@ -67,8 +67,10 @@ fn decode(s: &str) -> Result<String, BadPath> {
 }
 
 impl OpLog {
+    /// Makes (or empties) the op log at `path`, never through a symbolic link there.
     pub fn create(path: &Path) -> io::Result<OpLog> {
-        let f = File::create(path)?;
+        let f = fsage_sys::safe::open_or_create_nofollow(path, 0o666)?;
+        f.set_len(0)?;
         Ok(OpLog {
             out: BufWriter::with_capacity(1 << 20, f),
         })

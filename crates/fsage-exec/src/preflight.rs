@@ -182,6 +182,8 @@ pub enum TargetError {
     Locked { state: PathBuf, lock: PathBuf },
     #[error("{}: cannot open the run's lock: {err}", path.display())]
     Lock { path: PathBuf, err: std::io::Error },
+    #[error("{message}")]
+    UnsafeLockDir { message: String },
 }
 
 impl fsage_sys::Blamed for TargetError {
@@ -352,24 +354,22 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
     let base = lock_dir();
-    fs::create_dir_all(&base).map_err(|err| TargetError::Lock {
-        path: base.clone(),
-        err,
-    })?;
+    // Root's alone (made 0700, or refused if someone else could write there): another user's
+    // lock file, or link, would hold or redirect fsage's locks.
+    fsage_sys::safe::ensure_private_dir(&base, "the lock directory")
+        .map_err(|e| TargetError::UnsafeLockDir { message: e.message })?;
     let path = base.join(format!("{hash:016x}.lock"));
     // Lock files of sessions that were killed (SIGKILL, a crash) are left behind: clear them.
     sweep_stale_locks(&base, &path);
     let mut tries = 0;
     loop {
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|err| TargetError::Lock {
+        // Never through a link.
+        let f = fsage_sys::safe::open_or_create_nofollow(&path, 0o600).map_err(|err| {
+            TargetError::Lock {
                 path: path.clone(),
                 err,
-            })?;
+            }
+        })?;
         if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
             // Another session's sweep holds a stale file for a moment before removing it: look
             // again a few times before calling the run locked.

@@ -63,8 +63,8 @@ pub struct GuestRun {
     pub disks: Vec<PathBuf>,
     /// The disks are given read-only (a base image being measured must not change).
     pub read_only: bool,
-    /// Host directories the guest writes (at their paths).
-    pub shares: Vec<PathBuf>,
+    /// Host directories the guest sees (at their paths), and what of them it may write.
+    pub shares: Vec<fsage_vm::Share>,
     pub command: Vec<String>,
 }
 

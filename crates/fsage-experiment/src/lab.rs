@@ -114,16 +114,7 @@ impl LabExecutor {
     /// Prepares `images` (made if missing; refused if it holds anything but an earlier run's
     /// images), takes its lock, and cleans up what a killed run left in it.
     pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
-        check_images_dir(images)?;
-        std::fs::create_dir_all(images).map_err(|e| {
-            crate::Error::input(format!(
-                "{}: cannot make the directory: {e}",
-                images.display()
-            ))
-        })?;
-        let images = images
-            .canonicalize()
-            .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
+        let images = open_images_dir(images)?;
         let marker = images.join(IMAGES_MARKER);
         // Two runs sharing an image directory would overwrite each other's working copy.
         let lock = fsage_exec::preflight::lock_run(&marker).map_err(|e| {
@@ -132,11 +123,6 @@ impl LabExecutor {
                 images.display()
             ))
         })?;
-        fsage_sys::write_atomic(
-            &marker,
-            b"base images and working copies of fsage experiment runs\n",
-        )
-        .map_err(|e| crate::Error::operation(e.to_string()))?;
         let ex = LabExecutor {
             out: absolute(out)?,
             bases: BTreeMap::new(),
@@ -156,42 +142,12 @@ impl LabExecutor {
 
     /// The executor of one `experiment run-cell` (a Slurm task, or a run by hand): base images
     /// come from (or are made in) `images`, which other tasks share, so only the base being made
-    /// is locked; each cell's working copy goes to `scratch`, a directory of this task in
-    /// node-local memory (made, locked, and cleaned of what a killed task of the same name left).
+    /// is locked; each cell's working copy goes to a new directory of this task named from
+    /// `scratch` (`SCRATCH-RANDOM`, mode 0700) in node-local memory, made and locked after what a
+    /// killed task of the same name left is cleaned up ([`task_work_dir`]).
     pub fn for_task(out: &Path, images: &Path, scratch: &Path) -> Result<LabExecutor, Error> {
-        check_images_dir(images)?;
-        std::fs::create_dir_all(images).map_err(|e| {
-            Error::input(format!(
-                "{}: cannot make the image directory: {e}",
-                images.display()
-            ))
-        })?;
-        let images = images
-            .canonicalize()
-            .map_err(|e| Error::input(format!("{}: {e}", images.display())))?;
-        let marker = images.join(IMAGES_MARKER);
-        if !marker.exists() {
-            fsage_sys::write_atomic(
-                &marker,
-                b"base images and working copies of fsage experiment runs\n",
-            )
-            .map_err(|e| Error::operation(e.to_string()))?;
-        }
-        std::fs::create_dir_all(scratch).map_err(|e| {
-            Error::input(format!(
-                "{}: cannot make the scratch directory: {e}",
-                scratch.display()
-            ))
-        })?;
-        let work = scratch
-            .canonicalize()
-            .map_err(|e| Error::input(format!("{}: {e}", scratch.display())))?;
-        let lock = fsage_exec::preflight::lock_run(&work.join(".fsage-task")).map_err(|e| {
-            Error::input(format!(
-                "{}: {e} (another run-cell of the same cells is running on this node)",
-                work.display()
-            ))
-        })?;
+        let images = open_images_dir(images)?;
+        let (work, lock) = task_work_dir(scratch)?;
         let ex = LabExecutor {
             out: absolute(out)?,
             images,
@@ -238,26 +194,7 @@ impl LabExecutor {
     /// there: the remains of a run that was killed. Touches nothing else (a task leaves the
     /// shared image directory alone: other tasks work there).
     fn clean_leftovers(&self) -> Result<(), crate::Error> {
-        let mounts = fsage_sys::mounts()
-            .map_err(|e| crate::Error::operation(format!("reading the mount table: {e}")))?;
-        for m in mounts.iter().rev() {
-            if m.mount_point.starts_with(&self.work) {
-                fsage_lab::mount::umount_point(&m.mount_point).map_err(|e| {
-                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
-                })?;
-            }
-        }
-        for (_, rec) in self.registry.list() {
-            if rec.backing_file.starts_with(&self.work) {
-                let dev = SlowDevice::open(&self.registry, &rec.name).map_err(|e| {
-                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
-                })?;
-                dev.destroy(true).map_err(|e| {
-                    crate::Error::operation(format!("cleaning up a killed run: {e}"))
-                })?;
-            }
-        }
-        Ok(())
+        clean_under(&self.work, &self.registry)
     }
 
     /// The base image of a cell's file system and state, made when missing; a base that failed
@@ -291,6 +228,12 @@ impl LabExecutor {
         }
         let meta = self.images.join(format!("{key}.base.json"));
         let image = self.images.join(format!("{key}.img"));
+        // A finished base is reused as it was made; checked before the lock, so that tasks
+        // running cells of one base at once do not find it locked while another one hashes it.
+        if let Ok(b) = reusable(&meta, &image) {
+            self.bases.insert(key, b.clone());
+            return Ok(b);
+        }
         // Tasks share the image directory: one makes a base, another finding it locked fails
         // (in a submission the base's own job makes it and the cells wait for that job).
         let _base_lock = if self.shared {
@@ -302,15 +245,16 @@ impl LabExecutor {
         } else {
             None
         };
-        if let Ok(text) = std::fs::read_to_string(&meta) {
-            if let Ok(b) = serde_json::from_str::<BaseImage>(&text) {
-                let drive_kept =
-                    b.drive_sha256.is_none() || fsage_slowdev::state_file_of(&image).exists();
-                if b.image == image && image.exists() && drive_kept {
-                    self.bases.insert(key, b.clone());
-                    return Ok(b);
-                }
+        // Made meanwhile by another task, or changed since it was made.
+        match reusable(&meta, &image) {
+            Ok(b) => {
+                self.bases.insert(key, b.clone());
+                return Ok(b);
             }
+            Err(Some(why)) => obs.event(&Event::Note(&format!(
+                "warning: base image {key} is made again: {why}"
+            ))),
+            Err(None) => {}
         }
         // Half-made: start again.
         for p in [
@@ -372,7 +316,21 @@ impl LabExecutor {
                     max_time_s: *max_time_s,
                     json: &json,
                 };
-                let shares = vec![self.images.clone(), aging.clone()];
+                // The guest writes its report in `aging` and, without a drive, the image and its
+                // neighbours in the image directory; it sees nothing else there but the
+                // profile, a copy.
+                let mut images_share = if drive.is_none() {
+                    fsage_vm::Share::staged(&self.images).with_file(format!("{key}.img"))
+                } else {
+                    fsage_vm::Share::staged_read_only(&self.images)
+                };
+                if cell.profile_file.is_some() {
+                    images_share = images_share.with_read(format!("{key}.profile.toml"));
+                }
+                let shares = vec![
+                    images_share,
+                    fsage_vm::Share::staged(&aging).with_file(format!("{key}.json")),
+                ];
                 match drive {
                     None => {
                         let o = self.guest.run(&GuestRun {
@@ -630,7 +588,7 @@ impl LabExecutor {
                 file_systems: vec![cell.fs.kind.clone()],
                 disks: vec![image.to_path_buf()],
                 read_only: true,
-                shares: vec![dir.clone()],
+                shares: vec![fsage_vm::Share::staged(&dir).with_file(format!("{key}.json"))],
                 command: guest::frag_command(&self.exe, image, &json),
             })
             .and_then(|o| guest::check_exit("layout", &o));
@@ -939,7 +897,13 @@ impl LabExecutor {
             file_systems: vec![cell.fs.kind.clone()],
             disks: vec![block.to_path_buf()],
             read_only: false,
-            shares: vec![share.clone()],
+            shares: vec![{
+                let s = fsage_vm::Share::staged(&share).with_file("bench.json");
+                match &wfile {
+                    Some(_) => s.with_read("workload.f"),
+                    None => s,
+                }
+            }],
             command: guest::bench_command(&self.exe, cell, block, wfile.as_deref(), &json),
         })?;
         guest::check_exit("workload", &o)?;
@@ -964,15 +928,66 @@ pub fn probe_bytes(image_size: u64, avail: u64) -> u64 {
     }
 }
 
-/// Refuses an image directory that holds anything but an earlier run's images (or is a file).
+/// The finished base recorded in `meta` for `image`, reused only as it was made: `Err(None)`
+/// when there is none (or half of one), `Err(Some(why))` when it changed since.
+fn reusable(meta: &Path, image: &Path) -> Result<BaseImage, Option<String>> {
+    let text = std::fs::read_to_string(meta).map_err(|_| None)?;
+    let b = serde_json::from_str::<BaseImage>(&text).map_err(|_| None)?;
+    let drive_kept = b.drive_sha256.is_none() || fsage_slowdev::state_file_of(image).exists();
+    if b.image != image || !image.exists() || !drive_kept {
+        return Err(None);
+    }
+    // An image (or drive) changed since would be mounted for every cell of this base.
+    check_base(&b).map_err(Some)?;
+    Ok(b)
+}
+
+/// Whether a base image (and its drive state) still has the SHA-256 recorded when it was made;
+/// why not, if not.
+fn check_base(b: &BaseImage) -> Result<(), String> {
+    let sha = fsage_core::image::sha256_image(&b.image)
+        .map_err(|e| format!("checksum of {}: {e}", b.image.display()))?;
+    if sha != b.sha256 {
+        return Err(format!(
+            "{} has SHA-256 {}, not the {} recorded when it was made",
+            b.image.display(),
+            &sha[..12],
+            &b.sha256[..b.sha256.len().min(12)]
+        ));
+    }
+    if let Some(want) = &b.drive_sha256 {
+        let ftl = fsage_slowdev::state_file_of(&b.image);
+        let sha = fsage_core::image::sha256_image(&ftl)
+            .map_err(|e| format!("checksum of {}: {e}", ftl.display()))?;
+        if &sha != want {
+            return Err(format!(
+                "its drive state {} has SHA-256 {}, not the {} recorded",
+                ftl.display(),
+                &sha[..12],
+                &want[..want.len().min(12)]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an image directory that holds anything but an earlier run's images (or is a file),
+/// and one that is a symbolic link, another user's or writable by others: whoever could write
+/// there could replace a base image that fsage, as root, mounts for every cell. Nothing is made.
 pub fn check_images_dir(images: &Path) -> Result<(), crate::Error> {
-    if images.exists() && !images.is_dir() {
+    const WHAT: &str = "the image directory";
+    let Some(m) = fsage_sys::safe::lstat_own_name(images, WHAT)? else {
+        return Ok(());
+    };
+    if !m.is_dir() {
         return Err(crate::Error::input(format!(
             "{}: the image directory exists and is not a directory",
             images.display()
         )));
     }
-    if images.is_dir() && !images.join(IMAGES_MARKER).exists() {
+    fsage_sys::safe::check_private_dir(images, WHAT)?;
+    fsage_sys::safe::check_ancestors(images, WHAT)?;
+    if !images.join(IMAGES_MARKER).exists() {
         let mut rd = std::fs::read_dir(images)
             .map_err(|e| crate::Error::input(format!("{}: {e}", images.display())))?;
         if rd.next().is_some() {
@@ -981,6 +996,109 @@ pub fn check_images_dir(images: &Path) -> Result<(), crate::Error> {
                  (no {IMAGES_MARKER}); give a new or empty directory, e.g. /dev/shm/NAME",
                 images.display()
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the image directory ([`check_images_dir`]), makes it (mode 0700) when missing, and
+/// marks it as an experiment's ([`IMAGES_MARKER`]) at once, before any job or cell looks at it:
+/// returns its path, resolved once it has passed the checks.
+pub fn open_images_dir(images: &Path) -> Result<PathBuf, Error> {
+    const WHAT: &str = "the image directory";
+    check_images_dir(images)?;
+    fsage_sys::safe::ensure_private_dir(images, WHAT)?;
+    fsage_sys::safe::check_ancestors(images, WHAT)?;
+    let images = images
+        .canonicalize()
+        .map_err(|e| Error::input(format!("{}: {e}", images.display())))?;
+    let marker = images.join(IMAGES_MARKER);
+    if !marker.exists() {
+        fsage_sys::write_atomic(
+            &marker,
+            b"base images and working copies of fsage experiment runs\n",
+        )
+        .map_err(|e| Error::operation(e.to_string()))?;
+    }
+    Ok(images)
+}
+
+/// A task's working directory: a new `PREFIXRANDOM` (mode 0700) beside `prefix` (its last
+/// component the name's start, `fsage-HASH-CELL-`), locked for the task. What a killed task of
+/// the same prefix left (its own directories: root's, mode 0700, no link, not locked by a live
+/// task) is cleaned up and removed first; anything else of that name is left alone.
+fn task_work_dir(prefix: &Path) -> Result<(PathBuf, fsage_exec::preflight::RunLock), Error> {
+    let root = prefix
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let start = prefix
+        .file_name()
+        .map(|n| format!("{}-", n.to_string_lossy()))
+        .ok_or_else(|| Error::input(format!("{}: not a directory name", prefix.display())))?;
+    if !root.is_dir() {
+        std::fs::create_dir_all(root).map_err(|e| {
+            Error::input(format!(
+                "{}: cannot make the scratch directory: {e}",
+                root.display()
+            ))
+        })?;
+    }
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(tail) = name.strip_prefix(&start) else {
+                continue;
+            };
+            if tail.len() != 16 || !tail.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let old = e.path();
+            if fsage_sys::safe::check_private_dir(&old, "a killed task's directory").is_err() {
+                continue;
+            }
+            let Ok(lock) = fsage_exec::preflight::lock_run(&old.join(".fsage-task")) else {
+                continue; // a live task's
+            };
+            let old = old.canonicalize().unwrap_or(old);
+            let nothing_mounted = || {
+                fsage_sys::mounts()
+                    .is_ok_and(|m| !m.iter().any(|e| e.mount_point.starts_with(&old)))
+            };
+            if clean_under(&old, &Registry::new(Registry::default_root())).is_ok()
+                && nothing_mounted()
+            {
+                let _ = std::fs::remove_dir_all(&old);
+            }
+            drop(lock);
+        }
+    }
+    let work = fsage_sys::safe::create_private_dir(root, &start)?;
+    let work = work
+        .canonicalize()
+        .map_err(|e| Error::input(format!("{}: {e}", work.display())))?;
+    let lock = fsage_exec::preflight::lock_run(&work.join(".fsage-task"))
+        .map_err(|e| Error::operation(format!("{}: {e}", work.display())))?;
+    Ok((work, lock))
+}
+
+/// Unmounts what is mounted under `dir` and destroys the slow devices of `registry` whose backing
+/// file is there: the remains of a run that was killed.
+fn clean_under(dir: &Path, registry: &Registry) -> Result<(), Error> {
+    let mounts = fsage_sys::mounts()
+        .map_err(|e| Error::operation(format!("reading the mount table: {e}")))?;
+    for m in mounts.iter().rev() {
+        if m.mount_point.starts_with(dir) {
+            fsage_lab::mount::umount_point(&m.mount_point)
+                .map_err(|e| Error::operation(format!("cleaning up a killed run: {e}")))?;
+        }
+    }
+    for (_, rec) in registry.list() {
+        if rec.backing_file.starts_with(dir) {
+            let dev = SlowDevice::open(registry, &rec.name)
+                .map_err(|e| Error::operation(format!("cleaning up a killed run: {e}")))?;
+            dev.destroy(true)
+                .map_err(|e| Error::operation(format!("cleaning up a killed run: {e}")))?;
         }
     }
     Ok(())

@@ -212,16 +212,9 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         .clone()
         .unwrap_or_else(|| out.join("images"))
         .to_path_buf();
-    crate::lab::check_images_dir(&images)?;
-    std::fs::create_dir_all(&images).map_err(|e| {
-        Error::input(format!(
-            "{}: cannot make the image directory: {e}",
-            images.display()
-        ))
-    })?;
-    let images = images
-        .canonicalize()
-        .map_err(|e| Error::input(format!("{}: {e}", images.display())))?;
+    // Checked, made and marked now, before any job starts: two base jobs starting at once
+    // would otherwise each find the other's image in a directory without the marker.
+    let images = crate::lab::open_images_dir(&images)?;
     let mut warnings = Vec::new();
     for d in [&out, &images] {
         if let Some(w) = local_only(d) {
@@ -773,8 +766,10 @@ pub struct RunCellOptions {
     pub base_only: bool,
 }
 
-/// Where a task's working copies go: `ROOT/fsage-HASH-FIRST`, the same for a task run again
-/// (so it cleans up what a killed one left) and different for two tasks of one experiment.
+/// Where a task's working copies go: a new directory `ROOT/fsage-HASH-FIRST-RANDOM` (made
+/// exclusively, mode 0700, by [`LabExecutor::for_task`]); the prefix returned here is the same
+/// for a task run again (so it finds and cleans up what a killed one left) and different for two
+/// tasks of one experiment.
 fn scratch_dir(out: &Path, first: &str, root: Option<&Path>) -> PathBuf {
     let root = root.map(Path::to_path_buf).unwrap_or_else(|| {
         let shm = Path::new("/dev/shm");
@@ -849,8 +844,10 @@ pub fn run_cells(
     } else {
         runner::run_ids(out, ids, &mut ex, obs)
     };
+    let work = ex.work_dir().to_path_buf();
     drop(ex);
-    let _ = std::fs::remove_dir(&scratch);
+    // Empty after a clean run; never removed through a mount left in it.
+    let _ = std::fs::remove_dir(&work);
     r
 }
 

@@ -12,7 +12,10 @@
 //!   and the greps' traces costed on device models ([`measure::cost_on_models`]).
 //! - [`slow`]: measurements taken through a slow device running a chosen model, a fixed latency
 //!   or one with state such as `hdd-7200` ([`MeasureDevice`]).
+//! - [`drives`]: the drives an SSD cost model's greps are costed on, aged by each instance's
+//!   own writes (the aged one kept in `IMAGE.drives/`).
 
+pub mod drives;
 pub mod git;
 pub mod measure;
 pub mod run;

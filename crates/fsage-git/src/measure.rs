@@ -3,11 +3,13 @@
 //! costing on device models), repeated; drop caches, fsage's own recursive read, then the
 //! `fsage frag` figures (last: FIEMAP warms the caches).
 
+use crate::drives::ImageMount;
 use crate::series::{FragFigures, InstanceFigures, ModeledFigures};
 use crate::slow::{MeasureDevice, SlowMount};
 use crate::{Error, Result};
+use fsage_lab::drive::{Drives, FeedReport};
 use fsage_lab::trace::{device_trace, read_layout, BlockRq, BlockTrace, RqFilter};
-use fsage_lab::{FsKind, Mounted};
+use fsage_lab::FsKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -67,28 +69,51 @@ pub fn du_bytes(path: &Path) -> Result<u64> {
         .ok_or_else(|| Error::operation(format!("du -s {}: unreadable output", path.display())))
 }
 
-/// The timed `grep -r --binary-files=text PATTERN MOUNT`. Exit 1 (no match) is the expected
-/// result; a match (0) is fine too; 2 is an error.
-pub fn timed_grep(mount: &Path, pattern: &str) -> Result<f64> {
+/// The timed `grep -r --binary-files=text PATTERN MOUNT`: its wall time in seconds and its own
+/// CPU time in ns (user and system: how much of the wall time was grep's own work). Exit
+/// 1 (no match) is the expected result; a match (0) is fine too; 2 is an error.
+pub fn timed_grep(mount: &Path, pattern: &str) -> Result<(f64, u64)> {
     let t = Instant::now();
-    let st = Command::new("grep")
-        .args(["-r", "--binary-files=text", pattern])
-        .arg(mount)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| Error::operation(format!("cannot run grep: {e}")))?;
+    let run = fsage_sys::run_with_cpu_time(
+        Command::new("grep")
+            .args(["-r", "--binary-files=text", pattern])
+            .arg(mount),
+    )
+    .map_err(|e| Error::operation(format!("cannot run grep: {e}")))?;
     let secs = t.elapsed().as_secs_f64();
-    match st.status.code() {
-        Some(0) | Some(1) => Ok(secs),
+    match run.status.code() {
+        Some(0) | Some(1) => Ok((secs, run.cpu_ns)),
         _ => Err(Error::operation(format!(
             "grep -r {} failed ({}): {}",
             mount.display(),
-            st.status,
-            String::from_utf8_lossy(&st.stderr).trim()
+            run.status,
+            String::from_utf8_lossy(&run.stderr).trim()
         ))),
     }
+}
+
+/// The read-ahead (KiB) the file system mounted from the block device `rdev` reads with: its
+/// own backing device's where it keeps one (btrfs: `/sys/fs/btrfs/FSID/bdi`, found by the
+/// device among the file system's members), else the device's.
+pub fn read_ahead_kb(rdev: u64) -> Option<u64> {
+    let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
+    let dev_name = std::fs::read_link(format!("/sys/dev/block/{ma}:{mi}"))
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    if let Ok(rd) = std::fs::read_dir("/sys/fs/btrfs") {
+        for e in rd.flatten() {
+            if e.path().join("devices").join(&dev_name).exists() {
+                return std::fs::read_to_string(e.path().join("bdi/read_ahead_kb"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok();
+            }
+        }
+    }
+    fsage_lab::loopdev::read_ahead_kb(rdev)
 }
 
 /// Reads every regular file under `root` in readdir order, depth first (symlinks not followed);
@@ -188,11 +213,13 @@ pub struct Grep<'a> {
 }
 
 /// An instance's figures and the first grep's block trace (its reads with issue and completion
-/// times), when it could be traced.
-#[derive(Debug, Clone)]
+/// times), when it could be traced, and the instance's drives as they were when it was mounted
+/// for the measurement (with a few words on each), to cost the trace on.
+#[derive(Debug)]
 pub struct Measured {
     pub figures: InstanceFigures,
     pub trace: Option<fsage_device::Trace>,
+    pub drives: Vec<(fsage_device::AgedDrive, String)>,
 }
 
 /// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
@@ -211,6 +238,8 @@ pub fn measure_instance(
 ) -> Result<Measured> {
     let mut samples = Vec::new();
     let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
+    let mut first_cpu_ns = 0;
+    let read_ahead = rdev.and_then(read_ahead_kb);
     for i in 0..grep.reps.max(1) {
         if i > 0 {
             if let Some(f) = renew.as_mut() {
@@ -230,9 +259,11 @@ pub fn measure_instance(
             },
             Err(e) => (None, Some(e)),
         };
-        samples.push(secs?);
+        let (secs, cpu_ns) = secs?;
+        samples.push(secs);
         if first.is_none() {
             first = Some(traced);
+            first_cpu_ns = cpu_ns;
         }
     }
     let (rqs, trace_error) = first.unwrap_or((None, None));
@@ -268,33 +299,57 @@ pub fn measure_instance(
         trace_file: None,
         modeled: Vec::new(),
         cost_seconds: 0.0,
+        grep_cpu_seconds: Some(first_cpu_ns as f64 / 1e9),
+        read_ahead_kb: read_ahead,
+        device_drive: None,
     };
     Ok(Measured {
         figures,
         trace: rqs.map(|r| device_trace(&r, format!("cold grep -r of {}", mount.display()), None)),
+        drives: Vec::new(),
     })
 }
 
-/// Costs `trace` on each model, each built fresh for a device of `device_size` bytes; seconds
-/// per GiB over `du`.
+/// Costs `trace` on each model with the think rule `think`: a model with a drive in `drives`
+/// (by name) on a copy of that drive, any other built fresh (an erased drive, for one that keeps
+/// a state) for a device of `device_size` bytes; pages a drive never saw written cost as data
+/// written in logical order. Seconds per GiB over `du`.
 pub fn cost_on_models(
     trace: &fsage_device::Trace,
     models: &[fsage_device::ModelSpec],
     device_size: u64,
     du: u64,
+    think: fsage_device::Think,
+    drives: &[(fsage_device::AgedDrive, String)],
 ) -> Result<Vec<ModeledFigures>> {
     let gib = du as f64 / GIB;
+    let opts = fsage_device::CostOptions {
+        think,
+        ..fsage_device::CostOptions::default()
+    };
     models
         .iter()
         .map(|m| {
-            let mut dev = m.build(device_size)?;
-            let r = fsage_device::cost(trace, dev.as_mut());
+            let drive = drives.iter().find(|(d, _)| d.spec().name == m.name);
+            let mut dev = match drive {
+                Some((d, _)) => d.model()?,
+                None => m.build(device_size)?,
+            };
+            let r = fsage_device::cost_with(trace, dev.as_mut(), opts);
             let seconds = r.total_ns as f64 / 1e9;
+            let keeps = m.keeps_state();
             Ok(ModeledFigures {
                 model: m.name.clone(),
                 seconds,
                 seconds_per_gib: if gib > 0.0 { seconds / gib } else { 0.0 },
                 requests: r.requests,
+                think_seconds: r.think_ns as f64 / 1e9,
+                drive: match drive {
+                    Some((_, said)) => Some(said.clone()),
+                    None => r.drive.clone().map(|d| format!("a drive of its own: {d}")),
+                },
+                unwritten_reads: keeps.then_some(r.unwritten),
+                stats: Some(r.stats),
             })
         })
         .collect()
@@ -315,7 +370,7 @@ pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
 struct CleanGuard {
     image: PathBuf,
     mnt: PathBuf,
-    mounted: Option<Mounted>,
+    mounted: Option<ImageMount>,
     slow: Option<SlowMount>,
 }
 
@@ -342,8 +397,12 @@ pub fn mount_dir(image: &Path) -> PathBuf {
     fsage_sys::with_suffix(image, ".mnt")
 }
 
-/// Removes what a killed run left of a clean instance at `image` (ours by name).
+/// Removes what a killed run left of a clean instance at `image` (ours by name): only a file
+/// that is root's, has one name and is no link, and a mount point that is no link, so that
+/// nothing planted there has another file system unmounted or another file removed.
 pub fn remove_stale_clean(image: &Path) -> Result<()> {
+    fsage_sys::safe::check_own_file(image, "the clean instance's image")?;
+    fsage_sys::safe::lstat_own_name(&mount_dir(image), "the clean instance's mount point")?;
     if !fsage_sys::loops_backed_by(image).is_empty() {
         fsage_lab::mount::umount(image)?;
     }
@@ -357,7 +416,11 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
 /// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given;
-/// a new one before each grep for a model with state), measured, and removed.
+/// a new one before each grep for a model with state), measured, and removed. Each model of
+/// `drive_specs` (those that keep a drive state) gets an erased drive fed the instance's writes
+/// from the copy on (mkfs not fed); the measurement's copies of them are taken once it is
+/// mounted for the greps.
+#[allow(clippy::too_many_arguments)]
 pub fn clean_instance(
     kind: FsKind,
     size: u64,
@@ -366,6 +429,7 @@ pub fn clean_instance(
     du: u64,
     grep: Grep,
     device: Option<&MeasureDevice>,
+    drive_specs: &[fsage_device::ModelSpec],
 ) -> Result<Measured> {
     let t = Instant::now();
     remove_stale_clean(image)?;
@@ -377,8 +441,15 @@ pub fn clean_instance(
         mounted: None,
         slow: None,
     };
-    std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
-    g.mounted = Some(Mounted::attach_and_mount(image, &mnt)?);
+    let drives = if drive_specs.is_empty() {
+        None
+    } else {
+        Some(Drives::erased(drive_specs, size)?)
+    };
+    let mut fed = 0u64;
+    let mut count = |r: Option<FeedReport>| fed += r.map_or(0, |r| r.fed.bytes);
+    fsage_sys::safe::make_mount_dir(&mnt)?;
+    g.mounted = Some(ImageMount::mount(image, &mnt, drives.as_ref())?);
     let out = Command::new("cp")
         .arg("-a")
         .arg(aged_tree)
@@ -395,21 +466,27 @@ pub fn clean_instance(
         )));
     }
     if let Some(m) = g.mounted.take() {
-        m.finish()?;
+        count(m.finish()?);
     }
     let rdev = match device {
         Some(d) => {
-            let s = SlowMount::mount(image, &mnt, d)?;
+            let s = SlowMount::mount(image, &mnt, d, drives.as_ref())?;
+            s.sync_drives()?;
             let r = s.rdev();
             g.slow = Some(s);
             Some(r)
         }
         None => {
-            let m = Mounted::attach_and_mount(image, &mnt)?;
-            let r = m.loop_rdev();
+            let m = ImageMount::mount(image, &mnt, drives.as_ref())?;
+            m.sync_drives()?;
+            let r = m.rdev();
             g.mounted = Some(m);
             r
         }
+    };
+    let copies = match &drives {
+        Some(d) => crate::drives::snapshot(d)?,
+        None => Vec::new(),
     };
     let prepare_seconds = t.elapsed().as_secs_f64();
     let mut m = match g.slow.as_mut() {
@@ -418,9 +495,18 @@ pub fn clean_instance(
     };
     m.figures.prepare_seconds = prepare_seconds;
     if let Some(s) = g.slow.take() {
-        m.figures.set_device_reads(s.finish()?);
+        m.figures.device_drive = s.drive_note().map(str::to_string);
+        let (reads, _) = s.finish()?;
+        m.figures.set_device_reads(reads);
     }
     drop(g);
+    m.drives = copies
+        .into_iter()
+        .map(|d| {
+            let said = crate::drives::describe("clean", &d, fed);
+            (d, said)
+        })
+        .collect();
     Ok(m)
 }
 

@@ -2,13 +2,14 @@
 //! checkpoint after every measurement (and, in tree mode, after every commit), stop cleanly
 //! between commits on SIGINT or SIGTERM, and resume from the checkpoint.
 
+use crate::drives::{AgedDrives, ImageMount};
 use crate::git::{self, Commit, Range};
 use crate::measure;
 use crate::series::{GitRow, GitSeries, SERIES_FORMAT};
 use crate::slow::{MeasureDevice, SlowMount};
 use crate::tree::{self, TreeReplay};
 use crate::{Error, Result};
-use fsage_lab::{FsKind, Mounted};
+use fsage_lab::FsKind;
 use fsage_slowdev::Latencies;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -37,9 +38,12 @@ pub enum Target {
     },
 }
 
-/// The clean image of a directory target when none is given: in /dev/shm (else the temporary
-/// directory), named after the target's device and inode (mount roots of one kind share inode
-/// numbers), so that a resumed run finds (and removes) what a killed one left.
+/// The clean image of a directory target when none is given: `clean.img` in a directory of
+/// root's alone (mode 0700) in /dev/shm (else the temporary directory), named after the target's
+/// device and inode (mount roots of one kind share inode numbers), so that a resumed run finds
+/// (and removes) what a killed one left. The directory's name can be computed, so it is made by
+/// fsage or refused (another user's, a link, writable by others): nobody else can put anything
+/// where the clean instance, its mount point and the checkpoint go.
 pub fn default_clean_image(target: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let dir = if Path::new("/dev/shm").is_dir() {
@@ -49,7 +53,9 @@ pub fn default_clean_image(target: &Path) -> Result<PathBuf> {
     };
     let m = std::fs::metadata(target)
         .map_err(|e| Error::input(format!("{}: {e}", target.display())))?;
-    Ok(dir.join(format!("fsage-git-clean-{:x}-{}.img", m.dev(), m.ino())))
+    let own = dir.join(format!("fsage-git-{:x}-{}", m.dev(), m.ino()));
+    fsage_sys::safe::ensure_private_dir(&own, "the directory of the clean instance")?;
+    Ok(own.join("clean.img"))
 }
 
 impl Target {
@@ -105,6 +111,12 @@ pub struct GitAgeOptions {
     pub grep_reps: u32,
     /// Device models the first grep's trace of every measurement is costed on.
     pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// What stands in for grep's think time when traces are costed (`fsage_device::cost`).
+    pub think: fsage_device::Think,
+    /// Sync the aged file system after every pull (or tree commit): what each wrote reaches
+    /// the disk before the next, as on a developer's disk where pulls are hours apart, and the
+    /// layout no longer depends on when the host's writeback happened to run.
+    pub sync_each_pull: bool,
     /// Where the caller writes the series as JSON and CSV: kept in the checkpoint, so that a
     /// resume writes them there too ([`Outcome::json`], [`Outcome::csv`]).
     pub json: Option<PathBuf>,
@@ -169,6 +181,16 @@ struct RunKey {
     /// The cost models, text included (none in checkpoints from before them).
     #[serde(default)]
     cost_models: Vec<fsage_device::ModelSpec>,
+    /// The think rule (`recorded` in checkpoints from before rules).
+    #[serde(default = "recorded_think")]
+    think: fsage_device::Think,
+    /// A sync after every pull (false in checkpoints from before the option).
+    #[serde(default)]
+    sync_each_pull: bool,
+}
+
+fn recorded_think() -> fsage_device::Think {
+    fsage_device::Think::Recorded
 }
 
 fn one() -> u32 {
@@ -506,43 +528,95 @@ fn check_target(opts: &GitAgeOptions, state_file: &Path) -> Result<TargetFacts> 
     }
 }
 
-/// The aged instance: its mount (when fsage made it) and where the tree lies.
+/// The aged instance: its mount (when fsage made it), where the tree lies, and its drives (an
+/// image target's, for the cost models that keep a drive state).
 struct Aged {
     image: Option<PathBuf>,
     /// A directory target's block device, to trace.
     dir_rdev: Option<u64>,
     mnt: PathBuf,
-    mounted: Option<Mounted>,
+    mounted: Option<ImageMount>,
     tree: PathBuf,
+    drives: Option<AgedDrives>,
 }
 
 impl Aged {
+    /// Mounts the image (its writes fed to the drives, if any).
+    fn mount(&mut self) -> Result<()> {
+        if let Some(img) = &self.image {
+            let m = ImageMount::mount(img, &self.mnt, self.drives.as_ref().map(|d| &d.drives))?;
+            self.mounted = Some(m);
+        }
+        Ok(())
+    }
+
+    /// Unmounts the image (feeding the drives what it wrote until its loop device went).
+    fn unmount(&mut self) -> Result<()> {
+        if let Some(m) = self.mounted.take() {
+            let r = m.finish()?;
+            if let Some(d) = self.drives.as_mut() {
+                d.count(r);
+            }
+        }
+        Ok(())
+    }
+
     /// Unmounts and mounts again (an image), for a cold measurement; the device to trace.
     fn remount(&mut self) -> Result<Option<u64>> {
         match &self.image {
-            Some(img) => {
-                if let Some(m) = self.mounted.take() {
-                    m.finish()?;
-                }
-                let m = Mounted::attach_and_mount(img, &self.mnt)?;
-                let d = m.loop_rdev();
-                self.mounted = Some(m);
-                Ok(d)
+            Some(_) => {
+                self.unmount()?;
+                self.mount()?;
+                Ok(self.mounted.as_ref().and_then(|m| m.rdev()))
             }
             None => {
-                // Only the aged file system: a global sync would wait on every other disk.
-                let d = std::fs::File::open(&self.mnt)
-                    .map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
-                rustix::fs::syncfs(&d)
-                    .map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))?;
+                self.sync()?;
                 Ok(self.dir_rdev)
             }
         }
     }
 
+    /// Copies of the drives as they are now (every write issued so far fed), to cost the
+    /// measurement's greps on.
+    fn drive_copies(&self) -> Result<Vec<(fsage_device::AgedDrive, String)>> {
+        let Some(d) = &self.drives else {
+            return Ok(Vec::new());
+        };
+        if let Some(m) = &self.mounted {
+            m.sync_drives()?;
+        }
+        let fed = d.meta.fed_bytes;
+        Ok(crate::drives::snapshot(&d.drives)?
+            .into_iter()
+            .map(|c| {
+                let said = crate::drives::describe("aged", &c, fed);
+                (c, said)
+            })
+            .collect())
+    }
+
+    /// Saves the drives (after `pulls` pulls), if any.
+    fn save_drives(&mut self, pulls: u64) -> Result<()> {
+        if let Some(m) = &self.mounted {
+            m.sync_drives()?;
+        }
+        match self.drives.as_mut() {
+            Some(d) => d.save(pulls),
+            None => Ok(()),
+        }
+    }
+
+    /// `syncfs` of the aged file system (only it: a global sync would wait on every other disk).
+    fn sync(&self) -> Result<()> {
+        let d =
+            std::fs::File::open(&self.mnt).map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
+        rustix::fs::syncfs(&d).map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))
+    }
+
     /// Measures the image through a slow device: unmounts it, mounts it from a device of
-    /// `dev`'s latency, measures, unmounts, destroys the device and mounts the image plain again
-    /// for the replay (also when the measurement failed).
+    /// `dev`'s latency, measures, unmounts, destroys the device and mounts the image again for
+    /// the replay (also when the measurement failed). The device's writes are fed to the drives,
+    /// and a device of a model among them starts from its drive.
     fn measure_slow(
         &mut self,
         dev: &MeasureDevice,
@@ -554,19 +628,27 @@ impl Aged {
                 "a slow device needs an image target (a mounted directory cannot be put on one)",
             ));
         };
-        if let Some(m) = self.mounted.take() {
-            m.finish()?;
-        }
-        let measured = SlowMount::mount(&img, &self.mnt, dev).and_then(|mut s| {
+        self.unmount()?;
+        let drives = self.drives.as_ref().map(|d| d.drives.clone());
+        let mut fed = None;
+        let measured = SlowMount::mount(&img, &self.mnt, dev, drives.as_ref()).and_then(|mut s| {
+            let copies = s.sync_drives().and_then(|()| self.drive_copies());
+            let device_drive = s.drive_note().map(str::to_string);
             let rdev = Some(s.rdev());
             let m = measure::measure_instance(&self.mnt, rdev, du, grep, Some(&mut || s.renew()));
             let done = s.finish();
             let mut m = m?;
-            m.figures.set_device_reads(done?);
+            let (reads, f) = done?;
+            fed = Some(f);
+            m.figures.set_device_reads(reads);
+            m.figures.device_drive = device_drive;
+            m.drives = copies?;
             Ok(m)
         });
-        let again = Mounted::attach_and_mount(&img, &self.mnt);
-        let again = again.map(|m| self.mounted = Some(m));
+        if let Some(d) = self.drives.as_mut() {
+            d.count(fed);
+        }
+        let again = self.mount();
         let fig = measured?;
         again?;
         Ok(fig)
@@ -586,6 +668,9 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     let had_mnt = image
         .as_ref()
         .is_some_and(|p| measure::mount_dir(p).exists());
+    let had_drives = image
+        .as_ref()
+        .is_some_and(|p| crate::drives::drives_path(p).exists());
     let out = git_age_inner(opts, obs);
     if let (Err(_), Some(image)) = (&out, &image) {
         // The run's mount is down (its guard went with the error): leave nothing but what a
@@ -606,14 +691,48 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             } else if !state_file.exists() {
                 // Failed before its first checkpoint: nothing to resume from.
                 let _ = std::fs::remove_file(image);
+                if !had_drives {
+                    let _ = std::fs::remove_dir_all(crate::drives::drives_path(image));
+                }
             }
         }
     }
     out
 }
 
+/// The names fsage makes beside the image (or the clean image) for itself: each must be absent
+/// or not a symbolic link, checked with lstat before anything is made, mounted or removed. A link
+/// at `IMAGE.mnt` would have the aged image mounted over its target and replayed into; one at
+/// `IMAGE.clean` would have another file system unmounted; one at the traces or the bundle's
+/// clone would have fsage write elsewhere.
+fn check_neighbours(opts: &GitAgeOptions) -> Result<()> {
+    use fsage_sys::safe::lstat_own_name;
+    let clean = match &opts.target {
+        Target::Image { path, .. } => {
+            lstat_own_name(&measure::mount_dir(path), "the mount point fsage makes")?;
+            fsage_sys::with_suffix(path, ".clean")
+        }
+        Target::Dir { clean_image, .. } => clean_image.clone(),
+    };
+    lstat_own_name(&clean, "the clean instance's image")?;
+    lstat_own_name(
+        &measure::mount_dir(&clean),
+        "the clean instance's mount point",
+    )?;
+    lstat_own_name(&source_clone_path(&opts.target), "the bundle's clone")?;
+    lstat_own_name(&traces_path(&opts.target), "the traces directory")?;
+    if let Target::Image { path, .. } = &opts.target {
+        lstat_own_name(
+            &crate::drives::drives_path(path),
+            "the directory of the aged drives",
+        )?;
+    }
+    Ok(())
+}
+
 fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
     fsage_signals::install();
+    check_neighbours(opts)?;
     if opts.every == 0 {
         return Err(Error::input(
             "measure every N commits: N must be at least 1",
@@ -664,6 +783,33 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             "{}: traces of an earlier run are there; move or remove them to start again",
             traces_dir.display()
         )));
+    }
+    // The cost models (and the measuring device's model) that keep a drive state get drives
+    // aged by the replay's own writes: an image target's (a directory's history is not fsage's
+    // to trace: its greps are costed on erased drives).
+    let drive_specs = match &opts.target {
+        Target::Image { .. } => crate::drives::stateful(
+            &opts
+                .cost_models
+                .iter()
+                .chain(opts.device.as_ref().map(|d| &d.model))
+                .collect::<Vec<_>>(),
+        ),
+        Target::Dir { .. } => Vec::new(),
+    };
+    // Without tracefs nothing can be fed (nor a grep traced to cost): the drives stay erased.
+    let no_tracefs = !drive_specs.is_empty() && !Path::new("/sys/kernel/tracing").is_dir();
+    let drive_specs = if no_tracefs { Vec::new() } else { drive_specs };
+    crate::drives::check_names(&drive_specs)?;
+    if let (Target::Image { path, .. }, false) = (&opts.target, opts.resume) {
+        let dir = crate::drives::drives_path(path);
+        if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(Error::input(format!(
+                "{}: drive states of an earlier run are there; move or remove them to start \
+                 again",
+                dir.display()
+            )));
+        }
     }
     // One run per target at a time: a second one (a resume given twice, say) must not reuse, and
     // on its way out remove, the bundle clone the first is pulling from.
@@ -724,6 +870,8 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             .map(|d| d.model.clone()),
         grep_reps: opts.grep_reps,
         cost_models: opts.cost_models.clone(),
+        think: opts.think,
+        sync_each_pull: opts.sync_each_pull,
     };
 
     // The aged instance, new or resumed.
@@ -733,7 +881,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
                  repository, range, file systems, size, mode, every, gc, device latency or \
-                 model, grep repetitions and cost models",
+                 model, grep repetitions, cost models, think rule and sync",
                 state_file.display(),
                 st.key
             )));
@@ -746,6 +894,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         Some(st) => Outputs::resumed(Outputs::given(opts), &st.outputs, &state_file)?,
         None => Outputs::given(opts),
     };
+    let mut drive_notes = Vec::new();
     let mut aged = match &opts.target {
         Target::Image { path, kind, size } => {
             let mnt = measure::mount_dir(path);
@@ -758,16 +907,31 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 ));
                 fsage_lab::mount::umount(path)?;
             }
-            std::fs::create_dir_all(&mnt).map_err(|e| crate::Error::io(&mnt, "mkdir", e))?;
-            let m = Mounted::attach_and_mount(path, &mnt)?;
-            let tree = mnt.join(&source.name);
-            Aged {
+            fsage_sys::safe::make_mount_dir(&mnt)?;
+            // Resolved once it is checked (made here, or an empty one of root's, no link).
+            let mnt = mnt
+                .canonicalize()
+                .map_err(|e| crate::Error::io(&mnt, "", e))?;
+            let drives = match (drive_specs.is_empty(), &prior) {
+                (true, _) => None,
+                (false, None) => Some(AgedDrives::new(&drive_specs, *size, path)?),
+                (false, Some(_)) => Some(AgedDrives::load(
+                    &drive_specs,
+                    *size,
+                    path,
+                    &mut drive_notes,
+                )?),
+            };
+            let mut a = Aged {
                 image: Some(path.clone()),
                 dir_rdev: None,
-                mnt: m.mount_point().to_path_buf(),
-                mounted: Some(m),
-                tree,
-            }
+                tree: mnt.join(&source.name),
+                mnt,
+                mounted: None,
+                drives,
+            };
+            a.mount()?;
+            a
         }
         Target::Dir { path, .. } => {
             let p = path
@@ -779,6 +943,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 mnt: p.clone(),
                 mounted: None,
                 tree: p,
+                drives: None,
             }
         }
     };
@@ -811,7 +976,32 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             device_model: opts.device.as_ref().map(|d| d.model.clone()),
             grep_reps: opts.grep_reps,
             cost_models: opts.cost_models.clone(),
+            cost_think: opts.think,
+            sync_each_pull: opts.sync_each_pull,
             traces_dir: None,
+            aged_drives: drive_specs.iter().map(|m| m.name.clone()).collect(),
+            drives_dir: aged
+                .drives
+                .as_ref()
+                .map(|d| d.dir.to_string_lossy().into_owned()),
+            drive_notes: match &opts.target {
+                Target::Image { .. } if no_tracefs => {
+                    vec![
+                        "no tracefs (/sys/kernel/tracing): the drives are not aged by the \
+                          replay; a device starts erased"
+                            .into(),
+                    ]
+                }
+                Target::Dir { .. } if opts.cost_models.iter().any(|m| m.keeps_state()) => {
+                    vec![
+                        "a directory target: its greps are costed on erased drives (pages \
+                          read as data written in logical order), not on drives aged by its \
+                          history"
+                            .into(),
+                    ]
+                }
+                _ => Vec::new(),
+            },
             replay_seconds: 0.0,
             measure_seconds: 0.0,
             commits_per_second: None,
@@ -933,6 +1123,13 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             done,
             series.rows.len()
         ));
+        if let Some(d) = aged.drives.as_mut() {
+            d.gap_notes(done as u64, &mut drive_notes);
+        }
+    }
+    for note in drive_notes {
+        obs.note(&note);
+        series.drive_notes.push(format!("at pull {done}: {note}"));
     }
 
     let pattern = measure::random_pattern();
@@ -974,7 +1171,12 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             reps: opts.grep_reps,
         };
         let mut a = match &opts.device {
-            None => measure::measure_instance(&aged.mnt, rdev, du, grep, None)?,
+            None => {
+                let copies = aged.drive_copies()?;
+                let mut a = measure::measure_instance(&aged.mnt, rdev, du, grep, None)?;
+                a.drives = copies;
+                a
+            }
             Some(d) => aged.measure_slow(d, du, grep)?,
         };
         a.figures.prepare_seconds = prepare_seconds;
@@ -986,6 +1188,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             du,
             grep,
             opts.device.as_ref(),
+            &drive_specs,
         )?;
         let c0: &Commit = &commits[i];
         let pulls = i as u64 + 1;
@@ -1003,14 +1206,23 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                     key.repo
                 );
                 tr.device_size = Some(size);
-                std::fs::create_dir_all(&traces_dir)
-                    .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
+                if fsage_sys::safe::lstat_own_name(&traces_dir, "the traces directory")?.is_none() {
+                    std::fs::create_dir(&traces_dir)
+                        .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
+                }
                 let file = traces_dir.join(format!("{pulls:05}-{which}.json"));
                 tr.write(&file)?;
                 f.trace_file = Some(file.to_string_lossy().into_owned());
                 series.traces_dir = Some(traces_dir.to_string_lossy().into_owned());
                 let t = Instant::now();
-                f.modeled = measure::cost_on_models(&tr, &opts.cost_models, size, du)?;
+                f.modeled = measure::cost_on_models(
+                    &tr,
+                    &opts.cost_models,
+                    size,
+                    du,
+                    opts.think,
+                    &m.drives,
+                )?;
                 f.cost_seconds = t.elapsed().as_secs_f64();
             }
             figs.push(f);
@@ -1052,9 +1264,11 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         && !opts.no_measure
     {
         measure_at(done - 1, &mut aged, &mut series, &mut replay, obs)?;
+        aged.save_drives(done as u64)?;
         checkpoint(&series, &mut replay)?;
     }
     if prior.is_none() {
+        aged.save_drives(0)?;
         checkpoint(&series, &mut replay)?;
     }
 
@@ -1083,6 +1297,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 }
             }
         }
+        if opts.sync_each_pull {
+            aged.sync()?;
+        }
         replay_this += t.elapsed().as_secs_f64();
         series.replay_seconds = replay_before + replay_this;
         series.pulls_done = i as u64 + 1;
@@ -1098,6 +1315,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
                 }
                 Err(e) => return Err(e),
             }
+            aged.save_drives(i as u64 + 1)?;
             checkpoint(&series, &mut replay)?;
         } else if opts.mode == Mode::Tree {
             checkpoint(&series, &mut replay)?;
@@ -1108,8 +1326,10 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         (series.replay_seconds > 0.0).then(|| series.pulls_done as f64 / series.replay_seconds);
     checkpoint(&series, &mut replay)?;
     drop(replay);
-    if let Some(m) = aged.mounted.take() {
-        m.finish()?;
+    if aged.mounted.is_some() {
+        // The drives are saved again once the unmount's writes are in them.
+        aged.unmount()?;
+        aged.save_drives(series.pulls_done)?;
         let _ = std::fs::remove_dir(&aged.mnt);
     }
     Ok(Outcome {

@@ -70,6 +70,16 @@ pub struct InstanceFigures {
     /// Time spent costing the trace on the models.
     #[serde(default)]
     pub cost_seconds: f64,
+    /// The first (traced) grep's own CPU time, user and system (absent in older series).
+    #[serde(default)]
+    pub grep_cpu_seconds: Option<f64>,
+    /// The read-ahead the file system read with, in KiB (absent in older series).
+    #[serde(default)]
+    pub read_ahead_kb: Option<u64>,
+    /// On a slow device whose model keeps a drive state (an SSD): what its drive started from
+    /// (the instance's traced drive, or a fresh one), as the device said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_drive: Option<String>,
 }
 
 /// What one grep's trace costs on one device model.
@@ -82,6 +92,20 @@ pub struct ModeledFigures {
     /// Seconds per GiB of the `du -s` size.
     pub seconds_per_gib: f64,
     pub requests: u64,
+    /// The think time the series' rule (`cost_think`) put into `seconds`.
+    #[serde(default)]
+    pub think_seconds: f64,
+    /// For a model that keeps a drive state (an SSD): the drive the trace was costed on (the
+    /// instance's own, aged by its writes; absent in older series, whose drives were erased).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<String>,
+    /// How the model read pages its drive never saw written (absent in older series: free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
+    /// The model's counters over the costed trace (where its time came from: an SSD's die
+    /// waits, flash reads per read, read sizes; a disk's seeks). Absent in older series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<fsage_device::ModelStats>,
 }
 
 /// The aged over clean modeled time on one model.
@@ -195,9 +219,30 @@ pub struct GitSeries {
     /// The device models every kept trace is costed on (`--cost-models`), with their text.
     #[serde(default)]
     pub cost_models: Vec<fsage_device::ModelSpec>,
+    /// What stood in for grep's think time when the traces were costed (`recorded` in series
+    /// from before the rule was chosen: the recorded wall-clock gaps).
+    #[serde(default = "recorded_think")]
+    pub cost_think: fsage_device::Think,
+    /// Whether the aged file system was synced (`syncfs`) after every pull, so that what each
+    /// pull wrote reached the disk before the next, whatever the host's timing (absent in older
+    /// series: false).
+    #[serde(default)]
+    pub sync_each_pull: bool,
     /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
     #[serde(default)]
     pub traces_dir: Option<String>,
+    /// The models whose greps were costed on drives aged by the replay's own writes (the aged
+    /// instance's, kept in `drives_dir`; the clean instance's fed its copy); empty when none
+    /// keeps a drive state, or for a directory target (whose drives are erased).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aged_drives: Vec<String>,
+    /// Where the aged drives are kept (`IMAGE.drives`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drives_dir: Option<String>,
+    /// What the aged drives missed (the writes of pulls a stopped run replayed after their last
+    /// save, events the trace lost), in the order found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drive_notes: Vec<String>,
     /// Time spent replaying (git or tree operations), over every session.
     pub replay_seconds: f64,
     /// Time spent measuring, over every session.
@@ -210,6 +255,10 @@ pub struct GitSeries {
 
 fn one() -> u32 {
     1
+}
+
+fn recorded_think() -> fsage_device::Think {
+    fsage_device::Think::Recorded
 }
 
 impl GitSeries {

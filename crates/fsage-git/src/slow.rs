@@ -6,11 +6,16 @@
 //! full speed. A model with state (a disk's head, rotation and caches) gets a new device before
 //! every timed grep, so that what the drive cached in one grep does not serve the next; a fixed
 //! latency has no state and keeps one device per measurement. The replay never runs through the
-//! model, so a drive state saved beside the image (an SSD's `IMAGE.ftl`) would match nothing:
-//! every device starts with a fresh drive and its saved state is removed.
+//! model; a model that keeps a drive state (an SSD) starts every device from the drive the
+//! instance's traced writes aged (`crate::drives`: written to `IMAGE.ftl` for the device to load,
+//! with pages it never saw written read as data in logical order, as the costing does), and the
+//! device's own writes (the measurement's mount and unmount) are traced and fed to that drive
+//! too; the state the device saves when destroyed is removed. Without drives (a directory
+//! target), every device starts with a fresh drive.
 
 use crate::{Error, Result};
 use fsage_device::{ModelKind, ModelSpec};
+use fsage_lab::drive::{Drives, Feed, FeedReport};
 use fsage_lab::Mounted;
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Latencies, SlowDevice};
 use std::ffi::OsString;
@@ -97,12 +102,19 @@ impl DeviceReads {
 pub struct SlowMount {
     mounted: Option<Mounted>,
     device: Option<DeviceGuard>,
+    /// The device's writes traced into `drives` (stopped after the device is gone).
+    feed: Option<Feed>,
     rdev: u64,
     image: PathBuf,
     mnt: PathBuf,
     dev: MeasureDevice,
     /// The reads of the devices [`SlowMount::renew`] replaced.
     earlier: Option<DeviceReads>,
+    drives: Option<Drives>,
+    /// What the devices' writes fed the drives.
+    fed: FeedReport,
+    /// What the first device's drive started from, as its record says (a model with state).
+    drive_note: Option<String>,
 }
 
 fn slow_err(e: fsage_slowdev::Error) -> Error {
@@ -113,16 +125,27 @@ fn slow_err(e: fsage_slowdev::Error) -> Error {
 }
 
 impl SlowMount {
-    /// Puts a slow device over `image` (unmounted, not attached) and mounts it on `mnt`.
-    pub fn mount(image: &Path, mnt: &Path, dev: &MeasureDevice) -> Result<SlowMount> {
+    /// Puts a slow device over `image` (unmounted, not attached) and mounts it on `mnt`. With
+    /// `drives`, the device's drive starts as the one of its model there (if any) and its writes
+    /// are fed to them.
+    pub fn mount(
+        image: &Path,
+        mnt: &Path,
+        dev: &MeasureDevice,
+        drives: Option<&Drives>,
+    ) -> Result<SlowMount> {
         let mut m = SlowMount {
             mounted: None,
             device: None,
+            feed: None,
             rdev: 0,
             image: image.to_path_buf(),
             mnt: mnt.to_path_buf(),
             dev: dev.clone(),
             earlier: None,
+            drives: drives.cloned(),
+            fed: FeedReport::default(),
+            drive_note: None,
         };
         m.attach()?;
         Ok(m)
@@ -131,21 +154,48 @@ impl SlowMount {
     fn attach(&mut self) -> Result<()> {
         let mut spec =
             DeviceSpec::with_model(Backing::Image(self.image.clone()), self.dev.model.clone());
-        // The replay does not go through the model, so no saved drive state (an SSD's FTL)
-        // matches the image: every device starts with a fresh drive.
+        // The replay does not go through the model: a drive state saved beside the image
+        // matches nothing unless it is the traced one written here now.
         spec.fresh_state = true;
+        if let Some(drives) = &self.drives {
+            let g = drives.lock();
+            if let Some(d) = g.iter().find(|d| d.spec().name == self.dev.model.name) {
+                let file = fsage_slowdev::state_file_of(&self.image);
+                fsage_sys::write_atomic_private(&file, &d.state())
+                    .map_err(|e| Error::operation(format!("the drive for the device: {e}")))?;
+                spec.fresh_state = false;
+                spec.unwritten_reads = Some(fsage_device::UnwrittenReads::LbaOrder);
+            }
+        }
         spec.daemon_cmd = self.dev.daemon_cmd.clone();
         if let Some(r) = &self.dev.registry {
             spec.registry = r.clone();
         }
         let guard = SlowDevice::create(&spec).map_err(slow_err)?.into_guard();
+        if self.drive_note.is_none() {
+            self.drive_note = guard.device().record().state_note.clone();
+        }
         let path = guard.path().to_path_buf();
         self.rdev = std::fs::metadata(&path)
             .map_err(|e| crate::Error::io(&path, "stat", e))?
             .rdev();
         self.device = Some(guard);
+        if let Some(d) = &self.drives {
+            self.feed = Some(Feed::start(self.rdev, d)?);
+        }
         self.mounted = Some(Mounted::attach_and_mount(&path, &self.mnt)?);
         Ok(())
+    }
+
+    /// What the device's drive started from (its model keeps a drive state), as the device
+    /// said.
+    pub fn drive_note(&self) -> Option<&str> {
+        self.drive_note.as_deref()
+    }
+
+    /// Feeds the drives every write the device received so far.
+    pub fn sync_drives(&self) -> Result<()> {
+        self.feed.as_ref().map_or(Ok(()), |f| f.sync())
     }
 
     /// The slow device's number (for the block trace).
@@ -183,32 +233,42 @@ impl SlowMount {
                     })
             });
             g.destroy().map_err(slow_err)?;
-            // The drive state a device of a model with one saved on destroy would be loaded by
-            // no later device (each starts fresh): nothing of it is left beside the image.
+            // The drive state a device of a model with one saved on destroy is not the run's:
+            // the traced drives are (they were fed the same writes). Nothing of it is left
+            // beside the image.
             let state = fsage_slowdev::state_file_of(&self.image);
-            match std::fs::remove_file(&state) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(crate::Error::io(&state, "remove", e))
+            for f in [fsage_device::in_use_mark(&state), state] {
+                match std::fs::remove_file(&f) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(crate::Error::io(&f, "remove", e))
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
+        }
+        if let Some(f) = self.feed.take() {
+            let r = f.finish()?;
+            self.fed.fed.add(r.fed);
+            self.fed.lost_events += r.lost_events;
         }
         Ok(reads)
     }
 
     /// Unmounts and destroys the device; the reads it (and the devices it replaced) served from
-    /// mount to unmount (none when no daemon answered).
-    pub fn finish(mut self) -> Result<Option<DeviceReads>> {
+    /// mount to unmount (none when no daemon answered), and what their writes fed the drives.
+    pub fn finish(mut self) -> Result<(Option<DeviceReads>, FeedReport)> {
         let r = self.take_down()?;
-        Ok(DeviceReads::plus(self.earlier, r))
+        Ok((DeviceReads::plus(self.earlier, r), self.fed))
     }
 }
 
 impl Drop for SlowMount {
     fn drop(&mut self) {
-        // Unmount before the device goes (its guard destroys it by force).
+        // Unmount before the device goes (its guard destroys it by force), and trace until it
+        // has gone.
         drop(self.mounted.take());
         drop(self.device.take());
+        drop(self.feed.take());
     }
 }
 

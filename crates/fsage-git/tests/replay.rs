@@ -32,6 +32,8 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         device: None,
         grep_reps: 1,
         cost_models: Vec::new(),
+        think: fsage_device::Think::default(),
+        sync_each_pull: true,
         json: None,
         csv: None,
     }
@@ -353,7 +355,21 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
             for (spec, m) in [&ms, &us].into_iter().zip(&i.modeled) {
                 assert_eq!(m.model, spec.name);
                 let mut dev = spec.build(64 << 20).unwrap();
-                let want = fsage_device::cost(&tr, dev.as_mut());
+                // Costed with the series' rule (the default fixed think time per read).
+                assert_eq!(s.cost_think, fsage_device::Think::default());
+                assert!(
+                    i.grep_cpu_seconds.is_some_and(|c| c > 0.0),
+                    "{name}: grep's CPU"
+                );
+                let want = fsage_device::cost_with(
+                    &tr,
+                    dev.as_mut(),
+                    fsage_device::CostOptions::default(),
+                );
+                assert!(
+                    (m.think_seconds - want.think_ns as f64 / 1e9).abs() < 1e-12 && want.waited > 0,
+                    "{name}: the think time is in the cost"
+                );
                 assert_eq!(
                     m.seconds,
                     want.total_ns as f64 / 1e9,
@@ -379,6 +395,156 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
     let e = git_age(&o, &mut fsage_git::run::Silent).unwrap_err();
     assert!(
         e.message.contains("traces of an earlier run"),
+        "{}",
+        e.message
+    );
+    assert!(!image.exists());
+}
+
+/// Two files in the aged tree updated in place in turn after every pull, each page written and
+/// synced before the other file's (as a program keeping two data files beside the repository
+/// would): their pages' last writes interleave, where the clean copy writes each file at once.
+/// Made (written whole) after the first pull; every pull then rewrites `per_pull` pages of each.
+struct InterleavedFiles {
+    tree: PathBuf,
+    pages: u64,
+    per_pull: u64,
+    next: u64,
+}
+
+impl Observer for InterleavedFiles {
+    fn progress(&mut self, _done: u64, _total: u64, _s: f64) {
+        use std::os::unix::fs::FileExt;
+        let open = |name: &str| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(self.tree.join(name))
+                .unwrap()
+        };
+        let (a, b) = (open("a.dat"), open("b.dat"));
+        if a.metadata().unwrap().len() == 0 {
+            for f in [&a, &b] {
+                f.write_all_at(&vec![b'-'; (self.pages * 4096) as usize], 0)
+                    .unwrap();
+                f.sync_all().unwrap();
+            }
+            return;
+        }
+        for _ in 0..self.per_pull {
+            let at = self.next % self.pages * 4096;
+            for f in [&a, &b] {
+                f.write_all_at(&[b'a' + (self.next % 26) as u8; 4096], at)
+                    .unwrap();
+                // An overwrite of written blocks: only the data page goes to the device.
+                f.sync_data().unwrap();
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// On an SSD model the aged instance's greps are costed on the drive its own writes aged, the
+/// clean one's on the drive its copy wrote: the files updated in turn sit on half the dies in
+/// the aged drive and on all of them in the clean one, so on `ssd-nvme` (16 dies, reads limited
+/// by the flash) the aged grep costs more. (Before drives aged, both were costed on erased
+/// drives whose reads needed no flash, and the ratio was 1.) On `ssd-sata` (64 dies behind a
+/// 550 MB/s interface) a 128 KiB read takes the interface's 238 µs on either layout: the
+/// placement shows in its counters, not in its time.
+#[test]
+fn an_aged_ssd_drive_costs_interleaved_writes_and_is_kept_with_the_run() {
+    let Some(run) = image_run("ssd_drives", "loop devices, mounts, tracefs") else {
+        return;
+    };
+    let (tmp, repo, image, t) = (&run.tmp, &run.repo, &run.image, run.target.clone());
+    let mut o = options(repo, t, Mode::Git);
+    o.no_measure = false;
+    o.every = 10;
+    // 4 KiB blocks (a smaller ext4 gets 1 KiB ones, which straddle the drive's pages).
+    if let Target::Image { size, .. } = &mut o.target {
+        *size = 512 << 20;
+    }
+    let models = ["ssd-nvme", "ssd-sata", "hdd-7200"].map(|m| fsage_device::resolve(m).unwrap());
+    o.cost_models = models.to_vec();
+    let mut obs = InterleavedFiles {
+        tree: tmp.path().join("aged.img.mnt/synth"),
+        pages: 2048,
+        per_pull: 128,
+        next: 0,
+    };
+    let out = git_age(&o, &mut obs).unwrap();
+    let s = &out.series;
+    assert_eq!(s.aged_drives, ["ssd-nvme", "ssd-sata"]);
+    let dir = fsage_git::drives::drives_path(image);
+    assert_eq!(s.drives_dir.as_deref(), Some(dir.to_str().unwrap()));
+    for f in ["ssd-nvme.ftl", "ssd-sata.ftl", "drives.json"] {
+        assert!(dir.join(f).is_file(), "{f} kept with the run");
+    }
+    assert!(s.drive_notes.is_empty(), "{:?}", s.drive_notes);
+    let last = s.rows.last().unwrap();
+    for m in ["ssd-nvme", "ssd-sata"] {
+        let ratio = last.modeled_ratio_on(m).unwrap();
+        let (a, c) = (
+            last.aged.modeled_on(m).unwrap(),
+            last.clean.modeled_on(m).unwrap(),
+        );
+        let (sa, sc) = (a.stats.as_ref().unwrap(), c.stats.as_ref().unwrap());
+        let dies = |st: &fsage_device::ModelStats| st.read_dies as f64 / st.reads as f64;
+        // The same traces on erased drives whose unwritten pages are free (as before drives
+        // aged).
+        let flat = |i: &fsage_git::InstanceFigures| {
+            let tr =
+                fsage_device::Trace::read(Path::new(i.trace_file.as_deref().unwrap())).unwrap();
+            let mut dev = fsage_device::resolve(m).unwrap().build(512 << 20).unwrap();
+            let opts = fsage_device::CostOptions {
+                unwritten: fsage_device::UnwrittenReads::Free,
+                ..Default::default()
+            };
+            fsage_device::cost_with(&tr, dev.as_mut(), opts).total_ns as f64
+        };
+        let before = flat(&last.aged) / flat(&last.clean);
+        eprintln!(
+            "{m} at pull {}: aged/clean {ratio:.3} (on erased drives {before:.3}); dies per read \
+             aged {:.2}, clean {:.2}; {} / {}",
+            last.pulls,
+            dies(sa),
+            dies(sc),
+            a.drive.as_deref().unwrap_or("-"),
+            c.drive.as_deref().unwrap_or("-"),
+        );
+        assert!(a.drive.as_deref().unwrap().starts_with("aged drive"));
+        assert!(c.drive.as_deref().unwrap().starts_with("clean drive"));
+        assert_eq!(
+            a.unwritten_reads,
+            Some(fsage_device::UnwrittenReads::LbaOrder)
+        );
+        assert!(sa.host_flash_reads > 0 && sc.host_flash_reads > 0);
+        assert!(
+            dies(sa) < 0.9 * dies(sc),
+            "{m}: the aged reads use fewer dies"
+        );
+        assert!(
+            (before - 1.0).abs() < 0.05,
+            "{m}: {before} on erased drives"
+        );
+        if m == "ssd-nvme" {
+            // 1.08 to 1.18 here: which reads were outstanding together is the recording's, and
+            // varies from run to run.
+            assert!(
+                ratio > 1.04 && ratio > before + 0.04,
+                "{m}: aged/clean {ratio}"
+            );
+        }
+    }
+    // A new run refuses the drives of this one (as it does its traces).
+    std::fs::remove_file(&out.state).unwrap();
+    std::fs::remove_file(image).unwrap();
+    std::fs::remove_dir_all(fsage_git::traces_path(&o.target)).unwrap();
+    let e = git_age(&o, &mut fsage_git::run::Silent).unwrap_err();
+    assert!(
+        e.message.contains("drive states of an earlier run"),
         "{}",
         e.message
     );

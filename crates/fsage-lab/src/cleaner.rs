@@ -157,10 +157,13 @@ impl Cleanerd {
                 ))
             })?
         };
-        fs::create_dir_all(pid_dir).map_err(|e| Error::io(pid_dir, "mkdir", e))?;
+        // Root's alone: a PID file someone else wrote would name the process fsage signals.
+        fsage_sys::safe::ensure_private_dir(pid_dir, "the directory of the cleaners' PID files")?;
         let pid_file = pid_file_of(pid_dir, device);
         let log = pid_file.with_extension("log");
-        let log_file = fs::File::create(&log).map_err(|e| Error::io(&log, "", e))?;
+        let log_file = fsage_sys::safe::open_or_create_nofollow(&log, 0o600)
+            .and_then(|f| f.set_len(0).map(|()| f))
+            .map_err(|e| Error::io(&log, "", e))?;
         use std::os::unix::process::CommandExt;
         let mut child = Command::new(&exe)
             .arg("--nofork")

@@ -3,7 +3,7 @@
 use crate::{Error, Remedy, Result};
 use fsage_sys::{find_cmd, is_block_device, run_tool, TempPath};
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -259,13 +259,12 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                 m.mount_point.display()
             );
         }
-        let canon = target
-            .canonicalize()
-            .map_err(|e| Error::io(target, "", e))?;
-        let name = canon
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // A device another loop device is built on, or a member of a mounted btrfs, is in use
+        // though the mount table does not say so; then whatever holds it exclusively (a mount,
+        // RAID, device mapper) makes the kernel refuse an O_EXCL open.
+        fsage_sys::check_device_exclusive(target)?;
+        // By its device number, not by resolving the path: the kernel's own name of it.
+        let name = fsage_sys::block_name(target).unwrap_or_default();
         let sysdir = PathBuf::from(format!("/sys/class/block/{name}"));
         if let Ok(rd) = fs::read_dir(sysdir.join("holders")) {
             if let Some(h) = rd.flatten().next() {
@@ -296,10 +295,11 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                 }
             }
         }
+        let dev_name = format!("/dev/{name}");
         if fs::read_to_string("/proc/swaps").is_ok_and(|s| {
             s.lines()
                 .skip(1)
-                .any(|l| l.split_whitespace().next() == Some(&*canon.to_string_lossy()))
+                .any(|l| l.split_whitespace().next() == Some(&*dev_name))
         }) {
             crate::bail!("{}: in use as swap", target.display());
         }
@@ -506,19 +506,16 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
             }
         }
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        // Once more just before mkfs (which opens the device exclusively itself): nothing took
+        // the device since the checks.
+        fsage_sys::check_device_exclusive(target)?;
         run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
         return Ok(info(&args));
     }
-    let tmp = TempPath::beside(target)?;
-    {
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(tmp.path())
-            .map_err(|e| Error::io(tmp.path(), "cannot create the image", e))?;
-        f.set_len(size)
-            .map_err(|e| Error::io(tmp.path(), "cannot size the image", e))?;
-    }
+    let (tmp, f) = TempPath::create_beside(target, "the image", 0o666)?;
+    f.set_len(size)
+        .map_err(|e| Error::io(target, "cannot size the image", e))?;
+    drop(f);
     args.push(tmp.path().to_string_lossy().into_owned());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;

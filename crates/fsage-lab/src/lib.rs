@@ -47,6 +47,10 @@
 //! at once do not collide; [`trace::read_layout`] scores a read stream as Conway et al. do, and
 //! [`trace::device_trace`] hands a trace to `fsage-device` to cost on a model.
 //!
+//! Drives ([`drive`]): models that keep a drive state (an SSD's FTL) fed a device's writes as
+//! they come ([`drive::Feed`], [`drive::DriveMount`]), and `fsage age --device-model`'s
+//! [`drive::DriveAging`].
+//!
 //! The system helpers these use (the mount table, loop devices' backing files, device sizes,
 //! running mkfs and fsck, temporary files) are `fsage-sys`'s ([`fsage_sys::dev`],
 //! [`fsage_sys::tool`], [`fsage_sys::TempPath`]).
@@ -56,6 +60,7 @@
 //! [`fsage_signals::interrupted`] (after [`fsage_signals::install`]) says SIGINT or SIGTERM arrived.
 
 pub mod cleaner;
+pub mod drive;
 pub mod fs;
 pub mod loopdev;
 pub mod mount;

@@ -28,6 +28,32 @@ pub struct LoopOptions {
     pub direct_io: bool,
 }
 
+/// The read-ahead every loop device fsage attaches gets: the kernel's default
+/// (`VM_READAHEAD_PAGES`), set explicitly so that a machine's udev rules or an earlier user of
+/// the device number cannot change which requests a traced read issues. A file system with a
+/// read-ahead of its own (btrfs: at least 4 MiB) derives it from this at mount.
+pub const READ_AHEAD_KB: u64 = 128;
+
+/// The read-ahead of the block device `rdev` in KiB (`queue/read_ahead_kb`), if readable.
+pub fn read_ahead_kb(rdev: u64) -> Option<u64> {
+    let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
+    std::fs::read_to_string(format!("/sys/dev/block/{ma}:{mi}/queue/read_ahead_kb"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Sets the read-ahead of the block device `rdev` (best effort: a kernel without the knob keeps
+/// its own, which [`read_ahead_kb`] then reports).
+fn set_read_ahead_kb(rdev: u64, kb: u64) {
+    let (ma, mi) = fsage_sys::mountinfo::dev_parts(rdev);
+    let _ = std::fs::write(
+        format!("/sys/dev/block/{ma}:{mi}/queue/read_ahead_kb"),
+        kb.to_string(),
+    );
+}
+
 /// A loop device attached by fsage (auto-clearing), held open while this value lives.
 #[derive(Debug)]
 pub struct LoopDevice {
@@ -125,6 +151,7 @@ impl LoopDevice {
                 unsafe { rustix::ioctl::ioctl(&dev, Setter::<CONFIGURE, loop_config>::new(cfg)) };
             if configured.is_ok() {
                 let rdev = dev.metadata().map_err(|e| Error::io(&path, "", e))?.rdev();
+                set_read_ahead_kb(rdev, READ_AHEAD_KB);
                 let attached = LoopDevice {
                     path,
                     file: Some(dev),

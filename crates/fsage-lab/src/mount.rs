@@ -8,6 +8,7 @@ use fsage_sys::is_block_device;
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, UnmountFlags};
 use std::ffi::CString;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,7 +43,34 @@ fn split_flags(options: &str) -> (MountFlags, String) {
 
 /// mount(2) `dev` on `mount_point`.
 pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str) -> Result<()> {
+    mount_with(dev, mount_point, fstype, options, MountFlags::empty())
+}
+
+/// The mount options every image and device fsage mounts gets, whatever else is asked: no
+/// setuid programs and no device nodes from inside the image take effect.
+pub const IMAGE_MOUNT_FLAGS: &str = "nosuid,nodev";
+
+/// mount(2) of an image or device (its file system, not a pseudo file system), always
+/// [`IMAGE_MOUNT_FLAGS`].
+fn mount_image(dev: &Path, mount_point: &Path, fstype: &str, options: &str) -> Result<()> {
+    mount_with(
+        dev,
+        mount_point,
+        fstype,
+        options,
+        MountFlags::NOSUID | MountFlags::NODEV,
+    )
+}
+
+fn mount_with(
+    dev: &Path,
+    mount_point: &Path,
+    fstype: &str,
+    options: &str,
+    always: MountFlags,
+) -> Result<()> {
     let (flags, data) = split_flags(options);
+    let flags = flags | always;
     let data_c = CString::new(data).map_err(|_| Error::input("bad mount options"))?;
     if let Err(e) = rustix::mount::mount(dev, mount_point, fstype, flags, data_c.as_c_str()) {
         let message = format!(
@@ -77,7 +105,8 @@ pub fn mount_device(dev: &Path, mount_point: &Path, fstype: &str, options: &str)
 pub fn umount_point(mount_point: &Path) -> Result<()> {
     let mut last = None;
     for i in 0..10 {
-        match rustix::mount::unmount(mount_point, UnmountFlags::empty()) {
+        // NOFOLLOW: a link put where a mount point was unmounts nothing else.
+        match rustix::mount::unmount(mount_point, UnmountFlags::NOFOLLOW) {
             Ok(()) => return Ok(()),
             Err(Errno::BUSY) => {}
             Err(e) => return Err(Error::io(mount_point, "umount", e.into())),
@@ -93,7 +122,7 @@ pub fn umount_point(mount_point: &Path) -> Result<()> {
 }
 
 fn lazy_umount(mount_point: &Path) -> Result<()> {
-    rustix::mount::unmount(mount_point, UnmountFlags::DETACH)
+    rustix::mount::unmount(mount_point, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW)
         .map_err(|e| Error::io(mount_point, "lazy umount", e.into()))
 }
 
@@ -123,15 +152,19 @@ impl Mounted {
         mount_point: &Path,
         opts: &MountOptions,
     ) -> Result<Mounted> {
-        if !mount_point.is_dir() {
+        // The mount point is opened once, without following a link at its end, and mounted on
+        // through that descriptor: the directory checked is the one mounted on, even if the
+        // name is swapped meanwhile, and a link planted there (`IMAGE.mnt` -> elsewhere) is
+        // refused instead of mounting over its target.
+        if !mount_point.exists() {
             crate::bail!(
                 "{}: the mount point is not an existing directory",
                 mount_point.display()
             );
         }
-        let mount_point = mount_point
-            .canonicalize()
-            .map_err(|e| Error::io(mount_point, "", e))?;
+        let dir_fd = fsage_sys::safe::open_dir_nofollow(mount_point)?;
+        let mount_point =
+            fsage_sys::safe::fd_path(&dir_fd).map_err(|e| Error::io(mount_point, "", e))?;
         if fsage_sys::is_mount_point(&mount_point) {
             crate::bail!(
                 "{}: something is mounted there already",
@@ -180,8 +213,18 @@ impl Mounted {
             let l = LoopDevice::attach(image, read_only)?;
             (l.path().to_path_buf(), Some(l))
         };
-        // On error `loopdev` drops here: the auto-clearing device goes away.
-        mount_device(&device, &mount_point, &fstype, &opts.options)?;
+        // On error `loopdev` drops here: the auto-clearing device goes away. Always nosuid and
+        // nodev: an image may hold a setuid program or a device node its maker put there, and
+        // whoever can reach the mount must not gain root or raw devices through it.
+        let through_fd = PathBuf::from(format!("/proc/self/fd/{}", dir_fd.as_raw_fd()));
+        mount_image(&device, &through_fd, &fstype, &opts.options).map_err(|e| Error {
+            message: e.message.replace(
+                &*through_fd.to_string_lossy(),
+                &mount_point.to_string_lossy(),
+            ),
+            ..e
+        })?;
+        drop(dir_fd);
         let mut m = Mounted {
             mount_point,
             device,
@@ -407,14 +450,7 @@ pub fn trim_target(target: &Path) -> Result<u64> {
     if target.is_dir() {
         return trim(target);
     }
-    let dir = std::env::temp_dir().join(format!(
-        "fsage-mnt-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    std::fs::create_dir(&dir).map_err(|e| Error::input(format!("{}: {e}", dir.display())))?;
+    let dir = fsage_sys::safe::create_private_dir(&std::env::temp_dir(), "fsage-mnt-")?;
     /// Removes the directory when dropped, after the mount on it is gone: remove_dir removes only
     /// an empty directory, never anything through a mount.
     struct RemoveDir<'a>(&'a Path);

@@ -168,12 +168,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
     let mount_point = match &opts.mount_point {
         Some(m) => m.clone(),
         None => {
-            let d = TempPath::new(std::env::temp_dir().join(format!(
-                "fsage-rollback-{}-{}",
-                std::process::id(),
-                t0.elapsed().as_nanos()
-            )));
-            fs::create_dir(d.path()).map_err(|e| Error::io(d.path(), "", e))?;
+            let d = TempPath::dir_in(&std::env::temp_dir(), "fsage-rollback-")?;
             let p = d.path().to_path_buf();
             tmpdir = Some(d);
             p

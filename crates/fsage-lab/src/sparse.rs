@@ -5,7 +5,7 @@
 
 use crate::{Error, Result};
 use fsage_sys::{is_block_device, TempPath};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Instant;
@@ -242,10 +242,9 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
     };
     let device = is_block_device(dest);
     let (f, tmp) = if device {
-        let f = OpenOptions::new()
-            .write(true)
-            .open(dest)
-            .map_err(|e| Error::io(dest, "", e))?;
+        // Exclusively: the kernel refuses while a mount, RAID or btrfs holds the device, and
+        // nobody can take it while the copy runs.
+        let f = fsage_sys::open_device_exclusive(dest)?;
         let dsize = fsage_sys::file_size(&f, dest)?;
         if dsize < size {
             crate::bail!(
@@ -256,13 +255,8 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         }
         (f, None)
     } else {
-        let tmp = TempPath::beside(dest)?;
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(tmp.path())
-            .map_err(|e| Error::io(tmp.path(), "", e))?;
-        f.set_len(size).map_err(|e| Error::io(tmp.path(), "", e))?;
+        let (tmp, f) = TempPath::create_beside(dest, "the copy", 0o666)?;
+        f.set_len(size).map_err(|e| Error::io(dest, "", e))?;
         (f, Some(tmp))
     };
     let wpath = tmp.as_ref().map_or(dest, |t| t.path());

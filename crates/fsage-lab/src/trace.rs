@@ -233,7 +233,9 @@ static INSTANCE_SEQ: AtomicU64 = AtomicU64::new(0);
 type ReaderResult = Result<Vec<BlockRq>>;
 
 /// A running trace of one device's block requests; [`BlockTrace::finish`] stops it and returns
-/// them in issue order. Dropping it stops it too and removes its instance.
+/// them in issue order. Dropping it stops it too and removes its instance. A trace without
+/// completions can also hand over what it has so far ([`BlockTrace::drain`]), so that a long
+/// trace (a replay writing many gigabytes) is consumed as it goes instead of kept whole.
 pub struct BlockTrace {
     instance: PathBuf,
     stop: Arc<AtomicBool>,
@@ -242,6 +244,11 @@ pub struct BlockTrace {
     completions: bool,
     reader: Option<std::thread::JoinHandle<ReaderResult>>,
     registered: bool,
+    /// Without completions: the requests read and not yet drained.
+    taken: Arc<Mutex<Vec<BlockRq>>>,
+    /// How many times the reader found the buffer empty (a drain waits for two more: then
+    /// every event recorded before it was called has been read).
+    empty_reads: Arc<AtomicU64>,
 }
 
 fn wr(p: &Path, v: &str) -> Result<()> {
@@ -339,6 +346,8 @@ impl BlockTrace {
             completions,
             reader: None,
             registered: true,
+            taken: Arc::new(Mutex::new(Vec::new())),
+            empty_reads: Arc::new(AtomicU64::new(0)),
         };
         fs::create_dir(&t.instance)
             .map_err(|e| Error::io(&t.instance, "cannot make a trace instance", e))?;
@@ -372,6 +381,8 @@ impl BlockTrace {
             .map_err(|e| Error::io(&pipe, "", e))?;
         let stop = t.stop.clone();
         let outstanding = t.outstanding.clone();
+        let taken = t.taken.clone();
+        let empty_reads = t.empty_reads.clone();
         let want_dev = (ma, mi);
         t.reader = Some(std::thread::spawn(move || {
             let mut out = Vec::new();
@@ -385,11 +396,32 @@ impl BlockTrace {
                         partial.push_str(&String::from_utf8_lossy(&buf[..n]));
                         while let Some(i) = partial.find('\n') {
                             let line: String = partial.drain(..=i).collect();
-                            if let Some(e) = parse_event(&line).filter(|e| e.dev == want_dev) {
+                            let Some(e) = parse_event(&line).filter(|e| e.dev == want_dev) else {
+                                continue;
+                            };
+                            if completions {
                                 matcher.take(&e, filter, &mut out);
+                            } else if !e.complete
+                                && e.sectors > 0
+                                && filter.keeps(e.kind, e.sectors)
+                            {
+                                // Nothing to pair: hand the request over as it comes.
+                                out.push(BlockRq {
+                                    sector: e.sector,
+                                    sectors: e.sectors,
+                                    read: e.kind == RqKind::Read,
+                                    kind: e.kind,
+                                    issue_ns: e.at_ns,
+                                    complete_ns: None,
+                                });
                             }
                         }
-                        outstanding.store(matcher.outstanding(), Ordering::SeqCst);
+                        if completions {
+                            outstanding.store(matcher.outstanding(), Ordering::SeqCst);
+                        } else if !out.is_empty() {
+                            let mut t = taken.lock().unwrap_or_else(|e| e.into_inner());
+                            t.append(&mut out);
+                        }
                         continue;
                     }
                     Ok(_) => {}
@@ -397,9 +429,14 @@ impl BlockTrace {
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(Error::operation(format!("{}: {e}", pipe.display()))),
                 }
+                empty_reads.fetch_add(1, Ordering::SeqCst);
                 if stop.load(Ordering::SeqCst) {
                     idle_after_stop += 1;
                     if idle_after_stop >= 3 {
+                        if !completions {
+                            let mut t = taken.lock().unwrap_or_else(|e| e.into_inner());
+                            out = std::mem::take(&mut *t);
+                        }
                         return Ok(out);
                     }
                 }
@@ -409,10 +446,52 @@ impl BlockTrace {
         Ok(t)
     }
 
+    /// A trace without completions: the requests recorded since the last drain (or the start),
+    /// in issue order, every one issued before this call included (it waits until the reader
+    /// has emptied the buffer twice since). The trace goes on.
+    pub fn drain(&self) -> Result<Vec<BlockRq>> {
+        if self.completions {
+            crate::bail!("a trace with completions is read whole, by finish");
+        }
+        let seen = self.empty_reads.load(Ordering::SeqCst);
+        let t = std::time::Instant::now();
+        while self.empty_reads.load(Ordering::SeqCst) < seen + 2 {
+            if self.reader.as_ref().is_none_or(|h| h.is_finished()) {
+                crate::fail!("the trace's reader stopped");
+            }
+            if t.elapsed() > Duration::from_secs(120) {
+                crate::fail!("the trace's reader did not catch up within 120 s");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(self.take())
+    }
+
+    /// A trace without completions: the requests read so far and not yet taken (without
+    /// waiting for the reader to catch up; [`BlockTrace::drain`] waits).
+    pub fn take(&self) -> Vec<BlockRq> {
+        let mut taken = self.taken.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *taken)
+    }
+
+    /// Events the trace buffer lost so far (it overflowed faster than it was read).
+    pub fn lost_events(&self) -> u64 {
+        self.overruns()
+    }
+
     /// Stops recording; the requests in issue order, or an error when events were lost. With
     /// completions, requests still outstanding get up to 200 ms to complete (new issues are no
     /// longer recorded meanwhile); any that do not keep no completion time.
-    pub fn finish(mut self) -> Result<Vec<BlockRq>> {
+    pub fn finish(self) -> Result<Vec<BlockRq>> {
+        let (rqs, lost) = self.finish_counting_losses()?;
+        if lost > 0 {
+            crate::fail!("the trace buffer lost {lost} events");
+        }
+        Ok(rqs)
+    }
+
+    /// As [`BlockTrace::finish`], and the events the buffer lost instead of an error for them.
+    pub fn finish_counting_losses(mut self) -> Result<(Vec<BlockRq>, u64)> {
         let ev = self.instance.join("events/block/block_rq_issue/enable");
         wr(&ev, "0")?;
         if self.completions {
@@ -435,11 +514,7 @@ impl BlockTrace {
             .map(|h| h.join())
             .unwrap_or(Ok(Ok(Vec::new())))
             .map_err(|_| Error::operation("the trace reader thread panicked"))??;
-        let lost = self.overruns();
-        if lost > 0 {
-            crate::fail!("the trace buffer lost {lost} events");
-        }
-        Ok(r)
+        Ok((r, self.overruns()))
     }
 
     fn overruns(&self) -> u64 {

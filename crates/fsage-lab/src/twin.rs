@@ -66,15 +66,8 @@ impl FreshTwin {
     /// file system of that size offers (a dry run reads its usable space).
     pub fn new(kind: FsKind, size: u64, mkfs_opts: &[String]) -> Result<FreshTwin> {
         kind.check_tools()?;
-        let dir = shm_dir().join(format!(
-            "fsage-twin-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| Error::operation(format!("{}: {e}", dir.display())))?;
+        // A random name made with mode 0700: nobody else can plant it or reach into it.
+        let dir = fsage_sys::safe::create_private_dir(&shm_dir(), "fsage-twin-")?;
         let mut twin = FreshTwin {
             mounted: None,
             dir,

@@ -333,7 +333,7 @@ pub fn probe(dir: &Path, bytes: u64) -> Result<Probe, crate::Error> {
             dir.display()
         )));
     }
-    let path: PathBuf = dir.join(format!(".fsage-probe-{}", std::process::id()));
+    let path: PathBuf = dir.join(format!(".fsage-probe-{}", fsage_sys::safe::random_hex()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .read(true)

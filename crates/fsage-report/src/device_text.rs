@@ -72,7 +72,29 @@ pub fn cost(r: &CostReport) -> String {
             format_latency(r.host_path_ns)
         );
     }
+    let _ = writeln!(
+        s,
+        "think      {} ({} in all, before {} of the requests{})",
+        r.think,
+        secs(r.think_ns),
+        r.waited,
+        r.median_think_ns.map_or(String::new(), |m| format!(
+            "; the trace's median recorded think time {}",
+            format_latency(m)
+        ))
+    );
     let _ = writeln!(s, "response   {}", dist(&r.response));
+    if let Some(d) = &r.drive {
+        let _ = writeln!(
+            s,
+            "drive      {d}; pages it never saw written read {}",
+            match r.unwritten {
+                fsage_device::UnwrittenReads::LbaOrder =>
+                    "as data written in logical order from erased (lba-order)",
+                fsage_device::UnwrittenReads::Free => "as zeros without flash (free)",
+            }
+        );
+    }
     s + &model_stats(&r.stats)
 }
 
@@ -109,5 +131,58 @@ pub(crate) fn model_stats(st: &ModelStats) -> String {
             st.free_blocks
         );
     }
+    s + &ssd_reads(st)
+}
+
+/// An SSD's reads: their sizes, how much flash and how many dies each needed, where pages
+/// waited for their dies, and the pages served without a flash read of their own (three lines;
+/// none for a model that counts none of it).
+pub(crate) fn ssd_reads(st: &ModelStats) -> String {
+    let mut s = String::new();
+    if st.read_bytes == 0 && st.host_flash_reads == 0 && st.unwritten_reads == 0 {
+        return s;
+    }
+    let per = |x: u64| {
+        if st.reads == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", x as f64 / st.reads as f64)
+        }
+    };
+    let limits = fsage_device::ReadSizes::LIMITS_KIB;
+    let sizes: Vec<String> = st
+        .read_sizes
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match limits.get(i) {
+            Some(k) => format!("{n} ≤{k}K"),
+            None => format!("{n} more"),
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "reads      {} host reads, mean {} ({}); {} flash page reads and {} dies per read",
+        st.reads,
+        st.mean_read_bytes()
+            .map_or("-".into(), |b| format_size(b.round() as u64)),
+        sizes.join(", "),
+        per(st.host_flash_reads),
+        per(st.read_dies)
+    );
+    let _ = writeln!(
+        s,
+        "die waits  {} page reads waited for a die busy with the same read, {} for one busy with \
+         another request ({:.3} s in all)",
+        st.die_waits_same,
+        st.die_waits_other,
+        st.die_wait_ns as f64 / 1e9
+    );
+    let _ = writeln!(
+        s,
+        "pages      {} never written by the drive's history, {} discarded (zeros), {} from the \
+         write buffer",
+        st.unwritten_reads, st.discarded_reads, st.buffer_reads
+    );
     s
 }

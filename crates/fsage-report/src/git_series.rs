@@ -88,6 +88,10 @@ pub fn render(s: &GitSeries) -> String {
             m.name, m.description
         );
     }
+    let how = how_costed(s);
+    if !how.is_empty() {
+        let _ = writeln!(o, "{}", how.trim());
+    }
     if let Some(d) = &s.traces_dir {
         let _ = writeln!(o, "traces: {d} (fsage dev cost reads them)");
     }
@@ -193,6 +197,25 @@ pub fn render(s: &GitSeries) -> String {
     );
     if let Some(e) = s.rows.last().and_then(|r| r.aged.trace_error.as_ref()) {
         let _ = writeln!(o, "no layout score: {e}");
+    }
+    if let Some(d) = &s.drives_dir {
+        let _ = writeln!(
+            o,
+            "aged drives: {d} (fsage dev cost --drive-state reads them)"
+        );
+    }
+    for n in &s.drive_notes {
+        let _ = writeln!(o, "drives: {n}");
+    }
+    if let Some(r) = s.rows.last() {
+        for m in &models {
+            for (which, i) in [("aged", &r.aged), ("clean", &r.clean)] {
+                let line = i.modeled_on(m).map(ssd_counters).unwrap_or_default();
+                if !line.is_empty() {
+                    let _ = writeln!(o, "{m} at pull {}, {which}: {line}", r.pulls);
+                }
+            }
+        }
     }
     o
 }
@@ -313,6 +336,71 @@ pub fn csv(s: &GitSeries) -> String {
     o
 }
 
+/// How the series' traces were costed and its replay synced, in one sentence for the text and
+/// the HTML report (empty without cost models and without a sync).
+pub fn how_costed(s: &GitSeries) -> String {
+    let mut out = String::new();
+    if !s.cost_models.is_empty() {
+        out.push_str(&match s.cost_think {
+            fsage_device::Think::Recorded => " Think time: as recorded (the host's wall-clock \
+                 gaps, its load included)."
+                .to_string(),
+            fsage_device::Think::None => " Think time: none (the device alone).".to_string(),
+            fsage_device::Think::Median => {
+                " Think time: each trace's median recorded gap before every read that waited."
+                    .to_string()
+            }
+            fsage_device::Think::Fixed(ns) => format!(
+                " Think time: {} before every read that waited for another (fixed).",
+                fsage_units::format_latency(ns)
+            ),
+        });
+    }
+    if s.sync_each_pull {
+        out.push_str(" The aged file system was synced after every pull.");
+    }
+    if !s.aged_drives.is_empty() {
+        let _ = write!(
+            out,
+            " Drives: {} costed on each instance's own drive (the aged one fed every write, \
+             discard and write-zeroes of the replay, the clean one those of its copy; mkfs fed to \
+             neither; pages a drive never saw written read as data written in logical order).",
+            s.aged_drives.join(", ")
+        );
+    }
+    out
+}
+
+/// Where an SSD model's time went over one costed grep: reads per request, dies, die waits,
+/// pages its drive never saw written (one line; empty for a model that counts none of it).
+pub fn ssd_counters(m: &fsage_git::ModeledFigures) -> String {
+    let Some(st) = &m.stats else {
+        return String::new();
+    };
+    if st.read_bytes == 0 && st.host_flash_reads == 0 {
+        return String::new();
+    }
+    let per = |x: u64| {
+        if st.reads == 0 {
+            0.0
+        } else {
+            x as f64 / st.reads as f64
+        }
+    };
+    format!(
+        "{} reads of {:.1} KiB mean, {:.2} flash reads and {:.2} dies per read, die waits {} \
+         within a read and {} on another request ({:.3} s), {} pages never written",
+        st.reads,
+        st.mean_read_bytes().unwrap_or(0.0) / 1024.0,
+        per(st.host_flash_reads),
+        per(st.read_dies),
+        st.die_waits_same,
+        st.die_waits_other,
+        st.die_wait_ns as f64 / 1e9,
+        st.unwritten_reads
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,7 +434,12 @@ mod tests {
             device_model: None,
             grep_reps: 1,
             cost_models: vec![],
+            cost_think: fsage_device::Think::default(),
+            sync_each_pull: true,
             traces_dir: None,
+            aged_drives: vec![],
+            drives_dir: None,
+            drive_notes: vec![],
             replay_seconds: 1.0,
             measure_seconds: 2.0,
             commits_per_second: Some(2.0),
@@ -390,6 +483,8 @@ mod tests {
             seconds: secs,
             seconds_per_gib: secs * 100.0,
             requests: 10,
+            think_seconds: 0.0,
+            ..Default::default()
         };
         let r = &mut s.rows[0];
         r.aged.grep_samples = vec![0.3, 0.2, 0.25];

@@ -88,16 +88,13 @@ pub fn run(spec: &BenchSpec, progress: &mut dyn FnMut(&str)) -> Result<BenchRepo
         return Err(Error::input("no latencies to measure"));
     }
     let load_before = load();
+    // A random name made exclusively: nothing of anyone else's is removed or opened.
     let image = PathBuf::from(format!(
         "/dev/shm/fsage-dev-bench-{}.img",
-        std::process::id()
+        fsage_sys::safe::random_hex()
     ));
-    let _ = std::fs::remove_file(&image);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&image)
-        .map_err(|e| crate::Error::io(&image, "", e))?;
+    let f =
+        fsage_sys::safe::create_new(&image, 0o600).map_err(|e| crate::Error::io(&image, "", e))?;
     // Real data, not holes: both devices then read what a used disk holds.
     f.set_len(spec.size)
         .map_err(|e| crate::Error::io(&image, "", e))?;

@@ -405,6 +405,9 @@ pub fn serve(dir: &Path) -> Result<()> {
         Some(spec) if rec.model_runs_in_thread() => {
             let mut m = spec.build(rec.size)?;
             load_drive_state(&rec, m.as_mut())?;
+            if let Some(rule) = rec.unwritten_reads {
+                m.set_unwritten_reads(rule);
+            }
             if rec.model_thread {
                 m = Box::new(Deferred::new(m));
             }
@@ -453,6 +456,8 @@ pub fn serve(dir: &Path) -> Result<()> {
         fuser::MountOption::FSName(format!("fsage-slowdev:{}", rec.name)),
         fuser::MountOption::Subtype("fsage-slowdev".into()),
         fuser::MountOption::RW,
+        fuser::MountOption::NoSuid,
+        fuser::MountOption::NoDev,
     ];
     config.n_threads = Some(rec.threads);
     config.clone_fd = true;
@@ -760,8 +765,8 @@ fn load_drive_state(rec: &DeviceRecord, m: &mut dyn fsage_device::DeviceModel) -
     if !loads {
         return Ok(());
     }
-    let bytes =
-        std::fs::read(file).map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
+    let bytes = crate::device::read_nofollow(file)
+        .map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
     m.load_state(&bytes)
         .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     let mark = crate::registry::in_use_mark(file);
@@ -778,7 +783,8 @@ fn save_drive_state(rec: &DeviceRecord, m: &Modeled) -> Result<()> {
     let Some(bytes) = m.with_model(|d| d.save_state()) else {
         return Ok(());
     };
-    fsage_sys::write_atomic(file, &bytes).map_err(|e| {
+    // Root's alone (mode 0600).
+    fsage_sys::write_atomic_private(file, &bytes).map_err(|e| {
         Error::operation(format!(
             "{}: cannot save the drive state: {e}",
             file.display()

@@ -78,18 +78,12 @@ impl SlowDevice {
                 (absolute(path)?, *size, Some(path.clone()))
             }
             Backing::Scratch { size } => {
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0);
+                // A random name, made exclusively: nobody can plant it.
                 let path = PathBuf::from(format!(
-                    "/dev/shm/fsage-dev-{}-{nanos}.img",
-                    std::process::id()
+                    "/dev/shm/fsage-dev-{}.img",
+                    fsage_sys::safe::random_hex()
                 ));
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
+                let f = fsage_sys::safe::create_new(&path, 0o600)
                     .map_err(|e| Error::io(&path, "cannot make the scratch file", e))?;
                 f.set_len(*size).map_err(|e| Error::io(&path, "", e))?;
                 (path.clone(), *size, Some(path))
@@ -166,6 +160,7 @@ impl SlowDevice {
             io_flusher_error: None,
             state_file,
             state_note,
+            unwritten_reads: spec.unwritten_reads,
         };
         let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
         let mut child = match started {
@@ -525,7 +520,8 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
         }
     };
     let log_path = dir.join("daemon.log");
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, "", e))?;
+    let log =
+        fsage_sys::safe::create_new(&log_path, 0o600).map_err(|e| Error::io(&log_path, "", e))?;
     let log2 = log.try_clone().map_err(|e| Error::io(&log_path, "", e))?;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -668,6 +664,14 @@ pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
 /// saved there (checked now, so that a damaged or mismatched file is refused before anything
 /// runs), or a fresh drive (asked for, none saved, or the last device on the image did not stop
 /// cleanly).
+/// A file's bytes, never through a symbolic link at its last component.
+pub(crate) fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    fsage_sys::safe::open_read_nofollow(p)?.read_to_end(&mut b)?;
+    Ok(b)
+}
+
 fn check_saved_state(
     mut model: Box<dyn fsage_device::DeviceModel>,
     image: &std::path::Path,
@@ -678,7 +682,8 @@ fn check_saved_state(
     if fresh {
         return Ok((file, "a fresh drive (asked for)".into()));
     }
-    if !file.exists() {
+    let what = "the drive state beside the image";
+    if fsage_sys::safe::lstat_own_name(&file, what)?.is_none() {
         let note = if mark.exists() {
             format!(
                 "a fresh drive: the last device on this image did not stop cleanly, so its \
@@ -690,7 +695,7 @@ fn check_saved_state(
         };
         return Ok((file, note));
     }
-    let bytes = std::fs::read(&file)
+    let bytes = read_nofollow(&file)
         .map_err(|e| Error::io(&file, "cannot read the saved drive state", e))?;
     model.load_state(&bytes).map_err(|e| {
         Error::input(format!(

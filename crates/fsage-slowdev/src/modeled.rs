@@ -268,6 +268,16 @@ fn minus(a: &ModelStats, b: &ModelStats) -> ModelStats {
         host_pages: a.host_pages.saturating_sub(b.host_pages),
         // A level, not a count: the newer one.
         free_blocks: a.free_blocks,
+        read_bytes: a.read_bytes.saturating_sub(b.read_bytes),
+        read_sizes: a.read_sizes.minus(&b.read_sizes),
+        host_flash_reads: a.host_flash_reads.saturating_sub(b.host_flash_reads),
+        read_dies: a.read_dies.saturating_sub(b.read_dies),
+        die_waits_same: a.die_waits_same.saturating_sub(b.die_waits_same),
+        die_waits_other: a.die_waits_other.saturating_sub(b.die_waits_other),
+        die_wait_ns: a.die_wait_ns.saturating_sub(b.die_wait_ns),
+        buffer_reads: a.buffer_reads.saturating_sub(b.buffer_reads),
+        unwritten_reads: a.unwritten_reads.saturating_sub(b.unwritten_reads),
+        discarded_reads: a.discarded_reads.saturating_sub(b.discarded_reads),
     }
 }
 

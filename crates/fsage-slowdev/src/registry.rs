@@ -6,6 +6,7 @@
 use crate::{Error, Latencies, Result};
 use fsage_device::{ModelKind, ModelSpec};
 use serde::{Deserialize, Serialize};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// `device.json`: how a device was made and where its parts are.
@@ -48,6 +49,9 @@ pub struct DeviceRecord {
     /// The drive state was loaded from `state_file` (else the drive started fresh), and why.
     #[serde(default)]
     pub state_note: Option<String>,
+    /// How the model reads pages its drive never saw written, when not its own rule (free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
 }
 
 pub(crate) use fsage_device::in_use_mark;
@@ -88,12 +92,12 @@ impl Registry {
 
     /// Makes a new, empty device directory with the first free name.
     pub(crate) fn allocate(&self) -> Result<(String, PathBuf)> {
-        std::fs::create_dir_all(&self.root)
-            .map_err(|e| Error::io(&self.root, "cannot make the registry", e))?;
+        // Root's alone: a record someone else wrote would name what destroy removes and signals.
+        fsage_sys::safe::ensure_private_dir(&self.root, "the device registry")?;
         for n in 0..10_000 {
             let name = format!("sd{n}");
             let dir = self.root.join(&name);
-            match std::fs::create_dir(&dir) {
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok((name, dir)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(&dir, "", e)),

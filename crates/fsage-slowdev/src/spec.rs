@@ -105,6 +105,9 @@ pub struct DeviceSpec {
     /// Start the model's drive state afresh (an erased SSD) even when one is saved beside the
     /// image (`IMAGE.ftl`).
     pub fresh_state: bool,
+    /// How a model with a drive state reads pages it never saw written (none: the model's own
+    /// rule, zeros without flash as a real drive answers; `fsage_device::UnwrittenReads`).
+    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
 }
 
 impl DeviceSpec {
@@ -122,6 +125,7 @@ impl DeviceSpec {
             model: None,
             model_thread: false,
             fresh_state: false,
+            unwritten_reads: None,
         }
     }
 

@@ -31,12 +31,14 @@ pub fn mounts_of_device(dev: &Path) -> Result<Vec<MountEntry>, Error> {
 }
 
 /// Loop devices whose backing file is `file` (compared by device and inode number, so any path
-/// to the file matches).
+/// to the file matches; a block device also by its device number, so a loop device stacked on
+/// another is found whatever node it was attached through).
 pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
     let Ok(m) = fs::metadata(file) else {
         return Vec::new();
     };
     let (dev, ino) = (m.dev(), m.ino());
+    let rdev = m.file_type().is_block_device().then_some(m.rdev());
     let mut out = Vec::new();
     let Ok(rd) = fs::read_dir("/sys/block") else {
         return out;
@@ -47,6 +49,16 @@ pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
             continue;
         }
         let base = e.path().join("loop");
+        if let Some(r) = rdev {
+            let same_device = fs::read_to_string(base.join("backing_file")).is_ok_and(|bf| {
+                fs::metadata(bf.trim())
+                    .is_ok_and(|b| b.file_type().is_block_device() && b.rdev() == r)
+            });
+            if same_device {
+                out.push(PathBuf::from(format!("/dev/{name}")));
+                continue;
+            }
+        }
         let (Ok(d), Ok(i)) = (
             fs::read_to_string(base.join("backing_dev")),
             fs::read_to_string(base.join("backing_inode")),
@@ -69,6 +81,90 @@ pub fn loops_backed_by(file: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The kernel's name of the block device `dev` (`loop3`, `sda1`), from its device number
+/// (`/sys/dev/block/MAJ:MIN`): whatever path or link the device was given by.
+pub fn block_name(dev: &Path) -> Option<String> {
+    let m = fs::metadata(dev).ok()?;
+    if !m.file_type().is_block_device() {
+        return None;
+    }
+    let (ma, mi) = dev_parts(m.rdev());
+    let link = fs::read_link(format!("/sys/dev/block/{ma}:{mi}")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
+/// The mounted btrfs file systems (by UUID) that the block device `dev` is a member of
+/// (`/sys/fs/btrfs/UUID/devices/NAME`): a multi-device btrfs is mounted from one member only, so
+/// the mount table does not name the others.
+pub fn btrfs_member_of(dev: &Path) -> Vec<String> {
+    let Some(name) = block_name(dev) else {
+        return Vec::new();
+    };
+    let Ok(rd) = fs::read_dir("/sys/fs/btrfs") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.path().join("devices").join(&name).exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Opens the block device `dev` for writing with `O_EXCL`, which the kernel refuses (EBUSY) while
+/// anything holds it exclusively: a mounted file system (every member of a multi-device btrfs),
+/// a RAID or device-mapper device built on it, a swap area, another exclusive opener. fsage
+/// writes a device only through such a descriptor, and refuses, even when forced, a device that
+/// backs a loop device or is a member of a mounted btrfs ([`check_device_unused`]).
+pub fn open_device_exclusive(dev: &Path) -> Result<fs::File, Error> {
+    use rustix::fs::{Mode, OFlags};
+    check_device_unused(dev)?;
+    rustix::fs::open(
+        dev,
+        OFlags::RDWR | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(fs::File::from)
+    .map_err(|e| match e {
+        rustix::io::Errno::BUSY => Error::input(format!(
+            "{}: in use (mounted, a member of a mounted multi-device file system, RAID or device              mapper, or swap): the kernel refuses exclusive access; fsage never formats or writes              a device in use, even when forced",
+            dev.display()
+        )),
+        e => Error::io(dev, "", e.into()),
+    })
+}
+
+/// Refuses a block device that another block device reads through without the kernel's
+/// exclusive claim: a loop device whose backing file it is (`/sys/block/loop*/loop/
+/// backing_file`, as in `losetup LB LA` with a file system on LB), or a member of a mounted
+/// btrfs. Writing it would corrupt what is mounted above.
+pub fn check_device_unused(dev: &Path) -> Result<(), Error> {
+    let loops = loops_backed_by(dev);
+    if !loops.is_empty() {
+        return Err(Error::input(format!(
+            "{}: the backing device of {}; fsage never formats or writes a device another              device is built on, even when forced: detach it first",
+            dev.display(),
+            loops
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if let Some(uuid) = btrfs_member_of(dev).first() {
+        return Err(Error::input(format!(
+            "{}: a member of the mounted btrfs {uuid}; fsage never formats or writes a device in              use, even when forced: unmount it first",
+            dev.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `dev` may be formatted by a tool (mkfs) that opens it itself: unused as
+/// [`check_device_unused`] says, and not held exclusively by anyone (an `O_EXCL` open, closed
+/// again before the tool runs, since mkfs opens the device exclusively itself).
+pub fn check_device_exclusive(dev: &Path) -> Result<(), Error> {
+    open_device_exclusive(dev).map(drop)
 }
 
 pub fn is_block_device(path: &Path) -> bool {

@@ -9,11 +9,14 @@ pub mod error;
 pub mod ioctl;
 pub mod mountinfo;
 pub mod platform;
+pub mod safe;
 pub mod temp;
 pub mod tool;
 
 pub use dev::{
-    file_size, is_block_device, loops_backed_by, mount_table, mounts_of_device, size_of,
+    block_name, btrfs_member_of, check_device_exclusive, check_device_unused, file_size,
+    is_block_device, loops_backed_by, mount_table, mounts_of_device, open_device_exclusive,
+    size_of,
 };
 pub use error::{Error, Remedy};
 pub use platform::PlatformKind;
@@ -23,8 +26,9 @@ pub use platform::PlatformKind;
 pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
     name == "lost+found" || name == ".nilfs"
 }
+use safe::parent_dir;
 pub use temp::TempPath;
-pub use tool::{kernel_release, run_tool};
+pub use tool::{kernel_release, run_tool, run_with_cpu_time, Timed};
 
 pub use mountinfo::{is_mount_point, mounts, MountEntry};
 use rustix::fs::{statfs, statvfs, StatVfsMountFlags};
@@ -191,39 +195,37 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// A sibling temporary path of `path`: `.NAME.fsage-tmpPID`, on the same file system so that the
-/// rename is atomic.
-pub fn temp_sibling(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    parent_dir(path).join(format!(".{name}.fsage-tmp{}", std::process::id()))
-}
-
-fn parent_dir(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
 /// Writes `contents` to `path` through a temporary sibling, fsync, rename and an fsync of the
 /// directory: after it returns the new contents survive a crash; before, the old ones are intact.
+/// The temporary file has a random name and is created exclusively, never through a planted
+/// file or symbolic link ([`safe::create_temp_beside`]); a symbolic link at `path` itself is
+/// replaced, not followed. The file is readable by all (mode 0666 less the umask), as
+/// `File::create` makes it; [`write_atomic_private`] makes one only root reads.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
-    let tmp = temp_sibling(path);
-    let write = || -> io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
+    write_atomic_mode(path, contents, 0o666)
+}
+
+/// [`write_atomic`] of a file only its owner may read (mode 0600): a drive's state, whatever
+/// may hold what another user should not see.
+pub fn write_atomic_private(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    write_atomic_mode(path, contents, 0o600)
+}
+
+fn write_atomic_mode(path: &Path, contents: &[u8], mode: u32) -> Result<(), WriteError> {
+    let err = |err| WriteError {
+        path: path.to_path_buf(),
+        err,
+    };
+    let (tmp, mut f) = safe::create_temp_beside(path, mode).map_err(err)?;
+    let mut write = || -> io::Result<()> {
         f.write_all(contents)?;
         f.sync_all()?;
         fs::rename(&tmp, path)?;
         fs::File::open(parent_dir(path))?.sync_all()
     };
-    write().map_err(|err| {
+    write().map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        WriteError {
-            path: path.to_path_buf(),
-            err,
-        }
+        err(e)
     })
 }
 
@@ -310,11 +312,28 @@ mod tests {
     }
 
     #[test]
+    fn atomic_write_replaces_a_link_without_following_it_and_private_is_0600() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        let p = d.path().join("r.json");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        write_atomic_private(&p, b"new").unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"keep");
+        let m = fs::symlink_metadata(&p).unwrap();
+        assert!(m.is_file());
+        assert_eq!(m.mode() & 0o777, 0o600);
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+    }
+
+    #[test]
     fn atomic_write_into_a_missing_directory_names_the_file() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("nope/r.json");
         let e = write_atomic(&p, b"x").unwrap_err();
         assert!(e.to_string().contains("nope/r.json"), "{e}");
+        assert!(!e.to_string().contains("fsage-tmp"), "{e}");
         let e = check_writable_file(&p).unwrap_err().to_string();
         assert!(
             e.contains("nope/r.json") && e.contains("its directory"),

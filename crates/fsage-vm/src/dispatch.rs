@@ -1,11 +1,13 @@
 //! fsage re-running itself in a guest: `age --fs f2fs` on a host whose kernel has no f2fs runs
 //! the same command line in a VM whose kernel has it. The command line is passed unchanged and
-//! the directories of the files it names are shared read-write at their own paths, so it means
-//! the same there: an image made by the guest is a file on the host, loop-mounted in the guest,
-//! and the state and reports land beside it as they would natively.
+//! each directory of a file it writes is given to the guest staged at its own path (the files
+//! it names and their neighbours, nothing else of the directory; see [`crate::share`]), so it
+//! means the same there: an image made by the guest is a file on the host, loop-mounted in the
+//! guest, and the state and reports land beside it as they would natively.
 
 use crate::accel::AccelRequest;
 use crate::run::{run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS, DEFAULT_MEM_MIB};
+use crate::share::{neighbours, Access, Share};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -40,35 +42,92 @@ pub struct SelfRun {
     pub file_systems: Vec<String>,
     /// Block devices the command names (virtio disks at their paths).
     pub disks: Vec<PathBuf>,
-    /// Files and directories the command reads or writes: their directories are shared.
-    pub paths: Vec<PathBuf>,
+    /// Files the command writes (an image, its report, its state): the guest gets each one's
+    /// directory staged, with the file and its neighbours `NAME.*` in it.
+    pub writes: Vec<PathBuf>,
+    /// Files the command only reads (a profile, a model file): under a directory the guest has
+    /// of its own (/tmp, /dev/shm, /run) or under one of the staged directories (which hide
+    /// the rest of theirs), a copy in a staged share; elsewhere the guest reads them through
+    /// the host's root, read-only.
+    pub reads: Vec<PathBuf>,
     /// fsage's arguments (after the program name), as given.
     pub args: Vec<String>,
 }
 
-/// The directories to share for `paths`: each existing directory, or the directory holding a
-/// file (made or not). `/` itself is never shared (the host's root stays read-only).
-pub fn shares_for(paths: &[PathBuf], cwd: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for p in paths {
+/// The shares for a command that writes `writes` and reads `reads` (relative to `cwd`): one
+/// staged share per directory, writable when the command writes there. `/` itself is never
+/// shared (the host's root stays read-only), nor a directory that does not exist (the command
+/// then fails in the guest as it would here).
+pub fn shares_for(writes: &[PathBuf], reads: &[PathBuf], cwd: &Path) -> Vec<Share> {
+    let mut out: Vec<Share> = Vec::new();
+    let split = |p: &PathBuf| {
         let abs = cwd.join(p);
-        let dir = if abs.is_dir() {
-            abs
-        } else {
-            match abs.parent() {
-                Some(d) => d.to_path_buf(),
-                None => continue,
+        let name = abs.file_name()?.to_os_string();
+        let dir = abs.parent()?.to_path_buf();
+        (dir.parent().is_some() && dir.is_dir()).then_some((dir, name))
+    };
+    fn entry(out: &mut Vec<Share>, dir: PathBuf, writable: bool) -> &mut Share {
+        let i = match out.iter().position(|s| s.dir == dir) {
+            Some(i) => i,
+            None => {
+                out.push(if writable {
+                    Share::staged(dir)
+                } else {
+                    Share::staged_read_only(dir)
+                });
+                out.len() - 1
             }
         };
-        if dir.parent().is_none() || !dir.is_dir() {
+        let s = &mut out[i];
+        if let Access::Staged { writable: w, .. } = &mut s.access {
+            *w |= writable;
+        }
+        s
+    }
+    for p in writes {
+        let Some((dir, name)) = split(p) else {
+            continue;
+        };
+        let files = neighbours(&dir, &name);
+        if let Access::Staged { files: f, .. } = &mut entry(&mut out, dir, true).access {
+            for n in files {
+                if !f.contains(&n) {
+                    f.push(n);
+                }
+            }
+        }
+    }
+    for p in reads {
+        let Some((dir, name)) = split(p) else {
+            continue;
+        };
+        // A directory the guest has of its own, or one a staged share hides: a copy there.
+        let hidden = crate::guest_private(&dir).is_some()
+            || out
+                .iter()
+                .any(|s| s.is_writable() && dir.starts_with(&s.dir));
+        if !hidden || !dir.join(&name).is_file() {
             continue;
         }
-        if !out.iter().any(|s| dir.starts_with(s)) {
-            out.retain(|s| !s.starts_with(&dir));
-            out.push(dir);
+        if let Access::Staged { reads: r, .. } = &mut entry(&mut out, dir, false).access {
+            if !r.contains(&name) {
+                r.push(name);
+            }
         }
     }
     out
+}
+
+/// `shares` plus, when the program `exe` lies under a staged directory (which hides the rest
+/// of its directory), its own directory read-only.
+pub fn with_program(mut shares: Vec<Share>, exe: &Path) -> Vec<Share> {
+    let hidden = shares
+        .iter()
+        .any(|s| matches!(s.access, Access::Staged { .. }) && exe.starts_with(&s.dir));
+    if let Some(dir) = exe.parent().filter(|_| hidden) {
+        shares.push(Share::read_only(dir));
+    }
+    shares
 }
 
 /// Runs this fsage binary with `r.args` in a guest; its output is copied through. Returns how it
@@ -94,7 +153,7 @@ pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
                 read_only: false,
             })
             .collect(),
-        shares: shares_for(&r.paths, &cwd),
+        shares: with_program(shares_for(&r.writes, &r.reads, &cwd), &exe),
         file_systems: r.file_systems.clone(),
         command,
         cwd,
@@ -150,19 +209,62 @@ mod tests {
     }
 
     #[test]
-    fn shares_are_the_outermost_existing_directories() {
+    fn a_command_gets_the_directories_of_what_it_writes_staged_with_those_files_only() {
         let d = tempfile::tempdir().unwrap();
         let sub = d.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
+        for f in [
+            "a.img",
+            "a.img.fsage-state",
+            "a.img.report.json",
+            "a.imgx",
+            "other",
+        ] {
+            std::fs::write(sub.join(f), "x").unwrap();
+        }
+        std::fs::create_dir(sub.join("a.img.mnt")).unwrap();
+        std::fs::write(d.path().join("p.toml"), "x").unwrap();
         let s = shares_for(
             &[
-                sub.join("new.img"),
+                PathBuf::from("sub/a.img"),
                 d.path().join("report.json"),
                 PathBuf::from("/no/such/dir/x"),
                 PathBuf::from("/x"),
             ],
-            Path::new("/"),
+            // Under a staged directory: a copy there.
+            &[d.path().join("p.toml")],
+            d.path(),
         );
-        assert_eq!(s, vec![d.path().to_path_buf()]);
+        assert_eq!(
+            s,
+            vec![
+                Share::staged(&sub)
+                    .with_file("a.img")
+                    .with_file("a.img.fsage-state")
+                    .with_file("a.img.report.json"),
+                Share::staged(d.path())
+                    .with_file("report.json")
+                    .with_read("p.toml"),
+            ]
+        );
+        // A program under a staged directory is given its own directory read-only.
+        let sh = vec![Share::staged(&sub)];
+        assert_eq!(with_program(sh.clone(), Path::new("/usr/bin/fsage")), sh);
+        assert_eq!(
+            with_program(sh.clone(), &sub.join("target/fsage"))[1],
+            Share::read_only(sub.join("target"))
+        );
+        // Elsewhere (not under /tmp, /dev/shm, /run, nor a staged directory): read through
+        // the host's root.
+        let s = shares_for(&[], &[PathBuf::from("/etc/hostname")], Path::new("/"));
+        assert_eq!(s, Vec::new());
+        // A profile in /dev/shm is given as a copy, read-only where nothing is written.
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        std::fs::write(shm.path().join("p.toml"), "x").unwrap();
+        let s = shares_for(&[], &[shm.path().join("p.toml")], Path::new("/"));
+        assert_eq!(
+            s,
+            vec![Share::staged_read_only(shm.path()).with_read("p.toml")]
+        );
     }
 }

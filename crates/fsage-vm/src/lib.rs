@@ -1,7 +1,7 @@
 //! Virtual machines for fsage: boot a Debian kernel (fetched with apt into fsage's cache, never
 //! installed on the host) or a kernel given by path in QEMU, with the host's root file system
 //! shared read-only over 9p, image files as virtio block devices at their host paths, and run one
-//! command there. It exists because the host kernel may lack a file system (f2fs, nilfs2) or be
+//! command there; what it may write on the host is [`share`]'s. It exists because the host kernel may lack a file system (f2fs, nilfs2) or be
 //! the wrong version for an experiment.
 //!
 //! Timings taken in a guest are only comparable with timings taken on the same platform: the
@@ -17,6 +17,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod modules;
 pub mod run;
+pub mod share;
 
 pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
 pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
@@ -24,7 +25,11 @@ pub use dispatch::{check_visible, in_guest, reason_to_dispatch, run_self, SelfRu
 pub use info::{info, Info};
 pub use initramfs::{guest_private, GUEST_PRIVATE_DIRS};
 pub use kernel::Kernel;
-pub use run::{run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS, DEFAULT_MEM_MIB};
+pub use run::{
+    check_file_systems, check_memory, host_memory, run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS,
+    DEFAULT_MEM_MIB,
+};
+pub use share::{Access, Share};
 
 /// The error type of this crate: fsage's own, with who is to blame.
 pub type Error = fsage_sys::Error;

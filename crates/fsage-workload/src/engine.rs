@@ -224,6 +224,7 @@ pub fn run(
         ));
     }
     let mut est_bytes = 0f64;
+    let mut plan_bytes = 0u64;
     let room = parent_stat.available as f64 * 1.1 + (64u64 << 20) as f64;
     for d in &model.filesets {
         let mine = d.entries as f64 * d.prealloc as f64 / 100.0 * d.size.mean();
@@ -242,8 +243,9 @@ pub fn run(
                 ),
             });
         }
-        // The plan keeps a path, a size and a state per entry: about 200 bytes.
-        let plan_bytes = d.entries.saturating_mul(200);
+        // The plan keeps a path, a size and a state per entry: about 200 bytes (all the
+        // filesets' plans are held at once).
+        plan_bytes = plan_bytes.saturating_add(d.entries.saturating_mul(200));
         if let Some(avail) = available_memory() {
             if plan_bytes > avail / 2 {
                 return Err(Error::Parse {
@@ -252,6 +254,32 @@ pub fn run(
                     msg: format!(
                         "fileset {}: {} entries need about {} MiB of memory to plan and this machine has {} MiB available: lower entries",
                         d.name, d.entries, plan_bytes >> 20, avail >> 20
+                    ),
+                });
+            }
+        }
+    }
+    // Each thread instance holds a data buffer of its largest iosize (see `worker`).
+    let mut buf_bytes = 0u64;
+    for t in &model.threads {
+        let iomax = t
+            .flowops
+            .iter()
+            .filter_map(|f| f.iosize)
+            .max()
+            .unwrap_or(1 << 20)
+            .max(4096)
+            + 4096;
+        let n = cfg.threads.unwrap_or(t.instances);
+        buf_bytes = buf_bytes.saturating_add(iomax.saturating_mul(n));
+        if let Some(avail) = available_memory() {
+            if buf_bytes > avail / 2 {
+                return Err(Error::Parse {
+                    origin: w.origin.clone(),
+                    line: t.line,
+                    msg: format!(
+                        "thread {}: the threads' I/O buffers (instances x largest iosize) need about {} MiB of memory and this machine has {} MiB available: lower instances or iosize",
+                        t.name, buf_bytes >> 20, avail >> 20
                     ),
                 });
             }

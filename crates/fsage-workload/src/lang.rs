@@ -181,9 +181,32 @@ struct Parser<'a> {
     overrides: &'a HashMap<String, String>,
     composites: HashMap<String, Composite>,
     notes: Vec<String>,
+    /// Flowop statements read so far, a composite's body once per call (see
+    /// [`MAX_EXPANSION_STEPS`]).
+    steps: u64,
 }
 
-const MAX_FLOWOPS_PER_THREAD: usize = 10_000;
+// Bounds on what a workload file expands to: no file, however small, can make the parser (and
+// so `bench show` and `experiment plan`) run for ever or fill the memory, nor a run ask for more
+// than a machine has. Each refusal names the file, the line and the bound.
+
+/// Flowops of one thread once composite flowops are expanded (iterations times body).
+pub const MAX_FLOWOPS_PER_THREAD: usize = 10_000;
+/// Flowops of all threads once expanded.
+pub const MAX_FLOWOPS: usize = 100_000;
+/// Flowop statements the parser reads, a composite's body again at each call (12 levels of 8
+/// calls would be 8^12).
+pub const MAX_EXPANSION_STEPS: u64 = 1_000_000;
+/// Composite flowops called inside composites.
+pub const MAX_COMPOSITE_DEPTH: usize = 16;
+/// Thread instances of all threads (a process's `instances=` multiplies its threads').
+pub const MAX_THREADS: u64 = 10_000;
+/// Entries of one fileset, and of all filesets.
+pub const MAX_ENTRIES: u64 = 100_000_000;
+/// A flowop's `iosize=` (each thread holds a buffer that large; a drawn one is capped there).
+pub const MAX_IOSIZE: u64 = 1 << 30;
+/// `cvar-erlang`'s shape: each draw sums that many exponential draws.
+pub const MAX_ERLANG_SHAPE: f64 = 1000.0;
 
 impl Parser<'_> {
     fn err(&self, line: usize, msg: impl Into<String>) -> Error {
@@ -642,10 +665,19 @@ impl Parser<'_> {
                 shape: g("shape", 1.0),
                 scale: g("scale", 1.0),
             },
-            _ => Dist::Erlang {
-                shape: g("shape", 1.0).max(1.0) as u32,
-                rate: g("rate", 1.0),
-            },
+            _ => {
+                let shape = g("shape", 1.0);
+                if shape > MAX_ERLANG_SHAPE {
+                    return Err(self.err(
+                        line,
+                        format!("{ty}: shape {shape} is more than {MAX_ERLANG_SHAPE} (each draw sums that many)"),
+                    ));
+                }
+                Dist::Erlang {
+                    shape: shape.max(1.0) as u32,
+                    rate: g("rate", 1.0),
+                }
+            }
         };
         let bad = match &r.dist {
             Dist::Uniform { lo, hi } | Dist::Triangular { lo, hi, .. } => {
@@ -838,6 +870,7 @@ pub fn set_lines(text: &str) -> Vec<(usize, usize, String)> {
         overrides: &overrides,
         composites: HashMap::new(),
         notes: Vec::new(),
+        steps: 0,
     };
     let mut out = Vec::new();
     while p.pos < p.toks.len() {
@@ -878,6 +911,7 @@ pub fn parse(
         overrides,
         composites: HashMap::new(),
         notes: Vec::new(),
+        steps: 0,
     };
     let mut model = Model::default();
     while p.pos < p.toks.len() {
@@ -1303,11 +1337,21 @@ fn fileset(p: &mut Parser, line: usize, attrs: &[Attr], single: bool) -> Result<
             ),
         ));
     }
-    if fs.entries > 100_000_000 {
+    if fs.entries > MAX_ENTRIES {
         return Err(p.err(
             line,
             format!(
-                "fileset {}: entries={} is more than 10^8",
+                "fileset {}: entries={} is more than {MAX_ENTRIES}",
+                fs.name, fs.entries
+            ),
+        ));
+    }
+    // A tree one directory wide never holds more than one leaf (planning it never ended).
+    if fs.dirwidth == 1 && fs.entries > 1 {
+        return Err(p.err(
+            line,
+            format!(
+                "fileset {}: dirwidth=1 cannot hold {} entries (at least 2, or 0 for one directory)",
                 fs.name, fs.entries
             ),
         ));
@@ -1414,9 +1458,9 @@ fn process(p: &mut Parser, line: usize, model: &mut Model) -> Result<(), Error> 
             }
         }
     }
-    if instances > 1 {
+    if instances != 1 {
         for t in &mut model.threads[first_thread..] {
-            t.instances *= instances;
+            t.instances = t.instances.saturating_mul(instances);
         }
     }
     Ok(())
@@ -1430,16 +1474,27 @@ fn flowop_block(p: &mut Parser, out: &mut Vec<FlowopDef>, depth: usize) -> Resul
         match p.next().map(|t| t.t) {
             Some(Tk::P('}')) => return Ok(()),
             Some(Tk::Word(w)) if w == "flowop" => {
+                p.steps += 1;
+                if p.steps > MAX_EXPANSION_STEPS {
+                    return Err(p.err(
+                        line,
+                        format!(
+                            "the workload expands to more than {MAX_EXPANSION_STEPS} flowop \
+                             statements (each call of a composite flowop reads its body again): \
+                             call composites less deeply or less often"
+                        ),
+                    ));
+                }
                 let kind_s = match p.next().map(|t| t.t) {
                     Some(Tk::Word(k)) => k,
                     _ => return Err(p.err(line, "flowop needs a type")),
                 };
                 let attrs = p.attrs()?;
                 if let Some(c) = p.composites.get(&kind_s).cloned() {
-                    if depth > 16 {
+                    if depth > MAX_COMPOSITE_DEPTH {
                         return Err(p.err(
                             line,
-                            format!("flowop {kind_s}: composites nested more than 16 deep"),
+                            format!("flowop {kind_s}: composites nested more than {MAX_COMPOSITE_DEPTH} deep"),
                         ));
                     }
                     let mut scope = HashMap::new();
@@ -1465,10 +1520,15 @@ fn flowop_block(p: &mut Parser, out: &mut Vec<FlowopDef>, depth: usize) -> Resul
                     p.locals.pop();
                     p.pos = save;
                     r?;
-                    for _ in 0..iters {
-                        out.extend(body.iter().cloned());
-                        if out.len() > MAX_FLOWOPS_PER_THREAD {
-                            return Err(p.err(line, format!("flowop {kind_s}: more than {MAX_FLOWOPS_PER_THREAD} flowops once composites are expanded")));
+                    // Checked before anything is copied: iters=10^18 of an empty or a large
+                    // body is refused (or expands to nothing) at once.
+                    if !body.is_empty() {
+                        let room = MAX_FLOWOPS_PER_THREAD.saturating_sub(out.len()) as u128;
+                        if body.len() as u128 * iters as u128 > room {
+                            return Err(p.err(line, format!("flowop {kind_s}: iters={iters} of {} flowops makes more than the {MAX_FLOWOPS_PER_THREAD} flowops a thread may have once composites are expanded", body.len())));
+                        }
+                        for _ in 0..iters {
+                            out.extend(body.iter().cloned());
                         }
                     }
                 } else {
@@ -1530,12 +1590,19 @@ fn flowop(p: &mut Parser, line: usize, kind_s: &str, attrs: &[Attr]) -> Result<F
         match a.key.as_str() {
             "name" => f.name = p.string(a)?,
             "filesetname" | "filename" => f.fileset_name = Some(p.string(a)?),
-            "fd" => f.fd = p.int(a)? as u32,
-            "srcfd" => f.srcfd = Some(p.int(a)? as u32),
+            // Out of u32's range is out of MAX_FD's, refused below.
+            "fd" => f.fd = u32::try_from(p.int(a)?).unwrap_or(u32::MAX),
+            "srcfd" => f.srcfd = Some(u32::try_from(p.int(a)?).unwrap_or(u32::MAX)),
             "iosize" => match p.param(a)? {
+                Param::Fixed(v) if v > MAX_IOSIZE => {
+                    return Err(p.err(
+                        a.line,
+                        format!("flowop {}: iosize={v} is more than {MAX_IOSIZE} (1 GiB)", f.name),
+                    ))
+                }
                 Param::Fixed(v) => f.iosize = Some(v),
                 Param::Rand(r) => {
-                    let cap = r.upper_bound().unwrap_or(16.0 * 1048576.0).clamp(1.0, (1u64 << 30) as f64);
+                    let cap = r.upper_bound().unwrap_or(16.0 * 1048576.0).clamp(1.0, MAX_IOSIZE as f64);
                     f.iosize = Some(cap as u64);
                     f.iosize_dist = Some(RandVar {
                         max: Some(r.max.map_or(cap, |m| m.min(cap))),
@@ -1620,6 +1687,38 @@ fn check(p: &Parser, m: &mut Model) -> Result<(), Error> {
         .flat_map(|t| t.flowops.iter().map(|f| (f.kind, f.name.clone())))
         .collect();
     let dirs: Vec<bool> = m.filesets.iter().map(|f| f.dirs).collect();
+    let (mut threads, mut flowops, mut entries) = (0u64, 0usize, 0u64);
+    for f in &m.filesets {
+        entries = entries.saturating_add(f.entries);
+        if entries > MAX_ENTRIES {
+            return Err(p.err(
+                f.line,
+                format!(
+                    "fileset {}: the filesets have more than {MAX_ENTRIES} entries in all",
+                    f.name
+                ),
+            ));
+        }
+    }
+    for t in &m.threads {
+        threads = threads.saturating_add(t.instances);
+        flowops += t.flowops.len();
+        if threads > MAX_THREADS {
+            return Err(p.err(
+                t.line,
+                format!(
+                    "thread {}: the workload has more than {MAX_THREADS} thread instances in all",
+                    t.name
+                ),
+            ));
+        }
+        if flowops > MAX_FLOWOPS {
+            return Err(p.err(
+                t.line,
+                format!("thread {}: the workload has more than {MAX_FLOWOPS} flowops in all once composites are expanded", t.name),
+            ));
+        }
+    }
     for t in &mut m.threads {
         if t.instances == 0 || t.instances > 10_000 {
             return Err(p.err(

@@ -28,7 +28,10 @@ mod workload;
 
 pub use engine::{default_warmup, run, NoObserver, Observer, Phase, Progress, RunConfig, Stop};
 pub use error::{Error, Setting};
-pub use lang::parse_size;
+pub use lang::{
+    parse_size, MAX_COMPOSITE_DEPTH, MAX_ENTRIES, MAX_ERLANG_SHAPE, MAX_EXPANSION_STEPS,
+    MAX_FLOWOPS, MAX_FLOWOPS_PER_THREAD, MAX_IOSIZE, MAX_THREADS,
+};
 pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, ThreadDef};
 pub use result::{
     BenchResult, CacheLimit, Environment, FlowopResult, FlowopSummary, OpStats, RepResult, Summary,

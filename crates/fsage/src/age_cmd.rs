@@ -324,7 +324,8 @@ pub fn run(args: AgeArgs) -> CmdResult {
     // Before anything is made (an image, a mount), so Ctrl-C always cleans up.
     fsage_signals::install();
     if let Some(fs) = args.fs {
-        let mut paths: Vec<PathBuf> = [
+        // What the guest may write: the image (or mount point), its report, op log and state.
+        let writes: Vec<PathBuf> = [
             &args.target,
             &args.json,
             &args.op_log,
@@ -335,15 +336,16 @@ pub fn run(args: AgeArgs) -> CmdResult {
         .flatten()
         .cloned()
         .collect();
-        paths.extend(
-            [&args.profile, &args.device_model]
-                .into_iter()
-                .flatten()
-                .map(PathBuf::from)
-                .filter(|p| p.is_file()),
-        );
+        // What it only reads: a profile or drive model given as a file.
+        let reads: Vec<PathBuf> = [&args.profile, &args.device_model]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::from)
+            .filter(|p| p.is_file())
+            .collect();
         let disks = args.device.iter().cloned().collect();
-        if let Some(done) = crate::vm_cmd::maybe_in_vm(fs.into(), args.vm, args.no_vm, paths, disks)
+        if let Some(done) =
+            crate::vm_cmd::maybe_in_vm(fs.into(), args.vm, args.no_vm, writes, reads, disks)
         {
             return done;
         }

@@ -61,6 +61,21 @@ pub enum DevCmd {
         /// same work on a `--latency 0` device: the block layer's mean service time). Default 0.
         #[arg(long, value_name = "LAT", value_parser = parse_latency, default_value = "0")]
         host_path: u64,
+        /// What stands in for the issuer's think time before each request that waited for
+        /// another: fixed:DURATION (default fixed:50us), median (the trace's median recorded
+        /// gap), none (the device alone), or recorded (the trace's wall-clock gaps: to predict a
+        /// run recorded on the same host).
+        #[arg(long, value_name = "RULE", value_parser = crate::util::parse_think)]
+        think: Option<fsage_device::Think>,
+        /// How a model with a drive state (an SSD) reads pages it never saw written: lba-order
+        /// (default: as data written in logical order from erased, since the trace reads data
+        /// some history wrote) or free (zeros without flash, as a real drive answers).
+        #[arg(long, value_name = "RULE", default_value = "lba-order", value_parser = parse_unwritten)]
+        unwritten_reads: fsage_device::UnwrittenReads,
+        /// Start the model's drive from this saved state (an image's IMAGE.ftl, or a state
+        /// git-age kept in IMAGE.drives/) instead of an erased drive. SSD models only.
+        #[arg(long, value_name = "FILE")]
+        drive_state: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -312,9 +327,17 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             trace,
             model,
             host_path,
+            think,
+            unwritten_reads,
+            drive_state,
             json,
         } => {
-            let r = fsage_device::cost_trace_file(&trace, &model, host_path)?;
+            let opts = fsage_device::CostOptions {
+                think: think.unwrap_or_default(),
+                host_path_ns: host_path,
+                unwritten: unwritten_reads,
+            };
+            let r = fsage_device::cost_trace_file(&trace, &model, opts, drive_state.as_deref())?;
             if json {
                 print!("{}", export(&Json, &r));
             } else {
@@ -338,4 +361,8 @@ pub fn run(cmd: DevCmd) -> CmdResult {
         }
     }
     Ok(())
+}
+
+fn parse_unwritten(s: &str) -> Result<fsage_device::UnwrittenReads, String> {
+    s.parse().map_err(|e: fsage_device::Error| e.message)
 }

@@ -88,8 +88,20 @@ pub struct GitAgeArgs {
     /// Cost every grep's block trace on these device models (comma-separated: a latency such as
     /// 1ms, a built-in model such as hdd-7200, or a model file); each gets modeled seconds,
     /// seconds per GiB and an aged/clean ratio in the series. The traces stay in IMAGE.traces/.
+    /// An SSD model costs each instance's greps on a drive its own writes aged (the aged one
+    /// kept in IMAGE.drives/).
     #[arg(long, value_name = "M[,M...]", value_delimiter = ',')]
     pub cost_models: Vec<String>,
+    /// What stands in for grep's think time when the traces are costed: fixed:DURATION before
+    /// every read that waited for another (default fixed:50us: the same on a quiet and on a
+    /// loaded host), median (each trace's median recorded gap), none (the device alone), or
+    /// recorded (this run's wall-clock gaps, the host's load included).
+    #[arg(long, value_name = "RULE", default_value = "fixed:50us", value_parser = crate::util::parse_think)]
+    pub think: fsage_device::Think,
+    /// Do not sync the aged file system after every pull: writeback then runs when the host's
+    /// timing has it, as in the published scripts, and the layout varies with the host's load.
+    #[arg(long)]
+    pub no_sync: bool,
     /// Time each cold grep N times (caches dropped before each); the series keeps the median,
     /// the fastest and the slowest. The first one's trace is kept and costed.
     #[arg(long, value_name = "N", default_value_t = 3)]
@@ -224,6 +236,8 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         device,
         grep_reps: a.grep_reps,
         cost_models,
+        think: a.think,
+        sync_each_pull: !a.no_sync,
         json: a.json.clone(),
         csv: a.csv.clone(),
     };

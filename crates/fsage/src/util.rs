@@ -18,6 +18,11 @@ pub fn positive_duration(text: &str) -> Result<Duration, UnitError> {
     Ok(d)
 }
 
+/// A think-time rule for costing traces (`--think`): recorded, none, median or fixed:DURATION.
+pub fn parse_think(s: &str) -> Result<fsage_device::Think, String> {
+    s.parse().map_err(|e: fsage_device::Error| e.message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

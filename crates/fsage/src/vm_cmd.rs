@@ -49,8 +49,10 @@ pub struct VmRunArgs {
     /// An image file or block device, a virtio disk in the guest at the same path (repeat).
     #[arg(long, value_name = "IMG")]
     pub disk: Vec<PathBuf>,
-    /// A host directory the guest may write, at the same path (repeat). The rest of / is
-    /// read-only; /tmp, /dev/shm and /run are the guest's own.
+    /// A host directory the guest may write, at the same path (repeat): it may create, change
+    /// and remove anything in it, but what it makes there is root's, mode 0600 on the host,
+    /// never setuid or a device (QEMU's mapped-xattr). The rest of / is read-only; /tmp,
+    /// /dev/shm and /run are the guest's own.
     #[arg(long, value_name = "DIR")]
     pub share: Vec<PathBuf>,
     /// File systems whose modules the guest loads (comma-separated; each costs boot time under
@@ -128,9 +130,9 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
     if a.cpus == 0 {
         crate::bail_input!("--cpus: must be at least 1");
     }
-    if a.mem < (128 << 20) {
-        crate::bail_input!("--mem: at least 128M");
-    }
+    fsage_vm::check_memory(a.mem >> 20, fsage_vm::host_memory())
+        .map_err(|e| bad_input(format!("--mem: {}", e.message)))?;
+    fsage_vm::check_file_systems(&a.fs).map_err(|e| bad_input(format!("--fs: {}", e.message)))?;
     let kernel = fsage_vm::resolve_kernel(a.kernel.as_deref(), a.modules.as_deref())?;
     let opts = RunOptions {
         kernel,
@@ -145,7 +147,7 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
                 read_only: false,
             })
             .collect(),
-        shares: a.share,
+        shares: a.share.into_iter().map(fsage_vm::Share::writable).collect(),
         file_systems: a.fs,
         command: a.command,
         cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
@@ -176,11 +178,14 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
 /// Runs this fsage command line in a guest when `kind` needs it: asked for (`--vm`), or the
 /// running kernel lacks the file system and `--no-vm` was not given. `None`: run here. Never
 /// from inside a guest. Says so on stderr, with the accelerator: timings under TCG are emulated.
+/// The guest may write only `writes` (and their neighbours) and reads `reads`
+/// ([`fsage_vm::dispatch::shares_for`]).
 pub fn maybe_in_vm(
     kind: fsage_lab::FsKind,
     vm: bool,
     no_vm: bool,
-    paths: Vec<PathBuf>,
+    writes: Vec<PathBuf>,
+    reads: Vec<PathBuf>,
     disks: Vec<PathBuf>,
 ) -> Option<CmdResult> {
     let why = fsage_vm::reason_to_dispatch(kind.check_kernel(), vm, no_vm)?;
@@ -197,7 +202,8 @@ pub fn maybe_in_vm(
         kernel: None,
         file_systems: vec![kind.name().to_string()],
         disks,
-        paths,
+        writes,
+        reads,
         args: std::env::args().skip(1).collect(),
     };
     Some(match fsage_vm::run_self(&r) {

@@ -388,7 +388,9 @@ fn a_device_whose_maker_was_killed_while_its_daemon_started_is_destroyed_with_it
 /// `dev cost` on a trace small enough to cost by hand: three reads on a 1 ms fixed-latency
 /// device, the second issued while the first was outstanding, the third 50 us after the second
 /// completed (as recorded). On the model: 0 → 1 ms and 0.01 → 1.01 ms overlap, the third issued
-/// at 1.01 + 0.05 ms and done 1 ms later: 2.06 ms in all.
+/// at 1.01 + 0.05 ms and done 1 ms later: 2.06 ms in all, with the recorded think times. With
+/// the default rule (a fixed 50 us before a read that waited), the second is issued with the
+/// first (it waited for nothing) and the third 50 us after it completed: 2.05 ms.
 #[test]
 fn dev_cost_costs_a_trace_as_the_rule_says() {
     let dir = TempDir::new().unwrap();
@@ -408,10 +410,38 @@ fn dev_cost_costs_a_trace_as_the_rule_says() {
         trace.to_str().unwrap(),
         "--model",
         "1ms",
+        "--think",
+        "recorded",
         "--json",
     ]);
     let v = json(&out);
     assert_eq!(v["total_ns"], 2_060_000, "{v}");
+    assert_eq!(v["think"], "recorded");
+    assert_eq!(v["median_think_ns"], 50_000);
+    let dflt = json(&common::fsage_ok([
+        "dev",
+        "cost",
+        trace.to_str().unwrap(),
+        "--model",
+        "1ms",
+        "--json",
+    ]));
+    assert_eq!(dflt["total_ns"], 2_050_000, "{dflt}");
+    assert_eq!(
+        (&dflt["waited"], &dflt["think_ns"]),
+        (&1.into(), &50_000.into())
+    );
+    let bad = common::fsage([
+        "dev",
+        "cost",
+        trace.to_str().unwrap(),
+        "--model",
+        "1ms",
+        "--think",
+        "soon",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--think"));
     assert_eq!(v["recorded_ns"], 100_000);
     assert_eq!(v["requests"], 3);
     assert_eq!(v["closed_loop"], true);

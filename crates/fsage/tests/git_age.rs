@@ -127,7 +127,11 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
     bundle_of(repo, &bundle);
     let clone = tmp.path().join("aged.img.source.git");
     let state = &x.state;
-    let args = |extra: &[&str]| x.args(&bundle, "5", extra);
+    let args = |extra: &[&str]| {
+        let mut a = x.args(&bundle, "5", extra);
+        a.extend(["--cost-models".to_string(), "ssd-sata".to_string()]);
+        a
+    };
     let mut child = Command::new(bin()).args(args(&[])).spawn().unwrap();
     // Kill it once the first measurement is checkpointed, in the middle of what follows.
     wait_for_first_row(&mut child, state);
@@ -144,8 +148,32 @@ fn git_age_resumes_after_kill_9_to_the_same_tree_and_series_shape() {
 
     let json = tmp.path().join("series.json");
     let csv = tmp.path().join("series.csv");
+    let drives = read_json(&tmp.path().join("aged.img.drives/drives.json"));
+    let saved = drives["pulls"].as_u64().unwrap();
     let o = fsage_ok(args(&["--resume", "--json", s(&json), "--csv", s(&csv)]));
     let j = read_json(&json);
+    // The aged drive (ssd-sata) goes on from where it was saved, and the series says what it
+    // missed: the pulls the killed run replayed after that.
+    let resumed_at: u64 = stderr(&o)
+        .split("resuming at commit ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no resume line: {}", stderr(&o)));
+    assert_eq!(j["aged_drives"], serde_json::json!(["ssd-sata"]));
+    let notes: Vec<&str> = j["drive_notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
+        .unwrap_or_default();
+    if resumed_at > saved {
+        let want = format!("pulls {} to {resumed_at} were replayed", saved + 1);
+        assert!(
+            notes.iter().any(|n| n.contains(&want)),
+            "{notes:?} (saved after pull {saved}, resumed at {resumed_at})"
+        );
+    } else {
+        assert!(notes.is_empty(), "{notes:?}");
+    }
     let pulls: Vec<u64> = j["rows"]
         .as_array()
         .unwrap()
@@ -392,11 +420,26 @@ fn git_age_measures_on_a_device_running_a_disk_model() {
     let o = run(&["--resume"]);
     expect_code(&o, 2, "resume without the model");
 
-    // An SSD keeps a drive state beside a kept image when its device goes; the replay never ran
-    // through the model, so every device starts fresh and no state is left behind.
+    // An SSD: the replay never runs through the model, so each instance's writes are traced
+    // into a drive of its own (the aged one kept in IMAGE.drives/), and every device starts from
+    // it; the state a device saves beside the image when it goes is not left behind.
     let o = run_on(&ssd, &["--device-model", "ssd-sata", "--grep-reps", "2"]);
     expect_code(&o, 0, "git-age --device-model ssd-sata");
-    assert_eq!(read_json(&json)["device_model"]["name"], "ssd-sata");
+    let j = read_json(&json);
+    assert_eq!(j["device_model"]["name"], "ssd-sata");
+    assert_eq!(j["aged_drives"], serde_json::json!(["ssd-sata"]));
+    for r in j["rows"].as_array().unwrap() {
+        for inst in ["aged", "clean"] {
+            let said = r[inst]["device_drive"].as_str().unwrap_or_else(|| {
+                panic!("{inst} at {}: no device drive: {}", r["pulls"], r[inst])
+            });
+            assert!(
+                said.starts_with("the drive state saved in"),
+                "{inst}: the device started from {said}"
+            );
+        }
+    }
+    assert!(tmp.path().join("ssd.img.drives/ssd-sata.ftl").is_file());
     let left: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
         .filter_map(|e| e.ok())

@@ -431,3 +431,107 @@ fn a_guests_discards_reach_the_slow_device() {
         .unwrap_or(0);
     assert!(discards > 0, "no discard reached the device: {st}");
 }
+
+/// Issue 33: a share's path was put into the guest's setup script as shell text, so a directory
+/// named `x"; touch ...; echo "` ran `touch` in the guest (which wrote through the other share
+/// onto the host). The path is data now: the command sees the directory, and nothing ran.
+#[test]
+fn a_share_path_with_shell_text_in_it_runs_nothing() {
+    let test = "a_share_path_with_shell_text_in_it_runs_nothing";
+    if vm_or_skip(test).is_none() {
+        return;
+    }
+    let dir = shm_tmp("fsage-vm-inject-");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let pwned = out.join("pwned");
+    let evil = dir
+        .path()
+        .join(format!("x\"; touch /root{}; echo \"", s(&pwned)));
+    std::fs::create_dir_all(&evil).unwrap();
+    let o = fsage([
+        "vm",
+        "run",
+        "--fs",
+        "none",
+        "--timeout",
+        "5m",
+        "--share",
+        s(&out),
+        "--share",
+        s(&evil),
+        "--",
+        "sh",
+        "-c",
+        "test -d \"$1\" && echo seen",
+        "sh",
+        s(&evil),
+    ]);
+    expect_code(&o, 0, "vm run with a share whose path holds shell text");
+    expect_stdout(&o, "seen");
+    assert!(
+        !pwned.exists(),
+        "the share's path ran as a command in the guest"
+    );
+}
+
+/// Issue 33: shares used 9p's passthrough model with QEMU as root, so a guest's `chmod 4755`
+/// made a setuid-root program on the host that an unprivileged user then ran as root. Now the
+/// guest's modes stay in extended attributes: it believes it made a setuid file, and on the
+/// host the file is root's, mode 0600, and the user cannot run it.
+#[test]
+fn a_guest_cannot_leave_a_setuid_root_program_on_the_host() {
+    let test = "a_guest_cannot_leave_a_setuid_root_program_on_the_host";
+    if vm_or_skip(test).is_none() {
+        return;
+    }
+    let user = match TestUser::create() {
+        Ok(u) => u,
+        Err(why) => return skip(test, why),
+    };
+    let dir = shm_tmp("fsage-vm-setuid-");
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let x = dir.path().join("x");
+    let o = fsage([
+        "vm",
+        "run",
+        "--fs",
+        "none",
+        "--timeout",
+        "5m",
+        "--share",
+        s(dir.path()),
+        "--",
+        "sh",
+        "-c",
+        "cp /bin/sh \"$1\" && chmod 4755 \"$1\" && ls -l \"$1\"",
+        "sh",
+        s(&x),
+    ]);
+    expect_code(&o, 0, "the guest copies a shell and makes it setuid");
+    assert!(stdout(&o).starts_with("-rws"), "{}", stdout(&o));
+    let ran = user.sh(&format!("'{}' -p -c 'id -u' 2>&1; echo rc=$?", s(&x)));
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        !said.lines().any(|l| l.trim() == "0"),
+        "an unprivileged user ran the guest's file as root: {said}"
+    );
+    let md = std::fs::symlink_metadata(&x).unwrap();
+    assert_eq!(md.mode() & 0o6000, 0, "mode {:o} on the host", md.mode());
+}
+
+/// Issue 34: `vm run --fs zfs` was accepted (the guest loaded nothing) and `--mem 100T` failed
+/// in QEMU with exit 1; both are refused before a guest starts, exit 2, naming the flag.
+#[test]
+fn vm_run_refuses_an_unknown_file_system_and_more_memory_than_the_host_has() {
+    let o = fsage(["vm", "run", "--fs", "ext4,zfs", "--", "true"]);
+    expect_code(&o, 2, "vm run --fs zfs");
+    expect_stderr(&o, "--fs: \"zfs\": not a file system a guest loads");
+    let o = fsage(["vm", "run", "--mem", "100T", "--", "true"]);
+    expect_code(&o, 2, "vm run --mem 100T");
+    expect_stderr(
+        &o,
+        "--mem: 104857600 MiB of guest memory: more than this machine has",
+    );
+}

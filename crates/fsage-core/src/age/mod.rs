@@ -277,7 +277,7 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
     if let Some(d) = drive {
         match d.finish() {
             Ok(said) => obs.notice(Level::Info, &said),
-            Err(e) if out.is_ok() => return Err(e),
+            Err(e) if out.is_ok() => return Err(e.into()),
             Err(e) => obs.notice(Level::Warning, &format!("the drive's state: {e}")),
         }
     }

@@ -161,10 +161,7 @@ pub(super) fn resume(
                     ),
                 );
             }
-            std::fs::create_dir_all(mnt).map_err(|err| AgeError::Open {
-                path: mnt.clone(),
-                err,
-            })?;
+            fsage_sys::safe::make_mount_dir(mnt)?;
             Some(Mounted::attach_and_mount(image, mnt)?)
         }
         _ => None,

@@ -25,8 +25,11 @@ pub(super) fn with_new_fs(
     // Resolved once: the check before mkfs and the run use the same profile.
     let profile = check_plan_at(req, size, "image size")?;
     let image = absolute(&image);
-    fsage_lab::create_image(fs.kind, size, &image, &fs.mkfs_opts)?;
     let mnt = with_suffix(&image, ".mnt");
+    // Before the image is made: a link planted at IMAGE.mnt would have the image mounted over
+    // its target (and aged into it).
+    fsage_sys::safe::lstat_own_name(&mnt, "the mount point fsage makes")?;
+    fsage_lab::create_image(fs.kind, size, &image, &fs.mkfs_opts)?;
     let undo = |mounted: Option<Mounted>| {
         if let Some(m) = mounted {
             let _ = m.finish();
@@ -35,9 +38,9 @@ pub(super) fn with_new_fs(
         let _ = std::fs::remove_file(&image);
         let _ = std::fs::remove_file(fsage_lab::fs::sidecar_path(&image));
     };
-    if let Err(err) = std::fs::create_dir_all(&mnt) {
+    if let Err(e) = fsage_sys::safe::make_mount_dir(&mnt) {
         undo(None);
-        return Err(AgeError::Open { path: mnt, err });
+        return Err(e.into());
     }
     let mounted = match Mounted::attach_and_mount(&image, &mnt) {
         Ok(m) => m,

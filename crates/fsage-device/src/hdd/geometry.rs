@@ -9,6 +9,10 @@ use crate::Error;
 /// Bytes per sector.
 pub const SECTOR: u64 = 512;
 
+/// The most heads and zones a model may give a disk.
+pub const MAX_HEADS: u64 = 1024;
+pub const MAX_ZONES: u64 = 10_000;
+
 /// One zone: a band of cylinders with the same sectors per track.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Zone {
@@ -62,6 +66,19 @@ impl Geometry {
         if heads == 0 || zones == 0 {
             return Err(Error::input("heads and zones must be at least 1"));
         }
+        // Bounds far above any disk's, so that a model file cannot ask for a table that fills
+        // the memory or figures that overflow.
+        if heads > MAX_HEADS || zones > MAX_ZONES {
+            return Err(Error::input(format!(
+                "heads {heads} and zones {zones}: at most {MAX_HEADS} heads and {MAX_ZONES} zones"
+            )));
+        }
+        let overflow = || {
+            Error::input(format!(
+                "a disk of {capacity} bytes, {heads} heads and these rates has more sectors than \
+                 fsage can number"
+            ))
+        };
         let spt: Vec<u64> = (0..zones)
             .map(|z| {
                 let f = if zones == 1 {
@@ -73,7 +90,10 @@ impl Geometry {
             })
             .collect();
         let sectors = capacity / SECTOR;
-        let per_cyl_all: u64 = spt.iter().map(|s| s * heads).sum();
+        let per_cyl_all = spt
+            .iter()
+            .try_fold(0u64, |a, s| a.checked_add(s.checked_mul(heads)?))
+            .ok_or_else(overflow)?;
         // Cylinders per zone so that the zones hold at least the capacity.
         let per_zone = sectors.div_ceil(per_cyl_all).max(1);
         let mut v = Vec::with_capacity(zones as usize);
@@ -85,8 +105,12 @@ impl Geometry {
                 cylinders: per_zone,
                 spt: s,
             });
-            lba += per_zone * heads * s;
-            cyl += per_zone;
+            lba = per_zone
+                .checked_mul(heads)
+                .and_then(|x| x.checked_mul(s))
+                .and_then(|x| x.checked_add(lba))
+                .ok_or_else(overflow)?;
+            cyl = cyl.checked_add(per_zone).ok_or_else(overflow)?;
         }
         Ok(Geometry {
             zones: v,

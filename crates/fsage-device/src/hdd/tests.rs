@@ -548,3 +548,21 @@ fn a_costed_scan_is_cheap_in_order_and_dear_shuffled() {
     assert!(a.stats.read_hits > 450, "{:?}", a.stats);
     assert_eq!(a.requests, 500);
 }
+
+/// Issue 33: a model file's zones (a table of that many) and heads (multiplied into sector
+/// numbers) were unbounded: 10^12 zones filled the memory, 10^15 heads overflowed.
+#[test]
+fn heads_and_zones_beyond_any_disk_are_refused() {
+    for (heads, zones) in [(4, 1_000_000_000_000), (1_000_000_000_000_000, 30)] {
+        let p = HddParams {
+            heads,
+            zones,
+            ..params()
+        };
+        let e = Hdd::new(&p, 1 << 30).err().unwrap();
+        assert!(
+            e.message.contains("at most 1024 heads and 10000 zones"),
+            "{e}"
+        );
+    }
+}

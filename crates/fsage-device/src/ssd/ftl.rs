@@ -60,9 +60,30 @@ impl FtlGeometry {
                 "more than 2^32 flash pages: use a larger page",
             ));
         }
+        if self.memory_bytes() > MAX_FTL_BYTES {
+            return Err(Error::input(format!(
+                "the drive's map would take {} MiB of memory, more than {} MiB: use a larger \
+                 page, fewer dies or pages per block, or a smaller capacity",
+                self.memory_bytes() >> 20,
+                MAX_FTL_BYTES >> 20
+            )));
+        }
         Ok(())
     }
+
+    /// About what an FTL of this shape holds in memory: its two maps, its per-block counts and
+    /// each die's free and closed lists.
+    pub fn memory_bytes(&self) -> u64 {
+        let dies = self.dies as u64;
+        let blocks = dies * self.blocks_per_die as u64;
+        let lists = dies * (self.pages_per_block as u64 + 1) * 24;
+        4 * self.user_pages as u64 + 4 * self.physical_pages() + 16 * blocks + lists + 64 * dies
+    }
 }
+
+/// The most memory a drive's FTL may take (a 1 TiB drive of 4 KiB pages takes about 2.2 GiB):
+/// so that no model file makes a plan or a device fill the machine's memory.
+pub const MAX_FTL_BYTES: u64 = 4 << 30;
 
 /// Where a written page went and what garbage collection ran on its die first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +93,19 @@ pub struct Placement {
     pub gc_copies: u32,
     /// Blocks erased.
     pub gc_erases: u32,
+}
+
+/// What a logical page holds, as the drive knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageState {
+    /// Written and mapped, on this die.
+    Mapped(u32),
+    /// Discarded (or zeroed) since it was last written, or discarded without ever being written:
+    /// the drive knows it holds nothing and reads it as zeros without flash.
+    Discarded,
+    /// Never written nor discarded on this drive: it holds whatever was there before the drive's
+    /// history began (a trace without history, pages mkfs wrote when mkfs was not fed).
+    NeverWritten,
 }
 
 /// Counters of what the FTL did since it was made (or loaded).
@@ -114,6 +148,9 @@ pub struct Ftl {
     /// The die the next host page goes to (pages are striped over the dies in turn).
     next_die: u32,
     counters: FtlCounters,
+    /// One bit per logical page: written or discarded at some time (so that an unmapped page
+    /// is known to be discarded rather than never written).
+    known: Vec<u64>,
 }
 
 impl Ftl {
@@ -138,6 +175,7 @@ impl Ftl {
             slot: vec![NONE; blocks],
             next_die: 0,
             counters: FtlCounters::default(),
+            known: vec![0; (geo.user_pages as usize).div_ceil(64)],
         })
     }
 
@@ -160,6 +198,35 @@ impl Ftl {
             NONE => None,
             ppn => Some(self.die_of_ppn(ppn)),
         }
+    }
+
+    /// What logical page `lpn` holds: mapped on a die, discarded, or never written.
+    pub fn page_state(&self, lpn: u32) -> PageState {
+        match self.l2p[lpn as usize] {
+            NONE if self.is_known(lpn) => PageState::Discarded,
+            NONE => PageState::NeverWritten,
+            ppn => PageState::Mapped(self.die_of_ppn(ppn)),
+        }
+    }
+
+    /// The die logical page `lpn` would be on had the drive been written in logical order from
+    /// erased (pages striped over the dies in turn, from die 0): where a page the drive never
+    /// saw written is taken to be when it is read as data.
+    pub fn die_in_lba_order(&self, lpn: u32) -> u32 {
+        lpn % self.geo.dies
+    }
+
+    fn is_known(&self, lpn: u32) -> bool {
+        self.known[lpn as usize / 64] & (1 << (lpn % 64)) != 0
+    }
+
+    fn mark_known(&mut self, lpn: u32) {
+        self.known[lpn as usize / 64] |= 1 << (lpn % 64);
+    }
+
+    /// Logical pages written or discarded at some time.
+    pub fn known_pages(&self) -> u64 {
+        self.known.iter().map(|w| w.count_ones() as u64).sum()
     }
 
     fn die_of_ppn(&self, ppn: u32) -> u32 {
@@ -201,6 +268,7 @@ impl Ftl {
         placement.die = die;
         self.invalidate(lpn);
         self.place(die, lpn);
+        self.mark_known(lpn);
         self.counters.host_pages += 1;
         placement
     }
@@ -209,6 +277,7 @@ impl Ftl {
     /// block left with no valid page is erased at once (a drive erases discarded blocks while
     /// idle, so a discarded drive writes as a fresh one): the die erased is returned.
     pub fn trim(&mut self, lpn: u32) -> Option<u32> {
+        self.mark_known(lpn);
         let ppn = self.l2p[lpn as usize];
         if ppn == NONE {
             return None;
@@ -356,6 +425,15 @@ impl Ftl {
                     "logical page {lpn} maps to {ppn}, which holds another"
                 )));
             }
+            if ppn != NONE && !self.is_known(lpn as u32) {
+                return Err(Error::input(format!(
+                    "logical page {lpn} is mapped but not marked written"
+                )));
+            }
+        }
+        let tail = self.geo.user_pages % 64;
+        if tail != 0 && self.known.last().is_some_and(|&w| w >> tail != 0) {
+            return Err(Error::input("pages past the capacity are marked written"));
         }
         let ppb = self.geo.pages_per_block as usize;
         let mut held = 0u64;
@@ -417,9 +495,10 @@ impl Ftl {
 
     /// The state as bytes: a header naming the format and version, the state (little-endian
     /// 32-bit words: the geometry, counters, each die's free and open blocks, the closed blocks
-    /// in their lists' order, valid and erase counts, the mapping), and a checksum, so that a
-    /// truncated or foreign file is refused rather than misread. A 64 GiB drive of 4 KiB pages
-    /// takes about 64 MiB.
+    /// in their lists' order, valid and erase counts, the mapping, and (version 2) the bits of
+    /// the pages written or discarded at some time), and a checksum, so that a truncated or
+    /// foreign file is refused rather than misread. A 64 GiB drive of 4 KiB pages takes about
+    /// 66 MiB.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w: Vec<u32> = Vec::with_capacity(self.l2p.len() + 3 * self.valid.len() + 64);
         let g = self.geo;
@@ -448,6 +527,9 @@ impl Ftl {
         w.extend(&self.valid);
         w.extend(&self.erase_counts);
         w.extend(&self.l2p);
+        for &k in &self.known {
+            w.extend([k as u32, (k >> 32) as u32]);
+        }
         let body: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
         let mut out = Vec::with_capacity(body.len() + 32);
         out.extend_from_slice(MAGIC);
@@ -457,11 +539,18 @@ impl Ftl {
         out
     }
 
-    /// Reads what [`Ftl::to_bytes`] wrote, and checks every invariant of the result.
+    /// Reads what [`Ftl::to_bytes`] wrote (version 2, or version 1, which did not keep which
+    /// pages were discarded: its unmapped pages read back as never written), and checks every
+    /// invariant of the result.
     pub fn from_bytes(bytes: &[u8]) -> crate::Result<Ftl> {
         let head = MAGIC.len() + 16;
-        if bytes.len() < head || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(Error::input("not an fsage FTL state (version 1)"));
+        let version = match bytes.get(..MAGIC.len()) {
+            Some(m) if m == MAGIC => 2,
+            Some(m) if m == MAGIC_V1 => 1,
+            _ => return Err(Error::input("not an fsage FTL state (version 1 or 2)")),
+        };
+        if bytes.len() < head {
+            return Err(Error::input("truncated FTL state: no header"));
         }
         let len = u64::from_le_bytes(bytes[MAGIC.len()..MAGIC.len() + 8].try_into().unwrap());
         let sum = u64::from_le_bytes(bytes[MAGIC.len() + 8..head].try_into().unwrap());
@@ -519,12 +608,21 @@ impl Ftl {
         f.valid = r.take(blocks)?.to_vec();
         f.erase_counts = r.take(blocks)?.to_vec();
         f.l2p = r.take(geo.user_pages as usize)?.to_vec();
+        if version >= 2 {
+            let words = r.take(2 * f.known.len())?;
+            for (k, pair) in f.known.iter_mut().zip(words.chunks_exact(2)) {
+                *k = pair[0] as u64 | (pair[1] as u64) << 32;
+            }
+        }
         if !r.0.is_empty() {
             return Err(bad());
         }
         for (lpn, &ppn) in f.l2p.iter().enumerate() {
             if ppn != NONE {
                 *f.p2l.get_mut(ppn as usize).ok_or_else(bad)? = lpn as u32;
+                if version == 1 {
+                    f.known[lpn / 64] |= 1 << (lpn % 64);
+                }
             }
         }
         f.check()?;
@@ -550,7 +648,8 @@ impl<'a> Words<'a> {
     }
 }
 
-const MAGIC: &[u8; 12] = b"fsage-ftl v1";
+const MAGIC: &[u8; 12] = b"fsage-ftl v2";
+const MAGIC_V1: &[u8; 12] = b"fsage-ftl v1";
 
 /// FNV-1a, 64 bits: enough to catch a damaged file (not an adversary).
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -639,6 +738,55 @@ mod tests {
             .message
             .contains("truncated"));
         assert!(Ftl::from_bytes(b"hello").is_err());
+    }
+
+    #[test]
+    fn pages_are_mapped_discarded_or_never_written() {
+        let mut f = Ftl::new(small(100)).unwrap();
+        f.write(3);
+        f.write(4);
+        f.trim(4);
+        f.trim(9);
+        assert_eq!(f.page_state(3), PageState::Mapped(0));
+        assert_eq!(f.page_state(4), PageState::Discarded);
+        // A discard of a page never written: the drive knows it holds nothing all the same.
+        assert_eq!(f.page_state(9), PageState::Discarded);
+        assert_eq!(f.page_state(5), PageState::NeverWritten);
+        // The third page written goes to the third die.
+        f.write(4);
+        assert_eq!(f.page_state(4), PageState::Mapped(2));
+        assert_eq!(f.known_pages(), 3);
+        // Written in logical order from erased, page l would be on die l mod 4.
+        assert_eq!(
+            (0..6).map(|l| f.die_in_lba_order(l)).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 0, 1]
+        );
+        let back = Ftl::from_bytes(&f.to_bytes()).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(back.page_state(9), PageState::Discarded);
+    }
+
+    /// A state saved by version 1 (no discard bits) still loads: its mapped pages are known
+    /// written, the rest never written.
+    #[test]
+    fn a_version_1_state_still_loads() {
+        let mut f = Ftl::new(small(100)).unwrap();
+        for l in 0..10 {
+            f.write(l);
+        }
+        f.trim(2);
+        let v2 = f.to_bytes();
+        let head = MAGIC.len() + 16;
+        let words = (100usize).div_ceil(64) * 2;
+        let body = &v2[head..v2.len() - 4 * words];
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v1.extend_from_slice(&fnv1a(body).to_le_bytes());
+        v1.extend_from_slice(body);
+        let g = Ftl::from_bytes(&v1).unwrap();
+        assert_eq!(g.page_state(1), f.page_state(1));
+        assert_eq!(g.page_state(2), PageState::NeverWritten);
+        assert_eq!(g.known_pages(), 9);
     }
 
     #[test]

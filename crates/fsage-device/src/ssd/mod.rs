@@ -14,8 +14,13 @@
 //!   data one command at a time.
 //! - **Read**: each page of the range is read on the die holding it (`read` on the die, then the
 //!   page over the die's channel at `channel_rate`); pages on different dies proceed together,
-//!   pages on one die one after another (a die collision). A page still in the write buffer, or
-//!   never written (or discarded), needs no flash. The data crosses the interface as the pages
+//!   pages on one die one after another (a die collision, counted: with another page of the same
+//!   request, or with another request's read, program, collection or erase). A page still in the
+//!   write buffer, or discarded, needs no flash. A page the drive never saw written is served
+//!   by the rule [`UnwrittenReads`] says: zeros without flash (`free`, what a real drive does,
+//!   the default in real time), or read from the die it would be on had the drive been written
+//!   in logical order from erased (`lba-order`, the default when costing a trace: the trace
+//!   reads data some history wrote). The data crosses the interface as the pages
 //!   come: the interface's time is reserved for the request at its earliest (so the interface
 //!   caps the rate of all requests together), and the request ends no earlier than that nor
 //!   before its last page has crossed.
@@ -34,12 +39,14 @@
 //! Not modeled: multi-plane operations, read retries and ECC time, SLC caching, the mapping
 //! table's own paging (DFTL), wear-out (erase counts are counted, blocks never fail), power
 //! states, a background collector that works while the drive is idle (collection runs when a die
-//! needs a block), and data-dependent program times (MLC/TLC pages).
+//! needs a block), data-dependent program times (MLC/TLC pages), and the drive's own read-ahead
+//! or a flash page larger than the mapping unit (a read that continues where the last one ended
+//! costs what any other does).
 
 pub mod ftl;
 
-use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind};
-use ftl::{Ftl, FtlGeometry};
+use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind, UnwrittenReads};
+use ftl::{Ftl, FtlGeometry, PageState};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -84,15 +91,30 @@ impl SsdParams {
                 self.over_provisioning
             )));
         }
-        let dies = self.channels * self.dies_per_channel;
+        let too_big = || {
+            Error::input(format!(
+                "{} channels x {} dies x {} pages per block: more than this model handles",
+                self.channels, self.dies_per_channel, self.pages_per_block
+            ))
+        };
+        let dies = self
+            .channels
+            .checked_mul(self.dies_per_channel)
+            .filter(|&d| d > 0)
+            .ok_or_else(too_big)?;
         let user_pages = user_bytes.div_ceil(self.page_size);
         let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
         // A drive too small for its shape gets the blocks garbage collection needs (its
         // effective over-provisioning, which `describe` shows, is then higher than asked).
         let data_blocks = user_pages.div_ceil(dies).div_ceil(self.pages_per_block);
         let blocks_per_die = raw_pages
-            .div_ceil(dies * self.pages_per_block)
-            .max(data_blocks + self.gc_free_blocks + 1);
+            .div_ceil(dies.checked_mul(self.pages_per_block).ok_or_else(too_big)?)
+            .max(
+                data_blocks
+                    .checked_add(self.gc_free_blocks)
+                    .and_then(|b| b.checked_add(1))
+                    .ok_or_else(too_big)?,
+            );
         let to_u32 = |x: u64, what: &str| {
             u32::try_from(x).map_err(|_| format!("{what} {x} is more than this model handles"))
         };
@@ -114,17 +136,74 @@ pub fn greedy_write_amplification(physical_pages: u64, user_pages: u64) -> f64 {
     (1.0 + rho) / (2.0 * rho)
 }
 
+/// Host reads by size: up to 4 KiB, 8, 16, 32, 64 and 128 KiB, and larger (where a read's
+/// pages can spread over the dies, and how many commands a layout costs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadSizes(pub [u64; 7]);
+
+impl ReadSizes {
+    /// The buckets' upper bounds in KiB (the last bucket has none).
+    pub const LIMITS_KIB: [u64; 6] = [4, 8, 16, 32, 64, 128];
+
+    pub fn add(&mut self, bytes: u64) {
+        let i = Self::LIMITS_KIB
+            .iter()
+            .position(|&k| bytes <= k << 10)
+            .unwrap_or(Self::LIMITS_KIB.len());
+        self.0[i] += 1;
+    }
+
+    /// Each bucket less `other`'s (saturating): the reads between two readings.
+    pub fn minus(&self, other: &ReadSizes) -> ReadSizes {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0) {
+            *a = a.saturating_sub(b);
+        }
+        out
+    }
+}
+
 /// What the SSD counts beyond [`ModelStats`]' common fields (also folded into them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct SsdCounters {
     /// Pages the host wrote to this drive since it was built (its FTL's own count goes on
     /// across saved states).
     pub host_pages: u64,
+    /// Flash page reads, the host's and garbage collection's.
     pub flash_reads: u64,
     pub programs: u64,
     pub gc_copies: u64,
     pub erases: u64,
     pub gc_ns: Ns,
+    /// Bytes the host read, and its reads by size.
+    #[serde(default)]
+    pub read_bytes: u64,
+    #[serde(default)]
+    pub read_sizes: ReadSizes,
+    /// Flash page reads for host reads (per read: how much flash a read needs).
+    #[serde(default)]
+    pub host_flash_reads: u64,
+    /// Distinct dies each host read used, summed over the reads (per read: its parallelism).
+    #[serde(default)]
+    pub read_dies: u64,
+    /// Page reads that waited for their die, busy with another page of the same read...
+    #[serde(default)]
+    pub die_waits_same: u64,
+    /// ... or with another request (a read, a program, a collection, an erase).
+    #[serde(default)]
+    pub die_waits_other: u64,
+    /// The time those page reads waited for their dies.
+    #[serde(default)]
+    pub die_wait_ns: Ns,
+    /// Pages read from the write buffer (no flash).
+    #[serde(default)]
+    pub buffer_reads: u64,
+    /// Pages read that the drive never saw written (served by [`UnwrittenReads`]).
+    #[serde(default)]
+    pub unwritten_reads: u64,
+    /// Pages read that the drive saw discarded (zeros, no flash).
+    #[serde(default)]
+    pub discarded_reads: u64,
 }
 
 /// The drive: its FTL and when each die, channel and the interface is next free.
@@ -145,10 +224,18 @@ pub struct Ssd {
     last_program_end: Ns,
     stats: ModelStats,
     counters: SsdCounters,
+    unwritten: UnwrittenReads,
+    /// The request being served (from 1), and per die the last request that occupied it and
+    /// the last read that used it (for the die-collision and dies-per-read counters).
+    seq: u64,
+    die_by: Vec<u64>,
+    die_read_by: Vec<u64>,
 }
 
 impl Ssd {
-    /// An erased drive for a device of `device_size` bytes.
+    /// An erased drive for a device of `device_size` bytes. It reads pages it never saw written
+    /// as a real drive does (zeros, no flash) until told otherwise
+    /// ([`DeviceModel::set_unwritten_reads`]).
     pub fn new(p: &SsdParams, device_size: u64) -> crate::Result<Ssd> {
         let user = p.capacity.unwrap_or(device_size);
         if user < device_size {
@@ -176,6 +263,10 @@ impl Ssd {
             last_program_end: 0,
             stats: ModelStats::default(),
             counters: SsdCounters::default(),
+            unwritten: UnwrittenReads::Free,
+            seq: 0,
+            die_by: vec![0; geo.dies as usize],
+            die_read_by: vec![0; geo.dies as usize],
             ftl,
         }
     }
@@ -210,15 +301,44 @@ impl Ssd {
 
     fn read(&mut self, start: Ns, rq: &Rq) -> Ns {
         let ps = self.p.page_size;
+        let seq = self.seq;
+        self.counters.read_bytes += rq.len;
+        self.counters.read_sizes.add(rq.len);
         let mut last_page = start;
         for lpn in self.pages(rq.offset, rq.len) {
             if self.buffered.get(&lpn).is_some_and(|&end| end > start) {
+                self.counters.buffer_reads += 1;
                 continue;
             }
-            let Some(die) = self.ftl.die_of(lpn) else {
-                continue;
+            let die = match self.ftl.page_state(lpn) {
+                PageState::Mapped(die) => die,
+                PageState::Discarded => {
+                    self.counters.discarded_reads += 1;
+                    continue;
+                }
+                PageState::NeverWritten => {
+                    self.counters.unwritten_reads += 1;
+                    match self.unwritten {
+                        UnwrittenReads::Free => continue,
+                        UnwrittenReads::LbaOrder => self.ftl.die_in_lba_order(lpn),
+                    }
+                }
             };
             let d = die as usize;
+            if self.die_free[d] > start {
+                if self.die_by[d] == seq {
+                    self.counters.die_waits_same += 1;
+                } else {
+                    self.counters.die_waits_other += 1;
+                }
+                self.counters.die_wait_ns += self.die_free[d] - start;
+            }
+            if self.die_read_by[d] != seq {
+                self.die_read_by[d] = seq;
+                self.counters.read_dies += 1;
+            }
+            self.die_by[d] = seq;
+            self.counters.host_flash_reads += 1;
             let read_start = self.die_free[d].max(start);
             let read_end = read_start + self.p.read_ns;
             let ch = self.channel(die);
@@ -269,6 +389,7 @@ impl Ssd {
                 self.counters.flash_reads += placed.gc_copies as u64;
                 self.stats.busy_ns += gc;
             }
+            self.die_by[d] = self.seq;
             let ch = self.channel(placed.die);
             let ch_start = self.channel_free[ch].max(accepted);
             let ch_end = ch_start + Self::xfer(ps, self.p.channel_rate);
@@ -298,6 +419,7 @@ impl Ssd {
 
 impl DeviceModel for Ssd {
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
+        self.seq += 1;
         let start = now + self.p.overhead_ns;
         let done = match rq.kind {
             RqKind::Read => self.read(start, &rq),
@@ -310,6 +432,7 @@ impl DeviceModel for Ssd {
                         // background: the discard does not wait for it.
                         let d = die as usize;
                         self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
+                        self.die_by[d] = self.seq;
                         self.counters.erases += 1;
                         self.stats.busy_ns += self.p.erase_ns;
                     }
@@ -338,12 +461,76 @@ impl DeviceModel for Ssd {
             gc_ns: c.gc_ns,
             host_pages: c.host_pages,
             free_blocks: self.ftl.free_blocks(),
+            read_bytes: c.read_bytes,
+            read_sizes: c.read_sizes,
+            host_flash_reads: c.host_flash_reads,
+            read_dies: c.read_dies,
+            die_waits_same: c.die_waits_same,
+            die_waits_other: c.die_waits_other,
+            die_wait_ns: c.die_wait_ns,
+            buffer_reads: c.buffer_reads,
+            unwritten_reads: c.unwritten_reads,
+            discarded_reads: c.discarded_reads,
             ..self.stats.clone()
         }
     }
 
+    fn feed(&mut self, rq: &Rq) {
+        match rq.kind {
+            RqKind::Write => {
+                for lpn in self.pages(rq.offset, rq.len) {
+                    let placed = self.ftl.write(lpn);
+                    let c = &mut self.counters;
+                    c.host_pages += 1;
+                    c.programs += 1 + placed.gc_copies as u64;
+                    c.gc_copies += placed.gc_copies as u64;
+                    c.flash_reads += placed.gc_copies as u64;
+                    c.erases += placed.gc_erases as u64;
+                    self.buffered.remove(&lpn);
+                }
+            }
+            RqKind::Discard | RqKind::WriteZeroes => {
+                for lpn in self.pages(rq.offset, rq.len) {
+                    if self.ftl.trim(lpn).is_some() {
+                        self.counters.erases += 1;
+                    }
+                    self.buffered.remove(&lpn);
+                }
+            }
+            RqKind::Read | RqKind::Flush => return,
+        }
+        self.stats.count(rq.kind);
+    }
+
+    fn set_unwritten_reads(&mut self, rule: UnwrittenReads) {
+        self.unwritten = rule;
+    }
+
     fn save_state(&self) -> Option<Vec<u8>> {
         Some(self.ftl.to_bytes())
+    }
+
+    fn describe_state(&self) -> Option<String> {
+        let f = &self.ftl;
+        let user = f.geometry().user_pages as u64;
+        let mapped = f.mapped_pages();
+        let known = f.known_pages();
+        Some(if known == 0 {
+            "erased (never written)".to_string()
+        } else {
+            let c = f.counters();
+            format!(
+                "{mapped} of {user} pages hold data, {} discarded, {} never written; {} pages \
+                 written in its history, {} copied by garbage collection (write amplification \
+                 {:.2}), {} erases",
+                known - mapped,
+                user - known,
+                c.host_pages,
+                c.gc_copies,
+                (c.host_pages + c.gc_copies) as f64 / c.host_pages.max(1) as f64,
+                c.erases
+            )
+        })
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> crate::Result<()> {

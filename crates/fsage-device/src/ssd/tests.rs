@@ -513,3 +513,23 @@ fn sequential_passes_after_random_writes_recover_to_no_amplification() {
     assert!(was.windows(2).all(|w| w[1] <= w[0]), "{was:?}");
     assert_eq!(was[3], 1.0, "{was:?}");
 }
+
+/// Issue 33: a model file could ask for a drive whose map takes more memory than the machine has
+/// (an 8 TiB drive of 4 KiB pages: 17 GiB; the plan that built it was killed) or whose shape
+/// overflows (2^32 channels x 2^32 dies); both are refused when the drive is built, at once.
+#[test]
+fn a_drive_too_large_for_memory_or_arithmetic_is_refused() {
+    let p = params(0.07, 0);
+    let e = Ssd::new(&p, 8 << 40).err().unwrap();
+    assert!(e.message.contains("MiB of memory"), "{e}");
+    let big = SsdParams {
+        channels: 1 << 32,
+        dies_per_channel: 1 << 32,
+        ..params(0.07, 0)
+    };
+    let e = Ssd::new(&big, 1 << 30).err().unwrap();
+    assert!(e.message.contains("more than this model handles"), "{e}");
+    // A 256 GiB drive of the same shape is within the bound.
+    let g = p.geometry(256 << 30).unwrap();
+    assert!(g.check().is_ok() && g.memory_bytes() < ftl::MAX_FTL_BYTES);
+}

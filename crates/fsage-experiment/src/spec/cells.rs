@@ -64,6 +64,7 @@ impl ExperimentSpec {
                 }
             }
         }
+        debug_assert_eq!(cells.len() as u128, self.cell_count());
         let per_cell = self.warmup_s + self.duration_s;
         let run_s = per_cell * cells.len() as f64;
         // A cell in a VM boots a guest for its workload (and its base one more for aging).
@@ -85,6 +86,56 @@ impl ExperimentSpec {
             vm_accel: None,
             warnings: Vec::new(),
         }
+    }
+
+    /// How many cells [`Self::plan`] makes, counted without making them (the parser refuses a
+    /// matrix of more than [`super::parser::MAX_CELLS`] before anything is expanded).
+    pub fn cell_count(&self) -> u128 {
+        use std::collections::HashMap;
+        // Model cells of a state: one per model, or per drive for a model that keeps state.
+        let keep = self
+            .device_models
+            .iter()
+            .filter(|m| m.keeps_state())
+            .count() as u128;
+        let plain = self.device_models.len() as u128 - keep;
+        let mut of_state: HashMap<String, u128> = HashMap::new();
+        let mut erased = 0u128;
+        for d in &self.drives {
+            match d {
+                Some(DriveSpec::Erased) => erased += 1,
+                Some(DriveSpec::Of { state, .. }) => {
+                    *of_state.entry(state.id_part()).or_default() += 1
+                }
+                None => {}
+            }
+        }
+        let drives_of = |st: &StateSpec| -> u128 {
+            if self.drives.is_empty() {
+                return 1;
+            }
+            let mut n =
+                self.drives.len() as u128 - of_state.get(&st.id_part()).copied().unwrap_or(0);
+            if matches!(st, StateSpec::Fresh) {
+                n -= erased;
+            }
+            n
+        };
+        let per_state = |st: &StateSpec| -> u128 {
+            self.latencies.len() as u128 + plain + keep * drives_of(st)
+        };
+        // Image states apply to one file system, the others to each.
+        let labels: std::collections::HashSet<&str> =
+            self.file_systems.iter().map(|f| f.label.as_str()).collect();
+        let mut per_rep_workload = 0u128;
+        for st in &self.states {
+            let applies = match st {
+                StateSpec::Image { fs, .. } => u128::from(labels.contains(fs.as_str())),
+                _ => self.file_systems.len() as u128,
+            };
+            per_rep_workload += applies * per_state(st);
+        }
+        self.repetitions as u128 * self.workloads.len() as u128 * per_rep_workload
     }
 
     /// The image states whose image `library` does not hold, one message each (the file, the

@@ -12,7 +12,7 @@ mod parser;
 mod types;
 
 pub use cells::{cell_id, setup_allowance_s, CELL_FORMAT};
-pub use parser::{load, load_with_text, parse};
+pub use parser::{load, load_with_text, parse, MAX_CELLS, MAX_LIST};
 pub use types::{
     Cell, DriveSpec, ExperimentSpec, FsSpec, Plan, ProfileFile, StateSpec, WorkloadSource,
     WorkloadSpec, BUILTIN_WORKLOADS, FS_KINDS,

@@ -155,6 +155,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         }
     })?;
 
+    check_list_lengths(&cx, &raw)?;
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty() {
         return Err(cx.at(raw.name.span(), "`name` is empty"));
@@ -377,7 +378,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         workloads.push(ws);
     }
 
-    Ok(ExperimentSpec {
+    let spec = ExperimentSpec {
         name,
         description: raw.description,
         origin: origin.to_string(),
@@ -395,7 +396,74 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         seed,
         image_size,
         profile_files,
-    })
+    };
+    let cells = spec.cell_count();
+    if cells > MAX_CELLS as u128 {
+        return Err(cx.whole(format!(
+            "the matrix has {cells} cells (repetitions x file systems x workloads x devices x \
+             states): at most {MAX_CELLS}; split the experiment"
+        )));
+    }
+    Ok(spec)
+}
+
+/// The most entries of any one list of an experiment file (`[[fs]]`, `[[state]]`,
+/// `[[workload]]`, `latencies`, `ranges`, `drives`, `kernel`), and the most cells its matrix
+/// may expand to: a file of a few lines cannot make `experiment plan` run for hours or fill the
+/// memory.
+pub const MAX_LIST: usize = 1000;
+pub const MAX_CELLS: usize = 100_000;
+
+/// Refuses a list longer than [`MAX_LIST`] at its first entry past the bound, before any entry
+/// is looked at (some checks compare each entry with the others).
+fn check_list_lengths(cx: &Ctx, raw: &Raw) -> Result<(), Error> {
+    let long = |n: usize, span: Option<Range<usize>>, what: &str| -> Result<(), Error> {
+        if n <= MAX_LIST {
+            return Ok(());
+        }
+        let msg = format!("{n} {what}: at most {MAX_LIST}");
+        Err(match span {
+            Some(s) => cx.at(s, msg),
+            None => cx.whole(msg),
+        })
+    };
+    long(
+        raw.fs.len(),
+        raw.fs.get(MAX_LIST).map(|f| f.span()),
+        "[[fs]] entries",
+    )?;
+    long(
+        raw.state.len(),
+        raw.state.get(MAX_LIST).map(|f| f.span()),
+        "[[state]] entries",
+    )?;
+    long(
+        raw.workload.len(),
+        raw.workload.get(MAX_LIST).map(|f| f.span()),
+        "[[workload]] entries",
+    )?;
+    if let Some(k) = &raw.kernel {
+        if let toml::Value::Array(a) = k.get_ref() {
+            long(a.len(), Some(k.span()), "kernels in `kernel`")?;
+        }
+    }
+    if let Some(d) = &raw.devices {
+        let d = d.get_ref();
+        long(
+            d.latencies.len(),
+            d.latencies.get(MAX_LIST).map(|v| v.span()),
+            "`latencies`",
+        )?;
+        long(
+            d.ranges.len(),
+            d.ranges.get(MAX_LIST).map(|v| v.span()),
+            "`ranges`",
+        )?;
+        if let Some(l) = &d.drives {
+            long(l.get_ref().len(), Some(l.span()), "`drives`")?;
+        }
+    }
+    Ok(())
 }
 
 /// A kernel version as `fsage vm` fetches it: a Debian version such as `6.1.0-56` (digits first;

@@ -641,3 +641,59 @@ fn f2fs_and_nilfs2_are_file_systems_with_their_own_minimum_size() {
         "{e}"
     );
 }
+
+/// Issue 33: a short file whose matrix expands to more cells than anyone could run (1000
+/// repetitions x 1001 latencies x ...) was accepted, and `experiment plan` expanded every cell
+/// (an id hashed and a record made for each); lists of any length made its checks (each entry
+/// against the others) quadratic. Both are
+/// refused before anything is expanded, naming the file (and the entry), under a time guard.
+#[test]
+fn a_matrix_too_large_to_run_is_refused_before_it_is_expanded() {
+    fn guarded(text: String) -> String {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(p(&text).map(|_| ()).unwrap_err().message);
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the parser did not finish within 20 s")
+    }
+    // 1000 reps x 2 fs x 2 states x 1 workload x 1001 latencies ("none" and 10 ranges of 100).
+    let ranges: String = (0..10)
+        .map(|i| format!("{{ from = \"{i}ms\", to = \"{i}.099ms\", step = \"1us\" }}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = GOOD
+        .replace("repetitions = 2", "repetitions = 1000")
+        .replace(
+            "ranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]",
+            &format!("ranges = [{ranges}]"),
+        );
+    let m = guarded(text);
+    assert!(
+        m.starts_with("x.toml: the matrix has 4004000 cells") && m.contains("at most 100000"),
+        "{m}"
+    );
+    // 1001 file systems: refused at the 1001st, before any label is compared.
+    let mut text = GOOD.to_string();
+    for i in 0..1001 {
+        text += &format!("\n[[fs]]\nkind = \"ext4\"\nlabel = \"e{i}\"\n");
+    }
+    let m = guarded(text);
+    assert!(m.contains("1003 [[fs]] entries: at most 1000"), "{m}");
+    assert!(m.starts_with("x.toml:"), "{m}");
+}
+
+/// The count the parser checks is the number of cells the plan makes.
+#[test]
+fn the_cell_count_is_the_plans() {
+    for text in [
+        GOOD.to_string(),
+        GOOD.replace(
+            "latencies = [\"none\"]",
+            "latencies = [\"none\", \"ssd-sata\"]\ndrives = [\"own\", \"erased\", \"aged.meyer\"]",
+        ),
+    ] {
+        let s = p(&text).unwrap();
+        assert_eq!(s.cell_count(), s.plan().cells.len() as u128);
+    }
+}

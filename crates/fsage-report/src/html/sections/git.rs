@@ -156,7 +156,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
         let _ = writeln!(
             c,
             "<h3>{} ({}, {}, {} mode)</h3><p class=\"note\">{} of {} commits replayed{}, \
-             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.</p>",
+             measured every {}; replay {:.0} s{}, measurements {:.0} s; git {}, {}.{}</p>",
             esc(&s.name),
             esc(&g.fs),
             human_bytes(g.size_bytes),
@@ -170,7 +170,8 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
                 .map_or(String::new(), |r| format!(" ({r:.2} commits/s)")),
             g.measure_seconds,
             esc(&g.git_version),
-            esc(&g.grep_version)
+            esc(&g.grep_version),
+            esc(&crate::git_series::how_costed(g))
         );
         let rows: Vec<Vec<String>> = g
             .rows
@@ -226,7 +227,9 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
          their median and the whiskers span the fastest to the slowest. With cost models, the \
          first grep's block reads (issue and completion times, \
          <code>block:block_rq_complete</code>) are replayed on each model in simulated time \
-         (<code>fsage dev cost</code>'s rule): one line per model.",
+         (<code>fsage dev cost</code>'s rule, with the think time each series names below: by \
+         default a fixed 50 µs before every read that waited for another, so that the cost is \
+         the layout's and the model's, not the host's load): one line per model.",
         &c,
     );
 }
