@@ -39,9 +39,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// `fsage experiment plan`: the cells of `file` and their estimate, with a warning for each
-/// library image a state names that the default library does not hold (a run would refuse it).
+/// library image a state names that the default library does not hold (a run would refuse it);
+/// refused when an `[[fs]]` names a kernel the cache lacks.
 pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
     let spec = spec::load(file)?;
+    check_kernels(&spec)?;
     let mut plan = spec.plan();
     plan.warnings = spec.missing_images(&fsage_core::image::default_library_dir());
     if plan.vm_cells > 0 {
@@ -51,6 +53,22 @@ pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
         });
     }
     Ok(plan)
+}
+
+/// Every kernel an `[[fs]]` names must be in the kernel cache: the plan refuses one that is not
+/// (as the run would, at its start), with the releases the cache has and how to fetch it.
+fn check_kernels(spec: &ExperimentSpec) -> Result<(), Error> {
+    for f in &spec.file_systems {
+        if let Some(k) = &f.kernel {
+            fsage_vm::resolve_kernel(Some(k), None).map_err(|e| {
+                Error::input(format!(
+                    "{}: [[fs]] {}: {}",
+                    spec.origin, f.label, e.message
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `KVM` or `TCG (emulated)`.
@@ -144,5 +162,28 @@ mod tests {
         assert!(!out.exists());
         let plan = super::plan_file(&file).unwrap();
         assert_eq!(plan.warnings.len(), 1);
+    }
+
+    /// A kernel the cache lacks is refused by the plan (as by the run, at its start), naming the
+    /// file, the file system and how to fetch it; the plan said nothing before.
+    #[test]
+    fn a_plan_refuses_a_kernel_the_cache_lacks() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("x.toml");
+        std::fs::write(
+            &file,
+            "name = \"x\"\nduration = \"1s\"\nimage_size = \"64MiB\"\nkernel = \"9.9.9\"\n\
+             [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n\
+             [[workload]]\nname = \"varmail\"\n",
+        )
+        .unwrap();
+        let e = super::plan_file(&file).unwrap_err();
+        assert_eq!(e.blame, fsage_sys::Blame::Input);
+        assert!(
+            e.message
+                .contains("x.toml: [[fs]] ext4: kernel 9.9.9: not in the cache"),
+            "{e}"
+        );
+        assert!(e.message.contains("fsage vm kernel fetch 9.9.9"), "{e}");
     }
 }

@@ -381,7 +381,7 @@ pub fn select<'a>(plan: &'a Plan, ids: &[String], out: &Path) -> Result<Vec<&'a 
                 Error::input(format!(
                     "{}: the experiment has no cell {id:?} (see `fsage experiment status {}`)",
                     out.join("plan.json").display(),
-                    out.display()
+                    fsage_sys::shell_arg(out)
                 ))
             })
         })

@@ -247,7 +247,7 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         ids.dedup();
         return Err(SlurmError::StillQueued {
             jobs: ids.join(", "),
-            dir: out.display().to_string(),
+            dir: fsage_sys::shell_arg(&out),
         }
         .into());
     }

@@ -315,7 +315,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                target.display()
+                fsage_sys::shell_arg(target)
             );
         }
     } else {

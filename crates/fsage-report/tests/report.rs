@@ -186,7 +186,7 @@ fn an_experiment_dir_gets_the_against_fresh_verdict_of_each_aged_base() {
     let aged_only = experiment_dir(
         d.path(),
         "aged-only",
-        "name = \"y\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"xfs\"\n\
+        "name = \"y\"\nduration = \"1s\"\nimage_size = \"300MiB\"\n[[fs]]\nkind = \"xfs\"\n\
          [[state]]\nkind = \"aged\"\nprofile = \"dabre\"\n[[workload]]\nname = \"varmail\"\n",
         &[("xfs-aged.dabre-89abcdef.json", "aged2-ext4.frag.json")],
     );

@@ -199,8 +199,8 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                     }
                     println!(
                         "follow: fsage experiment status {}; stop: fsage experiment cancel {}",
-                        s.out.display(),
-                        s.out.display()
+                        fsage_sys::shell_arg(&s.out),
+                        fsage_sys::shell_arg(&s.out)
                     );
                 }
             }

@@ -867,3 +867,42 @@ fn fs_umount_on_a_slow_device_names_it_and_dev_destroy() {
     assert!(!out.contains("losetup -d"), "{out}");
     r.ok(["dev", "destroy", &dev]);
 }
+
+/// `fs umount IMAGE` of an image a slow device serves (it has no loop device of its own): the
+/// slow device's mount is unmounted and the device left attached is named, with `dev destroy`
+/// (it said nothing and left the mount).
+#[test]
+fn fs_umount_of_an_image_under_a_slow_device_unmounts_it_and_says_the_device_stays() {
+    if !can_run(
+        "fs_umount_of_an_image_under_a_slow_device_unmounts_it_and_says_the_device_stays",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let r = Reg::new();
+    let img = r.path("x.img");
+    let img_s = img.to_string_lossy().into_owned();
+    r.ok(["fs", "create", "--fs", "ext4", "--size", "64MiB", &img_s]);
+    let o = r.ok(["dev", "create", "--image", &img_s, "--latency", "0"]);
+    let dev = stdout(&o).trim().to_string();
+    let mnt = r.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    r.ok(["fs", "mount", &dev, &mnt.to_string_lossy()]);
+    let o = r.ok(["fs", "umount", &img_s]);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("unmounted {}", mnt.display())),
+        "{out}"
+    );
+    assert!(!fsage_sys::is_mount_point(&mnt));
+    assert!(
+        out.contains(&format!("left {dev} attached: it is fsage's slow device"))
+            && out.contains(&format!("fsage dev destroy {dev}")),
+        "{out}"
+    );
+    // Nothing mounted any more: said, naming the slow device, exit 2.
+    let o = r.fsage(["fs", "umount", &img_s]);
+    expect_code(&o, 2, "umount of an image whose slow device is not mounted");
+    expect_stderr(&o, &format!("is served by slow device {dev}"));
+    r.ok(["dev", "destroy", &dev]);
+}
