@@ -255,7 +255,7 @@ impl Library {
                      consistent; `fsage fs umount {}` first (or force it)",
                     image.display(),
                     loops[0].display(),
-                    image.display()
+                    fsage_sys::shell_arg(image)
                 ))
                 .with_remedy(Remedy::Force));
             }

@@ -133,7 +133,7 @@ impl AgedDrive {
 
     /// The write amplification of what this value was fed (programs per host page).
     pub fn write_amplification(&self) -> Option<f64> {
-        self.stats().write_amplification()
+        self.stats().ssd()?.write_amplification()
     }
 }
 
@@ -156,6 +156,11 @@ mod tests {
     use crate::{cost_with, CostOptions, Ns, TraceRq};
 
     const K4: u64 = 4096;
+
+    /// The SSD's counters of a costing.
+    fn ssd(r: &crate::CostReport) -> crate::SsdCounters {
+        *r.stats.ssd().expect("an SSD's counters")
+    }
 
     fn rq(kind: RqKind, offset: u64, len: u64, at: Ns) -> TraceRq {
         TraceRq {
@@ -213,10 +218,10 @@ mod tests {
                  waits {} / {}, dies used {} / {}",
                 whole.total_ns / 1000,
                 pieces.total_ns / 1000,
-                whole.stats.die_waits_same,
-                pieces.stats.die_waits_same,
-                whole.stats.read_dies,
-                pieces.stats.read_dies
+                ssd(&whole).die_waits_same,
+                ssd(&pieces).die_waits_same,
+                ssd(&whole).read_dies,
+                ssd(&pieces).read_dies
             );
             assert!(
                 pieces.total_ns as f64 > 1.3 * whole.total_ns as f64,
@@ -224,10 +229,10 @@ mod tests {
                 pieces.total_ns,
                 whole.total_ns
             );
-            assert!(pieces.stats.die_waits_same > whole.stats.die_waits_same);
-            assert!(pieces.stats.read_dies < whole.stats.read_dies);
-            assert_eq!(pieces.stats.host_flash_reads, 32);
-            assert_eq!(pieces.stats.unwritten_reads, 0);
+            assert!(ssd(&pieces).die_waits_same > ssd(&whole).die_waits_same);
+            assert!(ssd(&pieces).read_dies < ssd(&whole).read_dies);
+            assert_eq!(ssd(&pieces).host_flash_reads, 32);
+            assert_eq!(ssd(&pieces).unwritten_reads, 0);
             // Costing changed nothing of the drive.
             assert_eq!(d.fed().requests, 1 + 32 * (1 + others));
             let again = cost(&read(1 << 20, 128 << 10));
@@ -262,10 +267,10 @@ mod tests {
             unwritten: crate::UnwrittenReads::Free,
             ..CostOptions::default()
         });
-        assert_eq!(lba.stats.unwritten_reads, 20 * 4);
-        assert_eq!(lba.stats.host_flash_reads, 20 * 4);
-        assert_eq!(free.stats.unwritten_reads, 20 * 4);
-        assert_eq!(free.stats.host_flash_reads, 0);
+        assert_eq!(ssd(&lba).unwritten_reads, 20 * 4);
+        assert_eq!(ssd(&lba).host_flash_reads, 20 * 4);
+        assert_eq!(ssd(&free).unwritten_reads, 20 * 4);
+        assert_eq!(ssd(&free).host_flash_reads, 0);
         // Each 16 KiB read: a page read and the channel, where the interface alone was 30 us.
         assert!(
             lba.total_ns > free.total_ns + 20 * 20_000,
@@ -274,8 +279,8 @@ mod tests {
             free.total_ns
         );
         // 4 pages in logical order sit on 4 dies: no die waits within a read.
-        assert_eq!(lba.stats.read_dies, 20 * 4);
-        assert_eq!(lba.stats.die_waits_same, 0);
+        assert_eq!(ssd(&lba).read_dies, 20 * 4);
+        assert_eq!(ssd(&lba).die_waits_same, 0);
         assert_eq!(lba.unwritten, crate::UnwrittenReads::LbaOrder);
         assert_eq!(lba.drive.as_deref(), Some("erased (never written)"));
         // A discarded page is zeros under either rule.
@@ -283,6 +288,6 @@ mod tests {
         d.feed(RqKind::Discard, 0, 64 << 20);
         let mut m = d.model().unwrap();
         let r = cost_with(&t, m.as_mut(), CostOptions::default());
-        assert_eq!((r.stats.discarded_reads, r.stats.host_flash_reads), (80, 0));
+        assert_eq!((ssd(&r).discarded_reads, ssd(&r).host_flash_reads), (80, 0));
     }
 }

@@ -8,17 +8,24 @@
 //! times, so the issue times must move with them. Requests keep their order, and request `i` is
 //! issued at
 //!
-//! `s_i = max(s_(i-1) + (r_i - r_(i-1)), C_j + (r_i - c_j))`
+//! `s_i = max(s_(i-1) + (r_i - r_(i-1)), T_(k_i) + (r_i - c_j))`
 //!
-//! where `j` is the request whose recorded completion came last before `r_i`, and `C_j` its
-//! completion on the model: the issuer is taken to have waited for the last completion it saw
-//! (a reader waiting for its data) and then to think for as long as it did when recorded; requests
-//! issued while others were outstanding stay outstanding together and queue at the model. Without
-//! recorded completions every request keeps its recorded gap to the one before (an open loop).
-//! The first request is issued at 0. What this cannot know: a request that in truth waited for an
-//! older completion than the last one (two independent streams), and work the host did in the
-//! device's idle time that would have overlapped a longer wait; BENCHMARKS.md has its error
-//! against real time on the same model.
+//! where `k_i` is the number of recorded completions before `r_i`, `T_k` the time of the k-th
+//! completion on the model (whichever request it is), and `j` the request whose recorded
+//! completion came last before `r_i`: the issuer is taken to have waited for as many
+//! completions as it saw (a reader waiting for its data; fio, keeping its depth, refilling a
+//! slot) and then to think for as long as it did when recorded; requests issued while others
+//! were outstanding stay outstanding together, as many as when recorded, and queue at the model.
+//! Counting completions rather than waiting for request `j` itself matters when the model
+//! completes requests in another order than the recording (a drive's queue reordered, filled at
+//! other moments): waiting for `j`, every later request waited for it and a deep queue drained
+//! (fio at depth 32 on the hard disk costed 0.61 of its real-time rate). Without recorded
+//! completions every request keeps its recorded gap to the one before (an open loop).
+//! The first request is issued at 0. What this cannot know: a request that in truth waited for a
+//! particular completion the model gives later than others (a reader's data behind its
+//! read-ahead), or for an older one than the last (two independent streams), and work the host
+//! did in the device's idle time that would have overlapped a longer wait; BENCHMARKS.md has its
+//! error against real time on the same model.
 //!
 //! # The issuer's think time (`Think`)
 //!
@@ -28,7 +35,7 @@
 //! device. [`Think`] says what stands in for it:
 //! - `recorded`: the recorded gaps, as above (what a run on that host at that moment took; the
 //!   rule to predict a real-time run recorded on the same host);
-//! - `none`: no think time: `s_i = max(s_(i-1), C_j)`: the device alone;
+//! - `none`: no think time: `s_i = max(s_(i-1), T_(k_i))`: the device alone;
 //! - `fixed:DUR` (the default, [`DEFAULT_THINK_NS`]): that long before every request that
 //!   waited for a completion: a host's per-request work as a constant, so that the same
 //!   requests cost the same whatever the host was doing when they were recorded;
@@ -38,8 +45,8 @@
 //!
 //! Under any rule but `recorded`, requests issued while others were outstanding are issued
 //! together (their recorded gaps are the host's too), and a trace without completions is taken as
-//! a serial issuer (each request waits for the one before). Which requests waited for which stays
-//! the recording's: on a cold `grep -r` nearly every request is issued with none outstanding, on a
+//! a serial issuer (each request waits for the one before). How many completions each request
+//! waited for stays the recording's: on a cold `grep -r` nearly every request is issued with none outstanding, on a
 //! quiet host and on a loaded one alike (BENCHMARKS.md).
 //!
 //! # The host's request path
@@ -48,7 +55,7 @@
 //! model when it is issued and its completion is seen when the model answers. A real device (or
 //! fsage's real-time slow device, whose requests cross FUSE) adds a path each way, which the
 //! issuer waits for before its next request. `host_path_ns` ([`cost_with`]) adds that path to
-//! every completion the issuer sees: `C_j` above becomes `C_j + path`, and the total ends one
+//! every completion the issuer sees: `T_(k_i)` above becomes `T_(k_i) + path`, and the total ends one
 //! path after the last completion. 0 (the default) costs the device alone.
 //!
 //! # Pages the drive never saw written
@@ -252,16 +259,34 @@ pub fn cost_trace_file(
 ) -> crate::Result<CostReport> {
     let t = Trace::read(trace)?;
     let spec = crate::resolve(model)?;
-    let size = t.device_size.unwrap_or_else(|| {
-        let end = t
-            .requests
-            .iter()
-            .map(|r| r.offset + r.len)
-            .max()
-            .unwrap_or(0);
-        end.next_multiple_of(1 << 20).max(1 << 20)
-    });
-    let mut m = spec.build(size)?;
+    let size = match t.device_size {
+        Some(s) => s,
+        None => {
+            // (Trace::read checked that no request ends beyond u64.)
+            let end = t
+                .requests
+                .iter()
+                .map(|r| r.offset + r.len)
+                .max()
+                .unwrap_or(0);
+            end.checked_next_multiple_of(1 << 20)
+                .unwrap_or(end)
+                .max(1 << 20)
+        }
+    };
+    let mut m = spec.build(size).map_err(|e| {
+        // The trace's size is what does not fit the model: name the trace.
+        Error::input(match t.device_size {
+            Some(_) => format!("{}: its device_size: {}", trace.display(), e.message),
+            None => format!(
+                "{}: the trace gives no device_size, so the device is taken as large as its \
+                 furthest request ({}): {}",
+                trace.display(),
+                fsage_units::format_size(size),
+                e.message
+            ),
+        })
+    })?;
     let mut drive = None;
     if let Some(p) = drive_state {
         let bytes = std::fs::read(p).map_err(|e| Error::io(p, "cannot read the drive state", e))?;
@@ -283,9 +308,10 @@ pub fn cost(trace: &Trace, model: &mut dyn DeviceModel) -> CostReport {
     cost_with(trace, model, CostOptions::recorded())
 }
 
-/// For each request, the one it waited for (the last whose recorded completion came before its
-/// issue), if any. Without recorded completions: `None` everywhere.
-fn waited_for(trace: &Trace) -> Vec<Option<usize>> {
+/// For each request that waited, the one it waited for (the last whose recorded completion came
+/// before its issue) and how many recorded completions came before its issue. Without recorded
+/// completions: `None` everywhere.
+fn waited_for(trace: &Trace) -> Vec<Option<Wait>> {
     let rqs = &trace.requests;
     let n = rqs.len();
     if rqs.is_empty() || !rqs.iter().all(|r| r.complete_ns.is_some()) {
@@ -299,9 +325,70 @@ fn waited_for(trace: &Trace) -> Vec<Option<usize>> {
             while next_done < n && rqs[by_completion[next_done]].complete_ns <= Some(r.issue_ns) {
                 next_done += 1;
             }
-            next_done.checked_sub(1).map(|k| by_completion[k])
+            next_done.checked_sub(1).map(|k| Wait {
+                last: by_completion[k],
+                completions: next_done,
+            })
         })
         .collect()
+}
+
+/// What a request waited for before it was issued: `completions` completions, the `last` of
+/// them (as recorded) the one whose completion its think time is counted from.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    last: usize,
+    completions: usize,
+}
+
+/// The model's completions in the order they happen, reached one by one: the time of the k-th
+/// completion is known once no event the model still has to run could come before it.
+struct Completions {
+    /// Completion times known (from submit or advance), not yet reached.
+    known: std::collections::BinaryHeap<std::cmp::Reverse<Ns>>,
+    /// The times of the completions reached, in order.
+    reached: Vec<Ns>,
+}
+
+impl Completions {
+    /// The time of the `k`-th completion (1-based), running the model's events up to it; None
+    /// if the model never completes that many.
+    fn nth(
+        &mut self,
+        k: usize,
+        model: &mut dyn DeviceModel,
+        clock: &mut Ns,
+        done: &mut Vec<(u64, Ns)>,
+        completed: &mut [Option<Ns>],
+    ) -> Option<Ns> {
+        while self.reached.len() < k {
+            let first = self.known.peek().map(|r| r.0);
+            match (first, model.next_event()) {
+                (Some(c), None) => {
+                    self.known.pop();
+                    self.reached.push(c);
+                }
+                (Some(c), Some(e)) if c <= e => {
+                    self.known.pop();
+                    self.reached.push(c);
+                }
+                (_, Some(e)) => {
+                    *clock = (*clock).max(e);
+                    model.advance(*clock, done);
+                    self.record(done, completed);
+                }
+                (None, None) => return None,
+            }
+        }
+        Some(self.reached[k - 1])
+    }
+
+    fn record(&mut self, done: &mut Vec<(u64, Ns)>, completed: &mut [Option<Ns>]) {
+        for (id, t) in done.drain(..) {
+            completed[id as usize] = Some(t);
+            self.known.push(std::cmp::Reverse(t));
+        }
+    }
 }
 
 /// Costs `trace` on `model` by the rule above, with `opts`' think rule and host path.
@@ -313,11 +400,18 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
     let host_path_ns = opts.host_path_ns;
     let closed_loop = !rqs.is_empty() && rqs.iter().all(|r| r.complete_ns.is_some());
     let recorded = opts.think == Think::Recorded;
-    // Which request each waited for: the recording's; without completions, under any rule but
+    // What each waited for: the recording's; without completions, under any rule but
     // `recorded`, a serial issuer.
     let mut waits = waited_for(trace);
     if !closed_loop && !recorded {
-        waits = (0..n).map(|i| i.checked_sub(1)).collect();
+        waits = (0..n)
+            .map(|i| {
+                i.checked_sub(1).map(|last| Wait {
+                    last,
+                    completions: i,
+                })
+            })
+            .collect();
     }
     let waited = waits.iter().filter(|w| w.is_some()).count() as u64;
     let median_think_ns = median_think(trace, &waits);
@@ -333,15 +427,13 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
     };
     let mut issued: Vec<Ns> = vec![0; n];
     let mut completed: Vec<Option<Ns>> = vec![None; n];
+    let mut order = Completions {
+        known: Default::default(),
+        reached: Vec::new(),
+    };
     let mut done = Vec::new();
     let mut clock: Ns = 0;
     let mut think_ns: Ns = 0;
-
-    let record = |done: &mut Vec<(u64, Ns)>, completed: &mut Vec<Option<Ns>>| {
-        for (id, t) in done.drain(..) {
-            completed[id as usize] = Some(t);
-        }
-    };
 
     for i in 0..n {
         let r = &rqs[i];
@@ -352,23 +444,18 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
         } else {
             issued[i - 1]
         };
-        if let Some(j) = waits[i] {
-            // Run the model until j has completed on it.
-            while completed[j].is_none() {
-                let Some(t) = model.next_event() else { break };
-                clock = clock.max(t);
-                model.advance(clock, &mut done);
-                record(&mut done, &mut completed);
-            }
-            if let Some(cj) = completed[j] {
-                let think = think_of(i, j);
+        if let Some(w) = waits[i] {
+            // Run the model until as many requests have completed on it as had when recorded.
+            if let Some(c) = order.nth(w.completions, model, &mut clock, &mut done, &mut completed)
+            {
+                let think = think_of(i, w.last);
                 think_ns += think;
-                s = s.max(cj + host_path_ns + think);
+                s = s.max(c + host_path_ns + think);
             }
         }
         let s = s.max(clock);
         model.advance(s, &mut done);
-        record(&mut done, &mut completed);
+        order.record(&mut done, &mut completed);
         clock = s;
         issued[i] = s;
         let rq = Rq {
@@ -379,6 +466,7 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
         };
         if let Some(t) = model.submit(s, rq) {
             completed[i] = Some(t);
+            order.known.push(std::cmp::Reverse(t));
         }
     }
     // Drain.
@@ -386,7 +474,7 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
         let Some(t) = model.next_event() else { break };
         clock = clock.max(t);
         model.advance(clock, &mut done);
-        record(&mut done, &mut completed);
+        order.record(&mut done, &mut completed);
     }
     let last = completed
         .iter()
@@ -435,13 +523,13 @@ pub fn cost_with(trace: &Trace, model: &mut dyn DeviceModel, opts: CostOptions) 
 
 /// The median recorded think time (issue after the completion waited for) over the requests
 /// that waited, when the trace has completions.
-fn median_think(trace: &Trace, waits: &[Option<usize>]) -> Option<Ns> {
+fn median_think(trace: &Trace, waits: &[Option<Wait>]) -> Option<Ns> {
     let rqs = &trace.requests;
     let mut v: Vec<Ns> = waits
         .iter()
         .enumerate()
         .filter_map(|(i, w)| {
-            let c = rqs[(*w)?].complete_ns?;
+            let c = rqs[(*w)?.last].complete_ns?;
             Some(rqs[i].issue_ns.saturating_sub(c))
         })
         .collect();

@@ -2,7 +2,10 @@
 //! completes at `arrival + latency(kind) + bytes / bandwidth`, independently of the others; with
 //! a queue depth N, at most N are in service at once and the rest wait for a free slot.
 
-use crate::{DeviceModel, ModelStats, Ns, Rq, RqKind};
+use crate::{
+    Counter, DeviceCounters, DeviceModel, KindCounters, ModelStats, Ns, Requests, Rq, RqKind, Value,
+};
+use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -17,7 +20,34 @@ pub struct FixedLatency {
     pub bandwidth: Option<u64>,
     /// Free times of the service slots (a min-heap), with a queue depth.
     slots: Option<BinaryHeap<Reverse<Ns>>>,
-    stats: ModelStats,
+    requests: Requests,
+    counters: FixedCounters,
+}
+
+/// What a fixed-latency device counts beyond its requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FixedCounters {
+    /// Service time summed over the requests (latency and transfer; queueing left out).
+    #[serde(default)]
+    pub busy_ns: Ns,
+}
+
+impl KindCounters for FixedCounters {
+    fn counters(&self) -> Vec<Counter> {
+        vec![Counter {
+            group: "device",
+            key: "busy_ns",
+            label: "service time",
+            value: Value::Time(self.busy_ns),
+            brief: true,
+        }]
+    }
+
+    fn since(&self, e: &Self) -> Self {
+        FixedCounters {
+            busy_ns: self.busy_ns.saturating_sub(e.busy_ns),
+        }
+    }
 }
 
 impl FixedLatency {
@@ -34,7 +64,8 @@ impl FixedLatency {
             flush_ns,
             bandwidth: bandwidth.filter(|&b| b > 0),
             slots: queue_depth.map(|n| (0..n.max(1)).map(|_| Reverse(0)).collect()),
-            stats: ModelStats::default(),
+            requests: Requests::default(),
+            counters: FixedCounters::default(),
         }
     }
 
@@ -71,8 +102,8 @@ impl DeviceModel for FixedLatency {
                 done
             }
         };
-        self.stats.count(rq.kind);
-        self.stats.busy_ns += d;
+        self.requests.count(rq.kind);
+        self.counters.busy_ns += d;
         Some(done)
     }
 
@@ -83,7 +114,7 @@ impl DeviceModel for FixedLatency {
     fn advance(&mut self, _now: Ns, _done: &mut Vec<(u64, Ns)>) {}
 
     fn stats(&self) -> ModelStats {
-        self.stats.clone()
+        ModelStats::new(self.requests, DeviceCounters::Fixed(self.counters))
     }
 
     fn describe(&self) -> String {
@@ -135,7 +166,7 @@ mod tests {
                 Some(t0 + 1_000_000)
             );
         }
-        assert_eq!(free.stats().reads, 5);
+        assert_eq!(free.stats().requests.reads, 5);
     }
 
     #[test]

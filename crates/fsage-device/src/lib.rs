@@ -22,6 +22,7 @@
 
 pub mod aging;
 pub mod cost;
+pub mod counters;
 pub mod fixed;
 pub mod hdd;
 pub mod models;
@@ -30,6 +31,7 @@ pub mod trace;
 
 pub use aging::{AgedDrive, Fed};
 pub use cost::{cost, cost_trace_file, cost_with, CostOptions, CostReport, Dist, Think};
+pub use counters::{Counter, DeviceCounters, KindCounters, ModelStats, Requests, Value};
 pub use fixed::FixedLatency;
 pub use models::{resolve, ModelKind, ModelSpec};
 pub use ssd::{ReadSizes, SsdCounters};
@@ -105,7 +107,7 @@ pub trait DeviceModel: Send {
     /// completion times (each at or before `now`), onto `done`.
     fn advance(&mut self, now: Ns, done: &mut Vec<(u64, Ns)>);
 
-    /// What the model has done so far.
+    /// What the model has done so far: its requests and its kind's own counters.
     fn stats(&self) -> ModelStats;
 
     /// A one-line description for tables (`hdd-7200: 7200 rpm, ...`).
@@ -207,100 +209,6 @@ impl<'de> Deserialize<'de> for UnwrittenReads {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// Counters every model keeps (those that do not apply stay 0).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelStats {
-    /// Requests completed, by kind.
-    pub reads: u64,
-    pub writes: u64,
-    pub flushes: u64,
-    pub discards: u64,
-    pub write_zeroes: u64,
-    /// Time the mechanism (or media) was busy serving requests and write-backs.
-    pub busy_ns: Ns,
-    /// Head movements to another cylinder, and the time they took.
-    pub seeks: u64,
-    pub seek_ns: Ns,
-    /// Time spent waiting for the platter to bring the first sector under the head.
-    pub rotation_ns: Ns,
-    /// Time spent transferring data to or from the media (head and track switches included).
-    pub transfer_ns: Ns,
-    /// Reads served entirely from the drive's cache (read-ahead or dirty write data).
-    pub read_hits: u64,
-    /// Writes acknowledged from the write cache before reaching the media.
-    pub cached_writes: u64,
-    /// Write-backs from the write cache to the media.
-    pub write_backs: u64,
-    /// Flash: page reads (host and garbage collection), page programs (host and garbage
-    /// collection), pages copied by garbage collection, blocks erased, the time dies spent
-    /// collecting, pages the host wrote, and the free blocks left. Write amplification is
-    /// `programs / host_pages`.
-    #[serde(default)]
-    pub flash_reads: u64,
-    #[serde(default)]
-    pub programs: u64,
-    #[serde(default)]
-    pub gc_copies: u64,
-    #[serde(default)]
-    pub erases: u64,
-    #[serde(default)]
-    pub gc_ns: Ns,
-    #[serde(default)]
-    pub host_pages: u64,
-    #[serde(default)]
-    pub free_blocks: u64,
-    /// SSD reads, where their time comes from (see [`ssd::SsdCounters`], which has the same).
-    #[serde(default)]
-    pub read_bytes: u64,
-    #[serde(default)]
-    pub read_sizes: ssd::ReadSizes,
-    #[serde(default)]
-    pub host_flash_reads: u64,
-    #[serde(default)]
-    pub read_dies: u64,
-    #[serde(default)]
-    pub die_waits_same: u64,
-    #[serde(default)]
-    pub die_waits_other: u64,
-    #[serde(default)]
-    pub die_wait_ns: Ns,
-    #[serde(default)]
-    pub buffer_reads: u64,
-    #[serde(default)]
-    pub unwritten_reads: u64,
-    #[serde(default)]
-    pub discarded_reads: u64,
-}
-
-impl ModelStats {
-    /// Flash pages programmed per page the host wrote (None before the host wrote any).
-    pub fn write_amplification(&self) -> Option<f64> {
-        (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
-    }
-
-    /// SSD: flash page reads per host read (None before any read).
-    pub fn flash_reads_per_read(&self) -> Option<f64> {
-        (self.reads > 0).then(|| self.host_flash_reads as f64 / self.reads as f64)
-    }
-
-    /// SSD: the mean host read in bytes (None before any read).
-    pub fn mean_read_bytes(&self) -> Option<f64> {
-        (self.reads > 0).then(|| self.read_bytes as f64 / self.reads as f64)
-    }
-}
-
-impl ModelStats {
-    pub(crate) fn count(&mut self, kind: RqKind) {
-        match kind {
-            RqKind::Read => self.reads += 1,
-            RqKind::Write => self.writes += 1,
-            RqKind::Flush => self.flushes += 1,
-            RqKind::Discard => self.discards += 1,
-            RqKind::WriteZeroes => self.write_zeroes += 1,
-        }
     }
 }
 

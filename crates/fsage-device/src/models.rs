@@ -382,10 +382,45 @@ fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
     if p.gc_free_blocks < 2 {
         return Err(r.bad("gc_free_blocks", "must be at least 2"));
     }
-    // The shape must hold a nominal drive: check it early, naming the file.
+    // The shape must hold even the smallest drive (a page): when it does not (a zero, or so
+    // many pages that the FTL cannot number them or hold them in memory), name the key to
+    // blame: one die of it failing too blames the block (or the free blocks kept), else the dies.
+    let fits = |q: &SsdParams, bytes: u64| q.geometry(bytes).and_then(|g| g.check());
+    if let Err(e) = fits(&p, p.page_size) {
+        let one_die = SsdParams {
+            channels: 1,
+            dies_per_channel: 1,
+            ..p.clone()
+        };
+        let fewest_free = SsdParams {
+            gc_free_blocks: 2,
+            ..one_die.clone()
+        };
+        let key = if fits(&fewest_free, p.page_size).is_err() {
+            "pages_per_block"
+        } else if fits(&one_die, p.page_size).is_err() {
+            "gc_free_blocks"
+        } else if p.channels == 0 || (p.dies_per_channel != 0 && p.channels > p.dies_per_channel) {
+            "channels"
+        } else {
+            "dies_per_channel"
+        };
+        return Err(r.bad(key, e));
+    }
+    // The shape must hold a nominal drive (the capacity when given): check it early, naming the
+    // file and what does not fit.
     p.geometry(p.capacity.unwrap_or(1 << 30))
         .and_then(|g| g.check())
-        .map_err(|e| r.bad("over_provisioning", e))?;
+        .map_err(|e| {
+            r.bad(
+                if p.capacity.is_some() {
+                    "capacity"
+                } else {
+                    "over_provisioning"
+                },
+                e,
+            )
+        })?;
     Ok(p)
 }
 
@@ -426,6 +461,12 @@ pub fn resolve(text: &str) -> Result<ModelSpec> {
         let body = std::fs::read_to_string(p)
             .map_err(|e| Error::io(p, "cannot read the model file", e))?;
         return ModelSpec::parse(&body, &p.display().to_string());
+    }
+    // A number first (`61s`, `-5us`, `5`): meant as a latency, so say what is wrong with it.
+    if t.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '+' | '.')) {
+        if let Err(e) = fsage_units::parse_latency(t) {
+            return Err(Error::input(e.to_string()));
+        }
     }
     let names: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
     Err(Error::input(format!(

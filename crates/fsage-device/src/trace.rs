@@ -59,8 +59,14 @@ impl Trace {
 
     /// Reads a trace file, checking its version and that requests are in issue order.
     pub fn read(path: &Path) -> Result<Trace> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(path, "cannot read the trace", e))?;
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, "cannot read the trace", e))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Error::input(format!(
+                "{}: not a trace file: not UTF-8 text (byte {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
         let t: Trace = serde_json::from_str(&text).map_err(|e| {
             Error::input(format!(
                 "{}:{}:{}: not a trace file: {e}",
@@ -87,8 +93,40 @@ impl Trace {
         Ok(fsage_sys::write_atomic(path, text.as_bytes())?)
     }
 
-    /// Requests in issue order, each completing no earlier than it was issued.
+    /// Requests in issue order, each completing no earlier than it was issued and lying on the
+    /// device (within `device_size` when the trace gives it; a device of 0 bytes is none).
     fn check(&self) -> Result<()> {
+        if self.device_size == Some(0) {
+            return Err(Error::input(
+                "device_size is 0: give the recorded device's size in bytes, or leave it out \
+                 (the device is then taken as large as the furthest request)",
+            ));
+        }
+        for (i, r) in self.requests.iter().enumerate() {
+            // Linux's largest device (and file) is 8 EiB.
+            let end = r
+                .offset
+                .checked_add(r.len)
+                .filter(|&e| e <= i64::MAX as u64);
+            let Some(end) = end else {
+                return Err(Error::input(format!(
+                    "request {i} ends past the largest byte offset of any device (8 EiB): offset \
+                     {} + length {}",
+                    r.offset, r.len
+                )));
+            };
+            if let Some(size) = self.device_size.filter(|&s| end > s) {
+                return Err(Error::input(format!(
+                    "request {i} ({} of {} at {}) ends at {}, beyond the device_size {} ({size} \
+                     bytes)",
+                    r.kind.name(),
+                    fsage_units::format_size(r.len),
+                    fsage_units::format_size(r.offset),
+                    fsage_units::format_size(end),
+                    fsage_units::format_size(size),
+                )));
+            }
+        }
         for (i, w) in self.requests.windows(2).enumerate() {
             if w[1].issue_ns < w[0].issue_ns {
                 return Err(Error::input(format!(
@@ -99,12 +137,6 @@ impl Trace {
             }
         }
         for (i, r) in self.requests.iter().enumerate() {
-            if r.offset.checked_add(r.len).is_none() {
-                return Err(Error::input(format!(
-                    "request {i} ends past the largest byte offset (offset {} + length {})",
-                    r.offset, r.len
-                )));
-            }
             if r.complete_ns.is_some_and(|c| c < r.issue_ns) {
                 return Err(Error::input(format!(
                     "request {i} completes before it was issued"

@@ -166,6 +166,12 @@ pub enum StateError {
     #[error("{}: not an fsage state file", path.display())]
     Foreign { path: PathBuf },
     #[error(
+        "{}: not an fsage state file, and no state file {} beside it (where `fsage age` keeps \
+         the state of a run on it unless --state named another)",
+        path.display(), beside.display()
+    )]
+    NoStateBeside { path: PathBuf, beside: PathBuf },
+    #[error(
         "{}: state format {found}, but this fsage ({}) reads format {STATE_FORMAT}; {hint}",
         path.display(), env!("CARGO_PKG_VERSION")
     )]
@@ -212,24 +218,59 @@ pub fn save(path: &Path, record: &RunRecord, plan: &Planner) -> Result<(), State
 }
 
 impl State {
+    /// The state `path` names: `path` itself when it is a state file, else the one `fsage age`
+    /// keeps beside the image or target `path` (`PATH.fsage-state`); with the file it read.
+    pub fn locate(path: &Path) -> Result<(PathBuf, State), StateError> {
+        match State::load(path) {
+            Err(StateError::Foreign { .. }) => {
+                let beside = fsage_sys::with_suffix(path, ".fsage-state");
+                if beside.is_file() {
+                    State::load(&beside).map(|s| (beside, s))
+                } else {
+                    Err(StateError::NoStateBeside {
+                        path: path.into(),
+                        beside,
+                    })
+                }
+            }
+            r => r.map(|s| (path.to_path_buf(), s)),
+        }
+    }
+
+    /// Reads a state file. The header is read and checked first, and the rest only when the
+    /// file is as long as the header says: another file given by mistake (an image of many
+    /// GiB, say) is refused without reading it into memory.
     pub fn load(path: &Path) -> Result<State, StateError> {
-        let bytes = std::fs::read(path).map_err(|err| StateError::Read {
+        use std::io::Read as _;
+        let read_err = |err| StateError::Read {
             path: path.into(),
             err,
-        })?;
+        };
+        let mut f = std::fs::File::open(path).map_err(read_err)?;
+        let meta = f.metadata().map_err(read_err)?;
+        // A directory, a device or a FIFO is no state file (and a FIFO's read could block).
+        if !meta.is_file() {
+            return Err(StateError::Foreign { path: path.into() });
+        }
+        let file_len = meta.len();
+        let mut head = Vec::with_capacity(HEADER);
+        (&mut f)
+            .take(HEADER as u64)
+            .read_to_end(&mut head)
+            .map_err(read_err)?;
         let corrupt = |what: String| StateError::Corrupt {
             path: path.into(),
             what,
         };
-        if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        if head.len() < MAGIC.len() || &head[..MAGIC.len()] != MAGIC {
             return Err(StateError::Foreign { path: path.into() });
         }
-        if bytes.len() < HEADER {
+        if head.len() < HEADER {
             return Err(corrupt("truncated (header cut short)".into()));
         }
         let word = |at: usize, n: usize| -> u64 {
             let mut v = [0u8; 8];
-            v[..n].copy_from_slice(&bytes[at..at + n]);
+            v[..n].copy_from_slice(&head[at..at + n]);
             u64::from_le_bytes(v)
         };
         let format = word(12, 4) as u32;
@@ -247,16 +288,21 @@ impl State {
         }
         let len = word(16, 8);
         let crc = word(24, 4) as u32;
-        let payload = &bytes[HEADER..];
-        if (payload.len() as u64) < len {
+        let have = file_len - HEADER as u64;
+        if have < len {
             return Err(corrupt(format!(
-                "truncated ({} of {len} payload bytes)",
-                payload.len()
+                "truncated ({have} of {len} payload bytes)"
             )));
         }
-        if (payload.len() as u64) > len {
+        if have > len {
             return Err(corrupt("followed by trailing bytes".into()));
         }
+        let mut payload = Vec::with_capacity(len as usize);
+        f.read_to_end(&mut payload).map_err(read_err)?;
+        if payload.len() as u64 != len {
+            return Err(corrupt("changed while it was read".into()));
+        }
+        let payload = &payload[..];
         if crc32fast::hash(payload) != crc {
             return Err(corrupt("corrupt (checksum mismatch)".into()));
         }
@@ -459,5 +505,32 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not an fsage state"));
+    }
+
+    /// An image (or a run's target directory) leads to the state beside it; a large file that is
+    /// no state is refused from its first bytes (a sparse 64 GiB file here: reading it whole
+    /// would run out of memory).
+    #[test]
+    fn an_image_leads_to_its_state_and_a_large_foreign_file_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let img = d.path().join("x.img");
+        let f = std::fs::File::create(&img).unwrap();
+        f.set_len(64 << 30).unwrap();
+        let e = State::load(&img).unwrap_err();
+        assert!(matches!(e, StateError::Foreign { .. }), "{e}");
+        let e = State::locate(&img).unwrap_err();
+        assert!(e.to_string().contains("x.img.fsage-state beside it"), "{e}");
+        assert_eq!(e.blame(), fsage_sys::Blame::Input);
+        save(&d.path().join("x.img.fsage-state"), &record(), &planner()).unwrap();
+        let (found, s) = State::locate(&img).unwrap();
+        assert_eq!(found, d.path().join("x.img.fsage-state"));
+        assert_eq!(s.record.write_mode, "fallocate");
+        let (same, _) = State::locate(&found).unwrap();
+        assert_eq!(same, found);
+        // A directory: the state beside it.
+        let t = d.path().join("t");
+        std::fs::create_dir(&t).unwrap();
+        std::fs::copy(&found, d.path().join("t.fsage-state")).unwrap();
+        assert_eq!(State::locate(&t).unwrap().0, d.path().join("t.fsage-state"));
     }
 }

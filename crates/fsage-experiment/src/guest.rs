@@ -367,7 +367,7 @@ mod tests {
         let spec = crate::spec::parse(
             &format!(
                 "name = \"t\"\nduration = \"4s\"\nwarmup = \"1s\"\nsample = \"1s\"\n\
-                 image_size = \"256MiB\"\nkernel = \"6.1.0-56\"\n{extra}\
+                 image_size = \"300MiB\"\nkernel = \"6.1.0-56\"\n{extra}\
                  [[fs]]\nkind = \"xfs\"\n[[state]]\nkind = \"fresh\"\n\
                  [[workload]]\nname = \"varmail\"\nset = {{ nfiles = 50, filesize = \"8k\" }}\n"
             ),
@@ -436,7 +436,7 @@ mod tests {
         let cmd = age_command(Path::new("/x/fsage"), &c, &a, Path::new("/i/b.img"));
         assert_eq!(
             cmd.join(" "),
-            "/x/fsage age --fs xfs --size 268435456B --profile agrawal \
+            "/x/fsage age --fs xfs --size 314572800B --profile agrawal \
              --checkpoint-interval 1h --quiet --json /o/aging/b.json --seed 3 --fullness 0.5 \
              --max-ops 1000 /i/b.img"
         );
@@ -509,6 +509,7 @@ mod tests {
             placement: None,
             cpu_model: None,
             slurm_job: None,
+            storage: None,
             platform: PlatformKind::Native,
             vm: None,
         };

@@ -74,9 +74,12 @@ pub struct LabExecutor {
     failed_bases: BTreeMap<String, Error>,
     library: fsage_core::image::Library,
     registry: Registry,
-    /// Where each cell's working copy is made and mounted: the image directory for a local run,
-    /// node-local memory for a Slurm task (`run-cell`).
+    /// Where each cell's working copy is made and mounted: a new directory of this run or task
+    /// under the `--scratch` root ([`crate::storage::Scratch`]), locked while it runs.
     work: PathBuf,
+    _work_lock: fsage_exec::preflight::RunLock,
+    /// What `work` is on, recorded in every cell's environment.
+    storage: crate::storage::Storage,
     /// A Slurm task: the image directory is shared with other tasks (on this node and others),
     /// so it is not locked whole; a base image is made under a lock of its own.
     shared: bool,
@@ -84,7 +87,8 @@ pub struct LabExecutor {
     guest: Box<dyn Guest>,
     /// fsage's own binary, which the guest runs.
     exe: PathBuf,
-    _lock: fsage_exec::preflight::RunLock,
+    /// A local run's lock of the whole image directory (a Slurm task shares it).
+    _lock: Option<fsage_exec::preflight::RunLock>,
 }
 
 /// The marker of an image directory the runner made; it cleans up and writes only in such a
@@ -119,7 +123,11 @@ fn absolute(out: &Path) -> Result<PathBuf, Error> {
 impl LabExecutor {
     /// Prepares `images` (made if missing; refused if it holds anything but an earlier run's
     /// images), takes its lock, and cleans up what a killed run left in it.
-    pub fn new(out: &Path, images: &Path) -> Result<LabExecutor, crate::Error> {
+    pub fn new(
+        out: &Path,
+        images: &Path,
+        scratch: &crate::storage::Scratch,
+    ) -> Result<LabExecutor, crate::Error> {
         let images = open_images_dir(images)?;
         let marker = images.join(IMAGES_MARKER);
         // Two runs sharing an image directory would overwrite each other's working copy.
@@ -129,18 +137,25 @@ impl LabExecutor {
                 images.display()
             ))
         })?;
+        // What a killed run left beside the bases (an aging's mount); its working copies are
+        // in its own scratch directory, cleaned below.
+        clean_under(&images, &Registry::new(Registry::default_root()))?;
+        let out = absolute(out)?;
+        let (work, work_lock, storage) = scratch_work(&out, &images, scratch, "run")?;
         let ex = LabExecutor {
-            out: absolute(out)?,
+            out,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),
             library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
             registry: Registry::new(Registry::default_root()),
-            work: images.clone(),
+            work,
+            _work_lock: work_lock,
+            storage,
             shared: false,
             images,
             guest: Box::new(QemuGuest),
             exe: guest::own_exe(),
-            _lock: lock,
+            _lock: Some(lock),
         };
         ex.clean_leftovers()?;
         Ok(ex)
@@ -151,21 +166,29 @@ impl LabExecutor {
     /// is locked; each cell's working copy goes to a new directory of this task named from
     /// `scratch` (`SCRATCH-RANDOM`, mode 0700) in node-local memory, made and locked after what a
     /// killed task of the same name left is cleaned up ([`task_work_dir`]).
-    pub fn for_task(out: &Path, images: &Path, scratch: &Path) -> Result<LabExecutor, Error> {
+    pub fn for_task(
+        out: &Path,
+        images: &Path,
+        scratch: &crate::storage::Scratch,
+        name: &str,
+    ) -> Result<LabExecutor, Error> {
         let images = open_images_dir(images)?;
-        let (work, lock) = task_work_dir(scratch)?;
+        let out = absolute(out)?;
+        let (work, work_lock, storage) = scratch_work(&out, &images, scratch, name)?;
         let ex = LabExecutor {
-            out: absolute(out)?,
+            out,
             images,
             bases: BTreeMap::new(),
             failed_bases: BTreeMap::new(),
             library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
             registry: Registry::new(Registry::default_root()),
             work,
+            _work_lock: work_lock,
+            storage,
             shared: true,
             guest: Box::new(QemuGuest),
             exe: guest::own_exe(),
-            _lock: lock,
+            _lock: None,
         };
         ex.clean_leftovers()?;
         Ok(ex)
@@ -800,9 +823,9 @@ impl LabExecutor {
             Some(v)
         });
         // An SSD's counters over the cell (fileset creation and warm-up included).
-        let flash = drive_model(cell)
-            .and(stats.as_ref())
-            .and_then(|st| st.model.as_ref()?.stats.as_ref())
+        let flash = stats
+            .as_ref()
+            .and_then(|st| st.model.as_ref()?.stats.as_ref()?.ssd())
             .map(FlashCounters::from);
         let fin = mounted.map_or(Ok(()), |m| m.finish().map_err(step("unmount")));
         let destroyed = match device {
@@ -855,6 +878,7 @@ impl LabExecutor {
         let mut env = Environment {
             drive_state: drive,
             placement,
+            storage: Some(self.storage.clone()),
             ..environment(cell, base, &r.workload_text, dev_json)
         };
         let mut sample = sample;
@@ -1039,7 +1063,7 @@ impl LabExecutor {
         }
         let flash = stats
             .as_ref()
-            .and_then(|st| st.model.as_ref()?.stats.as_ref())
+            .and_then(|st| st.model.as_ref()?.stats.as_ref()?.ssd())
             .map(FlashCounters::from);
         let previous_cell = previous.as_ref().map(|ld| ld.cell.clone());
         Ok(Placed {
@@ -1231,6 +1255,36 @@ pub fn open_images_dir(images: &Path) -> Result<PathBuf, Error> {
     Ok(images)
 }
 
+/// The working directory of a run or task under the `scratch` root (made if missing): a new
+/// `ROOT/fsage-HASH-NAME-RANDOM` ([`task_work_dir`]; HASH from `out`, so that a run or task
+/// started again finds and cleans up what a killed one left), its lock, and what it is on.
+fn scratch_work(
+    out: &Path,
+    images: &Path,
+    scratch: &crate::storage::Scratch,
+    name: &str,
+) -> Result<
+    (
+        PathBuf,
+        fsage_exec::preflight::RunLock,
+        crate::storage::Storage,
+    ),
+    Error,
+> {
+    let root = scratch.root(images)?;
+    let (work, lock) = task_work_dir(&scratch_prefix(&root, out, name))?;
+    let storage = crate::storage::storage_of(scratch, &root);
+    Ok((work, lock, storage))
+}
+
+/// `ROOT/fsage-HASH-NAME`: the same for a run or task started again, different for two tasks
+/// of one experiment (NAME: the first cell's id, or the base) and for two experiments (HASH).
+pub(crate) fn scratch_prefix(root: &Path, out: &Path, name: &str) -> PathBuf {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(out.display().to_string().as_bytes());
+    root.join(format!("fsage-{}-{name}", crate::hex(&h[..4])))
+}
+
 /// A task's working directory: a new `PREFIXRANDOM` (mode 0700) beside `prefix` (its last
 /// component the name's start, `fsage-HASH-CELL-`), locked for the task. What a killed task of
 /// the same prefix left (its own directories: root's, mode 0700, no link, not locked by a live
@@ -1364,6 +1418,14 @@ impl LabExecutor {
     }
 }
 
+impl Drop for LabExecutor {
+    /// The run's or task's working directory is empty once its cells are done (and a killed
+    /// one's is cleaned up by the next run of the same name): never removed through a mount.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.work);
+    }
+}
+
 impl Executor for LabExecutor {
     fn run_cell(&mut self, cell: &Cell, obs: &mut dyn RunObserver) -> Result<CellRun, Error> {
         let had = self.bases.len();
@@ -1467,6 +1529,7 @@ fn environment(
         vm: None,
         cpu_model: cpu_model(),
         slurm_job: slurm_job(),
+        storage: None,
     }
 }
 
@@ -1602,7 +1665,7 @@ mod tests {
         assert!(drive_model(cell).is_some() && guest::needs_vm(&cell.fs));
         let seen: Given = Default::default();
         let images = dir.path().join("images");
-        let mut ex = LabExecutor::new(&dir.path().join("out"), &images)
+        let mut ex = LabExecutor::new(&dir.path().join("out"), &images, &Default::default())
             .unwrap()
             .with_guest(Box::new(FailingGuest(seen.clone())));
         let e = ex

@@ -15,6 +15,7 @@
 //!   `cancel`), through the same runner loop and executor.
 //! - [`lab`]: the executor of this machine: base images (fresh, aged, from the library), a sparse
 //!   copy per cell, the slow device, the workload engine.
+//! - [`storage`]: where each cell's working copy lives (`--scratch`), and the record of it.
 
 pub mod analysis;
 pub mod guest;
@@ -23,6 +24,7 @@ pub mod result;
 pub mod runner;
 pub mod slurm;
 pub mod spec;
+pub mod storage;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, Sample, State};
 pub use result::{CellResult, CellStatus, Environment};
@@ -37,9 +39,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// `fsage experiment plan`: the cells of `file` and their estimate, with a warning for each
-/// library image a state names that the default library does not hold (a run would refuse it).
+/// library image a state names that the default library does not hold (a run would refuse it);
+/// refused when an `[[fs]]` names a kernel the cache lacks.
 pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
     let spec = spec::load(file)?;
+    check_kernels(&spec)?;
     let mut plan = spec.plan();
     plan.warnings = spec.missing_images(&fsage_core::image::default_library_dir());
     if plan.vm_cells > 0 {
@@ -49,6 +53,22 @@ pub fn plan_file(file: &std::path::Path) -> Result<Plan, Error> {
         });
     }
     Ok(plan)
+}
+
+/// Every kernel an `[[fs]]` names must be in the kernel cache: the plan refuses one that is not
+/// (as the run would, at its start), with the releases the cache has and how to fetch it.
+fn check_kernels(spec: &ExperimentSpec) -> Result<(), Error> {
+    for f in &spec.file_systems {
+        if let Some(k) = &f.kernel {
+            fsage_vm::resolve_kernel(Some(k), None).map_err(|e| {
+                Error::input(format!(
+                    "{}: [[fs]] {}: {}",
+                    spec.origin, f.label, e.message
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `KVM` or `TCG (emulated)`.
@@ -66,6 +86,7 @@ pub fn run_file(
     file: &std::path::Path,
     out: &std::path::Path,
     images: Option<&std::path::Path>,
+    scratch: &storage::Scratch,
     opts: &runner::RunOptions,
     obs: &mut dyn runner::RunObserver,
 ) -> Result<runner::RunSummary, Error> {
@@ -83,6 +104,7 @@ pub fn run_file(
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     // Before anything is written: a refused image directory leaves no output directory behind.
     lab::check_images_dir(&images)?;
+    scratch.root(&images)?;
     if !out.exists() {
         std::fs::create_dir_all(out).map_err(|e| {
             Error::input(format!("{}: cannot make the directory: {e}", out.display()))
@@ -96,7 +118,7 @@ pub fn run_file(
         }
     })?;
     runner::prepare_out(out, &plan, &text)?;
-    let mut ex = lab::LabExecutor::new(out, &images)?;
+    let mut ex = lab::LabExecutor::new(out, &images, scratch)?;
     runner::run(&plan, &text, out, opts, &mut ex, obs)
 }
 
@@ -127,6 +149,7 @@ mod tests {
             &out,
             None,
             &Default::default(),
+            &Default::default(),
             &mut super::runner::Quiet,
         )
         .unwrap_err();
@@ -139,5 +162,28 @@ mod tests {
         assert!(!out.exists());
         let plan = super::plan_file(&file).unwrap();
         assert_eq!(plan.warnings.len(), 1);
+    }
+
+    /// A kernel the cache lacks is refused by the plan (as by the run, at its start), naming the
+    /// file, the file system and how to fetch it; the plan said nothing before.
+    #[test]
+    fn a_plan_refuses_a_kernel_the_cache_lacks() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("x.toml");
+        std::fs::write(
+            &file,
+            "name = \"x\"\nduration = \"1s\"\nimage_size = \"64MiB\"\nkernel = \"9.9.9\"\n\
+             [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n\
+             [[workload]]\nname = \"varmail\"\n",
+        )
+        .unwrap();
+        let e = super::plan_file(&file).unwrap_err();
+        assert_eq!(e.blame, fsage_sys::Blame::Input);
+        assert!(
+            e.message
+                .contains("x.toml: [[fs]] ext4: kernel 9.9.9: not in the cache"),
+            "{e}"
+        );
+        assert!(e.message.contains("fsage vm kernel fetch 9.9.9"), "{e}");
     }
 }

@@ -52,6 +52,10 @@ pub struct Environment {
     /// The Slurm job (`ARRAYJOB_TASK`) the cell ran in, when it ran in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_job: Option<String>,
+    /// Where the cell's working copy lived (`--scratch`): memory or disk, and which; results
+    /// written before it was recorded lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::storage::Storage>,
     /// Where the workload ran: absent (native) unless in a VM, whose timings compare only with
     /// the same platform's (`tcg`: emulated).
     #[serde(default, skip_serializing_if = "fsage_sys::PlatformKind::is_native")]
@@ -132,11 +136,8 @@ impl CellResult {
     /// device's statistics in the environment where a sample lacks them (results written before
     /// samples carried them).
     pub fn analysis_samples(&self) -> Vec<crate::Sample> {
-        let ssd = self
-            .cell
-            .device_model
-            .as_ref()
-            .is_some_and(|m| m.keeps_state());
+        // The device's counters name their kind: an SSD's are flash counters (older results
+        // wrote one union of disk and flash counters, read as an SSD's when it has flash ones).
         let from_env = || {
             let st = self
                 .environment
@@ -145,16 +146,16 @@ impl CellResult {
                 .as_ref()?
                 .pointer("/stats/model/stats")?;
             let m: fsage_device::ModelStats = serde_json::from_value(st.clone()).ok()?;
-            Some(crate::analysis::FlashCounters::from(&m))
+            m.ssd().map(crate::analysis::FlashCounters::from)
         };
         self.samples
             .iter()
-            .map(|s| match (&s.flash, ssd) {
-                (None, true) => crate::Sample {
+            .map(|s| match &s.flash {
+                None => crate::Sample {
                     flash: from_env(),
                     ..s.clone()
                 },
-                _ => s.clone(),
+                Some(_) => s.clone(),
             })
             .collect()
     }
@@ -212,6 +213,23 @@ pub struct HardwareMix {
     pub kinds: Vec<(String, Vec<String>, usize)>,
 }
 
+impl HardwareMix {
+    /// The warning for a mix of [`storage_mixes`].
+    pub fn storage_warning(&self) -> String {
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .map(|(k, hosts, n)| format!("{n} on {k} ({})", hosts.join(", ")))
+            .collect();
+        format!(
+            "{}: the cells' working copies lived on different storage ({}); their throughputs \
+             are not comparable (`--scratch` sets it; the default is tmpfs)",
+            self.comparison,
+            kinds.join("; ")
+        )
+    }
+}
+
 impl std::fmt::Display for HardwareMix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kinds: Vec<String> = self
@@ -233,6 +251,38 @@ impl std::fmt::Display for HardwareMix {
 /// other across file systems and states) whose finished cells ran on more than one kind of node
 /// (CPU model and kernel). Cells that recorded no CPU model count by their kernel alone.
 pub fn hardware_mixes<'a>(results: impl IntoIterator<Item = &'a CellResult>) -> Vec<HardwareMix> {
+    mixes(results, |e| {
+        format!(
+            "{}, kernel {}",
+            e.cpu_model.as_deref().unwrap_or("CPU not recorded"),
+            e.kernel
+        )
+    })
+}
+
+/// The comparisons whose finished cells kept their working copies on more than one kind of
+/// storage (memory or disk, and which: [`crate::storage::Storage::describe`]); cells that
+/// recorded none count as "storage not recorded". The hosts are listed as for hardware.
+pub fn storage_mixes<'a>(results: impl IntoIterator<Item = &'a CellResult>) -> Vec<HardwareMix> {
+    mixes(results, |e| {
+        e.storage.as_ref().map_or_else(
+            || "storage not recorded".to_string(),
+            |s| match s.kind {
+                crate::storage::StorageKind::Tmpfs => "tmpfs".to_string(),
+                crate::storage::StorageKind::Disk => {
+                    format!("disk ({} on {})", s.fs_type, s.device)
+                }
+            },
+        )
+    })
+}
+
+/// Cells of one comparison grouped by `kind_of` their environment; the comparisons with more
+/// than one kind.
+fn mixes<'a>(
+    results: impl IntoIterator<Item = &'a CellResult>,
+    kind_of: impl Fn(&Environment) -> String,
+) -> Vec<HardwareMix> {
     use std::collections::{BTreeMap, BTreeSet};
     type Kinds = BTreeMap<String, (BTreeSet<String>, usize)>;
     let mut by: BTreeMap<String, Kinds> = BTreeMap::new();
@@ -244,11 +294,7 @@ pub fn hardware_mixes<'a>(results: impl IntoIterator<Item = &'a CellResult>) -> 
             (None, Some(us)) => format!("{us} us"),
             (None, None) => "plain image".to_string(),
         };
-        let kind = format!(
-            "{}, kernel {}",
-            e.cpu_model.as_deref().unwrap_or("CPU not recorded"),
-            e.kernel
-        );
+        let kind = kind_of(e);
         let k = by
             .entry(format!("{}, {at}", c.workload.label))
             .or_default()
@@ -347,6 +393,7 @@ mod tests {
             vm: None,
             cpu_model: Some(cpu.into()),
             slurm_job: None,
+            storage: None,
         };
         // varmail r0 and r1 on two CPU models; webserver r0 and r1 on two hosts of one model.
         let results: Vec<CellResult> = spec
@@ -373,11 +420,83 @@ mod tests {
                 }
             })
             .collect();
+        assert!(storage_mixes(&results).is_empty());
         let mixes = hardware_mixes(&results);
         assert_eq!(mixes.len(), 1, "{mixes:?}");
         assert_eq!(mixes[0].comparison, "varmail, plain image");
         let text = mixes[0].to_string();
         assert!(text.contains("1 on n2 (EPYC B, kernel 6.1.0)"), "{text}");
         assert!(text.contains("not comparable"), "{text}");
+    }
+
+    #[test]
+    fn cells_of_one_comparison_on_memory_and_on_disk_are_flagged() {
+        let spec = crate::spec::parse(
+            "name = \"t\"\nduration = \"1s\"\nrepetitions = 2\nimage_size = \"1GiB\"\n\
+             [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n\
+             [[workload]]\nname = \"varmail\"\n",
+            "t.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        let storage = |kind, dev: &str| crate::storage::Storage {
+            setting: "x".into(),
+            kind,
+            fs_type: if dev == "tmpfs" { "tmpfs" } else { "ext4" }.into(),
+            device: dev.into(),
+            root: "/r".into(),
+        };
+        let results: Vec<CellResult> = spec
+            .plan()
+            .cells
+            .into_iter()
+            .map(|cell| {
+                let s = if cell.rep == 0 {
+                    storage(crate::storage::StorageKind::Tmpfs, "tmpfs")
+                } else {
+                    storage(crate::storage::StorageKind::Disk, "/dev/vda")
+                };
+                CellResult {
+                    format: RESULT_FORMAT,
+                    cell,
+                    status: CellStatus::Done,
+                    started_unix: 0,
+                    seconds: 1.0,
+                    base_seconds: None,
+                    environment: Some(Environment {
+                        fsage_version: "x".into(),
+                        kernel: "6.1.0".into(),
+                        hostname: "n1".into(),
+                        cpus: 2,
+                        memory_bytes: 1,
+                        fs_kind: "ext4".into(),
+                        mkfs_opts: None,
+                        image_sha256: None,
+                        seed: 1,
+                        workload_text: String::new(),
+                        device: None,
+                        drive_state: None,
+                        placement: None,
+                        platform: Default::default(),
+                        vm: None,
+                        cpu_model: Some("Xeon A".into()),
+                        slurm_job: None,
+                        storage: Some(s),
+                    }),
+                    samples: vec![],
+                    workload_report: None,
+                }
+            })
+            .collect();
+        assert!(hardware_mixes(&results).is_empty());
+        let m = storage_mixes(&results);
+        assert_eq!(m.len(), 1, "{m:?}");
+        let kinds: Vec<&str> = m[0].kinds.iter().map(|k| k.0.as_str()).collect();
+        assert_eq!(kinds, ["disk (ext4 on /dev/vda)", "tmpfs"]);
+        let w = m[0].storage_warning();
+        assert!(
+            w.contains("1 on tmpfs (n1)") && w.contains("not comparable"),
+            "{w}"
+        );
     }
 }

@@ -381,7 +381,7 @@ pub fn select<'a>(plan: &'a Plan, ids: &[String], out: &Path) -> Result<Vec<&'a 
                 Error::input(format!(
                     "{}: the experiment has no cell {id:?} (see `fsage experiment status {}`)",
                     out.join("plan.json").display(),
-                    out.display()
+                    fsage_sys::shell_arg(out)
                 ))
             })
         })
@@ -424,6 +424,10 @@ pub struct CellLine {
     /// the cluster keeps accounting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_state: Option<String>,
+    /// For a cell left whose base job ended without making its base and without recording a
+    /// failure (killed, out of time, its binary refused): the job and the last line of its log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_job_ended: Option<String>,
 }
 
 /// A Slurm job of the last submission, and its state (`PENDING`, `RUNNING`; for an array the
@@ -520,6 +524,7 @@ pub fn status(out: &Path) -> Result<Status, Error> {
             state,
             job: None,
             slurm_state: None,
+            base_job_ended: None,
         });
     }
     let mean_cell_s = (!secs.is_empty()).then(|| secs.iter().sum::<f64>() / secs.len() as f64);

@@ -16,6 +16,7 @@
 use crate::lab::LabExecutor;
 use crate::runner::{self, CellState, RunObserver, RunSummary, Status};
 use crate::spec::{Cell, Plan};
+use crate::storage::Scratch;
 use crate::Error;
 use fsage_sys::Blame;
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,20 @@ pub enum SlurmError {
     },
     #[error("{path}: not a submission record: {err}")]
     BadRecord { path: PathBuf, err: String },
+    #[error("{0}")]
+    BadPartition(String),
+    #[error(
+        "{err}; jobs already submitted: {jobs} (recorded in {dir}/slurm/submissions.json): \
+         cancel them with `fsage experiment cancel {dir}`, or let them run and `submit` again once \
+         they end to submit the rest"
+    )]
+    Partial {
+        err: Box<SlurmError>,
+        jobs: String,
+        dir: String,
+    },
+    #[error("{path}: the fsage binary the jobs are to run: {err}")]
+    Binary { path: PathBuf, err: String },
     #[error("cells per task must be at least 1")]
     CellsPerTask,
     #[error("--max-parallel must be at least 1")]
@@ -65,6 +80,7 @@ impl From<SlurmError> for Error {
             SlurmError::Missing(_)
             | SlurmError::StillQueued { .. }
             | SlurmError::BadRecord { .. }
+            | SlurmError::BadPartition(_)
             | SlurmError::CellsPerTask
             | SlurmError::MaxParallel => Error::input(e.to_string()),
             SlurmError::Io { ref err, .. }
@@ -94,8 +110,10 @@ pub struct SubmitOptions {
     pub cells_per_task: usize,
     /// Given to every `sbatch` as they are, before the script.
     pub sbatch_args: Vec<String>,
-    /// The fsage binary the jobs run (the same path on every node).
+    /// The fsage binary the jobs are to run: copied into `OUT/slurm/`, which they run.
     pub fsage: PathBuf,
+    /// Where the cells' working copies go on the nodes (as in a local run).
+    pub scratch: Scratch,
 }
 
 /// One job of a submission.
@@ -239,7 +257,7 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         ids.dedup();
         return Err(SlurmError::StillQueued {
             jobs: ids.join(", "),
-            dir: out.display().to_string(),
+            dir: fsage_sys::shell_arg(&out),
         }
         .into());
     }
@@ -299,10 +317,29 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
             err,
         })?;
     }
+    // The jobs run a copy of this binary kept with the output directory, checked against its
+    // checksum before each job runs it: a rebuild or an upgrade of the original meanwhile does
+    // not change what queued jobs run.
+    let (exe, exe_sha) = install_binary(&opts.fsage, &sdir)?;
     let base_sh = sdir.join("base.sh");
     let cells_sh = sdir.join("cells.sh");
-    write_script(&base_sh, &base_script(&opts.fsage, &out, &images))?;
-    write_script(&cells_sh, &cells_script(&opts.fsage, &out, &images))?;
+    // The jobs start in OUT: a relative scratch directory is this command's.
+    let scratch = match &opts.scratch {
+        Scratch::Dir(d) => Scratch::Dir(
+            std::path::absolute(d)
+                .map_err(|e| Error::input(format!("--scratch {}: {e}", d.display())))?,
+        ),
+        s => s.clone(),
+    };
+    let run = RunArgs {
+        fsage: &exe,
+        sha: &exe_sha,
+        out: &out,
+        images: &images,
+        scratch: &scratch,
+    };
+    write_script(&base_sh, &base_script(&run))?;
+    write_script(&cells_sh, &cells_script(&run))?;
 
     let mut sub = Submission {
         number,
@@ -333,16 +370,57 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         runner::write_json(&sdir.join(SUBMISSIONS), &all)
     };
     let exp = &plan.experiment;
+    // An sbatch failing after others succeeded: the error names the jobs already submitted.
+    let submit_job = |args: &[String], sub: &Submission| {
+        sbatch_run(&sbatch, args).map_err(|err| {
+            let ids = sub.job_ids();
+            if ids.is_empty() {
+                err
+            } else {
+                SlurmError::Partial {
+                    err: Box::new(err),
+                    jobs: ids.join(", "),
+                    dir: out.display().to_string(),
+                }
+            }
+        })
+    };
+    // `--max-parallel`: every job waits for the one submitted before it (`afterany`), and each
+    // array runs at most N tasks at once, so that at most N of the submission's jobs run at a
+    // time (the bases are then made one after another).
+    let mut last_job: Option<String> = None;
+    let chain = |deps: &mut Vec<String>, last: &Option<String>| {
+        if let (Some(_), Some(l)) = (opts.max_parallel, last) {
+            if !deps.iter().any(|d| d.ends_with(&format!(":{l}"))) {
+                deps.push(format!("afterany:{l}"));
+            }
+        }
+    };
+    let dependency = |deps: &[String]| -> Vec<String> {
+        if deps.is_empty() {
+            Vec::new()
+        } else {
+            let mut a = vec![format!("--dependency={}", deps.join(","))];
+            if deps.iter().any(|d| d.starts_with("afterok:")) {
+                a.push("--kill-on-invalid-dep=yes".into());
+            }
+            a
+        }
+    };
     let mut source_jobs: BTreeMap<String, String> = BTreeMap::new();
     for (g, rep) in &sources {
         if groups.iter().any(|(n, _)| n == g) {
             continue; // its own base job (below) makes it
         }
         let mut args = common(format!("fsage-base-{exp}"), "base-%j.out".into());
+        let mut deps = Vec::new();
+        chain(&mut deps, &last_job);
+        args.extend(dependency(&deps));
         args.extend(opts.sbatch_args.iter().cloned());
         args.push(base_sh.display().to_string());
         args.push(rep.id.clone());
-        let id = sbatch_run(&sbatch, &args)?;
+        let id = submit_job(&args, &sub)?;
+        last_job = Some(id.clone());
         sub.bases.push(BaseJob {
             job_id: id.clone(),
             base: g.clone(),
@@ -355,14 +433,17 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
     groups.sort_by_key(|(g, _)| !sources.iter().any(|(n, _)| n == g));
     for (g, cells) in &groups {
         let mut args = common(format!("fsage-base-{exp}"), "base-%j.out".into());
+        let mut deps = Vec::new();
         if let Some(src) = needs.get(g).and_then(|s| source_jobs.get(s)) {
-            args.push(format!("--dependency=afterok:{src}"));
-            args.push("--kill-on-invalid-dep=yes".into());
+            deps.push(format!("afterok:{src}"));
         }
+        chain(&mut deps, &last_job);
+        args.extend(dependency(&deps));
         args.extend(opts.sbatch_args.iter().cloned());
         args.push(base_sh.display().to_string());
         args.push(cells[0].id.clone());
-        let id = sbatch_run(&sbatch, &args)?;
+        let id = submit_job(&args, &sub)?;
+        last_job = Some(id.clone());
         source_jobs.entry(g.clone()).or_insert_with(|| id.clone());
         sub.bases.push(BaseJob {
             job_id: id.clone(),
@@ -385,12 +466,14 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
             tasks.len() - 1,
             opts.max_parallel.map_or(String::new(), |n| format!("%{n}"))
         ));
-        args.push(format!("--dependency=afterok:{id}"));
-        args.push("--kill-on-invalid-dep=yes".into());
+        let mut deps = vec![format!("afterok:{id}")];
+        chain(&mut deps, &last_job);
+        args.extend(dependency(&deps));
         args.extend(opts.sbatch_args.iter().cloned());
         args.push(cells_sh.display().to_string());
         args.push(task_file.display().to_string());
-        let aid = sbatch_run(&sbatch, &args)?;
+        let aid = submit_job(&args, &sub)?;
+        last_job = Some(aid.clone());
         sub.arrays.push(ArrayJob {
             job_id: aid,
             base: g.clone(),
@@ -445,30 +528,110 @@ fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-fn base_script(fsage: &Path, out: &Path, images: &Path) -> String {
+/// The lines of a batch script that refuse to run `fsage` unless it is the binary `submit`
+/// copied (its SHA-256 as recorded), and name it `$fsage`.
+fn binary_check(fsage: &Path, sha: &str) -> String {
+    format!(
+        "fsage={}\n\
+         if ! printf '%s  %s\\n' {sha} \"$fsage\" | sha256sum --check --status; then\n\
+         \x20 echo \"fsage: $fsage is not the binary that experiment submit copied (SHA-256 {sha}): it was changed or removed; submit again\" >&2\n\
+         \x20 exit 1\n\
+         fi\n",
+        quote(fsage)
+    )
+}
+
+/// What a batch script runs: `fsage experiment run-cell OUT --images IMAGES --scratch S`.
+struct RunArgs<'a> {
+    fsage: &'a Path,
+    sha: &'a str,
+    out: &'a Path,
+    images: &'a Path,
+    scratch: &'a Scratch,
+}
+
+impl RunArgs<'_> {
+    /// The check of the binary, then the command up to the cell ids.
+    fn command(&self) -> (String, String) {
+        (
+            binary_check(self.fsage, self.sha),
+            format!(
+                "exec \"$fsage\" experiment run-cell {} --images {} --scratch {}",
+                quote(self.out),
+                quote(self.images),
+                quote(Path::new(&self.scratch.to_string()))
+            ),
+        )
+    }
+}
+
+fn base_script(run: &RunArgs) -> String {
+    let (check, cmd) = run.command();
     format!(
         "#!/bin/sh\n\
          # Written by `fsage experiment submit`: makes the base image of cell $1's file system\n\
          # and state in the image directory (once: a base already made is kept).\n\
-         exec {} experiment run-cell {} --images {} --base-only \"$1\"\n",
-        quote(fsage),
-        quote(out),
-        quote(images)
+         {check}\
+         {cmd} --base-only \"$1\"\n"
     )
 }
 
-fn cells_script(fsage: &Path, out: &Path, images: &Path) -> String {
+fn cells_script(run: &RunArgs) -> String {
+    let (check, cmd) = run.command();
     format!(
         "#!/bin/sh\n\
          # Written by `fsage experiment submit`: array task N runs the cells on line N+1 of $1.\n\
          set -eu\n\
+         {check}\
          ids=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" \"$1\")\n\
          if [ -z \"$ids\" ]; then echo \"no cells for task $SLURM_ARRAY_TASK_ID in $1\" >&2; exit 1; fi\n\
-         exec {} experiment run-cell {} --images {} $ids\n",
-        quote(fsage),
-        quote(out),
-        quote(images)
+         {cmd} $ids\n"
     )
+}
+
+/// Where `submit` keeps the binary its jobs run, under `OUT/slurm/`.
+pub const BINARY: &str = "fsage";
+
+/// Copies `src` (this fsage) to `SLURM_DIR/fsage` unless the copy there already has its content,
+/// through a temporary file renamed into place (a job running the old copy keeps it), and
+/// returns the copy's path and SHA-256.
+fn install_binary(src: &Path, sdir: &Path) -> Result<(PathBuf, String), Error> {
+    let bin_err = |path: &Path, err: String| SlurmError::Binary {
+        path: path.to_path_buf(),
+        err,
+    };
+    let sha = fsage_core::image::sha256_image(src).map_err(|e| bin_err(src, e.to_string()))?;
+    let dst = sdir.join(BINARY);
+    let same = std::fs::symlink_metadata(&dst).is_ok_and(|m| m.is_file())
+        && fsage_core::image::sha256_image(&dst).is_ok_and(|s| s == sha);
+    if !same {
+        let (tmp, mut f) = fsage_sys::safe::create_temp_beside(&dst, 0o755)
+            .map_err(|e| bin_err(&dst, e.to_string()))?;
+        let r = (|| -> std::io::Result<()> {
+            let mut from = std::fs::File::open(src)?;
+            std::io::copy(&mut from, &mut f)?;
+            f.sync_all()?;
+            drop(f);
+            let copied = fsage_core::image::sha256_image(&tmp)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            if copied != sha {
+                return Err(std::io::Error::other(
+                    "the copy's checksum differs from the original's (was it being rebuilt?)",
+                ));
+            }
+            std::fs::rename(&tmp, &dst)
+        })();
+        if let Err(e) = r {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(bin_err(&dst, format!("cannot copy {}: {e}", src.display())).into());
+        }
+    }
+    fsage_sys::write_atomic(
+        &sdir.join(format!("{BINARY}.sha256")),
+        format!("{sha}  {}\n", dst.display()).as_bytes(),
+    )
+    .map_err(|e| Error::operation(e.to_string()))?;
+    Ok((dst, sha))
 }
 
 fn write_script(path: &Path, text: &str) -> Result<(), Error> {
@@ -509,7 +672,19 @@ fn slurm_cmd(cmd: &Path, args: &[String]) -> Result<String, SlurmError> {
 
 /// `sbatch --parsable ...`: the job id (`ID` or `ID;CLUSTER`).
 fn sbatch_run(sbatch: &Path, args: &[String]) -> Result<String, SlurmError> {
-    let answer = slurm_cmd(sbatch, args)?;
+    let answer = slurm_cmd(sbatch, args).map_err(|e| match e {
+        // The user's `--partition` (or one in the sbatch arguments): bad input, not a failure.
+        SlurmError::Failed { ref stderr, .. }
+            if stderr.to_ascii_lowercase().contains("invalid partition") =>
+        {
+            SlurmError::BadPartition(format!(
+                "sbatch refused the partition ({}): `sinfo --summarize` lists the cluster's \
+                 partitions",
+                stderr.lines().last().unwrap_or(stderr).trim()
+            ))
+        }
+        e => e,
+    })?;
     let id = answer.trim().split(';').next().unwrap_or("").to_string();
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
         return Err(SlurmError::NoJobId {
@@ -657,6 +832,47 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
             }
         }
     }
+    // Base jobs that ended without saying so in their log ("base image of ... ready") and
+    // without failure records (those make their cells failed, not left).
+    let asked = st.slurm_note.is_none();
+    let silent: BTreeMap<&str, String> = last
+        .bases
+        .iter()
+        .filter(|b| asked && !alive.keys().any(|k| k == &b.job_id))
+        .filter_map(|b| {
+            let log = out
+                .join(SLURM_DIR)
+                .join("logs")
+                .join(format!("base-{}.out", b.job_id));
+            let Ok(text) = std::fs::read_to_string(&log) else {
+                return Some((
+                    b.base.as_str(),
+                    format!(
+                        "base job {} left no log {}: cancelled before it ran?",
+                        b.job_id,
+                        log.display()
+                    ),
+                ));
+            };
+            if text.contains("base image of ") && text.contains(" ready") {
+                return None;
+            }
+            let last_line = text
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no log")
+                .trim()
+                .to_string();
+            Some((
+                b.base.as_str(),
+                format!(
+                    "base job {} ended without making its base: {last_line}",
+                    b.job_id
+                ),
+            ))
+        })
+        .collect();
     let (mut queued, mut running) = (0, 0);
     for c in &mut st.cells {
         let Some(task) = task_of.get(c.id.as_str()) else {
@@ -683,6 +899,12 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
             }
             None => {
                 c.slurm_state = ended.get(task).cloned();
+                let base = last
+                    .arrays
+                    .iter()
+                    .find(|a| task.starts_with(&format!("{}_", a.job_id)))
+                    .map(|a| a.base.as_str());
+                c.base_job_ended = base.and_then(|b| silent.get(b).cloned());
             }
         }
     }
@@ -765,34 +987,46 @@ pub fn cancel(out: &Path) -> Result<CancelSummary, Error> {
     })
 }
 
+/// When a Slurm job of a submission ran (`OUT/slurm/tasks/JOB.json`, written as it ends):
+/// what shows that `--max-parallel` held, without Slurm's accounting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// `ARRAYJOB_TASK`, or the job id of a base job.
+    pub job: String,
+    pub base_only: bool,
+    pub cells: Vec<String>,
+    pub host: String,
+    /// Unix time, in seconds, from `run-cell`'s start to its end.
+    pub start_unix_s: f64,
+    pub end_unix_s: f64,
+    pub ok: bool,
+}
+
+/// Where the task records go, under `OUT/slurm/`.
+pub const TASKS_DIR: &str = "tasks";
+
+fn write_task_record(out: &Path, r: &TaskRecord) -> Result<(), Error> {
+    let dir = out.join(SLURM_DIR).join(TASKS_DIR);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::operation(format!("{}: {e}", dir.display())))?;
+    runner::write_json(&dir.join(format!("{}.json", r.job)), r)
+}
+
+fn unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// How `run-cell` runs.
 #[derive(Debug, Clone, Default)]
 pub struct RunCellOptions {
     /// The image directory (default `OUT/images`).
     pub images: Option<PathBuf>,
-    /// Node-local scratch for the working copies (default /dev/shm, else `$TMPDIR`, else /tmp).
-    pub scratch: Option<PathBuf>,
+    /// Where the working copies go ([`Scratch`]; default: /dev/shm, a tmpfs).
+    pub scratch: Scratch,
     /// Make the first cell's base image only (a submission's base job).
     pub base_only: bool,
-}
-
-/// Where a task's working copies go: a new directory `ROOT/fsage-HASH-FIRST-RANDOM` (made
-/// exclusively, mode 0700, by [`LabExecutor::for_task`]); the prefix returned here is the same
-/// for a task run again (so it finds and cleans up what a killed one left) and different for two
-/// tasks of one experiment.
-fn scratch_dir(out: &Path, first: &str, root: Option<&Path>) -> PathBuf {
-    let root = root.map(Path::to_path_buf).unwrap_or_else(|| {
-        let shm = Path::new("/dev/shm");
-        if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
-        }
-    });
-    use sha2::Digest;
-    let h = sha2::Sha256::digest(out.display().to_string().as_bytes());
-    let hex = crate::hex(&h[..4]);
-    root.join(format!("fsage-{hex}-{first}"))
 }
 
 /// What must hold on this node before a cell runs: root, its file systems' tools, the slow
@@ -837,20 +1071,57 @@ pub fn run_cells(
     let Some(first) = cells.first() else {
         return Err(Error::input("no cell id given"));
     };
-    preflight_cells(&cells)?;
+    let start = unix_s();
+    let r = run_selected(out, &cells, ids, opts, obs);
+    if let Some(job) = crate::lab::slurm_job() {
+        // Best effort: the record says when the job ran, not what it measured.
+        let _ = write_task_record(
+            out,
+            &TaskRecord {
+                job,
+                base_only: opts.base_only,
+                cells: ids.to_vec(),
+                host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_string())
+                    .unwrap_or_default(),
+                start_unix_s: start,
+                end_unix_s: unix_s(),
+                ok: r.is_ok(),
+            },
+        );
+    }
+    match r {
+        // A base job that fails, at any step, records why in each cell of its base: without
+        // Slurm's accounting nothing else would tell them from cells never run.
+        Err(e)
+            if opts.base_only && e.blame != Blame::Interrupted && !fsage_signals::interrupted() =>
+        {
+            record_base_failure(out, &plan, first, &e)?;
+            Err(e)
+        }
+        r => r,
+    }
+}
+
+fn run_selected(
+    out: &Path,
+    cells: &[&Cell],
+    ids: &[String],
+    opts: &RunCellOptions,
+    obs: &mut dyn RunObserver,
+) -> Result<RunSummary, Error> {
+    let first = cells[0];
+    preflight_cells(cells)?;
     let images = opts.images.clone().unwrap_or_else(|| out.join("images"));
-    let scratch = scratch_dir(
-        &out.canonicalize().unwrap_or_else(|_| out.to_path_buf()),
-        &if opts.base_only {
-            format!("base-{}", base_group(first))
-        } else {
-            first.id.clone()
-        },
-        opts.scratch.as_deref(),
-    );
-    let mut ex = LabExecutor::for_task(out, &images, &scratch)?;
+    let name = if opts.base_only {
+        format!("base-{}", base_group(first))
+    } else {
+        first.id.clone()
+    };
+    let out_real = out.canonicalize().unwrap_or_else(|_| out.to_path_buf());
+    let mut ex = LabExecutor::for_task(&out_real, &images, &opts.scratch, &name)?;
     let r = if opts.base_only {
-        make_base(out, &plan, first, &mut ex, obs)
+        make_base(out, first, &mut ex, obs)
     } else {
         runner::run_ids(out, ids, &mut ex, obs)
     };
@@ -863,53 +1134,54 @@ pub fn run_cells(
 
 fn make_base(
     out: &Path,
-    plan: &Plan,
     cell: &Cell,
     ex: &mut LabExecutor,
     obs: &mut dyn RunObserver,
 ) -> Result<RunSummary, Error> {
     let t0 = std::time::Instant::now();
-    match ex.make_base_of(cell, obs) {
-        Ok(_) => Ok(RunSummary {
-            out: out.to_path_buf(),
-            total: 0,
-            done_before: 0,
-            ran: 0,
-            failed: 0,
-            failed_kept: 0,
-            interrupted: false,
-            seconds: t0.elapsed().as_secs_f64(),
-        }),
-        Err(e) if e.blame == Blame::Interrupted || fsage_signals::interrupted() => Err(e),
-        Err(e) => {
-            // Recorded as a local run records it, so that `status` says why these cells did
-            // not run (Slurm cancels their array: its dependency can no longer be met).
-            let rec = runner::recorded(out)?;
-            let g = base_group(cell);
-            let started = now_unix();
-            for c in plan
-                .cells
-                .iter()
-                .filter(|c| base_group(c) == g && !rec.contains_key(&c.id))
-            {
-                let res = crate::CellResult {
-                    format: crate::result::RESULT_FORMAT,
-                    cell: c.clone(),
-                    status: crate::CellStatus::Failed {
-                        error: format!("base image: {}", e.message),
-                    },
-                    started_unix: started,
-                    seconds: 0.0,
-                    base_seconds: None,
-                    environment: None,
-                    samples: Vec::new(),
-                    workload_report: None,
-                };
-                runner::write_json(&runner::cell_path(out, c), &res)?;
-            }
-            Err(e)
-        }
+    ex.make_base_of(cell, obs)?;
+    Ok(RunSummary {
+        out: out.to_path_buf(),
+        total: 0,
+        done_before: 0,
+        ran: 0,
+        failed: 0,
+        failed_kept: 0,
+        interrupted: false,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Records the failure of `cell`'s base in every cell of that base not done (a failure of an
+/// earlier submission is replaced by this one's), as a local run records it, so that `status`
+/// says why these cells did not run (Slurm cancels their array: its dependency can no longer
+/// be met).
+fn record_base_failure(out: &Path, plan: &Plan, cell: &Cell, e: &Error) -> Result<(), Error> {
+    let rec = runner::recorded(out)?;
+    let g = base_group(cell);
+    let started = now_unix();
+    let job = crate::lab::slurm_job().map_or(String::new(), |j| format!(" (job {j})"));
+    for c in plan
+        .cells
+        .iter()
+        .filter(|c| base_group(c) == g && !rec.get(&c.id).is_some_and(|r| r.is_done()))
+    {
+        let res = crate::CellResult {
+            format: crate::result::RESULT_FORMAT,
+            cell: c.clone(),
+            status: crate::CellStatus::Failed {
+                error: format!("base image{job}: {}", e.message),
+            },
+            started_unix: started,
+            seconds: 0.0,
+            base_seconds: None,
+            environment: None,
+            samples: Vec::new(),
+            workload_report: None,
+        };
+        runner::write_json(&runner::cell_path(out, c), &res)?;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -929,24 +1201,73 @@ mod tests {
 
     #[test]
     fn scripts_quote_their_paths() {
-        let s = cells_script(
-            Path::new("/opt/fsage"),
-            Path::new("/shared/it's"),
-            Path::new("/shared/img"),
-        );
+        let s = cells_script(&RunArgs {
+            fsage: Path::new("/opt/fsage"),
+            sha: "ab12",
+            out: Path::new("/shared/it's"),
+            images: Path::new("/shared/img"),
+            scratch: &Scratch::Tmpfs,
+        });
         assert!(s.contains(r"'/shared/it'\''s'"), "{s}");
         assert!(s.contains("SLURM_ARRAY_TASK_ID + 1"), "{s}");
-        let b = base_script(Path::new("/opt/fsage"), Path::new("/o"), Path::new("/i"));
+        assert!(s.contains("--scratch 'tmpfs' $ids"), "{s}");
+        let b = base_script(&RunArgs {
+            fsage: Path::new("/opt/fsage"),
+            sha: "ab12",
+            out: Path::new("/o"),
+            images: Path::new("/i"),
+            scratch: &Scratch::Images,
+        });
         assert!(b.contains("--base-only \"$1\""), "{b}");
+        assert!(b.contains("fsage='/opt/fsage'"), "{b}");
+    }
+
+    /// The scripts' check runs the copy only while it has the checksum `submit` recorded.
+    #[test]
+    fn a_batch_script_refuses_a_binary_changed_after_submission() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("orig");
+        fsage_testkit::write_executable(&src, "#!/bin/sh\necho ran \"$@\"\n");
+        let sdir = d.path().join("slurm");
+        std::fs::create_dir(&sdir).unwrap();
+        let (exe, sha) = install_binary(&src, &sdir).unwrap();
+        assert_eq!(exe, sdir.join(BINARY));
+        let script = sdir.join("base.sh");
+        let args = RunArgs {
+            fsage: &exe,
+            sha: &sha,
+            out: d.path(),
+            images: d.path(),
+            scratch: &Scratch::Tmpfs,
+        };
+        std::fs::write(&script, base_script(&args)).unwrap();
+        let run = || Command::new("sh").arg(&script).arg("c1").output().unwrap();
+        let o = run();
+        assert!(o.status.success(), "{o:?}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("ran experiment run-cell"));
+        // A rebuild of the original changes nothing; a change of the copy stops the job.
+        fsage_testkit::write_executable(&src, "#!/bin/sh\necho other\n");
+        assert!(run().status.success());
+        fsage_testkit::write_executable(&exe, "#!/bin/sh\necho other\n");
+        let o = run();
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("is not the binary"),
+            "{o:?}"
+        );
+        // Installed again (a new submission): the copy is the new original.
+        let (_, sha2) = install_binary(&src, &sdir).unwrap();
+        assert_ne!(sha, sha2);
     }
 
     #[test]
     fn two_tasks_get_two_scratch_directories_and_a_task_run_again_the_same() {
+        use crate::lab::scratch_prefix;
         let root = Path::new("/scratch");
-        let a = scratch_dir(Path::new("/o"), "c1", Some(root));
-        assert_eq!(a, scratch_dir(Path::new("/o"), "c1", Some(root)));
-        assert_ne!(a, scratch_dir(Path::new("/o"), "c2", Some(root)));
-        assert_ne!(a, scratch_dir(Path::new("/p"), "c1", Some(root)));
+        let a = scratch_prefix(root, Path::new("/o"), "c1");
+        assert_eq!(a, scratch_prefix(root, Path::new("/o"), "c1"));
+        assert_ne!(a, scratch_prefix(root, Path::new("/o"), "c2"));
+        assert_ne!(a, scratch_prefix(root, Path::new("/p"), "c1"));
         assert!(a.starts_with(root));
     }
 }

@@ -492,8 +492,9 @@ fn an_aged_ssd_drive_costs_interleaved_writes_and_is_kept_with_the_run() {
             last.aged.modeled_on(m).unwrap(),
             last.clean.modeled_on(m).unwrap(),
         );
-        let (sa, sc) = (a.stats.as_ref().unwrap(), c.stats.as_ref().unwrap());
-        let dies = |st: &fsage_device::ModelStats| st.read_dies as f64 / st.reads as f64;
+        let ssd = |f: &fsage_git::ModeledFigures| *f.stats.as_ref().unwrap().ssd().unwrap();
+        let (sa, sc) = (ssd(a), ssd(c));
+        let dies = |st: fsage_device::SsdCounters| st.dies_per_read().unwrap();
         // The same traces on erased drives whose unwritten pages are free (as before drives
         // aged).
         let flat = |i: &fsage_git::InstanceFigures| {

@@ -305,7 +305,8 @@ impl DriveAging {
         let d = &g[0];
         // Root's alone (mode 0600), as every drive state.
         fsage_sys::write_atomic_private(&state, &d.state())?;
-        let st = d.stats();
+        // (An aged drive is an SSD's: checked when it was made.)
+        let st = d.stats().ssd().copied().unwrap_or_default();
         Ok(format!(
             "the drive ({}) aged with the file system: {} requests ({} MiB written or discarded) \
              fed to its FTL{}{}; write amplification {}, {} erases, {} free blocks; saved to {}",

@@ -315,7 +315,7 @@ pub fn check_target_safe(target: &Path, force: bool) -> Result<()> {
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                target.display()
+                fsage_sys::shell_arg(target)
             );
         }
     } else {
@@ -509,7 +509,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         // Once more just before mkfs (which opens the device exclusively itself): nothing took
         // the device since the checks.
         fsage_sys::check_device_exclusive(target)?;
-        run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
+        run_mkfs(opts.kind, &refs).map_err(|e| size_refused(e, opts.kind, size))?;
         return Ok(info(&args));
     }
     let (tmp, f) = TempPath::create_beside(target, "the image", 0o666)?;
@@ -518,7 +518,7 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     drop(f);
     args.push(tmp.path().to_string_lossy().into_owned());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    run_tool(opts.kind.mkfs(), &refs).map_err(|e| size_refused(e, opts.kind, size))?;
+    run_mkfs(opts.kind, &refs).map_err(|e| size_refused(e, opts.kind, size))?;
     args.pop();
     crate::check_interrupted("mkfs")?;
     File::open(tmp.path())
@@ -529,6 +529,61 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     let json = serde_json::to_string_pretty(&info).map_err(|e| Error::input(e.to_string()))?;
     fsage_sys::write_atomic(&sidecar_path(target), json.as_bytes())?;
     Ok(info)
+}
+
+/// Runs the kind's mkfs. mkfs.btrfs stats every mount point on the machine to see whether its
+/// target is mounted, and stops at a FUSE mount whose daemon has died ("Transport endpoint is not
+/// connected"), anyone's: such a mount usually lasts only while its owner tears it down (a slow
+/// device being destroyed), so mkfs is tried again for a few seconds, then the dead mounts are
+/// named.
+fn run_mkfs(kind: FsKind, args: &[&str]) -> Result<String> {
+    let mut tries = 0;
+    loop {
+        match run_tool(kind.mkfs(), args) {
+            Err(e) if kind == FsKind::Btrfs && is_dead_mount_check(&e.to_string()) => {
+                tries += 1;
+                if tries >= 20 {
+                    let dead = dead_fuse_mounts();
+                    return Err(Error::operation(format!(
+                        "{e}\n(mkfs.btrfs checks every mount on the machine; a FUSE mount whose \
+                         daemon has died stops it{}: unmount it, e.g. `umount -l MOUNTPOINT`)",
+                        if dead.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ": {}",
+                                dead.iter()
+                                    .map(|p| p.display().to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }
+                    )));
+                }
+                crate::check_interrupted("mkfs")?;
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_dead_mount_check(text: &str) -> bool {
+    text.contains("cannot check mount status") && text.contains("not connected")
+}
+
+/// FUSE mounts whose daemon is gone (stat fails with ENOTCONN).
+fn dead_fuse_mounts() -> Vec<PathBuf> {
+    fsage_sys::mount_table()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m.fstype.starts_with("fuse"))
+        .filter(|m| {
+            matches!(std::fs::symlink_metadata(&m.mount_point),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error()))
+        })
+        .map(|m| m.mount_point)
+        .collect()
 }
 
 /// mkfs.nilfs2 opens `/etc/mtab` to see whether the device is mounted and stops ("cannot open
@@ -629,6 +684,17 @@ pub fn fsck(target: &Path, kind: FsKind) -> Result<Checked> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mkfs_btrfs_stopped_by_a_dead_fuse_mount_is_recognised() {
+        // As mkfs.btrfs 6.x printed it in CI while a test's slow device was being destroyed.
+        let ci = "mkfs.btrfs -f -q -b 268435456 /dev/loop4 failed (exit status: 1): ERROR: \
+                  cannot check mount status of /dev/loop4: Transport endpoint is not connected";
+        assert!(is_dead_mount_check(ci));
+        assert!(!is_dead_mount_check(
+            "mkfs.btrfs failed: ERROR: /dev/loop4 is mounted"
+        ));
+    }
 
     #[test]
     fn every_kind_parses_by_its_name_and_an_unknown_one_lists_them() {

@@ -119,7 +119,7 @@ pub fn track(image: &Path, command: &[String], opts: &TrackOptions) -> Result<Tr
             "{}: attached to {} (mounted?); `fsage fs umount {}` first",
             image.display(),
             l.display(),
-            image.display()
+            fsage_sys::shell_arg(image)
         );
     }
     // Check the input holds a file system before copying it into a snapshot.

@@ -279,7 +279,7 @@ pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStat
         crate::bail!(
             "{}: attached to a loop device (mounted?); `fsage fs umount {}` first",
             src.display(),
-            src.display()
+            fsage_sys::shell_arg(src)
         );
     }
     let fs_ = File::open(src).map_err(|e| Error::io(src, "", e))?;

@@ -36,7 +36,11 @@ fn the_unmount_s_writes_reach_the_drive() {
     assert_eq!(r.fed.bytes, after);
     assert_eq!(r.lost_events, 0);
     let d = &drives.lock()[0];
-    assert!(d.stats().host_pages >= 2048, "{:?}", d.stats());
+    assert!(
+        d.stats().ssd().unwrap().host_pages >= 2048,
+        "{:?}",
+        d.stats()
+    );
     assert!(fsage_sys::loops_backed_by(&img).is_empty(), "detached");
     // Reads, flushes and empty requests change nothing.
     let mut e = fsage_device::AgedDrive::erased(d.spec(), 256 << 20).unwrap();

@@ -155,6 +155,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         placement: None,
         cpu_model: None,
         slurm_job: None,
+        storage: None,
         platform: Default::default(),
         vm: None,
     };

@@ -62,20 +62,7 @@ pub fn list(devs: &[DeviceInfo]) -> String {
             let _ = writeln!(o, "       mounted on {}", m.display());
         }
         if let Some(st) = &d.model_stats {
-            let _ = write!(
-                o,
-                "       model: {} seeks, {} read hits, {} writes cached, busy {:.3} s",
-                st.seeks,
-                st.read_hits,
-                st.cached_writes,
-                st.busy_ns as f64 / 1e9
-            );
-            match st.write_amplification() {
-                Some(w) => {
-                    let _ = writeln!(o, ", write amplification {w:.2}, {} erases", st.erases);
-                }
-                None => o.push('\n'),
-            }
+            let _ = writeln!(o, "       model: {}", st.brief());
         }
         if let Some(e) = &r.io_flusher_error {
             let _ = writeln!(o, "       not an I/O flusher: {e}");
@@ -187,7 +174,17 @@ pub fn stats(s: &DeviceStats) -> String {
             );
             let dis = s.disagreements();
             if dis.is_empty() {
-                let _ = writeln!(o, "daemon and kernel agree");
+                let _ = write!(o, "daemon and kernel agree");
+                match s.pieces() {
+                    (0, 0) => o.push('\n'),
+                    (r, w) => {
+                        let _ = writeln!(
+                            o,
+                            " (the daemon's {r} more reads and {w} more writes are pieces of \
+                             kernel requests over FUSE's 1 MiB)"
+                        );
+                    }
+                }
             } else {
                 for l in dis {
                     let _ = writeln!(o, "DISAGREE: {l}");

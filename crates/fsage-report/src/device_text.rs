@@ -98,91 +98,21 @@ pub fn cost(r: &CostReport) -> String {
     s + &model_stats(&r.stats)
 }
 
-/// A model's counters: busy time and where it went, and its caches (two lines).
+/// A model's counters, whatever its kind: one line per group of counters (a hard disk's `disk`
+/// and `cache`, an SSD's `flash` and `collection`), each counter by its own name.
 pub(crate) fn model_stats(st: &ModelStats) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "device     busy {:.3} s: seeks {} ({:.3} s), rotation {:.3} s, transfer {:.3} s",
-        st.busy_ns as f64 / 1e9,
-        st.seeks,
-        st.seek_ns as f64 / 1e9,
-        st.rotation_ns as f64 / 1e9,
-        st.transfer_ns as f64 / 1e9
-    );
-    let _ = writeln!(
-        s,
-        "cache      {} read hits, {} writes cached, {} write-backs",
-        st.read_hits, st.cached_writes, st.write_backs
-    );
-    if st.host_pages > 0 || st.flash_reads > 0 || st.erases > 0 {
-        let _ = writeln!(
-            s,
-            "flash      {} page reads, {} programs for {} host pages (write amplification {}), \
-             {} copied by garbage collection ({:.3} s), {} erases, {} free blocks",
-            st.flash_reads,
-            st.programs,
-            st.host_pages,
-            st.write_amplification()
-                .map_or("-".into(), |w| format!("{w:.2}")),
-            st.gc_copies,
-            st.gc_ns as f64 / 1e9,
-            st.erases,
-            st.free_blocks
-        );
+    let counters = st.counters();
+    let mut i = 0;
+    while i < counters.len() {
+        let group = counters[i].group;
+        let line: Vec<String> = counters[i..]
+            .iter()
+            .take_while(|c| c.group == group)
+            .map(|c| format!("{} {}", c.label, c.value.human()))
+            .collect();
+        i += line.len();
+        let _ = writeln!(s, "{group:<10} {}", line.join(", "));
     }
-    s + &ssd_reads(st)
-}
-
-/// An SSD's reads: their sizes, how much flash and how many dies each needed, where pages
-/// waited for their dies, and the pages served without a flash read of their own (three lines;
-/// none for a model that counts none of it).
-pub(crate) fn ssd_reads(st: &ModelStats) -> String {
-    let mut s = String::new();
-    if st.read_bytes == 0 && st.host_flash_reads == 0 && st.unwritten_reads == 0 {
-        return s;
-    }
-    let per = |x: u64| {
-        if st.reads == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.2}", x as f64 / st.reads as f64)
-        }
-    };
-    let limits = fsage_device::ReadSizes::LIMITS_KIB;
-    let sizes: Vec<String> = st
-        .read_sizes
-        .0
-        .iter()
-        .enumerate()
-        .map(|(i, n)| match limits.get(i) {
-            Some(k) => format!("{n} ≤{k}K"),
-            None => format!("{n} more"),
-        })
-        .collect();
-    let _ = writeln!(
-        s,
-        "reads      {} host reads, mean {} ({}); {} flash page reads and {} dies per read",
-        st.reads,
-        st.mean_read_bytes()
-            .map_or("-".into(), |b| format_size(b.round() as u64)),
-        sizes.join(", "),
-        per(st.host_flash_reads),
-        per(st.read_dies)
-    );
-    let _ = writeln!(
-        s,
-        "die waits  {} page reads waited for a die busy with the same read, {} for one busy with \
-         another request ({:.3} s in all)",
-        st.die_waits_same,
-        st.die_waits_other,
-        st.die_wait_ns as f64 / 1e9
-    );
-    let _ = writeln!(
-        s,
-        "pages      {} never written by the drive's history, {} discarded (zeros), {} from the \
-         write buffer",
-        st.unwritten_reads, st.discarded_reads, st.buffer_reads
-    );
     s
 }

@@ -221,7 +221,7 @@ pub fn render(s: &GitSeries) -> String {
     if let Some(r) = s.rows.last() {
         for m in &models {
             for (which, i) in [("aged", &r.aged), ("clean", &r.clean)] {
-                let line = i.modeled_on(m).map(ssd_counters).unwrap_or_default();
+                let line = i.modeled_on(m).map(brief_counters).unwrap_or_default();
                 if !line.is_empty() {
                     let _ = writeln!(o, "{m} at pull {}, {which}: {line}", r.pulls);
                 }
@@ -382,34 +382,11 @@ pub fn how_costed(s: &GitSeries) -> String {
     out
 }
 
-/// Where an SSD model's time went over one costed grep: reads per request, dies, die waits,
-/// pages its drive never saw written (one line; empty for a model that counts none of it).
-pub fn ssd_counters(m: &fsage_git::ModeledFigures) -> String {
-    let Some(st) = &m.stats else {
-        return String::new();
-    };
-    if st.read_bytes == 0 && st.host_flash_reads == 0 {
-        return String::new();
-    }
-    let per = |x: u64| {
-        if st.reads == 0 {
-            0.0
-        } else {
-            x as f64 / st.reads as f64
-        }
-    };
-    format!(
-        "{} reads of {:.1} KiB mean, {:.2} flash reads and {:.2} dies per read, die waits {} \
-         within a read and {} on another request ({:.3} s), {} pages never written",
-        st.reads,
-        st.mean_read_bytes().unwrap_or(0.0) / 1024.0,
-        per(st.host_flash_reads),
-        per(st.read_dies),
-        st.die_waits_same,
-        st.die_waits_other,
-        st.die_wait_ns as f64 / 1e9,
-        st.unwritten_reads
-    )
+/// Where a model's time went over one costed grep, in the counters its kind marks brief (a hard
+/// disk's seeks and cache hits; an SSD's reads per request, dies per read, pages its drive never
+/// saw written): one line, empty without counters.
+pub fn brief_counters(m: &fsage_git::ModeledFigures) -> String {
+    m.stats.as_ref().map(|st| st.brief()).unwrap_or_default()
 }
 
 #[cfg(test)]

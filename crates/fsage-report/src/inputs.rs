@@ -181,6 +181,11 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
                 .iter()
                 .map(|m| format!("warning: {m}")),
         );
+        a.notes.extend(
+            fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item))
+                .iter()
+                .map(|m| format!("warning: {}", m.storage_warning())),
+        );
         set.analyses.insert(
             0,
             Named {

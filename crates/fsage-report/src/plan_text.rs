@@ -185,9 +185,10 @@ pub fn status(s: &fsage_experiment::runner::Status) -> String {
             CellState::Failed { error } => format!("FAILED  {error}"),
             CellState::Queued { reason, .. } => format!("queued  ({reason})"),
             CellState::Running { node, .. } => format!("running on {node}"),
-            CellState::Left => match &c.slurm_state {
-                Some(st) => format!("left    (its job ended {st})"),
-                None => "left".to_string(),
+            CellState::Left => match (&c.base_job_ended, &c.slurm_state) {
+                (Some(b), _) => format!("left    ({b})"),
+                (None, Some(st)) => format!("left    (its job ended {st})"),
+                (None, None) => "left".to_string(),
             },
         };
         let job = c

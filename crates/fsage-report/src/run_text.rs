@@ -81,14 +81,21 @@ impl Render for RunReport {
             limit(c.confidence)
         );
         let _ = writeln!(o, "  ops         {:>14} / {}", c.ops, limit(c.max_ops));
+        // In fallocate mode the files' bytes are allocated, not written: no data reaches the
+        // image (the backend's name says the mode: `posix (fallocate)`).
         let _ = writeln!(
             o,
-            "run: {} creates, {} deletes in {:.2}s ({:.0} ops/s), {} written",
+            "run: {} creates, {} deletes in {:.2}s ({:.0} ops/s), {} {}",
             self.creates,
             self.deletes,
             self.elapsed_s,
             self.ops_per_s,
-            human_bytes(self.bytes_written)
+            human_bytes(self.bytes_written),
+            if self.backend.contains("(fallocate)") {
+                "allocated (fallocate: no data written)"
+            } else {
+                "written"
+            }
         );
         let _ = writeln!(
             o,
@@ -236,5 +243,26 @@ mod tests {
         assert!((h.rmse - 0.1).abs() < 1e-12);
         assert!((h.max_abs_error - 0.1).abs() < 1e-12);
         assert_eq!(h.bins[0].count, 6);
+    }
+
+    /// In fallocate mode the summary says the bytes were allocated: no data was written.
+    #[test]
+    fn fallocate_bytes_are_allocated_not_written() {
+        let mut r: fsage_exec::RunReport =
+            serde_json::from_str(include_str!("../tests/fixtures/aged-ext4.run.json")).unwrap();
+        let line = |r: &fsage_exec::RunReport| {
+            super::render(r)
+                .lines()
+                .find(|l| l.starts_with("run: "))
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            line(&r).ends_with(" allocated (fallocate: no data written)"),
+            "{}",
+            line(&r)
+        );
+        r.backend = "posix (write)".into();
+        assert!(line(&r).ends_with(" written") && !line(&r).contains("allocated"));
     }
 }

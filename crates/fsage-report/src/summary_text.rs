@@ -126,7 +126,9 @@ pub fn render(set: &ReportSet) -> String {
                 r.fresh.mean,
                 r.aged.mean,
                 r.slowdown_percent,
-                if r.significant {
+                if r.no_interval() {
+                    "  (one repetition: no interval)"
+                } else if r.significant {
                     ""
                 } else {
                     "  (within noise)"

@@ -108,6 +108,28 @@ fn cells_with_full_workload_reports() {
     golden_set("latency", &LATENCY);
 }
 
+/// One repetition of one file system, fresh and aged (the first repetition of each of the
+/// `latency/` cells): no interval, so no verdict about noise, and no rank order to show.
+const ONE_REP: [&str; 2] = [
+    "latency/btrfs-fresh-fileserver-plain-r0-44a87a6a379c.json",
+    "latency/btrfs-aged.agrawal-fileserver-plain-r0-8cdab4194d8c.json",
+];
+
+#[test]
+fn one_repetition_says_there_is_no_interval() {
+    golden_set("one-rep", &ONE_REP);
+    let set = load_set(&ONE_REP);
+    let html = export(&Html::default(), &set);
+    assert!(html.contains("one repetition: no interval"), "{html}");
+    assert!(!html.contains(">yes<"), "no verdict without an interval");
+    assert!(
+        html.contains("No rank order: one file system here"),
+        "{html}"
+    );
+    let text = export(&Text, &set);
+    assert!(text.contains("(one repetition: no interval)"), "{text}");
+}
+
 /// `--section NAME` alone: the page holds that section only (nav ids numbered from 1), so each
 /// one is compared too.
 #[test]

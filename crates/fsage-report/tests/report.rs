@@ -186,7 +186,7 @@ fn an_experiment_dir_gets_the_against_fresh_verdict_of_each_aged_base() {
     let aged_only = experiment_dir(
         d.path(),
         "aged-only",
-        "name = \"y\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"xfs\"\n\
+        "name = \"y\"\nduration = \"1s\"\nimage_size = \"300MiB\"\n[[fs]]\nkind = \"xfs\"\n\
          [[state]]\nkind = \"aged\"\nprofile = \"dabre\"\n[[workload]]\nname = \"varmail\"\n",
         &[("xfs-aged.dabre-89abcdef.json", "aged2-ext4.frag.json")],
     );
@@ -382,4 +382,78 @@ fn a_log_structured_report_shows_its_segments() {
     assert!(html.contains("segments by valid share"), "no segment chart");
     assert!(html.contains("cleaning cost"));
     assert!(html.contains("f2fs segment_info"));
+}
+
+/// A Git series written before each model kind had its own counters (docs/experiments/conway-ssd:
+/// nginx on xfs costed on aged SSD drives) still reads, its SSD read counters among the SSD's
+/// own, and the text names them.
+#[test]
+fn a_series_with_the_older_ssd_counters_reads_with_them() {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/experiments/conway-ssd/nginx-xfs.json");
+    let s: fsage_git::GitSeries =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let last = s.rows.last().unwrap();
+    let m = last.aged.modeled_on("ssd-sata").unwrap();
+    let st = m.stats.as_ref().unwrap();
+    let c = st.ssd().expect("an SSD's counters");
+    assert_eq!(st.requests.reads, c.read_sizes.total());
+    assert!(
+        c.read_bytes > 0 && c.host_flash_reads > 0 && c.read_dies > 0,
+        "{c:?}"
+    );
+    let text = export(&Text, &s);
+    let line = format!("ssd-sata at pull {}, aged: ", last.pulls);
+    let l = text
+        .lines()
+        .find(|l| l.starts_with(&line))
+        .unwrap_or_else(|| panic!("{line} in {text}"));
+    assert!(
+        l.contains("flash reads per read") && l.contains("dies per read"),
+        "{l}"
+    );
+}
+
+/// Cells of one comparison whose working copies were on tmpfs and on a disk: the report flags
+/// the comparison (issue 34: xfs ran 1.7-2.6× faster in memory), on the page and in the notes.
+#[test]
+fn a_comparison_mixing_tmpfs_and_disk_working_copies_is_flagged() {
+    let d = tempfile::tempdir().unwrap();
+    let storage = |disk: bool| {
+        serde_json::json!({
+            "setting": if disk { "images" } else { "tmpfs" },
+            "kind": if disk { "disk" } else { "tmpfs" },
+            "fs_type": if disk { "ext4" } else { "tmpfs" },
+            "device": if disk { "/dev/vda" } else { "tmpfs" },
+            "root": if disk { "/var/tmp/i" } else { "/dev/shm" },
+        })
+    };
+    let write_all = |disk_r1: bool| {
+        for e in std::fs::read_dir(fx("cells/aged")).unwrap().flatten() {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+            let r1 = v["cell"]["rep"] == 1;
+            v["environment"]["storage"] = storage(disk_r1 && r1);
+            std::fs::write(d.path().join(e.file_name()), v.to_string()).unwrap();
+        }
+    };
+    write_all(false);
+    let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &set);
+    assert!(!html.contains("different storage"));
+    write_all(true);
+    let set = load(&[d.path().to_path_buf()], &AnalysisOptions::default()).unwrap();
+    let html = export(&Html::default(), &set);
+    assert!(
+        html.contains("working copies on different storage"),
+        "no flag"
+    );
+    assert!(html.contains("disk (ext4 on /dev/vda)"));
+    let notes = &set.analyses[0].item.notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("different storage") && n.contains("tmpfs")),
+        "{notes:?}"
+    );
 }

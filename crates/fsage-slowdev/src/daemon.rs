@@ -111,7 +111,7 @@ impl Filesystem for SlowFs {
         }
         let _ = config.set_max_background(1024);
         let _ = config.set_congestion_threshold(1000);
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(crate::stats::FUSE_MAX_REQUEST as u32);
         Ok(())
     }
 

@@ -69,13 +69,11 @@ impl SlowDevice {
                 (absolute(p)?, m.len(), None)
             }
             Backing::NewImage { path, size } => {
-                let f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .map_err(|e| Error::io(path, "cannot make the image", e))?;
-                f.set_len(*size).map_err(|e| Error::io(path, "", e))?;
-                (absolute(path)?, *size, Some(path.clone()))
+                make_sparse(path, *size, 0o666, "cannot make the image")?;
+                let abs = absolute(path).inspect_err(|_| {
+                    let _ = std::fs::remove_file(path);
+                })?;
+                (abs, *size, Some(path.clone()))
             }
             Backing::Scratch { size } => {
                 // A random name, made exclusively: nobody can plant it.
@@ -83,9 +81,7 @@ impl SlowDevice {
                     "/dev/shm/fsage-dev-{}.img",
                     fsage_sys::safe::random_hex()
                 ));
-                let f = fsage_sys::safe::create_new(&path, 0o600)
-                    .map_err(|e| Error::io(&path, "cannot make the scratch file", e))?;
-                f.set_len(*size).map_err(|e| Error::io(&path, "", e))?;
+                make_sparse(&path, *size, 0o600, "cannot make the scratch file")?;
                 (path.clone(), *size, Some(path))
             }
         };
@@ -492,6 +488,56 @@ pub fn destroy_all(registry: &Registry, force: bool) -> Vec<(String, Result<()>)
             (name, d.destroy(force))
         })
         .collect()
+}
+
+/// Makes a new sparse file of `size` bytes at `path` with `mode` (less the umask), exclusively
+/// and never through a link. A size the file system there cannot hold (beyond its largest file)
+/// is bad input, and nothing is left behind.
+fn make_sparse(path: &Path, size: u64, mode: u32, what: &str) -> Result<()> {
+    let f = fsage_sys::safe::create_new(path, mode).map_err(|e| Error::io(path, what, e))?;
+    let Err(e) = f.set_len(size) else {
+        return Ok(());
+    };
+    drop(f);
+    let _ = std::fs::remove_file(path);
+    let too_large = matches!(e.raw_os_error(), Some(libc::EFBIG) | Some(libc::EINVAL))
+        || e.kind() == std::io::ErrorKind::InvalidInput;
+    if too_large {
+        let fs = path
+            .parent()
+            .and_then(|d| {
+                fsage_sys::fs_stat(if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                })
+                .ok()
+            })
+            .map_or("its file system".to_string(), |st| st.type_name());
+        return Err(Error::input(format!(
+            "{}: size {}: larger than the largest file {fs} can hold ({e}); a sparse image takes \
+             only the blocks written, but its size must fit the file system",
+            path.display(),
+            fsage_units::format_size(size)
+        )));
+    }
+    Err(Error::io(path, "", e))
+}
+
+/// What a user should know about a new sparse image of `size` bytes at `image`: that it is
+/// larger than the space free where it lives (writes beyond that space will fail), if it is.
+pub fn sparse_note(image: &Path, size: u64) -> Option<String> {
+    let st = fsage_sys::fs_stat(image).ok()?;
+    (size > st.available).then(|| {
+        format!(
+            "note: {} is a sparse image of {} on {} with {} free: it holds only what is \
+             written, and writes beyond the free space will fail",
+            image.display(),
+            fsage_units::format_size(size),
+            st.type_name(),
+            fsage_units::format_size(st.available)
+        )
+    })
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {

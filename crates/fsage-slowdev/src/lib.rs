@@ -56,7 +56,7 @@ mod stats;
 mod timing;
 
 pub use daemon::serve;
-pub use device::{destroy_all, list_devices, DeviceGuard, DeviceInfo, SlowDevice};
+pub use device::{destroy_all, list_devices, sparse_note, DeviceGuard, DeviceInfo, SlowDevice};
 pub use measure::{measure, MeasureSpec, Measurement, Pattern};
 pub use registry::{state_file_of, DeviceRecord, Registry};
 pub use spec::{Backing, DeviceSpec, Latencies, LatencyChange};

@@ -176,7 +176,8 @@ impl Modeled {
     /// description.
     pub(crate) fn stats(&self) -> (ModelStats, String) {
         let s = self.lock();
-        (minus(&s.model.stats(), &s.since), s.model.describe())
+        // Saturating: preconditioning starts a model's own counters again.
+        (s.model.stats().since(&s.since), s.model.describe())
     }
 
     /// Counting starts again.
@@ -241,43 +242,6 @@ impl Modeled {
         self.stop.store(true, Relaxed);
         let _s = self.lock();
         self.cv.notify_all();
-    }
-}
-
-fn minus(a: &ModelStats, b: &ModelStats) -> ModelStats {
-    // Saturating: preconditioning starts a model's own counters again.
-    ModelStats {
-        reads: a.reads.saturating_sub(b.reads),
-        writes: a.writes.saturating_sub(b.writes),
-        flushes: a.flushes.saturating_sub(b.flushes),
-        discards: a.discards.saturating_sub(b.discards),
-        write_zeroes: a.write_zeroes.saturating_sub(b.write_zeroes),
-        busy_ns: a.busy_ns.saturating_sub(b.busy_ns),
-        seeks: a.seeks.saturating_sub(b.seeks),
-        seek_ns: a.seek_ns.saturating_sub(b.seek_ns),
-        rotation_ns: a.rotation_ns.saturating_sub(b.rotation_ns),
-        transfer_ns: a.transfer_ns.saturating_sub(b.transfer_ns),
-        read_hits: a.read_hits.saturating_sub(b.read_hits),
-        cached_writes: a.cached_writes.saturating_sub(b.cached_writes),
-        write_backs: a.write_backs.saturating_sub(b.write_backs),
-        flash_reads: a.flash_reads.saturating_sub(b.flash_reads),
-        programs: a.programs.saturating_sub(b.programs),
-        gc_copies: a.gc_copies.saturating_sub(b.gc_copies),
-        erases: a.erases.saturating_sub(b.erases),
-        gc_ns: a.gc_ns.saturating_sub(b.gc_ns),
-        host_pages: a.host_pages.saturating_sub(b.host_pages),
-        // A level, not a count: the newer one.
-        free_blocks: a.free_blocks,
-        read_bytes: a.read_bytes.saturating_sub(b.read_bytes),
-        read_sizes: a.read_sizes.minus(&b.read_sizes),
-        host_flash_reads: a.host_flash_reads.saturating_sub(b.host_flash_reads),
-        read_dies: a.read_dies.saturating_sub(b.read_dies),
-        die_waits_same: a.die_waits_same.saturating_sub(b.die_waits_same),
-        die_waits_other: a.die_waits_other.saturating_sub(b.die_waits_other),
-        die_wait_ns: a.die_wait_ns.saturating_sub(b.die_wait_ns),
-        buffer_reads: a.buffer_reads.saturating_sub(b.buffer_reads),
-        unwritten_reads: a.unwritten_reads.saturating_sub(b.unwritten_reads),
-        discarded_reads: a.discarded_reads.saturating_sub(b.discarded_reads),
     }
 }
 
@@ -379,6 +343,6 @@ mod tests {
         m.advance(2_000, &mut done);
         assert_eq!(done, vec![(0, 1_000), (1, 2_000)]);
         assert_eq!(m.next_event(), None);
-        assert_eq!(m.stats().reads, 2);
+        assert_eq!(m.stats().requests.reads, 2);
     }
 }

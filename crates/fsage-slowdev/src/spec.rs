@@ -188,6 +188,14 @@ impl DeviceSpec {
             Backing::NewImage { size, .. } | Backing::Scratch { size } if size % 512 != 0 => Err(
                 Error::input(format!("size {size} bytes: not a multiple of 512")),
             ),
+            Backing::NewImage { size, .. } | Backing::Scratch { size }
+                if *size > i64::MAX as u64 =>
+            {
+                Err(Error::input(format!(
+                    "size {}: more than the largest file or device Linux has (8 EiB)",
+                    fsage_units::format_size(*size)
+                )))
+            }
             _ => Ok(()),
         }
     }

@@ -175,6 +175,18 @@ pub fn io_blame(kind: io::ErrorKind) -> Blame {
     }
 }
 
+/// `path` as one word of a command line a message tells the user to run: as it is when every
+/// character is safe in a POSIX shell, else single-quoted (`'/tmp/my run/x.state'`).
+pub fn shell_arg(path: &Path) -> String {
+    let s = path.display().to_string();
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._+-:=,@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// `path` with `suffix` appended to its last component (`IMAGE` -> `IMAGE.mnt`): the naming of
 /// every file fsage keeps beside an image.
 pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -257,6 +269,18 @@ pub fn check_writable_file(path: &Path) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_args_are_quoted_only_when_needed() {
+        assert_eq!(
+            shell_arg(Path::new("/dev/shm/a.img.fsage-state")),
+            "/dev/shm/a.img.fsage-state"
+        );
+        assert_eq!(shell_arg(Path::new("/tmp/my run/x")), "'/tmp/my run/x'");
+        assert_eq!(shell_arg(Path::new("it's")), r"'it'\''s'");
+        assert_eq!(shell_arg(Path::new("a$b")), "'a$b'");
+        assert_eq!(shell_arg(Path::new("")), "''");
+    }
 
     #[test]
     fn utc_times() {

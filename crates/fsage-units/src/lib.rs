@@ -52,6 +52,15 @@ impl Quantity {
         }
     }
 
+    fn plural(self) -> &'static str {
+        match self {
+            Quantity::Size => "sizes",
+            Quantity::Duration => "durations",
+            Quantity::Latency => "latencies",
+            Quantity::Bandwidth => "bandwidths",
+        }
+    }
+
     fn example(self) -> &'static str {
         match self {
             Quantity::Size => "4096, 256MiB, 4G or 205MB",
@@ -96,7 +105,7 @@ fn split_number(text: &str, kind: Quantity) -> Result<Number<'_>, UnitError> {
         return Err(err(
             text,
             kind,
-            format!("{}s cannot be negative", kind.name()),
+            format!("{} cannot be negative", kind.plural()),
         ));
     }
     let t = t.strip_prefix('+').unwrap_or(t);
@@ -438,7 +447,11 @@ mod tests {
         let e = |s| parse_latency(s).unwrap_err().to_string();
         assert!(e("5").contains("give a unit"), "{}", e("5"));
         assert!(e("61s").contains("at most 60s"));
-        assert!(e("-1ms").contains("cannot be negative"));
+        assert!(
+            e("-1ms").contains("latencies cannot be negative"),
+            "{}",
+            e("-1ms")
+        );
         assert!(e("1fortnight").contains("unknown unit"));
     }
 

@@ -1381,7 +1381,13 @@ fn process(p: &mut Parser, line: usize, model: &mut Model) -> Result<(), Error> 
     for a in p.attrs()? {
         match a.key.as_str() {
             "name" => name = p.string(&a)?,
-            "instances" => instances = p.int(&a)?,
+            "instances" => {
+                instances = p.int(&a)?;
+                // Zero would run the threads once anyway (Filebench starts none).
+                if instances == 0 || instances > 10_000 {
+                    return Err(p.err(a.line, "process instances must be 1 to 10000"));
+                }
+            }
             "nice" => {
                 p.int(&a)?;
                 p.note("process nice=: not applied (fsage's threads share one process)".into());

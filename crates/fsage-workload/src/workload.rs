@@ -68,13 +68,23 @@ impl Workload {
         })
     }
 
-    /// Reads a `.f` file.
+    /// Reads a `.f` file; one that is not UTF-8 text is refused at the line of its first bad
+    /// byte (bad input, not a failed read).
     pub fn from_file(path: &Path) -> Result<Workload, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        let bytes = std::fs::read(path).map_err(|source| Error::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Workload::parse(&text, &path.display().to_string())
+        let origin = path.display().to_string();
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let ok = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            Error::Parse {
+                origin: origin.clone(),
+                line: 1 + ok.iter().filter(|&&b| b == b'\n').count(),
+                msg: "not UTF-8 text (a workload file is Filebench's text language)".into(),
+            }
+        })?;
+        Workload::parse(&text, &origin)
     }
 
     /// A built-in name, or else a file.

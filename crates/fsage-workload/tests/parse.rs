@@ -170,6 +170,29 @@ fn parse_err(text: &str) -> String {
     Workload::parse(text, "bad.f").unwrap_err().to_string()
 }
 
+/// A process of no instances is refused at its attribute (it ran its threads once); a file that
+/// is not UTF-8 is bad input at the line of its first bad byte, not a failed read.
+#[test]
+fn zero_process_instances_and_non_utf8_files_are_refused() {
+    let e = parse_err(
+        "define process name=p,\n  instances=0\n{\n thread name=t {\n  flowop hog name=h,value=1\n }\n}\n",
+    );
+    assert!(
+        e.starts_with("bad.f:2:") && e.contains("process instances must be 1 to 10000"),
+        "{e}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("latin1.f");
+    std::fs::write(&f, b"set $a=1\n# caf\xe9\nrun 1\n").unwrap();
+    let e = Workload::from_file(&f).unwrap_err();
+    assert_eq!(fsage_sys::Blamed::blame(&e), fsage_sys::Blame::Input);
+    let e = e.to_string();
+    assert!(
+        e.ends_with("latin1.f:2: not UTF-8 text (a workload file is Filebench's text language)"),
+        "{e}"
+    );
+}
+
 #[test]
 fn bad_files_are_refused_with_file_line_and_keyword() {
     let base = "set $n=10\ndefine fileset name=f,size=1k,entries=$n,prealloc=50\n";

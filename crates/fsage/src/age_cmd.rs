@@ -157,7 +157,8 @@ impl From<FsArg> for fsage_lab::FsKind {
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// A state file written by `fsage age`.
+    /// A state file written by `fsage age`, or the image or target of the run (its state
+    /// beside it: `IMAGE.fsage-state`).
     pub state: PathBuf,
     /// Print the status as JSON.
     #[arg(long)]
@@ -385,7 +386,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
                 rep.t_estimate,
                 out.state
                     .as_ref()
-                    .map_or(String::new(), |s| s.display().to_string())
+                    .map_or(String::new(), |s| fsage_sys::shell_arg(s))
             )
         };
         let on = if fsage_sys::is_block_device(image) {
@@ -417,7 +418,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
                     "state: {} ({} checkpoints this session); continue with: fsage age --resume {}",
                     s.display(),
                     out.checkpoints,
-                    s.display()
+                    fsage_sys::shell_arg(s)
                 );
             }
         }
@@ -474,8 +475,8 @@ fn dry_run_capacity(
 
 /// `fsage status STATE`: where a run stands, read from its state file alone.
 pub fn status(a: StatusArgs) -> CmdResult {
-    let st = State::load(&a.state)?;
-    let status = st.status(&a.state);
+    let (path, st) = State::locate(&a.state)?;
+    let status = st.status(&path);
     if a.json {
         print!("{}", export(&Json, &status));
     } else {

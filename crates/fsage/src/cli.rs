@@ -30,7 +30,8 @@ pub enum Command {
     Age(Box<crate::age_cmd::AgeArgs>),
     /// Replay an op log with the same system calls and no planner (the baseline for benchmarks).
     Replay(crate::replay_cmd::ReplayArgs),
-    /// Where a run stands, from its state file, without touching the target.
+    /// Where a run stands, from its state file (or the one beside its image), without touching
+    /// the target.
     Status(crate::age_cmd::StatusArgs),
     /// Benchmarks: Filebench workloads on a directory (run, list, show) and the planner's own
     /// speed and memory (planner).
@@ -42,18 +43,22 @@ pub enum Command {
     /// The aged-image library: save, list, show, verify, restore; copy an image to a device.
     #[command(subcommand)]
     Image(crate::image_cmd::ImageCmd),
-    /// Run a benchmark while recording the blocks it writes, then roll the image back.
+    /// Run a benchmark while recording the blocks it writes (track), then roll the image back
+    /// (restore).
     #[command(subcommand)]
     Rollback(crate::rollback_cmd::RollbackCmd),
-    /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file.
+    /// Measure fragmentation: free-space histogram, file extents and layout scores, a probe file;
+    /// reports side by side (compare).
     Frag(crate::frag_cmd::FragCmd),
-    /// Block devices of chosen latency: create, list, set, stats, destroy, bench.
+    /// Block devices of chosen latency or device model: create, list, set, stats, destroy, bench;
+    /// the models (models), a block trace costed on one (cost), a drive aged ahead (precondition).
     #[command(subcommand)]
     Dev(crate::dev_cmd::DevCmd),
     /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
     GitAge(Box<crate::git_age_cmd::GitAgeArgs>),
     /// Experiments: list a file's cells and estimate their time (plan), run them resumably (run),
-    /// show what is done, failed and left (status).
+    /// show what is done, failed and left (status); on Slurm: submit them as jobs (submit), one
+    /// cell as a job runs it (run-cell), stop a submission's jobs (cancel).
     #[command(subcommand)]
     Experiment(crate::experiment_cmd::ExperimentCmd),
     /// One self-contained HTML report with plots (and a summary, and the analyses as JSON) from

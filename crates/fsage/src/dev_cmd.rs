@@ -211,6 +211,13 @@ pub fn run(cmd: DevCmd) -> CmdResult {
         DevCmd::Create(a) => {
             let (l, any) = latencies(&a.lat, Latencies::default());
             let model = a.model.as_deref().map(fsage_device::resolve).transpose()?;
+            if let Some(m) = model.as_ref().filter(|m| a.fresh_ftl && !m.keeps_state()) {
+                return Err(bad_input(format!(
+                    "--fresh-ftl: model {} keeps no drive state to start afresh (only SSD models \
+                     have one)",
+                    m.name
+                )));
+            }
             if !any && model.is_none() {
                 return Err(bad_input(
                     "give --latency, or --read-latency and --write-latency (0 for none), or \
@@ -233,6 +240,11 @@ pub fn run(cmd: DevCmd) -> CmdResult {
             spec.model = model;
             spec.fresh_state = a.fresh_ftl;
             let dev = SlowDevice::create(&spec)?;
+            if let Some(size) = a.size {
+                if let Some(note) = fsage_slowdev::sparse_note(&dev.record().backing_file, size) {
+                    eprintln!("{note}");
+                }
+            }
             if a.json {
                 print!("{}", export(&Json, dev.record()));
             } else {

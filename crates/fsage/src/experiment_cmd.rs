@@ -4,6 +4,7 @@ use crate::exit::{interrupted, CmdError, CmdResult};
 use clap::Subcommand;
 use fsage_experiment::runner::{Event, RunObserver, RunOptions};
 use fsage_experiment::slurm::{RunCellOptions, SubmitOptions};
+use fsage_experiment::storage::Scratch;
 use fsage_experiment::CellStatus;
 use fsage_report::plan_text::human_duration;
 use fsage_report::{export, Json, Text};
@@ -29,10 +30,13 @@ pub enum ExperimentCmd {
         /// The output directory: new, empty, or one an earlier run of this experiment made.
         #[arg(long)]
         out: PathBuf,
-        /// Where the base images and each cell's working copy go (default OUT/images; put it
-        /// in /dev/shm for speed).
+        /// Where the base images go (default OUT/images).
         #[arg(long, value_name = "DIR")]
         images: Option<PathBuf>,
+        /// Where each cell's working copy goes: `tmpfs` (/dev/shm, the default), `images`
+        /// (beside the base images) or a directory; recorded in every cell's result.
+        #[arg(long, value_name = "WHERE", default_value = "tmpfs")]
+        scratch: Scratch,
         /// Run the cells recorded as failed again.
         #[arg(long)]
         retry_failed: bool,
@@ -65,10 +69,15 @@ pub enum ExperimentCmd {
         /// The Slurm partition of every job.
         #[arg(long, value_name = "P")]
         partition: Option<String>,
-        /// At most N tasks of each base's array run at once (`--array=...%N`; the arrays of
-        /// different bases are not limited together).
+        /// At most N of the submission's jobs run at once: each job waits for the one
+        /// submitted before it and each array runs N tasks at a time (the bases are then made
+        /// one after another).
         #[arg(long, value_name = "N")]
         max_parallel: Option<u32>,
+        /// Where each cell's working copy goes on the nodes: `tmpfs` (/dev/shm, the default),
+        /// `images` or a directory, as in `experiment run`.
+        #[arg(long, value_name = "WHERE", default_value = "tmpfs")]
+        scratch: Scratch,
         /// Each job's time limit (`2h`, `30m`).
         #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
         time: Option<std::time::Duration>,
@@ -80,8 +89,9 @@ pub enum ExperimentCmd {
         sbatch_args: Vec<String>,
     },
     /// Runs cells of OUT's plan by id (what each Slurm task runs; usable by hand): the base is
-    /// copied to node-local memory, the cell runs as `experiment run` runs it, and its result
-    /// goes to OUT/cells/ID.json. A cell already done is skipped.
+    /// copied to the scratch (default: /dev/shm, node-local memory), the cell runs as
+    /// `experiment run` runs it, and its result goes to OUT/cells/ID.json. A cell already done
+    /// is skipped.
     RunCell {
         /// The output directory of `experiment submit` or `run`.
         out: PathBuf,
@@ -91,9 +101,10 @@ pub enum ExperimentCmd {
         /// The image directory holding the base images (default OUT/images).
         #[arg(long, value_name = "DIR")]
         images: Option<PathBuf>,
-        /// Where the working copies go (default /dev/shm, else $TMPDIR).
-        #[arg(long, value_name = "DIR")]
-        scratch: Option<PathBuf>,
+        /// Where the working copies go: `tmpfs` (/dev/shm, the default), `images` or a
+        /// directory.
+        #[arg(long, value_name = "WHERE", default_value = "tmpfs")]
+        scratch: Scratch,
         /// Only make the base image of the first cell (a submission's base job).
         #[arg(long)]
         base_only: bool,
@@ -138,6 +149,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
             images,
             partition,
             max_parallel,
+            scratch,
             time,
             cells_per_task,
             sbatch_args,
@@ -158,6 +170,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                     cells_per_task,
                     sbatch_args,
                     fsage,
+                    scratch,
                 },
             )?;
             for w in &s.warnings {
@@ -186,8 +199,8 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                     }
                     println!(
                         "follow: fsage experiment status {}; stop: fsage experiment cancel {}",
-                        s.out.display(),
-                        s.out.display()
+                        fsage_sys::shell_arg(&s.out),
+                        fsage_sys::shell_arg(&s.out)
                     );
                 }
             }
@@ -245,6 +258,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
             file,
             out,
             images,
+            scratch,
             retry_failed,
             quiet,
         } => {
@@ -253,6 +267,7 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
                 &file,
                 &out,
                 images.as_deref(),
+                &scratch,
                 &RunOptions { retry_failed },
                 &mut Lines { quiet },
             )?;

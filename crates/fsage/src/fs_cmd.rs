@@ -141,7 +141,21 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             Ok(())
         }
         FsCmd::Umount { target } => {
-            let u = fsage_lab::mount::umount(&target)?;
+            let registry = fsage_slowdev::Registry::new(fsage_slowdev::Registry::default_root());
+            // An image under a slow device has no loop device of its own: its mounts are the
+            // slow device's.
+            let u = match slow_device_over(&registry, &target) {
+                Some(dev) => fsage_lab::mount::umount(&dev).map_err(|e| fsage_lab::Error {
+                    message: format!(
+                        "{} is served by slow device {}: {}",
+                        target.display(),
+                        dev.display(),
+                        e.message
+                    ),
+                    ..e
+                })?,
+                None => fsage_lab::mount::umount(&target)?,
+            };
             for m in &u.mount_points {
                 println!("unmounted {}", m.display());
             }
@@ -150,7 +164,6 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             }
             // A slow device (`fsage dev create`) is attached by its daemon and outlives the
             // mount; `losetup -d` would bypass `dev destroy`, which also stops the daemon.
-            let registry = fsage_slowdev::Registry::new(fsage_slowdev::Registry::default_root());
             for d in &u.left_attached {
                 match registry.find(&d.to_string_lossy()) {
                     Ok((_, rec)) => println!(
@@ -194,4 +207,20 @@ pub fn run(cmd: FsCmd) -> CmdResult {
             Ok(())
         }
     }
+}
+
+/// The slow device serving `image` (a file no loop device of its own is backed by), if any.
+fn slow_device_over(
+    registry: &fsage_slowdev::Registry,
+    image: &std::path::Path,
+) -> Option<PathBuf> {
+    if !image.is_file() || !fsage_sys::loops_backed_by(image).is_empty() {
+        return None;
+    }
+    let canon = image.canonicalize().ok()?;
+    registry
+        .list()
+        .into_iter()
+        .find(|(_, r)| r.backing_file.canonicalize().is_ok_and(|b| b == canon))
+        .and_then(|(_, r)| r.device)
 }

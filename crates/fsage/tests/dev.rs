@@ -594,6 +594,238 @@ fn dev_create_runs_a_model() {
     r.ok(["dev", "destroy", "--all"]);
 }
 
+/// Each model kind prints its own counters: `dev cost` on an SSD shows flash counters (no seeks,
+/// no rotation) and its JSON names the kind and gives the write amplification as a number; an
+/// SSD device shows them in `dev list` before its first write and in `dev stats --json` after.
+#[test]
+fn dev_cost_and_stats_show_each_models_own_counters() {
+    let dir = TempDir::new().unwrap();
+    let trace = dir.path().join("t.json");
+    let rqs: Vec<String> = (0..8)
+        .map(|i| {
+            format!(
+                r#"{{"kind": "write", "offset": {}, "len": 65536, "issue_ns": {}, "complete_ns": {}}}"#,
+                i * 65536,
+                i * 100_000,
+                i * 100_000 + 50_000
+            )
+        })
+        .collect();
+    std::fs::write(
+        &trace,
+        format!(
+            r#"{{"version": 1, "device_size": 67108864, "requests": [{}]}}"#,
+            rqs.join(",")
+        ),
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    let text = stdout(&common::fsage_ok(["dev", "cost", t, "--model", "ssd-sata"]));
+    assert!(
+        text.contains("write amplification") && text.contains("programs"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("seeks") && !text.contains("rotation"),
+        "an SSD has no seeks: {text}"
+    );
+    let v = json(&common::fsage_ok([
+        "dev", "cost", t, "--model", "ssd-sata", "--json",
+    ]));
+    assert_eq!(v["stats"]["kind"], "ssd", "{v}");
+    assert!(v["stats"]["write_amplification"].is_f64(), "{v}");
+    assert!(v["stats"].get("seeks").is_none(), "{v}");
+    // The hard disk names its own, and has no flash.
+    let v = json(&common::fsage_ok([
+        "dev", "cost", t, "--model", "hdd-7200", "--json",
+    ]));
+    assert_eq!(v["stats"]["kind"], "hdd", "{v}");
+    assert!(v["stats"].get("programs").is_none(), "{v}");
+
+    if !can_run("dev_cost_and_stats_show_each_models_own_counters", &[]) {
+        return;
+    }
+    let r = Reg::new();
+    let ssd = stdout(&r.ok(["dev", "create", "--size", "64MiB", "--model", "ssd-sata"]))
+        .trim()
+        .to_string();
+    let list = stdout(&r.ok(["dev", "list"]));
+    assert!(
+        list.contains("write amplification -") && !list.contains("seeks"),
+        "an SSD's own counters before its first write: {list}"
+    );
+    let o = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={ssd}"),
+            "bs=64k",
+            "count=16",
+            "oflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let st = json(&r.ok(["dev", "stats", &ssd, "--json"]));
+    let m = &st["model"]["stats"];
+    assert_eq!(m["kind"], "ssd", "{st}");
+    assert!(m["write_amplification"].as_f64().unwrap() >= 1.0, "{st}");
+    let text = stdout(&r.ok(["dev", "stats", &ssd]));
+    assert!(
+        text.contains("programs") && !text.contains("seeks"),
+        "{text}"
+    );
+    r.ok(["dev", "destroy", "--all"]);
+}
+
+/// Bad input to `dev cost` (issue 34): each gets exit 2 and a message naming what is wrong, the
+/// trace file or the flag: a request beyond the trace's device size or beyond what the model
+/// holds, a device size of 0, a latency beyond 60 s or negative given to --model, a model file
+/// whose `pages_per_block` is absurd (named, not `over_provisioning`), a trace that is not text.
+#[test]
+fn dev_cost_refuses_bad_traces_and_models_naming_them() {
+    let dir = TempDir::new().unwrap();
+    let file = |name: &str, text: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let rq = |offset: u64| {
+        format!(
+            r#"{{"kind": "read", "offset": {offset}, "len": 4096, "issue_ns": 0, "complete_ns": 10}}"#
+        )
+    };
+    let pb = 1u64 << 50;
+    let refused = |args: &[&str], needles: &[&str]| {
+        let o = common::fsage(args);
+        expect_code(&o, 2, &format!("{args:?}"));
+        for n in needles {
+            expect_stderr(&o, n);
+        }
+        stderr(&o)
+    };
+    // A request at 1 PiB on a 1 GiB trace, and with no device size on a 1 TB disk.
+    let t = file(
+        "pb.json",
+        format!(
+            r#"{{"version": 1, "device_size": 1073741824, "requests": [{}]}}"#,
+            rq(pb)
+        )
+        .as_bytes(),
+    );
+    refused(
+        &["dev", "cost", &t, "--model", "1ms"],
+        &["pb.json", "request 0", "beyond the device_size"],
+    );
+    let t = file(
+        "pb2.json",
+        format!(r#"{{"version": 1, "requests": [{}]}}"#, rq(pb)).as_bytes(),
+    );
+    refused(
+        &["dev", "cost", &t, "--model", "hdd-7200"],
+        &["pb2.json", "no device_size", "1.0 PiB"],
+    );
+    let t = file(
+        "zero.json",
+        format!(
+            r#"{{"version": 1, "device_size": 0, "requests": [{}]}}"#,
+            rq(0)
+        )
+        .as_bytes(),
+    );
+    let e = refused(
+        &["dev", "cost", &t, "--model", "ssd-sata"],
+        &["zero.json", "device_size is 0"],
+    );
+    assert!(
+        !e.contains("model ssd-sata"),
+        "the trace is at fault, not the model: {e}"
+    );
+    // Latencies given to --model: the limit and the sign, not "neither a latency nor ...".
+    let ok = file(
+        "ok.json",
+        format!(r#"{{"version": 1, "requests": [{}]}}"#, rq(0)).as_bytes(),
+    );
+    let e = refused(&["dev", "cost", &ok, "--model", "61s"], &["at most 60s"]);
+    assert!(!e.contains("neither"), "{e}");
+    let e = refused(
+        &["dev", "cost", &ok, "--model=-5us"],
+        &["cannot be negative"],
+    );
+    assert!(!e.contains("neither") && !e.contains("latencys"), "{e}");
+    // An absurd pages_per_block is named, with its line.
+    let ssd = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fsage-device/models/ssd-sata.toml"),
+    )
+    .unwrap();
+    let huge = ssd.replace(
+        "pages_per_block = { value = 256,",
+        "pages_per_block = { value = 4000000000,",
+    );
+    assert_ne!(huge, ssd, "the built-in file changed: update this test");
+    let m = file("huge.toml", huge.as_bytes());
+    let e = refused(
+        &["dev", "cost", &ok, "--model", &m],
+        &["huge.toml:", "`pages_per_block`"],
+    );
+    assert!(!e.contains("over_provisioning"), "{e}");
+    // A trace that is not text.
+    let bin = file("bin.json", b"\xff\xfe{\"version\": 1}");
+    refused(
+        &["dev", "cost", &bin, "--model", "1ms"],
+        &["bin.json", "not UTF-8"],
+    );
+}
+
+/// Bad input to `dev create` (issue 34), refused before anything is made: --fresh-ftl with a
+/// model that keeps no drive state, a size beyond Linux's largest file (8 EiB), and a sparse
+/// image larger than its file system's largest file (ext4 here: its file is left behind by
+/// nothing). A sparse image larger than memory works, with a note.
+#[test]
+fn dev_create_refuses_what_cannot_work_naming_it() {
+    let r = Reg::new();
+    let o = r.fsage([
+        "dev",
+        "create",
+        "--size",
+        "1GiB",
+        "--model",
+        "hdd-7200",
+        "--fresh-ftl",
+    ]);
+    expect_code(&o, 2, "--fresh-ftl on a hard disk");
+    expect_stderr(&o, "--fresh-ftl: model hdd-7200 keeps no drive state");
+    let o = r.fsage(["dev", "create", "--size", "9EiB", "--latency", "0"]);
+    expect_code(&o, 2, "9 EiB");
+    expect_stderr(&o, "size 9 EiB: more than the largest file");
+    assert!(!r.path("registry").join("sd0").exists(), "nothing made");
+    if !can_run("dev_create_refuses_what_cannot_work_naming_it", &[]) {
+        return;
+    }
+    let disk = TempDir::new_in(std::env::temp_dir()).unwrap();
+    let img = disk.path().join("big.img");
+    let fs = fsage_sys::fs_stat(disk.path()).unwrap().type_name();
+    if fs == "ext4" {
+        let o = r.fsage([
+            "dev",
+            "create",
+            "--size",
+            "2EiB",
+            "--image",
+            img.to_str().unwrap(),
+            "--latency",
+            "0",
+        ]);
+        expect_code(&o, 2, "2 EiB on ext4");
+        expect_stderr(&o, "larger than the largest file ext4 can hold");
+        assert!(!img.exists(), "no image left behind");
+    } else {
+        eprintln!("(the temporary directory is on {fs}, not ext4: its largest file not tried)");
+    }
+    let o = r.ok(["dev", "create", "--size", "1EiB", "--latency", "0"]);
+    expect_stderr(&o, "sparse image of 1 EiB");
+    r.ok(["dev", "destroy", "--all"]);
+}
+
 /// A file system on a slow device: `dev destroy` while it is mounted is refused with a hint
 /// naming `--force`, and `fs umount` names the slow device and `fsage dev destroy` (not
 /// `losetup -d`, which would bypass it).
@@ -703,4 +935,43 @@ fn a_whole_copy_maps_every_page_of_an_ssd_and_a_sparse_copy_only_the_data() {
     assert!(zeroes > 0, "sparse: {seen:?}");
     assert_eq!(mapped, data_pages, "sparse: {seen:?}");
     assert!(host >= data_pages && host < pages / 2, "sparse: {seen:?}");
+}
+
+/// `fs umount IMAGE` of an image a slow device serves (it has no loop device of its own): the
+/// slow device's mount is unmounted and the device left attached is named, with `dev destroy`
+/// (it said nothing and left the mount).
+#[test]
+fn fs_umount_of_an_image_under_a_slow_device_unmounts_it_and_says_the_device_stays() {
+    if !can_run(
+        "fs_umount_of_an_image_under_a_slow_device_unmounts_it_and_says_the_device_stays",
+        &["mkfs.ext4"],
+    ) {
+        return;
+    }
+    let r = Reg::new();
+    let img = r.path("x.img");
+    let img_s = img.to_string_lossy().into_owned();
+    r.ok(["fs", "create", "--fs", "ext4", "--size", "64MiB", &img_s]);
+    let o = r.ok(["dev", "create", "--image", &img_s, "--latency", "0"]);
+    let dev = stdout(&o).trim().to_string();
+    let mnt = r.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    r.ok(["fs", "mount", &dev, &mnt.to_string_lossy()]);
+    let o = r.ok(["fs", "umount", &img_s]);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("unmounted {}", mnt.display())),
+        "{out}"
+    );
+    assert!(!fsage_sys::is_mount_point(&mnt));
+    assert!(
+        out.contains(&format!("left {dev} attached: it is fsage's slow device"))
+            && out.contains(&format!("fsage dev destroy {dev}")),
+        "{out}"
+    );
+    // Nothing mounted any more: said, naming the slow device, exit 2.
+    let o = r.fsage(["fs", "umount", &img_s]);
+    expect_code(&o, 2, "umount of an image whose slow device is not mounted");
+    expect_stderr(&o, &format!("is served by slow device {dev}"));
+    r.ok(["dev", "destroy", &dev]);
 }

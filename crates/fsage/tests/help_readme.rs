@@ -303,3 +303,39 @@ fn help_texts_say_what_fsage_does() {
     assert!(err.contains("(0, 1)"), "{err}");
     assert!(age.contains("Fullness u in (0, 1)"), "{age}");
 }
+
+/// The top-level help lists every visible subcommand of each command in its one-line summary
+/// (`dev` named neither models, cost nor precondition; `experiment` neither submit, run-cell nor
+/// cancel), so a user finds them from `fsage --help`.
+#[test]
+fn the_top_level_help_names_every_subcommand() {
+    fn words(c: &clap::Command) -> BTreeSet<String> {
+        c.get_about()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+            .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-'))
+            .map(|w| w.to_lowercase())
+            .collect()
+    }
+    let top = cli::Cli::command();
+    let mut missing = Vec::new();
+    for c in top.get_subcommands().filter(|c| !c.is_hide_set()) {
+        let said = words(c);
+        for s in c.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if !said.contains(s.get_name()) {
+                missing.push(format!("{} {}", c.get_name(), s.get_name()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "not in `fsage --help`: {missing:?}");
+}
+
+/// The README names no path that exists only on the machine it was written on (`/work/...`):
+/// the shared bundles are given relative to the checkout.
+#[test]
+fn the_readme_names_no_machine_path() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let bad: Vec<&str> = readme.lines().filter(|l| l.contains("/work/")).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+}

@@ -137,3 +137,93 @@ fn a_size_below_the_minimum_is_told_with_the_minimum() {
     assert!(err.contains("hint: give a size of at least 1 MiB"), "{err}");
     assert!(!d.path().join("x.img").exists());
 }
+
+/// A resume hint is a command the user can paste: a state path with a space is quoted.
+#[test]
+fn a_resume_hint_quotes_a_path_with_a_space() {
+    let d = tmp();
+    let dir = d.path().join("my runs");
+    std::fs::create_dir(&dir).unwrap();
+    let state = dir.join("x.state");
+    let o = Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .max_ops("100")
+        .state(s(&state))
+        .run_ok();
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "continue with: fsage age --resume '{}'",
+            state.display()
+        )),
+        "{out}"
+    );
+}
+
+/// Bad input of issue 34, each refused with exit 2 and the message a user needs.
+#[test]
+fn issue_34_bad_input_is_refused_with_what_is_wrong() {
+    let d = tmp();
+    // `status` given a file that is not a state file (an image, say) and with no state beside
+    // it: named, with where the state would be; it was read whole ("out of memory").
+    let img = d.path().join("x.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let o = fsage(["status", s(&img)]);
+    expect_code(&o, 2, "status of an image without a state");
+    expect_stderr(&o, "not an fsage state file, and no state file");
+    expect_stderr(&o, "x.img.fsage-state beside it");
+    // Given the image of a run with its state beside it: that state.
+    let t = d.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    Age::new("agrawal")
+        .dry_run()
+        .capacity("64MiB")
+        .max_ops("50")
+        .state(s(&d.path().join("t.fsage-state")))
+        .run_ok();
+    let o = fsage_ok(["status", s(&t)]);
+    assert!(stdout(&o).contains("t.fsage-state"), "{}", stdout(&o));
+    // `age` into a directory that does not exist: the image is named, not a temporary file.
+    let missing = d.path().join("nope").join("x.img");
+    let o = fsage([
+        "age",
+        "-p",
+        "agrawal",
+        "--fs",
+        "ext4",
+        "--size",
+        "64MiB",
+        "--max-ops",
+        "10",
+        s(&missing),
+    ]);
+    expect_code(&o, 2, "age into a missing directory");
+    expect_stderr(&o, &missing.display().to_string());
+    assert!(!stderr(&o).contains("fsage-tmp"), "{}", stderr(&o));
+    // `experiment plan` with a kernel the cache lacks: refused at plan time, with how to get it.
+    let x = d.path().join("x.toml");
+    std::fs::write(
+        &x,
+        "name = \"x\"\nduration = \"1s\"\nimage_size = \"64MiB\"\nkernel = \"9.9.9\"\n\
+         [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n",
+    )
+    .unwrap();
+    let o = fsage(["experiment", "plan", s(&x)]);
+    expect_code(&o, 2, "experiment plan with kernel 9.9.9");
+    expect_stderr(&o, "kernel 9.9.9: not in the cache");
+    expect_stderr(&o, "fsage vm kernel fetch 9.9.9");
+    // xfs below its minimum size: refused at plan time (every cell failed at run time).
+    std::fs::write(
+        &x,
+        "name = \"x\"\nduration = \"1s\"\nimage_size = \"256MiB\"\n\
+         [[fs]]\nkind = \"xfs\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n",
+    )
+    .unwrap();
+    let o = fsage(["experiment", "plan", s(&x)]);
+    expect_code(&o, 2, "experiment plan of xfs at 256 MiB");
+    expect_stderr(&o, "xfs needs an `image_size` of at least 314572800 bytes");
+}

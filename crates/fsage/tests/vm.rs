@@ -216,6 +216,9 @@ fn an_experiment_cell_of_f2fs_on_a_slow_device_runs_in_a_guest() {
     expect_stdout(&plan, "1 cell(s) run in a VM");
     let out = dir.path().join("out");
     let images = dir.path().join("images");
+    // The working copy in a directory of the test's (a tmpfs: the test's directory is in
+    // /dev/shm), to see that nothing is left there.
+    let scratch = dir.path().join("scratch");
     let t0 = std::time::Instant::now();
     let o = fsage([
         "experiment",
@@ -225,6 +228,8 @@ fn an_experiment_cell_of_f2fs_on_a_slow_device_runs_in_a_guest() {
         s(&out),
         "--images",
         s(&images),
+        "--scratch",
+        s(&scratch),
     ]);
     expect_code(&o, 0, "experiment run of one f2fs cell in a guest");
     let cells: Vec<_> = std::fs::read_dir(out.join("cells"))
@@ -271,8 +276,9 @@ fn an_experiment_cell_of_f2fs_on_a_slow_device_runs_in_a_guest() {
         "{said}"
     );
     // Nothing is left mounted or attached: the working copy and its directory are gone.
-    assert!(!images.join("cell.img").exists());
-    assert!(!images.join("cell.img.vm").exists());
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(env["storage"]["setting"], s(&scratch), "{env}");
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(s(&images)), "{mounts}");
     eprintln!(

@@ -45,7 +45,10 @@
 
 pub mod ftl;
 
-use crate::{DeviceModel, Error, ModelStats, Ns, Rq, RqKind, UnwrittenReads};
+use crate::{
+    Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
+    RqKind, UnwrittenReads, Value,
+};
 use ftl::{Ftl, FtlGeometry, PageState};
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -97,10 +100,14 @@ impl SsdParams {
                 self.channels, self.dies_per_channel, self.pages_per_block
             ))
         };
+        if self.channels == 0 || self.dies_per_channel == 0 {
+            return Err(Error::input(
+                "channels and dies_per_channel must be above 0",
+            ));
+        }
         let dies = self
             .channels
             .checked_mul(self.dies_per_channel)
-            .filter(|&d| d > 0)
             .ok_or_else(too_big)?;
         let user_pages = user_bytes.div_ceil(self.page_size);
         let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
@@ -161,49 +168,278 @@ impl ReadSizes {
         }
         out
     }
+
+    /// The reads counted, all sizes together.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// As a person reads it: `(3 ≤4K, 0 ≤8K, ..., 1 more)`.
+    pub fn human(&self) -> String {
+        let sizes = self
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match Self::LIMITS_KIB.get(i) {
+                Some(k) => format!("{n} ≤{k}K"),
+                None => format!("{n} more"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("({sizes})")
+    }
 }
 
-/// What the SSD counts beyond [`ModelStats`]' common fields (also folded into them).
+/// What an SSD counts beyond its requests: where flash time went, garbage collection, and its
+/// reads (their sizes, how much flash and how many dies each needed, where pages waited for
+/// their dies, pages served without a flash read of their own).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SsdCounters {
+    /// Flash time summed over the dies (page reads, programs, collection, erases): with dies
+    /// working in parallel it can exceed the time that passed.
+    pub die_ns: Ns,
+    /// Time the channels spent carrying pages between dies and controller.
+    pub channel_ns: Ns,
+    /// Pages acknowledged from the write buffer before their program ended.
+    pub buffered_pages: u64,
     /// Pages the host wrote to this drive since it was built (its FTL's own count goes on
     /// across saved states).
     pub host_pages: u64,
-    /// Flash page reads, the host's and garbage collection's.
+    /// Flash page reads (the host's and garbage collection's) and programs (likewise).
     pub flash_reads: u64,
     pub programs: u64,
+    /// Pages garbage collection copied, blocks erased, die time collection took.
     pub gc_copies: u64,
     pub erases: u64,
     pub gc_ns: Ns,
-    /// Bytes the host read, and its reads by size.
-    #[serde(default)]
+    /// Free blocks left (a level, not a count).
+    pub free_blocks: u64,
+    /// Bytes the host read, and its reads by size (their sum: the host reads the drive served).
     pub read_bytes: u64,
-    #[serde(default)]
     pub read_sizes: ReadSizes,
     /// Flash page reads for host reads (per read: how much flash a read needs).
-    #[serde(default)]
     pub host_flash_reads: u64,
     /// Distinct dies each host read used, summed over the reads (per read: its parallelism).
-    #[serde(default)]
     pub read_dies: u64,
     /// Page reads that waited for their die, busy with another page of the same read...
-    #[serde(default)]
     pub die_waits_same: u64,
     /// ... or with another request (a read, a program, a collection, an erase).
-    #[serde(default)]
     pub die_waits_other: u64,
     /// The time those page reads waited for their dies.
-    #[serde(default)]
     pub die_wait_ns: Ns,
     /// Pages read from the write buffer (no flash).
-    #[serde(default)]
     pub buffer_reads: u64,
     /// Pages read that the drive never saw written (served by [`UnwrittenReads`]).
-    #[serde(default)]
     pub unwritten_reads: u64,
     /// Pages read that the drive saw discarded (zeros, no flash).
-    #[serde(default)]
     pub discarded_reads: u64,
+}
+
+impl SsdCounters {
+    /// Flash pages programmed per page the host wrote (None before the host wrote any).
+    pub fn write_amplification(&self) -> Option<f64> {
+        (self.host_pages > 0).then(|| self.programs as f64 / self.host_pages as f64)
+    }
+
+    /// `x` per host read (None before any read).
+    fn per_read(&self, x: u64) -> Option<f64> {
+        let reads = self.read_sizes.total();
+        (reads > 0).then(|| x as f64 / reads as f64)
+    }
+
+    /// Flash page reads per host read (None before any read).
+    pub fn flash_reads_per_read(&self) -> Option<f64> {
+        self.per_read(self.host_flash_reads)
+    }
+
+    /// Distinct dies per host read (None before any read).
+    pub fn dies_per_read(&self) -> Option<f64> {
+        self.per_read(self.read_dies)
+    }
+
+    /// The mean host read in bytes (None before any read).
+    pub fn mean_read_bytes(&self) -> Option<f64> {
+        self.per_read(self.read_bytes)
+    }
+}
+
+impl KindCounters for SsdCounters {
+    fn counters(&self) -> Vec<Counter> {
+        use Value::{Bytes, Count, Ratio, Sizes, Time};
+        let c = |group, key, label, value, brief| Counter {
+            group,
+            key,
+            label,
+            value,
+            brief,
+        };
+        vec![
+            c("flash", "die_ns", "die time", Time(self.die_ns), true),
+            c(
+                "flash",
+                "channel_ns",
+                "channel time",
+                Time(self.channel_ns),
+                false,
+            ),
+            c(
+                "flash",
+                "flash_reads",
+                "page reads",
+                Count(self.flash_reads),
+                false,
+            ),
+            c("flash", "programs", "programs", Count(self.programs), false),
+            c(
+                "flash",
+                "host_pages",
+                "host pages",
+                Count(self.host_pages),
+                false,
+            ),
+            c(
+                "flash",
+                "write_amplification",
+                "write amplification",
+                Ratio(self.write_amplification()),
+                true,
+            ),
+            c(
+                "flash",
+                "buffered_pages",
+                "pages buffered",
+                Count(self.buffered_pages),
+                false,
+            ),
+            c(
+                "collection",
+                "gc_copies",
+                "pages copied",
+                Count(self.gc_copies),
+                false,
+            ),
+            c("collection", "gc_ns", "collecting", Time(self.gc_ns), false),
+            c("collection", "erases", "erases", Count(self.erases), true),
+            c(
+                "collection",
+                "free_blocks",
+                "free blocks",
+                Count(self.free_blocks),
+                true,
+            ),
+            c(
+                "reads",
+                "read_bytes",
+                "bytes",
+                Bytes(Some(self.read_bytes)),
+                false,
+            ),
+            c(
+                "reads",
+                "mean_read",
+                "mean read",
+                Bytes(self.mean_read_bytes().map(|b| b.round() as u64)),
+                true,
+            ),
+            c(
+                "reads",
+                "read_sizes",
+                "by size",
+                Sizes(self.read_sizes),
+                false,
+            ),
+            c(
+                "reads",
+                "host_flash_reads",
+                "flash page reads",
+                Count(self.host_flash_reads),
+                false,
+            ),
+            c(
+                "reads",
+                "flash_reads_per_read",
+                "flash reads per read",
+                Ratio(self.flash_reads_per_read()),
+                true,
+            ),
+            c(
+                "reads",
+                "dies_per_read",
+                "dies per read",
+                Ratio(self.dies_per_read()),
+                true,
+            ),
+            c(
+                "die waits",
+                "die_waits_same",
+                "on the same read",
+                Count(self.die_waits_same),
+                false,
+            ),
+            c(
+                "die waits",
+                "die_waits_other",
+                "on another request",
+                Count(self.die_waits_other),
+                false,
+            ),
+            c(
+                "die waits",
+                "die_wait_ns",
+                "waiting",
+                Time(self.die_wait_ns),
+                false,
+            ),
+            c(
+                "pages",
+                "unwritten_reads",
+                "never written",
+                Count(self.unwritten_reads),
+                true,
+            ),
+            c(
+                "pages",
+                "discarded_reads",
+                "discarded",
+                Count(self.discarded_reads),
+                false,
+            ),
+            c(
+                "pages",
+                "buffer_reads",
+                "from the write buffer",
+                Count(self.buffer_reads),
+                false,
+            ),
+        ]
+    }
+
+    fn since(&self, e: &Self) -> Self {
+        SsdCounters {
+            die_ns: self.die_ns.saturating_sub(e.die_ns),
+            channel_ns: self.channel_ns.saturating_sub(e.channel_ns),
+            buffered_pages: self.buffered_pages.saturating_sub(e.buffered_pages),
+            host_pages: self.host_pages.saturating_sub(e.host_pages),
+            flash_reads: self.flash_reads.saturating_sub(e.flash_reads),
+            programs: self.programs.saturating_sub(e.programs),
+            gc_copies: self.gc_copies.saturating_sub(e.gc_copies),
+            erases: self.erases.saturating_sub(e.erases),
+            gc_ns: self.gc_ns.saturating_sub(e.gc_ns),
+            // A level: the newer.
+            free_blocks: self.free_blocks,
+            read_bytes: self.read_bytes.saturating_sub(e.read_bytes),
+            read_sizes: self.read_sizes.minus(&e.read_sizes),
+            host_flash_reads: self.host_flash_reads.saturating_sub(e.host_flash_reads),
+            read_dies: self.read_dies.saturating_sub(e.read_dies),
+            die_waits_same: self.die_waits_same.saturating_sub(e.die_waits_same),
+            die_waits_other: self.die_waits_other.saturating_sub(e.die_waits_other),
+            die_wait_ns: self.die_wait_ns.saturating_sub(e.die_wait_ns),
+            buffer_reads: self.buffer_reads.saturating_sub(e.buffer_reads),
+            unwritten_reads: self.unwritten_reads.saturating_sub(e.unwritten_reads),
+            discarded_reads: self.discarded_reads.saturating_sub(e.discarded_reads),
+        }
+    }
 }
 
 /// The drive: its FTL and when each die, channel and the interface is next free.
@@ -222,7 +458,7 @@ pub struct Ssd {
     /// from DRAM until then).
     buffered: HashMap<u32, Ns>,
     last_program_end: Ns,
-    stats: ModelStats,
+    requests: Requests,
     counters: SsdCounters,
     unwritten: UnwrittenReads,
     /// The request being served (from 1), and per die the last request that occupied it and
@@ -261,7 +497,7 @@ impl Ssd {
             slots,
             buffered: HashMap::new(),
             last_program_end: 0,
-            stats: ModelStats::default(),
+            requests: Requests::default(),
             counters: SsdCounters::default(),
             unwritten: UnwrittenReads::Free,
             seq: 0,
@@ -279,8 +515,12 @@ impl Ssd {
         &mut self.ftl
     }
 
+    /// The drive's own counters (also in [`DeviceModel::stats`]).
     pub fn counters(&self) -> SsdCounters {
-        self.counters
+        SsdCounters {
+            free_blocks: self.ftl.free_blocks(),
+            ..self.counters
+        }
     }
 
     fn channel(&self, die: u32) -> usize {
@@ -348,8 +588,8 @@ impl Ssd {
             self.die_free[d] = ch_end;
             self.channel_free[ch] = ch_end;
             self.counters.flash_reads += 1;
-            self.stats.transfer_ns += ch_end - ch_start;
-            self.stats.busy_ns += self.p.read_ns;
+            self.counters.channel_ns += ch_end - ch_start;
+            self.counters.die_ns += self.p.read_ns;
             last_page = last_page.max(ch_end);
         }
         // The interface carries the data as the pages come: it reserves the request's transfer
@@ -387,7 +627,7 @@ impl Ssd {
                 self.counters.erases += placed.gc_erases as u64;
                 self.counters.programs += placed.gc_copies as u64;
                 self.counters.flash_reads += placed.gc_copies as u64;
-                self.stats.busy_ns += gc;
+                self.counters.die_ns += gc;
             }
             self.die_by[d] = self.seq;
             let ch = self.channel(placed.die);
@@ -397,15 +637,15 @@ impl Ssd {
             let program_end = die_ready.max(ch_end) + self.p.program_ns;
             self.die_free[d] = program_end;
             self.counters.programs += 1;
-            self.stats.busy_ns += self.p.program_ns;
-            self.stats.transfer_ns += ch_end - ch_start;
+            self.counters.die_ns += self.p.program_ns;
+            self.counters.channel_ns += ch_end - ch_start;
             self.last_program_end = self.last_program_end.max(program_end);
             if self.slots == 0 {
                 done = done.max(program_end);
             } else {
                 self.buffer.push(Reverse(program_end));
                 self.buffered.insert(lpn, program_end);
-                self.stats.cached_writes += 1;
+                self.counters.buffered_pages += 1;
                 done = done.max(accepted);
             }
         }
@@ -434,14 +674,14 @@ impl DeviceModel for Ssd {
                         self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
                         self.die_by[d] = self.seq;
                         self.counters.erases += 1;
-                        self.stats.busy_ns += self.p.erase_ns;
+                        self.counters.die_ns += self.p.erase_ns;
                     }
                     self.buffered.remove(&lpn);
                 }
                 start
             }
         };
-        self.stats.count(rq.kind);
+        self.requests.count(rq.kind);
         Some(done)
     }
 
@@ -452,27 +692,7 @@ impl DeviceModel for Ssd {
     fn advance(&mut self, _now: Ns, _done: &mut Vec<(u64, Ns)>) {}
 
     fn stats(&self) -> ModelStats {
-        let c = self.counters;
-        ModelStats {
-            flash_reads: c.flash_reads,
-            programs: c.programs,
-            gc_copies: c.gc_copies,
-            erases: c.erases,
-            gc_ns: c.gc_ns,
-            host_pages: c.host_pages,
-            free_blocks: self.ftl.free_blocks(),
-            read_bytes: c.read_bytes,
-            read_sizes: c.read_sizes,
-            host_flash_reads: c.host_flash_reads,
-            read_dies: c.read_dies,
-            die_waits_same: c.die_waits_same,
-            die_waits_other: c.die_waits_other,
-            die_wait_ns: c.die_wait_ns,
-            buffer_reads: c.buffer_reads,
-            unwritten_reads: c.unwritten_reads,
-            discarded_reads: c.discarded_reads,
-            ..self.stats.clone()
-        }
+        ModelStats::new(self.requests, DeviceCounters::Ssd(self.counters()))
     }
 
     fn feed(&mut self, rq: &Rq) {
@@ -499,7 +719,7 @@ impl DeviceModel for Ssd {
             }
             RqKind::Read | RqKind::Flush => return,
         }
-        self.stats.count(rq.kind);
+        self.requests.count(rq.kind);
     }
 
     fn set_unwritten_reads(&mut self, rule: UnwrittenReads) {

@@ -116,7 +116,7 @@ fn a_random_read_costs_overhead_page_read_channel_and_interface() {
     // A page never written costs no flash read.
     let done = d.submit(2 * t, rq(2, RqKind::Read, 8 << 20, K4)).unwrap();
     assert_eq!(done - 2 * t, 20_000 + 7_447);
-    assert_eq!(d.stats().reads, 2);
+    assert_eq!(d.stats().requests.reads, 2);
 }
 
 #[test]
@@ -258,7 +258,7 @@ fn discarding_the_whole_drive_brings_fresh_speed_back() {
         (trimmed / fresh - 1.0).abs() < 0.05,
         "{trimmed} against {fresh}"
     );
-    assert!(d.stats().write_amplification().unwrap() > 1.5);
+    assert!(d.counters().write_amplification().unwrap() > 1.5);
 }
 
 #[test]
@@ -360,11 +360,11 @@ fn ssd_figures() {
         let (_, _) = closed_loop(&mut d, 32, 2 * pages, |i| {
             rq(i, RqKind::Write, rng.below(pages) * K4, K4)
         });
-        let before = d.stats();
+        let before = d.counters();
         let (_, w32) = closed_loop(&mut d, 32, pages, |i| {
             rq(i, RqKind::Write, rng.below(pages) * K4, K4)
         });
-        let after = d.stats();
+        let after = d.counters();
         let wa = (after.programs - before.programs) as f64
             / (after.host_pages - before.host_pages) as f64;
         let g = d.ftl().geometry();

@@ -111,8 +111,8 @@ pub struct FlashCounters {
     pub free_blocks: u64,
 }
 
-impl From<&fsage_device::ModelStats> for FlashCounters {
-    fn from(m: &fsage_device::ModelStats) -> Self {
+impl From<&fsage_device::ssd::SsdCounters> for FlashCounters {
+    fn from(m: &fsage_device::ssd::SsdCounters) -> Self {
         FlashCounters {
             host_pages: m.host_pages,
             programs: m.programs,
@@ -216,13 +216,23 @@ pub struct AgedVsFresh {
     pub aged: MeanCi,
     /// (fresh - aged) / fresh in percent: positive when aging made it slower.
     pub slowdown_percent: f64,
-    /// Whether the two 95% intervals are apart (the difference is more than noise).
+    /// Whether the two 95% intervals are apart (the difference is more than noise); false when
+    /// either side has no interval (one repetition): no verdict about noise is possible then
+    /// ([`AgedVsFresh::no_interval`]).
     pub significant: bool,
     /// The drive's write amplification fresh and aged (on an SSD model only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fresh_wa: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aged_wa: Option<f64>,
+}
+
+impl AgedVsFresh {
+    /// Either side rests on one repetition, so it has no interval and nothing can be said about
+    /// noise.
+    pub fn no_interval(&self) -> bool {
+        self.fresh.ci95.is_none() || self.aged.ci95.is_none()
+    }
 }
 
 /// The order of the file systems (fastest first) in one state, against the fresh order.
@@ -441,7 +451,7 @@ pub fn aged_vs_fresh(means: &[GroupMean]) -> Vec<AgedVsFresh> {
                 latency_us: g.latency_us,
                 device_model: g.device_model.clone(),
                 state: g.state.clone(),
-                significant: !fresh.overlaps(&aged),
+                significant: apart(&fresh, &aged),
                 fresh,
                 aged,
                 slowdown_percent,
@@ -709,6 +719,20 @@ mod tests {
         );
     }
 
+    /// One repetition has no interval: however far apart the means, no verdict about noise.
+    #[test]
+    fn one_repetition_gives_no_verdict_about_noise() {
+        let samples = vec![
+            s("ext4", State::Fresh, 0, 1000.0),
+            s("ext4", aged(), 0, 100.0),
+        ];
+        let a = analyze(&samples, &AnalysisOptions::default());
+        let e = &a.aged_vs_fresh[0];
+        assert!((e.slowdown_percent - 90.0).abs() < 1e-9);
+        assert!(e.no_interval());
+        assert!(!e.significant, "one repetition cannot be beyond noise");
+    }
+
     #[test]
     fn slowdown_rank_flip_and_flowops() {
         let samples = vec![
@@ -727,6 +751,7 @@ mod tests {
         assert!(e.significant);
         let x = a.aged_vs_fresh.iter().find(|r| r.fs == "xfs").unwrap();
         assert!((x.slowdown_percent - 100.0 * 20.0 / 901.0).abs() < 1e-9);
+        assert!(!e.no_interval());
         let fresh = a.ranks.iter().find(|r| r.state.is_fresh()).unwrap();
         assert_eq!(fresh.order, vec!["ext4", "xfs"]);
         assert!(!fresh.changed);

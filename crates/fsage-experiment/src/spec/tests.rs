@@ -571,7 +571,7 @@ fn sample_sets_each_cells_interval_without_changing_its_id() {
 
 #[test]
 fn kernels_put_file_systems_in_a_vm_one_per_kernel_when_several() {
-    let body = "duration = \"10s\"\nimage_size = \"256MiB\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
+    let body = "duration = \"10s\"\nimage_size = \"300MiB\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
     let one = p(&format!("name = \"k\"\nkernel = \"6.1.0-56\"\n{body}[[fs]]\nkind = \"ext4\"\n[[fs]]\nkind = \"xfs\"\nkernel = \"6.1.0-55\"\n")).unwrap();
     let k: Vec<(&str, Option<&str>)> = one
         .file_systems
@@ -626,6 +626,20 @@ fn f2fs_and_nilfs2_are_file_systems_with_their_own_minimum_size() {
     );
     // 128 MiB is enough for f2fs (52 MiB) and ext4.
     p(&small.replace("kind = \"nilfs2\"", "kind = \"f2fs\"")).unwrap();
+    // xfs (300 MiB) and btrfs (128 MiB) are checked at plan time too, not by mkfs in each cell.
+    let e = err(&GOOD.replace("image_size = \"1GiB\"", "image_size = \"256MiB\""));
+    assert!(e.starts_with("x.toml:14:"), "{e}");
+    assert!(
+        e.contains("xfs needs an `image_size` of at least 314572800 bytes"),
+        "{e}"
+    );
+    let e = err(&GOOD
+        .replace("image_size = \"1GiB\"", "image_size = \"100MiB\"")
+        .replace("kind = \"xfs\"", "kind = \"btrfs\""));
+    assert!(
+        e.contains("btrfs needs an `image_size` of at least 134217728 bytes"),
+        "{e}"
+    );
 }
 
 /// Issue 33: a short file whose matrix expands to more cells than anyone could run (1000

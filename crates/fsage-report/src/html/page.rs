@@ -101,6 +101,15 @@ pub(super) fn plot_or_note(r: Result<String, plots::PlotError>) -> String {
 
 /// A table: header cells, then rows; a cell starting with `<` is raw HTML, else escaped. The first
 /// column and words are left-aligned, numbers right.
+/// A table, or when it would have no rows, a note that says why (`why_empty`).
+pub(super) fn table_or(head: &[&str], rows: &[Vec<String>], why_empty: &str) -> String {
+    if rows.is_empty() {
+        format!("<p class=\"note\">{}</p>", esc(why_empty))
+    } else {
+        table(head, rows)
+    }
+}
+
 pub(super) fn table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut t = String::from("<div class=\"tablewrap\"><table><thead><tr>");
     for (i, h) in head.iter().enumerate() {

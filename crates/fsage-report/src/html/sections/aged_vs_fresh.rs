@@ -2,7 +2,7 @@
 //! slowdowns, and the rank orders (flagged where aging changed them beyond noise).
 
 use crate::html::format::{lat, mean_ci, state_order};
-use crate::html::page::{esc, fig, plot_or_note, table, Page};
+use crate::html::page::{esc, fig, plot_or_note, table, table_or, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries};
 use crate::html::Section;
 use fsage_experiment::analysis::{Analysis, State};
@@ -95,7 +95,9 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                     mean_ci(&r.aged),
                     r.aged.n.to_string(),
                     format!("{:+.1}", r.slowdown_percent),
-                    if r.significant {
+                    if r.no_interval() {
+                        "one repetition: no interval".into()
+                    } else if r.significant {
                         "yes".into()
                     } else {
                         "no (CIs overlap)".into()
@@ -170,7 +172,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             plot_or_note(plots::bars(&chart)),
             format!(
                 "<div>{}<p></p>{}</div>",
-                table(
+                table_or(
                     &[
                         "fs",
                         "state",
@@ -180,9 +182,18 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                         "slowdown %",
                         "beyond noise"
                     ],
-                    &rows
+                    &rows,
+                    "No slowdown: no file system ran both fresh and in an aged state here."
                 ),
-                table(&["state", "rank order (fastest first)", "vs fresh"], &ranks)
+                table_or(
+                    &["state", "rank order (fastest first)", "vs fresh"],
+                    &ranks,
+                    if fss.len() < 2 {
+                        "No rank order: one file system here (an order needs two or more)."
+                    } else {
+                        "No rank order: no state here ran two or more file systems."
+                    }
+                )
             ),
         ]));
         c.push_str(&drive_table);
@@ -193,7 +204,9 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
         "Each bar is the mean ops/s over the repetitions of a cell; whiskers are the 95% \
          confidence interval (Student t, n − 1 degrees of freedom; none for one repetition). \
          Slowdown = (fresh − aged) / fresh, positive when aging made the file system slower; \
-         <i>beyond noise</i> when the two intervals do not overlap. The rank order sorts the file \
+         <i>beyond noise</i> when the two intervals do not overlap; with one repetition on either \
+         side there is no interval and no verdict (<i>one repetition: no interval</i>). The rank \
+         order sorts the file \
          systems by mean ops/s in each state; ⚑ marks a state whose order changed against the fresh \
          one: a pair of file systems in the other order whose 95% intervals are apart in both \
          states (two or more repetitions each). A swap of means whose intervals overlap in either \

@@ -70,6 +70,30 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
             &rows,
         ));
     }
+    let mixes = fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item));
+    if !mixes.is_empty() {
+        c.push_str(
+            "<p class=\"verdict\">⚑ Cells of one comparison kept their working copies on \
+             different storage (memory or disk): their throughputs are not comparable.</p>",
+        );
+        let rows: Vec<Vec<String>> = mixes
+            .iter()
+            .flat_map(|m| {
+                m.kinds.iter().map(|(kind, hosts, n)| {
+                    vec![
+                        m.comparison.clone(),
+                        kind.clone(),
+                        hosts.join(", "),
+                        n.to_string(),
+                    ]
+                })
+            })
+            .collect();
+        c.push_str(&table(
+            &["comparison", "working copy on", "hosts", "cells"],
+            &rows,
+        ));
+    }
     // The sampled cells' time series, one collapsed block each.
     let mut sampled = 0;
     for cell in &set.cells {

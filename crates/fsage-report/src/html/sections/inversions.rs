@@ -30,24 +30,24 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             ]
         })
         .collect();
+    // No rows: the verdict says why, in place of an empty table.
     let mut c = if rows.is_empty() {
         "<p class=\"verdict\">No inversion: wherever two file systems' order is clear, it is the \
          same at every latency.</p>"
             .to_string()
     } else {
-        String::new()
+        table(
+            &[
+                "workload",
+                "state",
+                "faster on the slower device",
+                "faster on the faster device",
+                "order changes",
+                "confirmed",
+            ],
+            &rows,
+        )
     };
-    c.push_str(&table(
-        &[
-            "workload",
-            "state",
-            "faster on the slower device",
-            "faster on the faster device",
-            "order changes",
-            "confirmed",
-        ],
-        &rows,
-    ));
     // The paper's Table 1 form: per fs and workload, which file systems it inverts with.
     let mut t1: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for i in &a.inversions {
