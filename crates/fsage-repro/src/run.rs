@@ -580,4 +580,88 @@ mod tests {
             &mut self.1
         }
     }
+
+    /// Git reproductions go on where they stopped: a finished run is skipped, one whose series
+    /// is missing goes on from its checkpoint (git-age's resume) and writes its series again.
+    /// (With this repository's own runs, costed on a model every build has.)
+    #[test]
+    fn a_git_reproduction_skips_finished_runs_and_resumes_from_checkpoints() {
+        if let Err(why) = fsage_testkit::need_root_and(&["git", "mkfs.ext4", "losetup", "mount"]) {
+            return fsage_testkit::skip("repro_git_resume", &why);
+        }
+        let d = fsage_testkit::shm_tmp("fsage-repro-git-");
+        let repo = d.path().join("src");
+        fsage_git::synthetic::make_repo(&repo, 12).unwrap();
+        let run = |name: &str| GitRun {
+            name: name.into(),
+            fs: "ext4".into(),
+            size: 64 << 20,
+            every: 5,
+            cost_models: vec!["hdd-7200".into()],
+            warm_mem_limit: None,
+            answers: None,
+        };
+        let mut rec = record("conway-fig6", 64 << 20);
+        rec.repo = Some(repo.display().to_string());
+        rec.git_runs = vec![run("ext4-small"), run("ext4-large")];
+        let out = d.path().join("out");
+        prepare(&out, &rec).unwrap();
+        let images = out.join("images");
+        let mut obs = Steps::new();
+        let o = run_git(&out, &images, rec.clone(), &mut obs).unwrap();
+        assert!(o.complete && !o.interrupted);
+        let series = |n: &str| read_series(&out.join(GIT_DIR).join(format!("{n}.json"))).unwrap();
+        let first = series("ext4-large");
+        assert!(first.finished && first.pulls_done == 12, "{first:?}");
+        assert_eq!(first.model_names(), vec!["hdd-7200"]);
+        // Again: both are done, nothing runs.
+        let mut obs = Steps::new();
+        run_git(&out, &images, rec.clone(), &mut obs).unwrap();
+        assert_eq!(
+            obs.0.iter().filter(|s| s.contains(": done (")).count(),
+            2,
+            "{:?}",
+            obs.0
+        );
+        // A series lost: the run goes on from its checkpoint, not from the first commit.
+        std::fs::remove_file(out.join(GIT_DIR).join("ext4-large.json")).unwrap();
+        let mut obs = Steps::new();
+        run_git(&out, &images, rec, &mut obs).unwrap();
+        assert!(
+            obs.0
+                .iter()
+                .any(|s| s.contains("ext4-large") && s.contains("checkpoint")),
+            "{:?}",
+            obs.0
+        );
+        let again = series("ext4-large");
+        assert_eq!(again.rows.len(), first.rows.len());
+        assert!(again.finished);
+    }
+
+    struct Steps(
+        Vec<String>,
+        fsage_experiment::runner::Quiet,
+        fsage_git::run::Silent,
+    );
+    impl Steps {
+        fn new() -> Steps {
+            Steps(
+                Vec::new(),
+                fsage_experiment::runner::Quiet,
+                fsage_git::run::Silent,
+            )
+        }
+    }
+    impl Observer for Steps {
+        fn step(&mut self, msg: &str) {
+            self.0.push(msg.to_string());
+        }
+        fn experiment(&mut self) -> &mut dyn fsage_experiment::runner::RunObserver {
+            &mut self.1
+        }
+        fn git(&mut self) -> &mut dyn fsage_git::Observer {
+            &mut self.2
+        }
+    }
 }
