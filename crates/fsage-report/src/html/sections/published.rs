@@ -106,7 +106,7 @@ fn bars(cmp: &Comparison) -> String {
         color: Some(plots::PUBLISHED),
     };
     let fsage = BarSeries {
-        name: "fsage".into(),
+        name: "fsage (its file system's colour)".into(),
         bars: cmp
             .points
             .iter()
