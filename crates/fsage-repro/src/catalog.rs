@@ -42,7 +42,7 @@ pub struct Reproduction {
 }
 
 /// Every reproduction, in the order `fsage reproduce list` shows them.
-pub const REPRODUCTIONS: [Reproduction; 7] = [
+pub const REPRODUCTIONS: [Reproduction; 8] = [
     Reproduction {
         name: "geriatrix-fig7",
         paper: "Kadekodi et al., Geriatrix, USENIX ATC '18",
@@ -63,6 +63,24 @@ pub const REPRODUCTIONS: [Reproduction; 7] = [
         paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
         expected: "about 40 minutes at 1 GiB: 24 cells of 25 s plus a whole-drive copy each, \
                    and two agings (the measured geriatrix-ssd run took about 30 minutes)",
+    },
+    Reproduction {
+        name: "geriatrix-fig7-procedures",
+        paper: "Kadekodi et al., Geriatrix, USENIX ATC '18",
+        figure: "Figure 7",
+        what:
+            "geriatrix-fig7 with the paper's two choices crossed: the image copied whole (dd) or \
+               sparse (data only, free space trimmed), onto the drive as the previous run left \
+               it or erased; shows which choice decides the result",
+        procedure: "as geriatrix-fig7, with `copy = [\"whole\", \"sparse\"]` and `drive = \
+                    [\"previous\", \"erased\"]`: four placements per cell; the published numbers \
+                    are compared with the paper's own (whole copy, previous drive), the others are \
+                    in the report's aged-against-fresh section beside them",
+        kind: Kind::Experiment,
+        default_scale: GIB,
+        scale_of: "each file system (the drives are scaled to 64/59 and 120/100 of it)",
+        paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
+        expected: "about 2.5 hours at 1 GiB: four times geriatrix-fig7's cells",
     },
     Reproduction {
         name: "geriatrix-fig5a",
@@ -168,6 +186,10 @@ pub const REPRODUCTIONS: [Reproduction; 7] = [
     },
 ];
 
+/// The placement label (how the image reached the drive, as the analyses name it) of the
+/// paper's own procedure, for reproductions that run others beside it.
+pub const PAPER_PLACEMENT: &str = "whole copy, drive previous";
+
 /// The reproduction called `name`.
 pub fn find(name: &str) -> Option<&'static Reproduction> {
     REPRODUCTIONS.iter().find(|r| r.name == name)
@@ -239,10 +261,19 @@ fn mib_text(n: f64) -> String {
 }
 
 impl Reproduction {
+    /// The reproduction whose published points this one is compared with (its own name, or the
+    /// figure's main reproduction for a variant).
+    pub fn published_as(&self) -> &'static str {
+        match self.name {
+            "geriatrix-fig7-procedures" => "geriatrix-fig7",
+            n => n,
+        }
+    }
+
     /// The drive models at `scale` (Geriatrix Figure 7's scaled to keep the paper's ratios).
     pub fn models(&self, scale: u64) -> Vec<String> {
         match self.name {
-            "geriatrix-fig7" => vec![
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => vec![
                 format!("crucial-m4-64g@{}", mib_text(scale as f64 * 64.0 / 59.0)),
                 format!("adata-s510-120g@{}", mib_text(scale as f64 * 120.0 / 100.0)),
             ],
@@ -257,7 +288,7 @@ impl Reproduction {
     pub fn needs(&self, scale: u64) -> Vec<Need> {
         let mut n: Vec<Need> = self.models(scale).into_iter().map(Need::Model).collect();
         match self.name {
-            "geriatrix-fig7" => n.extend([
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => n.extend([
                 Need::Setting {
                     key: "age_on",
                     value: "memory",
@@ -313,12 +344,17 @@ impl Reproduction {
         match self.name {
             // The paper ran 10 minutes on 59 GB; 20 s at 1 GiB writes about the drive's
             // capacity, as 10 minutes did there: the run and the fileset grow with the scale.
-            "geriatrix-fig7" => {
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => {
                 let secs = (20.0 * gib).clamp(20.0, 600.0).round();
                 let nfiles = ((1000.0 * gib).round() as u64).max(200);
+                let (copy, drive) = if self.name == "geriatrix-fig7" {
+                    ("\"whole\"", "\"previous\"")
+                } else {
+                    ("[\"whole\", \"sparse\"]", "[\"previous\", \"erased\"]")
+                };
                 Some(format!(
-                    "# Written by `fsage reproduce geriatrix-fig7 --scale {size}`: {} {}, scaled.\n\
-                     name = \"geriatrix-fig7\"\n\
+                    "# Written by `fsage reproduce {} --scale {size}`: {} {}, scaled.\n\
+                     name = \"{}\"\n\
                      description = \"Geriatrix Figure 7 scaled to {size} file systems: aged in memory, \
                      copied whole onto the drive before each run, fileserver\"\n\
                      duration = \"{secs}s\"\nwarmup = \"5s\"\nrepetitions = 3\ncache_ratio = 0.5\n\
@@ -326,11 +362,11 @@ impl Reproduction {
                      [[fs]]\nkind = \"ext4\"\n\n[[fs]]\nkind = \"btrfs\"\n\n\
                      [[state]]\nkind = \"fresh\"\n\n\
                      [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nfullness = 0.7\n\n\
-                     [devices]\nlatencies = [{models}]\nage_on = \"memory\"\ncopy = \"whole\"\n\
-                     drive = \"previous\"\n\n\
+                     [devices]\nlatencies = [{models}]\nage_on = \"memory\"\ncopy = {copy}\n\
+                     drive = {drive}\n\n\
                      [[workload]]\nname = \"fileserver\"\nset = {{ nfiles = {nfiles}, nthreads = 16 }}\n\
                      data = \"filebench\"\n",
-                    self.paper, self.figure
+                    self.name, self.paper, self.figure, self.name
                 ))
             }
             "geriatrix-fig5a" => {
@@ -438,7 +474,7 @@ mod tests {
         let all = published();
         for r in &REPRODUCTIONS {
             assert!(
-                all.iter().any(|p| p.reproduction == r.name),
+                all.iter().any(|p| p.reproduction == r.published_as()),
                 "{} has no published point",
                 r.name
             );
@@ -475,6 +511,15 @@ mod tests {
             "{t4}"
         );
         assert!(find("conway-fig3").unwrap().experiment_toml(GIB).is_none());
+        let v = find("geriatrix-fig7-procedures").unwrap();
+        let t = v.experiment_toml(GIB).unwrap();
+        assert!(t.contains("name = \"geriatrix-fig7-procedures\""), "{t}");
+        assert!(
+            t.contains("copy = [\"whole\", \"sparse\"]")
+                && t.contains("drive = [\"previous\", \"erased\"]"),
+            "{t}"
+        );
+        assert_eq!(v.published_as(), "geriatrix-fig7");
         let f6 = find("conway-fig6").unwrap().git_runs(4 * GIB);
         assert_eq!(f6[1].size, 20 * GIB);
         let f5 = find("conway-fig5").unwrap().git_runs(4 * GIB);

@@ -133,9 +133,11 @@ pub fn compare(
     analyses: &[&Analysis],
     git: &[(&str, &GitSeries)],
 ) -> Comparison {
+    let published_as =
+        crate::catalog::find(&record.name).map_or(record.name.as_str(), |r| r.published_as());
     let out = points
         .iter()
-        .filter(|p| p.reproduction == record.name)
+        .filter(|p| p.reproduction == published_as)
         .map(|p| {
             let aim = Aim::for_unit(&p.unit);
             let (fsage, fsage_at, missing) = match p.unit.as_str() {
@@ -188,14 +190,27 @@ fn loss(p: &PublishedPoint, analyses: &[&Analysis]) -> Found {
             Some("not run: this host's kernel has no f2fs".into()),
         );
     }
-    let hit = analyses.iter().flat_map(|a| &a.aged_vs_fresh).find(|c| {
-        c.fs == p.fs
-            && c.workload == p.x
-            && matches!(c.state, fsage_experiment::State::Aged { .. })
-            && c.device_model
+    let hits: Vec<_> = analyses
+        .iter()
+        .flat_map(|a| &a.aged_vs_fresh)
+        .filter(|c| {
+            c.fs == p.fs
+                && c.workload == p.x
+                && matches!(c.state, fsage_experiment::State::Aged { .. })
+                && c.device_model
+                    .as_deref()
+                    .is_some_and(|d| same_device(d, &p.device))
+        })
+        .collect();
+    // Where cells ran by several procedures (how the image reached the drive), the paper's own.
+    let hit = hits
+        .iter()
+        .find(|c| {
+            c.device_model
                 .as_deref()
-                .is_some_and(|d| same_device(d, &p.device))
-    });
+                .is_some_and(|d| d.contains(crate::catalog::PAPER_PLACEMENT))
+        })
+        .or(hits.first());
     match hit {
         Some(c) => (Some(c.slowdown_percent), None, None),
         None => (None, None, Some("not run yet".into())),

@@ -12,6 +12,7 @@ fn the_list_names_every_reproduction_with_its_scale_and_run_time() {
     let out = stdout(&o);
     for name in [
         "geriatrix-fig7",
+        "geriatrix-fig7-procedures",
         "geriatrix-fig5a",
         "conway-fig3",
         "conway-fig4",
@@ -24,7 +25,7 @@ fn the_list_names_every_reproduction_with_its_scale_and_run_time() {
             "{name} missing from\n{out}"
         );
     }
-    assert_eq!(out.matches("expected run time: ").count(), 7, "{out}");
+    assert_eq!(out.matches("expected run time: ").count(), 8, "{out}");
     assert!(out.contains("scale: 1 GiB by default"), "{out}");
     assert!(out.contains("Figure 7") && out.contains("Figure 8"));
     // The reproduction no build can run says so, naming the measurement.
@@ -37,7 +38,10 @@ fn bad_names_missing_flags_and_missing_needs_are_refused_by_name() {
     let out = s.path("out");
     let o = fsage(["reproduce", "nosuch", "--out", out.to_str().unwrap()]);
     expect_code(&o, 2, "an unknown reproduction");
-    expect_stderr(&o, "one of geriatrix-fig7, geriatrix-fig5a");
+    expect_stderr(
+        &o,
+        "one of geriatrix-fig7, geriatrix-fig7-procedures, geriatrix-fig5a",
+    );
     let o = fsage(["reproduce", "geriatrix-fig7"]);
     expect_code(&o, 2, "no --out");
     expect_stderr(&o, "give --out DIR");
