@@ -61,8 +61,9 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         default_scale: GIB,
         scale_of: "each file system (the drives are scaled to 64/59 and 120/100 of it)",
         paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
-        expected: "about 40 minutes at 1 GiB: 24 cells of 25 s plus a whole-drive copy each, \
-                   and two agings (the measured geriatrix-ssd run took about 30 minutes)",
+        expected: "about 40 minutes at 1 GiB: 24 cells (the experiment plan estimates 12 \
+                   minutes of workload) plus a whole-drive copy each, and two agings (the \
+                   measured geriatrix-ssd run took about 30 minutes)",
     },
     Reproduction {
         name: "geriatrix-fig7-procedures",
@@ -80,7 +81,8 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         default_scale: GIB,
         scale_of: "each file system (the drives are scaled to 64/59 and 120/100 of it)",
         paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
-        expected: "about 2.5 hours at 1 GiB: four times geriatrix-fig7's cells",
+        expected: "about 2 hours at 1 GiB: 96 cells (the experiment plan estimates 50 minutes \
+                   of workload) plus a copy onto the drive each, and two agings",
     },
     Reproduction {
         name: "geriatrix-fig5a",
