@@ -329,6 +329,7 @@ fn run_experiment(
         &file,
         &out.join(EXPERIMENT_DIR),
         Some(images),
+        &fsage_experiment::storage::Scratch::default(),
         &fsage_experiment::runner::RunOptions::default(),
         obs.experiment(),
     )?;
