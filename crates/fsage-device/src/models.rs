@@ -190,9 +190,9 @@ impl ModelSpec {
                     fsage_units::format_size(full)
                 )),
                 source: format!(
-                    "scaled with {}@SIZE: {pools} FTL pools (dies x {} / {}, rounded, at least \
-                     1) of the {} dies' shape, so that collection's per-pool reserve is the \
-                     full drive's share (drives.md section 6)",
+                    "scaled with {}@SIZE: FTL pools {pools} (dies x {} / {}, rounded, at least \
+                     1), each shaped as one of the {} full-size dies, so that collection's \
+                     per-pool reserve is the full drive's share (drives.md section 6)",
                     self.name,
                     fsage_units::format_size(size),
                     fsage_units::format_size(full),
@@ -207,7 +207,7 @@ impl ModelSpec {
                 fsage_units::format_size(size).replace(' ', "")
             ),
             description: format!(
-                "{} (scaled to {} of {}: {pools} FTL pools over {} dies)",
+                "{} (scaled to {} of {}: FTL pools {pools}, dies {})",
                 self.description,
                 fsage_units::format_size(size),
                 fsage_units::format_size(full),

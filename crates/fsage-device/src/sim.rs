@@ -350,7 +350,7 @@ mod tests {
         };
         assert_eq!(p.pools(4 << 30), 4);
         assert_eq!(p.timing_dies(), 64);
-        assert!(s.params["scale"].source.contains("4 FTL pools"));
+        assert!(s.params["scale"].source.contains("FTL pools 4"));
     }
 
     /// A model unscaled is timed as before: a pool per die, a page's die is its pool.

@@ -28,7 +28,7 @@ pub fn write_amplification(r: &fsage_device::sim::WaReport) -> String {
     let _ = writeln!(s, "{}: {}", r.model, r.describe);
     let _ = writeln!(
         s,
-        "device {}, span {} ({:.1}%), {} FTL pools of {} blocks over {} dies",
+        "device {}, span {} ({:.1}%), FTL pools {} of {} blocks, dies {}",
         format_size(r.device_bytes),
         format_size(r.span_bytes),
         100.0 * r.span_bytes as f64 / r.device_bytes as f64,

@@ -1008,7 +1008,7 @@ impl DeviceModel for Ssd {
         let g = self.ftl.geometry();
         let scaled = match self.p.full_capacity {
             Some(full) if self.pools < self.timing_dies => format!(
-                ", scaled from {}: {} FTL pools of full-size dies",
+                ", scaled from {}: FTL pools of full-size dies {}",
                 fsage_units::format_size(full),
                 self.pools
             ),
