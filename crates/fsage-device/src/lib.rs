@@ -26,6 +26,7 @@ pub mod counters;
 pub mod fixed;
 pub mod hdd;
 pub mod models;
+pub mod sim;
 pub mod ssd;
 pub mod trace;
 
@@ -109,6 +110,18 @@ pub trait DeviceModel: Send {
 
     /// What the model has done so far: its requests and its kind's own counters.
     fn stats(&self) -> ModelStats;
+
+    /// Whether what the model does depends on the data written (a compressing SSD): the
+    /// real-time device then hands it each write's data with [`DeviceModel::submit_data`].
+    fn wants_data(&self) -> bool {
+        false
+    }
+
+    /// [`DeviceModel::submit`] for a write whose data is known (`data`: its bytes, `rq.len` of
+    /// them). A model that does not look at data ignores it.
+    fn submit_data(&mut self, now: Ns, rq: Rq, _data: &[u8]) -> Option<Ns> {
+        self.submit(now, rq)
+    }
 
     /// A one-line description for tables (`hdd-7200: 7200 rpm, ...`).
     fn describe(&self) -> String;

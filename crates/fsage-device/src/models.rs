@@ -141,6 +141,84 @@ impl ModelSpec {
         })
     }
 
+    /// This model scaled down to a drive of `size` bytes (`MODEL@SIZE`, or `MODEL@SIZE/FULL` for a
+    /// model without a capacity): an SSD whose FTL has pools in proportion to the capacity, each
+    /// a full-size die, so that its spare after collection's reserve and its write amplification
+    /// are the full-size drive's, while every die still serves requests (see
+    /// [`SsdParams::pools`]). `full` is the full-size capacity when the model gives none.
+    pub fn scaled(&self, size: u64, full: Option<u64>) -> Result<ModelSpec> {
+        let ModelKind::Ssd(p) = &self.kind else {
+            return Err(Error::input(format!(
+                "model {}: only SSD models scale (a hard disk's smaller device is the outer part \
+                 of its platters, as a partition is; a fixed latency has no size)",
+                self.name
+            )));
+        };
+        let Some(full) = full.or(p.capacity) else {
+            return Err(Error::input(format!(
+                "model {} gives no capacity, so it has no full-size drive to scale from: write \
+                 {}@{}/FULL (e.g. /64GB)",
+                self.name,
+                self.name,
+                fsage_units::format_size(size).replace(' ', "")
+            )));
+        };
+        if size == 0 || size >= full {
+            return Err(Error::input(format!(
+                "model {}: a scaled drive must be smaller than the full-size drive ({}), not {}",
+                self.name,
+                fsage_units::format_size(full),
+                fsage_units::format_size(size)
+            )));
+        }
+        let q = SsdParams {
+            capacity: Some(size),
+            full_capacity: Some(full),
+            ..p.clone()
+        };
+        q.geometry(size)
+            .and_then(|g| g.check())
+            .map_err(|e| Error::input(format!("model {} at {size} bytes: {e}", self.name)))?;
+        let pools = q.pools(size);
+        let mut params = self.params.clone();
+        params.insert(
+            "scale".to_string(),
+            Param {
+                value: toml::Value::String(format!(
+                    "{} of {}",
+                    fsage_units::format_size(size),
+                    fsage_units::format_size(full)
+                )),
+                source: format!(
+                    "scaled with {}@SIZE: FTL pools {pools} (dies x {} / {}, rounded, at least \
+                     1), each shaped as one of the {} full-size dies, so that collection's \
+                     per-pool reserve is the full drive's share (drives.md section 6)",
+                    self.name,
+                    fsage_units::format_size(size),
+                    fsage_units::format_size(full),
+                    p.timing_dies()
+                ),
+            },
+        );
+        Ok(ModelSpec {
+            name: format!(
+                "{}@{}",
+                self.name,
+                fsage_units::format_size(size).replace(' ', "")
+            ),
+            description: format!(
+                "{} (scaled to {} of {}: FTL pools {pools}, dies {})",
+                self.description,
+                fsage_units::format_size(size),
+                fsage_units::format_size(full),
+                p.timing_dies()
+            ),
+            kind: ModelKind::Ssd(q),
+            params,
+            text: self.text.clone(),
+        })
+    }
+
     /// Whether a device of this model has a state of its own that outlives it (an SSD's FTL,
     /// saved as `IMAGE.ftl`): what ages with a file system.
     pub fn keeps_state(&self) -> bool {
@@ -365,7 +443,43 @@ fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
         overhead_ns: lat(r, "overhead")?,
         write_buffer: size(r, "write_buffer")?,
         gc_free_blocks: r.opt_count("gc_free_blocks")?.unwrap_or(2),
+        full_capacity: None,
+        compression: r.opt_number("compression")?,
+        compression_unit: r.opt_size("compression_unit")?.unwrap_or(0),
+        unseen_data_ratio: r.opt_number("unseen_data_ratio")?.unwrap_or(1.0),
     };
+    if let Some(f0) = p.compression {
+        if !(f0 > 0.0 && f0 <= 1.0) {
+            return Err(r.bad(
+                "compression",
+                format!("{f0}: expected the share of a flash page a wholly compressible page takes, above 0 and at most 1 (0.14)"),
+            ));
+        }
+        if p.compression_unit == 0
+            || p.page_size % p.compression_unit != 0
+            || p.page_size / p.compression_unit < 2
+            || p.page_size / p.compression_unit > 256
+        {
+            return Err(r.bad(
+                "compression_unit",
+                "a compressing drive needs a packing unit that divides the page into 2 to 256 parts (e.g. 128B)",
+            ));
+        }
+    } else if r.params.contains_key("compression_unit") {
+        return Err(r.bad(
+            "compression_unit",
+            "only a drive with `compression` packs pages",
+        ));
+    }
+    if !(0.0..=1.0).contains(&p.unseen_data_ratio) {
+        return Err(r.bad(
+            "unseen_data_ratio",
+            format!(
+                "{}: expected 0 (zeros) to 1 (incompressible)",
+                p.unseen_data_ratio
+            ),
+        ));
+    }
     if !(p.over_provisioning > 0.0 && p.over_provisioning < 0.9) {
         return Err(r.bad(
             "over_provisioning",
@@ -433,6 +547,20 @@ const BUILTINS: &[(&str, &str)] = &[
     ("hdd-7200", include_str!("../models/hdd-7200.toml")),
     ("ssd-sata", include_str!("../models/ssd-sata.toml")),
     ("ssd-nvme", include_str!("../models/ssd-nvme.toml")),
+    (
+        "crucial-m4-64g",
+        include_str!("../models/crucial-m4-64g.toml"),
+    ),
+    ("wd5000ys", include_str!("../models/wd5000ys.toml")),
+    ("st500dm002", include_str!("../models/st500dm002.toml")),
+    (
+        "adata-s510-120g",
+        include_str!("../models/adata-s510-120g.toml"),
+    ),
+    (
+        "sandisk-extreme-pro-240g",
+        include_str!("../models/sandisk-extreme-pro-240g.toml"),
+    ),
 ];
 
 /// The built-in models, read.
@@ -447,7 +575,8 @@ pub fn builtins() -> Vec<ModelSpec> {
 }
 
 /// What a user typed where a device goes: a latency (a fixed-latency device), a built-in
-/// model's name, or a model file's path.
+/// model's name, or a model file's path; any of the last two followed by `@SIZE` (or
+/// `@SIZE/FULL` when the model gives no capacity): that model scaled down ([`ModelSpec::scaled`]).
 pub fn resolve(text: &str) -> Result<ModelSpec> {
     let t = text.trim();
     if let Ok(ns) = fsage_units::parse_latency(t) {
@@ -457,6 +586,26 @@ pub fn resolve(text: &str) -> Result<ModelSpec> {
         return ModelSpec::parse(body, &format!("built-in model {name}"));
     }
     let p = Path::new(t);
+    if !p.exists() {
+        if let Some((model, scale)) = t.rsplit_once('@') {
+            let (size, full) = match scale.split_once('/') {
+                Some((s, f)) => (s, Some(f)),
+                None => (scale, None),
+            };
+            let bad = |what: &str, e: fsage_units::UnitError| {
+                Error::input(format!("`{t}`: {what} after `@`: {e}"))
+            };
+            let size = fsage_units::parse_size(size).map_err(|e| bad("the scaled size", e))?;
+            let full = full
+                .map(fsage_units::parse_size)
+                .transpose()
+                .map_err(|e| bad("the full size", e))?;
+            let mut spec = resolve(model)?.scaled(size, full)?;
+            // As typed, so that the name resolves again to the same drive.
+            spec.name = t.to_string();
+            return Ok(spec);
+        }
+    }
     if t.ends_with(".toml") || p.exists() {
         let body = std::fs::read_to_string(p)
             .map_err(|e| Error::io(p, "cannot read the model file", e))?;

@@ -22,6 +22,59 @@ pub fn models(specs: &[ModelSpec]) -> String {
     s
 }
 
+/// An SSD model's write amplification under random overwrites (`fsage dev wa`).
+pub fn write_amplification(r: &fsage_device::sim::WaReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}: {}", r.model, r.describe);
+    let _ = writeln!(
+        s,
+        "device {}, span {} ({:.1}%), FTL pools {} of {} blocks, dies {}",
+        format_size(r.device_bytes),
+        format_size(r.span_bytes),
+        100.0 * r.span_bytes as f64 / r.device_bytes as f64,
+        r.pools,
+        r.blocks_per_pool,
+        r.dies
+    );
+    let o = &r.options;
+    let _ = writeln!(
+        s,
+        "span written in order, {} spans of random 4 KiB overwrites, then {} measured at \
+         depth {} (seed {})",
+        o.warm, o.measured, o.queue_depth, o.seed
+    );
+    let _ = writeln!(
+        s,
+        "write amplification {:.3} ({} programs for {} host pages; greedy analytic {:.2}), \
+         {} erases",
+        r.write_amplification, r.programs, r.host_pages, r.analytic, r.erases
+    );
+    let _ = writeln!(
+        s,
+        "simulated {}: {:.0} IOPS, mean latency {}",
+        format_duration(r.simulated_ns as f64 / 1e9),
+        r.iops,
+        format_latency(r.mean_latency_ns.round() as u64)
+    );
+    s
+}
+
+/// A model's read curve (`fsage dev read-curve`).
+pub fn read_curve(points: &[fsage_device::sim::ReadPoint]) -> String {
+    let mut s = String::from("read size   reads   mean time    MB/s\n");
+    for p in points {
+        let _ = writeln!(
+            s,
+            "{:>9} {:>7} {:>11} {:>7.1}",
+            format_size(p.bytes),
+            p.reads,
+            format_latency(p.mean_ns.round() as u64),
+            p.rate / 1e6
+        );
+    }
+    s
+}
+
 /// A latency to three significant digits (distributions, not exact values).
 fn short(ns: u64) -> String {
     let digits = (ns.max(1) as f64).log10().floor() as u32;

@@ -48,6 +48,9 @@ pub struct ReportSet {
     pub git: Vec<Named<fsage_git::GitSeries>>,
     /// Workload runs (`fsage bench run --json`), in the order given.
     pub bench: Vec<Named<BenchResult>>,
+    /// Reproductions (`fsage reproduce NAME --out DIR`): each directory's record; its
+    /// experiment's cells and its Git series are among the other inputs.
+    pub reproductions: Vec<Named<fsage_repro::Record>>,
     /// Computed from the cell results (first), then any analysis JSON given.
     pub analyses: Vec<Named<Analysis>>,
     /// Files in a directory that were not fsage results, with why.
@@ -55,6 +58,36 @@ pub struct ReportSet {
 }
 
 impl ReportSet {
+    /// Each reproduction's published points beside fsage's numbers: from the analyses, and from
+    /// the Git series read from the reproduction's own directory.
+    pub fn comparisons(&self) -> Vec<fsage_repro::Comparison> {
+        let all = fsage_repro::published();
+        let analyses: Vec<&Analysis> = self.analyses.iter().map(|a| &a.item).collect();
+        self.reproductions
+            .iter()
+            .map(|r| {
+                let git: Vec<(&str, &fsage_git::GitSeries)> = self
+                    .reproduction_series(r)
+                    .into_iter()
+                    .map(|g| (g.name.as_str(), &g.item))
+                    .collect();
+                fsage_repro::compare(&r.item, &all, &analyses, &git)
+            })
+            .collect()
+    }
+
+    /// The Git series of the reproduction `r` (those read from under its directory).
+    pub fn reproduction_series(
+        &self,
+        r: &Named<fsage_repro::Record>,
+    ) -> Vec<&Named<fsage_git::GitSeries>> {
+        let dir = r.path.parent();
+        self.git
+            .iter()
+            .filter(|g| dir.is_some_and(|d| g.path.starts_with(d)))
+            .collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
             && self.frags.is_empty()
@@ -63,6 +96,7 @@ impl ReportSet {
             && self.analyses.is_empty()
             && self.git.is_empty()
             && self.bench.is_empty()
+            && self.reproductions.is_empty()
     }
 }
 
@@ -108,7 +142,39 @@ fn name_of(p: &Path) -> String {
 /// in a directory it is skipped and listed.
 pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Error> {
     let mut set = ReportSet::default();
+    // A reproduction's directory: its record, then its experiment's output directory and its
+    // Git series as if given.
+    let mut expanded = Vec::new();
     for p in paths {
+        let record = p.join(fsage_repro::run::RECORD_FILE);
+        if p.is_dir() && record.is_file() {
+            let item = fsage_repro::run::read_record(p)?;
+            set.reproductions.push(Named {
+                name: item.name.clone(),
+                path: record,
+                item,
+            });
+            // Only what a run has written results into (none before the first run ends).
+            let has_json = |d: &Path| {
+                std::fs::read_dir(d).is_ok_and(|rd| {
+                    rd.filter_map(|e| e.ok())
+                        .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+                })
+            };
+            let exp = p.join(fsage_repro::run::EXPERIMENT_DIR);
+            if exp.join(fsage_experiment::runner::MARKER).is_file() && has_json(&exp.join("cells"))
+            {
+                expanded.push(exp);
+            }
+            let git = p.join(fsage_repro::run::GIT_DIR);
+            if has_json(&git) {
+                expanded.push(git);
+            }
+        } else {
+            expanded.push(p.clone());
+        }
+    }
+    for p in &expanded {
         if p.is_dir() {
             // An experiment's output directory: its cells, and the aging and layout reports of
             // the images its states were made from.

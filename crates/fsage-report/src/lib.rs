@@ -65,6 +65,18 @@ impl Exporter<fsage_device::CostReport> for Text {
     }
 }
 
+impl Exporter<fsage_device::sim::WaReport> for Text {
+    fn export(&self, r: &fsage_device::sim::WaReport) -> String {
+        device_text::write_amplification(r)
+    }
+}
+
+impl Exporter<[fsage_device::sim::ReadPoint]> for Text {
+    fn export(&self, r: &[fsage_device::sim::ReadPoint]) -> String {
+        device_text::read_curve(r)
+    }
+}
+
 impl Exporter<[fsage_device::ModelSpec]> for Text {
     fn export(&self, m: &[fsage_device::ModelSpec]) -> String {
         device_text::models(m)

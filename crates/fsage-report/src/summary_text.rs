@@ -16,6 +16,47 @@ fn dev(model: &Option<String>, l: Option<f64>) -> String {
 
 pub fn render(set: &ReportSet) -> String {
     let mut o = String::new();
+    for c in set.comparisons() {
+        let (n, with, within) = c.counts();
+        let _ = writeln!(
+            o,
+            "reproduction {} ({} {}; {}): {n} published points, {with} with an fsage number, \
+             {within} of them within the aim",
+            c.record.name,
+            c.record.paper,
+            c.record.figure,
+            c.record.scale_text()
+        );
+        for p in c.points.iter().filter(|p| p.fsage.is_some()) {
+            let q = &p.published;
+            let _ = writeln!(
+                o,
+                "  {} {} {} at {}: paper {} {}, fsage {:.2}{} ({}{:.1} {}, {})",
+                q.figure,
+                q.fs,
+                q.device,
+                q.x,
+                q.value_text(),
+                q.unit,
+                p.fsage.unwrap_or_default(),
+                p.fsage_at
+                    .as_deref()
+                    .map_or(String::new(), |a| format!(" at {a}")),
+                if p.difference.unwrap_or_default() > 0.0 {
+                    "+"
+                } else {
+                    ""
+                },
+                p.difference.unwrap_or_default(),
+                p.difference_unit,
+                match p.within_aim {
+                    Some(true) => format!("{}: yes", p.aim.text()),
+                    Some(false) => format!("{}: no", p.aim.text()),
+                    None => p.aim.text(),
+                }
+            );
+        }
+    }
     for r in &set.runs {
         let x = &r.item;
         let _ = writeln!(

@@ -21,8 +21,9 @@ fn fixtures() -> PathBuf {
 /// comparison, cell results (the aged and the sweep experiments), a Git-aging series, an
 /// experiment output directory (its base images' verdicts), an analysis written by
 /// `fsage report --json` (a second analysis, so section titles carry the analysis' name) and two
-/// `fsage bench run --json` results.
-const ALL: [&str; 13] = [
+/// `fsage bench run --json` results, and a reproduction's directory before anything ran (the
+/// published numbers alone).
+const ALL: [&str; 14] = [
     "aged-ext4.run.json",
     "aged2-ext4.run.json",
     "fresh-ext4.frag.json",
@@ -36,6 +37,7 @@ const ALL: [&str; 13] = [
     "analysis/sweep.json",
     "bench/varmail-fresh-ext4.json",
     "bench/varmail-aged-ext4.json",
+    "reproduction/geriatrix-fig7",
 ];
 
 /// Real cell results whose workload reports carry p50 to max per flowop (the latency section's

@@ -85,6 +85,19 @@ impl SlowFs {
     /// Answers a request of `bytes` at `offset` that arrived at `arrival`, when the device's
     /// timing says it completes.
     fn delayed(&self, arrival: Instant, kind: Kind, offset: u64, bytes: u64, answer: Answer) {
+        self.delayed_data(arrival, kind, offset, bytes, None, answer)
+    }
+
+    /// [`SlowFs::delayed`] for a write whose data a model may look at (a compressing drive's).
+    fn delayed_data(
+        &self,
+        arrival: Instant,
+        kind: Kind,
+        offset: u64,
+        bytes: u64,
+        data: Option<&[u8]>,
+        answer: Answer,
+    ) {
         match &self.s.timing {
             Timing::Fixed(model) => self.s.completer.complete(Pending {
                 deadline: model.deadline(arrival, kind, bytes),
@@ -93,7 +106,7 @@ impl SlowFs {
                 bytes,
                 answer,
             }),
-            Timing::Modeled(m) => m.submit(arrival, kind, offset, bytes, answer),
+            Timing::Modeled(m) => m.submit(arrival, kind, offset, bytes, data, answer),
         }
     }
 }
@@ -230,11 +243,12 @@ impl Filesystem for SlowFs {
             return;
         }
         let n = data.len() as u32;
-        self.delayed(
+        self.delayed_data(
             arrival,
             Kind::Write,
             offset,
             n as u64,
+            Some(data),
             Answer::Written(reply, n),
         );
     }

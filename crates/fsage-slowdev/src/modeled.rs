@@ -112,13 +112,15 @@ impl Modeled {
     }
 
     /// Hands a request that arrived at `arrival` to the model and answers it at the completion
-    /// time the model gives.
+    /// time the model gives. A write's `data` goes to a model that looks at it (a compressing
+    /// drive's flash use depends on it).
     pub(crate) fn submit(
         &self,
         arrival: Instant,
         kind: Kind,
         offset: u64,
         bytes: u64,
+        data: Option<&[u8]>,
         answer: Answer,
     ) {
         let mut s = self.lock();
@@ -135,7 +137,11 @@ impl Modeled {
             len: bytes,
         };
         let mut wake = false;
-        let at_once = match s.model.submit(now, rq) {
+        let given = match data.filter(|_| s.model.wants_data()) {
+            Some(d) => s.model.submit_data(now, rq, d),
+            None => s.model.submit(now, rq),
+        };
+        let at_once = match given {
             Some(t) => Some(Pending {
                 deadline: self.instant(t),
                 arrival,
@@ -277,6 +283,17 @@ impl DeviceModel for Deferred {
 
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
         if let Some(t) = self.inner.submit(now, rq) {
+            self.due.push(Reverse((t, rq.id)));
+        }
+        None
+    }
+
+    fn wants_data(&self) -> bool {
+        self.inner.wants_data()
+    }
+
+    fn submit_data(&mut self, now: Ns, rq: Rq, data: &[u8]) -> Option<Ns> {
+        if let Some(t) = self.inner.submit_data(now, rq, data) {
             self.due.push(Reverse((t, rq.id)));
         }
         None

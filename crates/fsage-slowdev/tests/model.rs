@@ -420,3 +420,55 @@ fn an_ssd_device_keeps_its_drive_state_with_the_image() {
     );
     dev.destroy().unwrap();
 }
+
+/// A compressing drive (the S510's SF-2281) in real time is shown each write's data: a MiB of
+/// zeros takes 5/32 of the flash a MiB of random bytes takes (its `programs`), where a costed
+/// trace's writes, which carry no data, would all be taken as incompressible.
+#[test]
+fn a_compressing_ssd_device_sees_the_data_written() {
+    let test = "a_compressing_ssd_device_sees_the_data_written";
+    if !can_run(test) {
+        return;
+    }
+    let lab = Lab::new();
+    let mut spec = lab.spec("img", 64 * MIB, 0);
+    spec.model = Some(fsage_device::resolve("adata-s510-120g@64MiB").unwrap());
+    let dev = lab.create(&spec);
+    let programs = |d: &fsage_slowdev::SlowDevice| -> u64 {
+        d.stats()
+            .unwrap()
+            .model
+            .as_ref()
+            .unwrap()
+            .stats
+            .as_ref()
+            .unwrap()
+            .ssd()
+            .unwrap()
+            .programs
+    };
+    let f = open_direct(dev.path());
+    let mut v = Vec::new();
+    let buf = aligned(&mut v, 1 << 20);
+    buf.fill(0);
+    for i in 0..8 {
+        f.write_all_at(buf, i * MIB).unwrap();
+    }
+    let zeros = programs(dev.device());
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for b in buf.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    for i in 8..16 {
+        f.write_all_at(buf, i * MIB).unwrap();
+    }
+    drop(f);
+    let random = programs(dev.device()) - zeros;
+    // 8 MiB = 2,048 pages: zeros 2,048 x 5/32 = 320 programs, random 2,048.
+    assert!((300..=340).contains(&zeros), "zeros: {zeros} programs");
+    assert!((2000..=2100).contains(&random), "random: {random} programs");
+    dev.destroy().unwrap();
+}

@@ -68,4 +68,9 @@ pub enum Command {
     /// kernel lacks (f2fs, nilfs2), or another kernel: run, info, kernel fetch|list.
     #[command(subcommand)]
     Vm(crate::vm_cmd::VmCmd),
+    /// The papers' published figures, one command each: `reproduce list` names them (paper,
+    /// figure, scale, expected run time, what this build lacks); `reproduce NAME --out DIR
+    /// [--scale SIZE]` runs one scaled, resumably, for `fsage report DIR` to draw beside the
+    /// published numbers.
+    Reproduce(crate::reproduce_cmd::ReproduceArgs),
 }

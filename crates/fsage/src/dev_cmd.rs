@@ -91,6 +91,56 @@ pub enum DevCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// An SSD model's write amplification in simulated time: the span written in order, then
+    /// overwritten at random (4 KiB, uniform) --warm spans at memory speed, then --measured spans
+    /// of the same at --queue-depth in simulated time. Compares a drive with its scaled-down
+    /// copy (`MODEL@SIZE`): BENCHMARKS.md.
+    Wa {
+        /// A built-in model, a model file, or either scaled (`crucial-m4-64g@1GiB`).
+        #[arg(long)]
+        model: String,
+        /// The device's size (default: the model's capacity).
+        #[arg(long, value_parser = parse_size)]
+        size: Option<u64>,
+        /// Bytes written from the device's start (a file system's size); default the device.
+        /// `N%` for a share of the device.
+        #[arg(long, value_name = "SIZE|N%")]
+        span: Option<String>,
+        #[arg(long, default_value_t = 2.0)]
+        warm: f64,
+        #[arg(long, default_value_t = 1.0)]
+        measured: f64,
+        #[arg(long, default_value_t = 32)]
+        queue_depth: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// On a compressing model (adata-s510-120g): what the written data compresses to, 0
+        /// (zeros) to 1 (incompressible); default the model's `unseen_data_ratio`.
+        #[arg(long, value_name = "R")]
+        data_ratio: Option<f64>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A model's mean time per random read of each size at queue depth 1, in simulated time (the
+    /// effective-bandwidth-against-read-size curve Conway et al. measured on their drives).
+    ReadCurve {
+        #[arg(long)]
+        model: String,
+        /// The device's size (default: the model's capacity, else 1 GiB).
+        #[arg(long, value_parser = parse_size)]
+        size: Option<u64>,
+        /// Read sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', value_parser = parse_size,
+              default_value = "4KiB,64KiB,256KiB,1MiB,4MiB,16MiB,256MiB")]
+        sizes: Vec<u64>,
+        /// Reads of each size.
+        #[arg(long, default_value_t = 1000)]
+        reads: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// The daemon of one device (started by `dev create`, not by hand).
     #[command(hide = true)]
     Serve { dir: PathBuf },
@@ -356,6 +406,84 @@ pub fn run(cmd: DevCmd) -> CmdResult {
                 print!("{}", export(&Text, &r));
             }
         }
+        DevCmd::Wa {
+            model,
+            size,
+            span,
+            warm,
+            measured,
+            queue_depth,
+            seed,
+            data_ratio,
+            json,
+        } => {
+            let mut spec = fsage_device::resolve(&model)?;
+            if let Some(r) = data_ratio {
+                match &mut spec.kind {
+                    fsage_device::ModelKind::Ssd(p)
+                        if p.compression.is_some() && (0.0..=1.0).contains(&r) =>
+                    {
+                        p.unseen_data_ratio = r
+                    }
+                    _ => {
+                        return Err(bad_input(format!(
+                            "--data-ratio {r}: give 0 to 1, on a compressing model ({} is not \
+                             one or the ratio is out of range)",
+                            spec.name
+                        )))
+                    }
+                }
+            }
+            let size = device_size(&spec, size, "--size")?;
+            let span = span
+                .map(|t| match t.strip_suffix('%') {
+                    Some(pct) => pct
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| *p > 0.0 && *p <= 100.0)
+                        .map(|p| (size as f64 * p / 100.0) as u64)
+                        .ok_or_else(|| bad_input(format!("--span {t}: expected 0 to 100%"))),
+                    None => parse_size(&t).map_err(|e| bad_input(format!("--span: {e}"))),
+                })
+                .transpose()?;
+            if queue_depth == 0 {
+                return Err(bad_input("--queue-depth: give at least 1"));
+            }
+            let opts = fsage_device::sim::WaOptions {
+                span,
+                warm,
+                measured,
+                queue_depth,
+                seed,
+            };
+            let r = fsage_device::sim::write_amplification(&spec, size, opts)?;
+            if json {
+                print!("{}", export(&Json, &r));
+            } else {
+                print!("{}", export(&Text, &r));
+            }
+        }
+        DevCmd::ReadCurve {
+            model,
+            size,
+            sizes,
+            reads,
+            seed,
+            json,
+        } => {
+            let spec = fsage_device::resolve(&model)?;
+            let size = device_size(&spec, size, "--size").unwrap_or(1 << 30);
+            if reads == 0 {
+                return Err(bad_input("--reads: give at least 1"));
+            }
+            let r = fsage_device::sim::read_curve(&spec, size, &sizes, reads, seed)?;
+            if json {
+                print!("{}", export(&Json, &r));
+            } else {
+                print!("{}", export(&Text, &r[..]));
+            }
+        }
         DevCmd::Bench(a) => {
             let spec = fsage_slowdev::bench::BenchSpec {
                 size: a.size,
@@ -373,6 +501,26 @@ pub fn run(cmd: DevCmd) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The device size a simulation runs on: the one given, else the model's capacity.
+fn device_size(
+    spec: &fsage_device::ModelSpec,
+    given: Option<u64>,
+    flag: &str,
+) -> Result<u64, CmdError> {
+    use fsage_device::ModelKind;
+    let capacity = match &spec.kind {
+        ModelKind::Ssd(p) => p.capacity,
+        ModelKind::Hdd(p) => p.capacity,
+        ModelKind::Fixed(_) => None,
+    };
+    given.or(capacity).ok_or_else(|| {
+        bad_input(format!(
+            "{flag}: model {} gives no capacity: give the device's size",
+            spec.name
+        ))
+    })
 }
 
 fn parse_unwritten(s: &str) -> Result<fsage_device::UnwrittenReads, String> {

@@ -309,8 +309,8 @@ pub fn run(cmd: ExperimentCmd) -> CmdResult {
 }
 
 /// One line per cell on stdout, notes on stderr.
-struct Lines {
-    quiet: bool,
+pub(crate) struct Lines {
+    pub(crate) quiet: bool,
 }
 
 impl RunObserver for Lines {

@@ -132,10 +132,20 @@ fn kind(f: FsArg) -> fsage_lab::FsKind {
 }
 
 /// The progress line: commits done and left, commits per second, the last measurement.
-struct Progress {
+pub(crate) struct Progress {
     tty: bool,
     last_draw: Option<Instant>,
     last_row: String,
+}
+
+impl Progress {
+    pub(crate) fn new(tty: bool) -> Progress {
+        Progress {
+            tty,
+            last_draw: None,
+            last_row: String::new(),
+        }
+    }
 }
 
 impl Observer for Progress {
@@ -254,11 +264,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         csv: a.csv.clone(),
     };
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !a.quiet;
-    let mut obs = Progress {
-        tty,
-        last_draw: None,
-        last_row: String::new(),
-    };
+    let mut obs = Progress::new(tty);
     let out = fsage_git::git_age(&opts, &mut obs)?;
     if tty {
         eprintln!();

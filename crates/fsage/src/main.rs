@@ -14,6 +14,7 @@ mod profile_cmd;
 mod progress;
 mod replay_cmd;
 mod report_cmd;
+mod reproduce_cmd;
 mod rollback_cmd;
 #[cfg(test)]
 mod units_table;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         cli::Command::Experiment(cmd) => experiment_cmd::run(cmd),
         cli::Command::Report(args) => report_cmd::run(args),
         cli::Command::Vm(cmd) => vm_cmd::run(cmd),
+        cli::Command::Reproduce(args) => reproduce_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,7 +21,7 @@ pub struct ReportArgs {
     /// Write the analyses as JSON here ("-" for standard output, instead of the summary).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Only these sections (repeat the flag): aging, git, frag, against-fresh, bench,
+    /// Only these sections (repeat the flag): published, aging, git, frag, against-fresh, bench,
     /// aged-vs-fresh, latency, sweep, inversions, cells.
     #[arg(long, value_name = "KIND", value_parser = str::parse::<Section>)]
     pub section: Vec<Section>,

@@ -496,6 +496,69 @@ fn dev_models_lists_every_parameter_with_its_source() {
     );
 }
 
+/// The papers' drives are built in; `dev wa` compares a drive with its scaled copy in simulated
+/// time, and bad scales and flags are refused with exit 2, naming what is wrong.
+#[test]
+fn dev_wa_and_the_papers_drives() {
+    let text = stdout(&common::fsage_ok(["dev", "models"]));
+    for m in [
+        "crucial-m4-64g",
+        "adata-s510-120g",
+        "wd5000ys",
+        "st500dm002",
+        "sandisk-extreme-pro-240g",
+    ] {
+        assert!(text.contains(m), "{m} missing: {text}");
+    }
+    let out = common::fsage_ok([
+        "dev",
+        "wa",
+        "--model",
+        "ssd-sata@64MiB/4GiB",
+        "--warm",
+        "1",
+        "--measured",
+        "0.5",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(v["pools"], 1);
+    assert_eq!(v["dies"], 64);
+    assert!(v["write_amplification"].as_f64().unwrap() > 1.0);
+    for (args, says) in [
+        (vec!["--model", "ssd-sata@1GiB"], "ssd-sata@1GiB/FULL"),
+        (vec!["--model", "hdd-7200@1GiB"], "only SSD models scale"),
+        (
+            vec!["--model", "crucial-m4-64g@1GiB", "--span", "120%"],
+            "--span 120%",
+        ),
+        (
+            vec!["--model", "crucial-m4-64g@1GiB", "--data-ratio", "0"],
+            "not one",
+        ),
+    ] {
+        let mut a = vec!["dev", "wa"];
+        a.extend(args);
+        let out = common::fsage(a);
+        expect_code(&out, 2, "dev wa");
+        expect_stderr(&out, says);
+    }
+    let out = common::fsage_ok([
+        "dev",
+        "read-curve",
+        "--model",
+        "st500dm002",
+        "--sizes",
+        "4KiB,1MiB",
+        "--reads",
+        "20",
+        "--json",
+    ]);
+    let v = json(&out);
+    let ms = v[0]["mean_ns"].as_f64().unwrap() / 1e6;
+    assert!((8.0..16.0).contains(&ms), "{ms} ms");
+}
+
 /// `dev create --model`: a model file with a bad line is refused naming file:line before
 /// anything is made; --model and --latency exclude each other.
 #[test]

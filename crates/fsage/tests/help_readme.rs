@@ -33,6 +33,8 @@ mod progress;
 mod replay_cmd;
 #[path = "../src/report_cmd.rs"]
 mod report_cmd;
+#[path = "../src/reproduce_cmd.rs"]
+mod reproduce_cmd;
 #[path = "../src/rollback_cmd.rs"]
 mod rollback_cmd;
 #[path = "../src/util.rs"]

@@ -66,7 +66,7 @@ fn report_writes_html_json_and_a_summary() {
     assert!(
         e.contains("--section")
             && e.contains("\"nosuch\"")
-            && e.contains("one of aging, git, frag, against-fresh, bench, aged-vs-fresh, latency, sweep, inversions, cells"),
+            && e.contains("one of published, aging, git, frag, against-fresh, bench, aged-vs-fresh, latency, sweep, inversions, cells"),
         "{e}"
     );
 }

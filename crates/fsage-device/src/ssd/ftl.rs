@@ -23,6 +23,15 @@ pub struct FtlGeometry {
     pub user_pages: u32,
     /// Garbage collection runs on a die when it has fewer free blocks than this.
     pub gc_free_blocks: u32,
+    /// Slots a flash page is cut into for compressed pages (a compressing drive, SandForce's:
+    /// a page whose data compresses takes only the slots its compressed size needs, packed
+    /// into the open block); 1: no compression, every page takes a whole flash page.
+    #[serde(default = "one")]
+    pub slots_per_page: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl FtlGeometry {
@@ -30,9 +39,22 @@ impl FtlGeometry {
         self.dies as u64 * self.blocks_per_die as u64 * self.pages_per_block as u64
     }
 
+    /// Slots per block (pages per block without compression).
+    pub fn slots_per_block(&self) -> u32 {
+        self.pages_per_block * self.slots_per_page.max(1)
+    }
+
+    fn physical_slots(&self) -> u64 {
+        self.physical_pages() * self.slots_per_page.max(1) as u64
+    }
+
     /// Why this shape cannot hold its logical pages with room to collect garbage, if it cannot.
     pub fn check(&self) -> crate::Result<()> {
-        if self.dies == 0 || self.pages_per_block == 0 || self.user_pages == 0 {
+        if self.dies == 0
+            || self.pages_per_block == 0
+            || self.user_pages == 0
+            || self.slots_per_page == 0
+        {
             return Err(Error::input(
                 "dies, pages per block and the capacity must be above 0",
             ));
@@ -55,9 +77,10 @@ impl FtlGeometry {
                 self.blocks_per_die, needed_blocks, per_die, self.gc_free_blocks
             )));
         }
-        if self.physical_pages() >= NONE as u64 {
+        if self.physical_slots() >= NONE as u64 {
             return Err(Error::input(
-                "more than 2^32 flash pages: use a larger page",
+                "more than 2^32 flash pages (or compression slots): use a larger page or \
+                 compression unit",
             ));
         }
         if self.memory_bytes() > MAX_FTL_BYTES {
@@ -76,8 +99,8 @@ impl FtlGeometry {
     pub fn memory_bytes(&self) -> u64 {
         let dies = self.dies as u64;
         let blocks = dies * self.blocks_per_die as u64;
-        let lists = dies * (self.pages_per_block as u64 + 1) * 24;
-        4 * self.user_pages as u64 + 4 * self.physical_pages() + 16 * blocks + lists + 64 * dies
+        let lists = dies * (self.slots_per_block() as u64 + 1) * 24;
+        4 * self.user_pages as u64 + 4 * self.physical_slots() + 16 * blocks + lists + 64 * dies
     }
 }
 
@@ -129,7 +152,8 @@ struct Die {
 }
 
 /// The FTL of a whole drive. Block `b` of die `d` is global block `d * blocks_per_die + b`;
-/// page `p` of global block `g` is flash page `g * pages_per_block + p`.
+/// slot `p` of global block `g` is flash slot `g * slots_per_block + p` (a slot is a flash page
+/// without compression; with it, a page takes one or more consecutive slots of one block).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ftl {
     geo: FtlGeometry,
@@ -158,7 +182,7 @@ impl Ftl {
     pub fn new(geo: FtlGeometry) -> crate::Result<Ftl> {
         geo.check()?;
         let blocks = geo.dies as usize * geo.blocks_per_die as usize;
-        let ppb = geo.pages_per_block as usize;
+        let ppb = geo.slots_per_block() as usize;
         Ok(Ftl {
             geo,
             l2p: vec![NONE; geo.user_pages as usize],
@@ -200,6 +224,35 @@ impl Ftl {
         }
     }
 
+    /// Where logical page `lpn` is, if it is mapped: its pool (die) and the flash page's index
+    /// within that pool (what the timing layer places on a die).
+    pub fn pool_page(&self, lpn: u32) -> Option<(u32, u64)> {
+        match self.l2p[lpn as usize] {
+            NONE => None,
+            slot => {
+                let per_pool = self.geo.blocks_per_die as u64 * self.geo.slots_per_block() as u64;
+                Some((
+                    self.die_of_ppn(slot),
+                    (slot as u64 % per_pool) / self.geo.slots_per_page.max(1) as u64,
+                ))
+            }
+        }
+    }
+
+    /// The slots logical page `lpn` takes (0 when unmapped): its run of slots from where it
+    /// starts, within one block.
+    pub fn slots_of(&self, lpn: u32) -> u32 {
+        let start = self.l2p[lpn as usize];
+        if start == NONE {
+            return 0;
+        }
+        let spb = self.geo.slots_per_block();
+        let end = (start / spb + 1) * spb;
+        (start..end)
+            .take_while(|&s| self.p2l[s as usize] == lpn)
+            .count() as u32
+    }
+
     /// What logical page `lpn` holds: mapped on a die, discarded, or never written.
     pub fn page_state(&self, lpn: u32) -> PageState {
         match self.l2p[lpn as usize] {
@@ -230,7 +283,7 @@ impl Ftl {
     }
 
     fn die_of_ppn(&self, ppn: u32) -> u32 {
-        ppn / self.geo.pages_per_block / self.geo.blocks_per_die
+        ppn / self.geo.slots_per_block() / self.geo.blocks_per_die
     }
 
     pub fn free_blocks(&self) -> u64 {
@@ -246,19 +299,26 @@ impl Ftl {
     }
 
     /// Writes logical page `lpn` on the next die in turn, collecting garbage there first when
-    /// it is short of free blocks.
+    /// it is short of free blocks. It takes a whole flash page (all its slots).
     pub fn write(&mut self, lpn: u32) -> Placement {
+        self.write_slots(lpn, self.geo.slots_per_page)
+    }
+
+    /// Writes logical page `lpn` as [`Ftl::write`] does, taking `slots` slots of a flash page
+    /// (1 to `slots_per_page`: what its data compresses to).
+    pub fn write_slots(&mut self, lpn: u32, slots: u32) -> Placement {
+        let n = slots.clamp(1, self.geo.slots_per_page.max(1));
         let mut die = self.next_die;
         self.next_die = (self.next_die + 1) % self.geo.dies;
         let mut placement = self.collect(die);
         // A die whose every closed block is wholly valid cannot make room (its share of the
         // logical pages grew past its size, which the geometry check makes all but impossible):
         // the page goes to the next die with room instead.
-        if self.dies[die as usize].free.is_empty() && !self.open_has_room(die) {
+        if self.dies[die as usize].free.is_empty() && !self.open_has_room(die, n) {
             for k in 1..self.geo.dies {
                 let d = (die + k) % self.geo.dies;
                 let p = self.collect(d);
-                if !self.dies[d as usize].free.is_empty() || self.open_has_room(d) {
+                if !self.dies[d as usize].free.is_empty() || self.open_has_room(d, n) {
                     die = d;
                     placement = p;
                     break;
@@ -267,7 +327,7 @@ impl Ftl {
         }
         placement.die = die;
         self.invalidate(lpn);
-        self.place(die, lpn);
+        self.place(die, lpn, n);
         self.mark_known(lpn);
         self.counters.host_pages += 1;
         placement
@@ -284,7 +344,7 @@ impl Ftl {
         }
         self.invalidate(lpn);
         self.counters.trimmed += 1;
-        let block = ppn / self.geo.pages_per_block;
+        let block = ppn / self.geo.slots_per_block();
         if self.valid[block as usize] == 0 && self.slot[block as usize] != NONE {
             self.erase(block);
             self.counters.erases += 1;
@@ -302,8 +362,8 @@ impl Ftl {
             .map(|v| v as u32)
     }
 
-    fn open_has_room(&self, die: u32) -> bool {
-        matches!(self.dies[die as usize].open, Some((_, p)) if p < self.geo.pages_per_block)
+    fn open_has_room(&self, die: u32, slots: u32) -> bool {
+        matches!(self.dies[die as usize].open, Some((_, p)) if p + slots <= self.geo.slots_per_block())
     }
 
     /// Greedy garbage collection on `die` until it has its free blocks again (or nothing can
@@ -314,14 +374,16 @@ impl Ftl {
             let Some(victim) = self.victim(die) else {
                 break;
             };
-            let ppb = self.geo.pages_per_block;
-            let first = victim * ppb;
-            for ppn in first..first + ppb {
-                let lpn = self.p2l[ppn as usize];
+            let spb = self.geo.slots_per_block();
+            let first = victim * spb;
+            for slot in first..first + spb {
+                let lpn = self.p2l[slot as usize];
                 if lpn != NONE {
+                    // The page's first slot (its later ones are cleared as it moves).
+                    let n = self.slots_of(lpn);
                     self.invalidate(lpn);
-                    self.place(die, lpn);
-                    work.gc_copies += 1;
+                    self.place(die, lpn, n);
+                    work.gc_copies += n;
                 }
             }
             self.erase(victim);
@@ -332,19 +394,20 @@ impl Ftl {
         work
     }
 
-    /// The closed block of `die` with the fewest valid pages, if erasing it gains a page.
+    /// The closed block of `die` with the fewest valid slots, if erasing it gains a page.
     fn victim(&self, die: u32) -> Option<u32> {
-        let ppb = self.geo.pages_per_block as usize;
+        let gain = self.geo.slots_per_block() - self.geo.slots_per_page.max(1);
         let lists = &self.closed[die as usize];
-        (0..ppb).find_map(|v| lists[v].last().copied())
+        (0..=gain as usize).find_map(|v| lists[v].last().copied())
     }
 
-    /// Puts `lpn` on the next page of `die`'s open block, opening a free block when needed.
-    fn place(&mut self, die: u32, lpn: u32) {
-        let ppb = self.geo.pages_per_block;
+    /// Puts `lpn` on the next `n` slots of `die`'s open block, opening a free block when
+    /// needed (a page never straddles two blocks: the slots left at a block's end stay empty).
+    fn place(&mut self, die: u32, lpn: u32, n: u32) {
+        let ppb = self.geo.slots_per_block();
         let d = &mut self.dies[die as usize];
         let (block, page) = match d.open {
-            Some((b, p)) if p < ppb => (b, p),
+            Some((b, p)) if p + n <= ppb => (b, p),
             full => {
                 let b = d
                     .free
@@ -358,11 +421,11 @@ impl Ftl {
             }
         };
         let d = &mut self.dies[die as usize];
-        d.open = Some((block, page + 1));
+        d.open = Some((block, page + n));
         let ppn = block * ppb + page;
-        self.p2l[ppn as usize] = lpn;
+        self.p2l[ppn as usize..(ppn + n) as usize].fill(lpn);
         self.l2p[lpn as usize] = ppn;
-        self.valid[block as usize] += 1;
+        self.valid[block as usize] += n;
     }
 
     fn global(&self, die: u32, local: u32) -> u32 {
@@ -371,18 +434,19 @@ impl Ftl {
 
     /// Unmaps `lpn` (if mapped), lowering its block's valid count.
     fn invalidate(&mut self, lpn: u32) {
+        let n = self.slots_of(lpn);
         let ppn = std::mem::replace(&mut self.l2p[lpn as usize], NONE);
         if ppn == NONE {
             return;
         }
-        self.p2l[ppn as usize] = NONE;
-        let block = ppn / self.geo.pages_per_block;
+        self.p2l[ppn as usize..(ppn + n) as usize].fill(NONE);
+        let block = ppn / self.geo.slots_per_block();
         let v = self.valid[block as usize];
         if self.slot[block as usize] != NONE {
             self.unlist(block, v);
-            self.list(block, v - 1);
+            self.list(block, v - n);
         }
-        self.valid[block as usize] = v - 1;
+        self.valid[block as usize] = v - n;
     }
 
     fn close(&mut self, block: u32) {
@@ -435,16 +499,18 @@ impl Ftl {
         if tail != 0 && self.known.last().is_some_and(|&w| w >> tail != 0) {
             return Err(Error::input("pages past the capacity are marked written"));
         }
-        let ppb = self.geo.pages_per_block as usize;
+        let ppb = self.geo.slots_per_block() as usize;
         let mut held = 0u64;
         for (ppn, &lpn) in self.p2l.iter().enumerate() {
             if lpn != NONE {
-                held += 1;
-                if self.l2p[lpn as usize] != ppn as u32 {
+                let start = self.l2p[lpn as usize];
+                if start == NONE || (ppn as u32) < start || ppn as u32 >= start + self.slots_of(lpn)
+                {
                     return Err(Error::input(format!(
                         "flash page {ppn} holds {lpn}, which maps elsewhere"
                     )));
                 }
+                held += (ppn as u32 == start) as u64;
             }
         }
         if held != self.mapped_pages() {
@@ -502,14 +568,20 @@ impl Ftl {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w: Vec<u32> = Vec::with_capacity(self.l2p.len() + 3 * self.valid.len() + 64);
         let g = self.geo;
+        // Version 3 (a compressing drive's): the slots per page after the geometry, and each
+        // logical page's slots at the end. A drive without compression is saved as version 2.
+        let v3 = g.slots_per_page > 1;
         w.extend([
             g.dies,
             g.blocks_per_die,
             g.pages_per_block,
             g.user_pages,
             g.gc_free_blocks,
-            self.next_die,
         ]);
+        if v3 {
+            w.push(g.slots_per_page);
+        }
+        w.push(self.next_die);
         let c = self.counters;
         for x in [c.host_pages, c.gc_copies, c.erases, c.trimmed] {
             w.extend([x as u32, (x >> 32) as u32]);
@@ -530,9 +602,12 @@ impl Ftl {
         for &k in &self.known {
             w.extend([k as u32, (k >> 32) as u32]);
         }
+        if v3 {
+            w.extend((0..g.user_pages).map(|l| self.slots_of(l)));
+        }
         let body: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
         let mut out = Vec::with_capacity(body.len() + 32);
-        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(if v3 { MAGIC_V3 } else { MAGIC });
         out.extend_from_slice(&(body.len() as u64).to_le_bytes());
         out.extend_from_slice(&fnv1a(&body).to_le_bytes());
         out.extend_from_slice(&body);
@@ -545,9 +620,10 @@ impl Ftl {
     pub fn from_bytes(bytes: &[u8]) -> crate::Result<Ftl> {
         let head = MAGIC.len() + 16;
         let version = match bytes.get(..MAGIC.len()) {
+            Some(m) if m == MAGIC_V3 => 3,
             Some(m) if m == MAGIC => 2,
             Some(m) if m == MAGIC_V1 => 1,
-            _ => return Err(Error::input("not an fsage FTL state (version 1 or 2)")),
+            _ => return Err(Error::input("not an fsage FTL state (version 1, 2 or 3)")),
         };
         if bytes.len() < head {
             return Err(Error::input("truncated FTL state: no header"));
@@ -572,13 +648,20 @@ impl Ftl {
             .collect();
         let mut r = Words(&words);
         let bad = || Error::input("the FTL state is inconsistent");
-        let geo = FtlGeometry {
+        let mut geo = FtlGeometry {
             dies: r.one()?,
             blocks_per_die: r.one()?,
             pages_per_block: r.one()?,
             user_pages: r.one()?,
             gc_free_blocks: r.one()?,
+            slots_per_page: 1,
         };
+        if version >= 3 {
+            geo.slots_per_page = r.one()?;
+            if geo.slots_per_page < 2 {
+                return Err(bad());
+            }
+        }
         geo.check()?;
         let mut f = Ftl::new(geo)?;
         f.next_die = r.one()?;
@@ -589,7 +672,7 @@ impl Ftl {
             erases: long()?,
             trimmed: long()?,
         };
-        let ppb = geo.pages_per_block as usize;
+        let ppb = geo.slots_per_block() as usize;
         for d in 0..geo.dies as usize {
             let n = r.one()? as usize;
             f.dies[d].free = r.take(n)?.to_vec();
@@ -614,12 +697,26 @@ impl Ftl {
                 *k = pair[0] as u64 | (pair[1] as u64) << 32;
             }
         }
+        let slots = if version >= 3 {
+            r.take(geo.user_pages as usize)?.to_vec()
+        } else {
+            vec![1; geo.user_pages as usize]
+        };
         if !r.0.is_empty() {
             return Err(bad());
         }
         for (lpn, &ppn) in f.l2p.iter().enumerate() {
             if ppn != NONE {
-                *f.p2l.get_mut(ppn as usize).ok_or_else(bad)? = lpn as u32;
+                let n = slots[lpn] as usize;
+                let run = f
+                    .p2l
+                    .get_mut(ppn as usize..ppn as usize + n)
+                    .filter(|_| (1..=geo.slots_per_page as usize).contains(&n))
+                    .ok_or_else(bad)?;
+                if run.iter().any(|&l| l != NONE) {
+                    return Err(bad());
+                }
+                run.fill(lpn as u32);
                 if version == 1 {
                     f.known[lpn / 64] |= 1 << (lpn % 64);
                 }
@@ -649,6 +746,7 @@ impl<'a> Words<'a> {
 }
 
 const MAGIC: &[u8; 12] = b"fsage-ftl v2";
+const MAGIC_V3: &[u8; 12] = b"fsage-ftl v3";
 const MAGIC_V1: &[u8; 12] = b"fsage-ftl v1";
 
 /// FNV-1a, 64 bits: enough to catch a damaged file (not an adversary).
@@ -670,6 +768,7 @@ mod tests {
             pages_per_block: 8,
             user_pages,
             gc_free_blocks: 2,
+            slots_per_page: 1,
         }
     }
 
@@ -693,6 +792,7 @@ mod tests {
             pages_per_block: 8,
             user_pages: 256,
             gc_free_blocks: 2,
+            slots_per_page: 1,
         };
         let mut f = Ftl::new(geo).unwrap();
         let (mut collections, mut partial) = (0, 0);
@@ -787,6 +887,47 @@ mod tests {
         assert_eq!(g.page_state(1), f.page_state(1));
         assert_eq!(g.page_state(2), PageState::NeverWritten);
         assert_eq!(g.known_pages(), 9);
+    }
+
+    /// A compressing drive's pages take 1 to 4 slots of a flash page: under random writes of
+    /// random sizes with collection running, the state stays consistent, a page never straddles
+    /// blocks, less compressible data collects more, and the state saves and loads (version 3).
+    #[test]
+    fn compressed_pages_pack_into_slots_and_survive_a_save() {
+        let geo = FtlGeometry {
+            slots_per_page: 4,
+            ..small(200)
+        };
+        let wa = |max_slots: u32| {
+            let mut f = Ftl::new(geo).unwrap();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            let mut copied = 0u64;
+            let mut written = 0u64;
+            for i in 0..20_000u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let n = 1 + (x >> 40) as u32 % max_slots;
+                let p = f.write_slots((x % 200) as u32, n);
+                copied += p.gc_copies as u64;
+                written += n as u64;
+                if i % 97 == 0 {
+                    f.trim((x >> 20) as u32 % 200);
+                }
+            }
+            f.check().unwrap();
+            assert!((0..200).all(|l| f.slots_of(l) <= max_slots));
+            let back = Ftl::from_bytes(&f.to_bytes()).unwrap();
+            assert_eq!(back, f);
+            assert_eq!(&f.to_bytes()[..12], MAGIC_V3);
+            (written + copied) as f64 / written as f64
+        };
+        let (small_pages, whole_pages) = (wa(2), wa(4));
+        assert!(small_pages < whole_pages, "{small_pages} vs {whole_pages}");
+        // Without compression the state is still version 2.
+        let mut f = Ftl::new(small(100)).unwrap();
+        f.write(1);
+        assert_eq!(&f.to_bytes()[..12], MAGIC);
     }
 
     #[test]

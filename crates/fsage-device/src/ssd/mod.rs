@@ -78,9 +78,98 @@ pub struct SsdParams {
     pub write_buffer: u64,
     /// Garbage collection runs on a die with fewer free blocks than this.
     pub gc_free_blocks: u64,
+    /// The user capacity of the full-size drive this one is a scaled-down copy of (`MODEL@SIZE`):
+    /// its FTL then has fewer allocation pools than the drive has dies, in proportion to the
+    /// capacity, each pool shaped as a full-size die (see [`SsdParams::pools`]), while the timing
+    /// layer keeps every die. None: not scaled (one pool per die).
+    #[serde(default)]
+    pub full_capacity: Option<u64>,
+    /// A compressing drive (SandForce's DuraWrite): the share of a flash page that a page of
+    /// wholly compressible data takes. A page whose data compresses to `r` of its size (zstd
+    /// level 1 as the proxy: [`compressed_ratio`]) takes `f0 + (1 - f0) x r` of a flash page,
+    /// rounded up to `compression_unit`s. None: no compression.
+    #[serde(default)]
+    pub compression: Option<f64>,
+    /// The packing unit of compressed pages (bytes; a page's share of a flash page is rounded
+    /// up to whole units).
+    #[serde(default)]
+    pub compression_unit: u64,
+    /// What the data of a write the drive is not shown compresses to (`r` above: 1
+    /// incompressible, 0 zeros): a costed trace's or a fed write's (traces carry no data). The
+    /// real-time device shows the drive every write's data.
+    #[serde(default = "incompressible")]
+    pub unseen_data_ratio: f64,
+}
+
+fn incompressible() -> f64 {
+    1.0
+}
+
+/// What a page's data compresses to, as a share of its size (0 for nothing, 1 or a little more
+/// for data that does not compress): zstd at level 1, a fast general-purpose compressor
+/// standing in for the drive's own, whose algorithm is not published. (zlib level 1 on 4 KiB
+/// blocks, drives.md section 2: zeros 0.01, random 1.00, Rust source 0.40, an x86-64 binary
+/// 0.36.)
+pub fn compressed_ratio(data: &[u8]) -> f64 {
+    if data.is_empty() {
+        return 1.0;
+    }
+    if data.iter().all(|&b| b == 0) {
+        return 0.0;
+    }
+    match zstd::bulk::compress(data, 1) {
+        Ok(c) => (c.len() as f64 / data.len() as f64).min(1.0),
+        Err(_) => 1.0,
+    }
 }
 
 impl SsdParams {
+    /// Slots a flash page is cut into: `page_size / compression_unit` on a compressing drive,
+    /// else 1.
+    pub fn slots_per_page(&self) -> u64 {
+        match self.compression {
+            Some(_) if self.compression_unit > 0 => (self.page_size / self.compression_unit).max(1),
+            _ => 1,
+        }
+    }
+
+    /// The slots a page whose data compresses to `ratio` takes (see `compression`).
+    pub fn slots_for(&self, ratio: f64) -> u32 {
+        let k = self.slots_per_page();
+        match self.compression {
+            Some(f0) if k > 1 => {
+                let share = f0 + (1.0 - f0) * ratio.clamp(0.0, 1.0);
+                // (A millionth of slack: 0.14 x 50 must stay 7 slots, not become 8.)
+                ((share * k as f64 - 1e-6).ceil() as u64).clamp(1, k) as u32
+            }
+            _ => k as u32,
+        }
+    }
+
+    /// The dies that serve requests (the timing layer's), whatever the scale.
+    pub fn timing_dies(&self) -> u64 {
+        self.channels.saturating_mul(self.dies_per_channel)
+    }
+
+    /// The FTL's allocation pools (each a die's blocks, its own open block and free blocks) for
+    /// a drive of `user_bytes`: one per die, or for a drive scaled down from `full_capacity`,
+    /// `dies x user_bytes / full_capacity` (rounded, at least 1), so that each pool is about a
+    /// full-size die. Why: greedy collection keeps `gc_free_blocks` free blocks and an open block
+    /// per pool, a reserve fixed in blocks; with every die kept at a small size that reserve is
+    /// a large share of the flash (a 4 GiB `ssd-sata`: 2.8% of its 7.2% spare, WA 11.2 against
+    /// 7.3 at 64 GB), with pools in proportion it is the full drive's share (WA 7.2; drives.md
+    /// section 6, measured with the FTL).
+    pub fn pools(&self, user_bytes: u64) -> u64 {
+        let dies = self.timing_dies();
+        match self.full_capacity {
+            Some(full) if full > user_bytes && full > 0 => {
+                let share = dies as f64 * user_bytes as f64 / full as f64;
+                (share.round() as u64).clamp(1, dies.max(1))
+            }
+            _ => dies,
+        }
+    }
+
     /// The FTL's shape for a drive of `user_bytes`.
     pub fn geometry(&self, user_bytes: u64) -> crate::Result<FtlGeometry> {
         if self.page_size == 0 || self.pages_per_block == 0 {
@@ -105,10 +194,10 @@ impl SsdParams {
                 "channels and dies_per_channel must be above 0",
             ));
         }
-        let dies = self
-            .channels
+        self.channels
             .checked_mul(self.dies_per_channel)
             .ok_or_else(too_big)?;
+        let dies = self.pools(user_bytes);
         let user_pages = user_bytes.div_ceil(self.page_size);
         let raw_pages = (user_pages as f64 / (1.0 - self.over_provisioning)).ceil() as u64;
         // A drive too small for its shape gets the blocks garbage collection needs (its
@@ -131,6 +220,7 @@ impl SsdParams {
             pages_per_block: to_u32(self.pages_per_block, "pages per block")?,
             user_pages: to_u32(user_pages, "logical pages")?,
             gc_free_blocks: to_u32(self.gc_free_blocks, "gc_free_blocks")?,
+            slots_per_page: to_u32(self.slots_per_page(), "compression slots per page")?,
         })
     }
 }
@@ -466,6 +556,17 @@ pub struct Ssd {
     seq: u64,
     die_by: Vec<u64>,
     die_read_by: Vec<u64>,
+    /// The dies that serve requests (`channels x dies_per_channel`) and the FTL's pools (as
+    /// many, or fewer on a scaled drive: [`SsdParams::pools`]).
+    timing_dies: u32,
+    pools: u32,
+    /// Slots per flash page (1 without compression), and the slots programmed, copied by
+    /// collection and read by it that do not yet make a whole page in the counters.
+    k: u64,
+    part: [u64; 3],
+    /// What each page of the write being submitted compresses to, when its data was shown
+    /// ([`DeviceModel::submit_data`]); empty: `unseen_data_ratio` for every page.
+    ratios: Vec<f64>,
 }
 
 impl Ssd {
@@ -487,10 +588,12 @@ impl Ssd {
     pub fn with_ftl(p: &SsdParams, device_size: u64, ftl: Ftl) -> Ssd {
         let geo = ftl.geometry();
         let slots = (p.write_buffer / p.page_size.max(1)) as usize;
+        // A state whose pools outnumber the dies (not one this model made) is timed pool by die.
+        let timing_dies = (p.timing_dies().min(u32::MAX as u64) as u32).max(geo.dies);
         Ssd {
             p: p.clone(),
             device_pages: device_size.div_ceil(p.page_size).min(geo.user_pages as u64),
-            die_free: vec![0; geo.dies as usize],
+            die_free: vec![0; timing_dies as usize],
             channel_free: vec![0; p.channels as usize],
             interface_free: 0,
             buffer: BinaryHeap::with_capacity(slots),
@@ -501,8 +604,13 @@ impl Ssd {
             counters: SsdCounters::default(),
             unwritten: UnwrittenReads::Free,
             seq: 0,
-            die_by: vec![0; geo.dies as usize],
-            die_read_by: vec![0; geo.dies as usize],
+            die_by: vec![0; timing_dies as usize],
+            die_read_by: vec![0; timing_dies as usize],
+            timing_dies,
+            pools: geo.dies,
+            k: geo.slots_per_page.max(1) as u64,
+            part: [0; 3],
+            ratios: Vec::new(),
             ftl,
         }
     }
@@ -520,6 +628,76 @@ impl Ssd {
         SsdCounters {
             free_blocks: self.ftl.free_blocks(),
             ..self.counters
+        }
+    }
+
+    /// The die serving mapped logical page `lpn`. Unscaled, its pool's die. On a scaled drive (fewer
+    /// pools than dies) a pool's pages spread over the dies as a superblock's do: page `i` of
+    /// pool `p` is on die `(i x pools + p) mod dies`, so that pages written in turn over the
+    /// pools go to the dies in turn, and a collection's copies spread too.
+    fn timing_die(&self, lpn: u32) -> u32 {
+        let (pool, i) = self.ftl.pool_page(lpn).expect("a mapped page");
+        if self.pools == self.timing_dies {
+            return pool;
+        }
+        ((i * self.pools as u64 + pool as u64) % self.timing_dies as u64) as u32
+    }
+
+    /// Counts `slots` programmed, copied by collection (each also read) in whole pages: the
+    /// counters stay in flash pages on a compressing drive, whose pages take parts of one.
+    fn count_slots(&mut self, programmed: u64, copied: u64) {
+        let k = self.k;
+        let c = &mut self.counters;
+        for (i, (add, to)) in [
+            (programmed + copied, &mut c.programs),
+            (copied, &mut c.gc_copies),
+            (copied, &mut c.flash_reads),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            self.part[i] += add;
+            *to += self.part[i] / k;
+            self.part[i] %= k;
+        }
+    }
+
+    /// `ns` for `slots` of a page (`ns` a whole page's).
+    fn per_slots(&self, ns: Ns, slots: u64) -> Ns {
+        if self.k == 1 {
+            ns * slots
+        } else {
+            (ns as u128 * slots as u128 / self.k as u128) as Ns
+        }
+    }
+
+    /// The slots the `i`-th page of the write being served takes.
+    fn page_slots(&self, i: usize) -> u32 {
+        if self.k == 1 {
+            return 1;
+        }
+        let r = self
+            .ratios
+            .get(i)
+            .copied()
+            .unwrap_or(self.p.unseen_data_ratio);
+        self.p.slots_for(r)
+    }
+
+    /// Occupies the dies with `ns` of a pool's work (garbage collection, an erase) from `start`:
+    /// unscaled, the pool's own die; scaled, every die its share (the pool's pages spread over
+    /// them, as a superblock's), so that the die time a page costs is the full-size drive's.
+    fn occupy_pool(&mut self, pool: u32, start: Ns, ns: Ns) {
+        if self.pools == self.timing_dies {
+            let d = pool as usize;
+            self.die_free[d] = self.die_free[d].max(start) + ns;
+            self.die_by[d] = self.seq;
+            return;
+        }
+        let share = ns.div_ceil(self.timing_dies as u64);
+        for d in 0..self.timing_dies as usize {
+            self.die_free[d] = self.die_free[d].max(start) + share;
+            self.die_by[d] = self.seq;
         }
     }
 
@@ -551,7 +729,7 @@ impl Ssd {
                 continue;
             }
             let die = match self.ftl.page_state(lpn) {
-                PageState::Mapped(die) => die,
+                PageState::Mapped(_) => self.timing_die(lpn),
                 PageState::Discarded => {
                     self.counters.discarded_reads += 1;
                     continue;
@@ -560,7 +738,9 @@ impl Ssd {
                     self.counters.unwritten_reads += 1;
                     match self.unwritten {
                         UnwrittenReads::Free => continue,
-                        UnwrittenReads::LbaOrder => self.ftl.die_in_lba_order(lpn),
+                        // Written in order from erased, page `l` went to pool `l mod pools`
+                        // as its `l / pools`-th page: die `l mod dies` (see `timing_die`).
+                        UnwrittenReads::LbaOrder => lpn % self.timing_dies,
                     }
                 }
             };
@@ -606,6 +786,7 @@ impl Ssd {
         let arrived = iface_start + Self::xfer(rq.len, self.p.interface_rate);
         self.interface_free = arrived;
         let mut done = arrived;
+        let first = self.pages(rq.offset, rq.len).start;
         for lpn in self.pages(rq.offset, rq.len) {
             // A slot in the buffer: at once if one is free, else when the earliest frees.
             let accepted = if self.slots == 0 || self.buffer.len() < self.slots {
@@ -614,30 +795,34 @@ impl Ssd {
                 let Reverse(free_at) = self.buffer.pop().expect("a full buffer has slots");
                 free_at.max(arrived)
             };
-            let placed = self.ftl.write(lpn);
+            let n = self.page_slots((lpn - first) as usize) as u64;
+            let placed = self.ftl.write_slots(lpn, n as u32);
             self.counters.host_pages += 1;
-            let d = placed.die as usize;
-            let mut die_ready = self.die_free[d].max(accepted);
+            let die = self.timing_die(lpn);
+            let d = die as usize;
+            self.count_slots(n, placed.gc_copies as u64);
             if placed.gc_copies > 0 || placed.gc_erases > 0 {
-                let gc = placed.gc_copies as Ns * (self.p.read_ns + self.p.program_ns)
+                // Collection ran on the pool before the page was placed in it: unscaled, on
+                // the pool's own die; scaled, spread over the dies as the pool's pages are (a
+                // superblock's victim and copies are on every die).
+                let gc = self
+                    .per_slots(self.p.read_ns + self.p.program_ns, placed.gc_copies as u64)
                     + placed.gc_erases as Ns * self.p.erase_ns;
-                die_ready += gc;
+                self.occupy_pool(placed.die, accepted, gc);
                 self.counters.gc_ns += gc;
-                self.counters.gc_copies += placed.gc_copies as u64;
                 self.counters.erases += placed.gc_erases as u64;
-                self.counters.programs += placed.gc_copies as u64;
-                self.counters.flash_reads += placed.gc_copies as u64;
                 self.counters.die_ns += gc;
             }
+            let die_ready = self.die_free[d].max(accepted);
             self.die_by[d] = self.seq;
-            let ch = self.channel(placed.die);
+            let ch = self.channel(die);
             let ch_start = self.channel_free[ch].max(accepted);
-            let ch_end = ch_start + Self::xfer(ps, self.p.channel_rate);
+            let ch_end = ch_start + Self::xfer(self.per_slots(ps, n), self.p.channel_rate);
             self.channel_free[ch] = ch_end;
-            let program_end = die_ready.max(ch_end) + self.p.program_ns;
+            let program = self.per_slots(self.p.program_ns, n);
+            let program_end = die_ready.max(ch_end) + program;
             self.die_free[d] = program_end;
-            self.counters.programs += 1;
-            self.counters.die_ns += self.p.program_ns;
+            self.counters.die_ns += program;
             self.counters.channel_ns += ch_end - ch_start;
             self.last_program_end = self.last_program_end.max(program_end);
             if self.slots == 0 {
@@ -658,6 +843,30 @@ impl Ssd {
 }
 
 impl DeviceModel for Ssd {
+    fn wants_data(&self) -> bool {
+        self.k > 1
+    }
+
+    fn submit_data(&mut self, now: Ns, rq: Rq, data: &[u8]) -> Option<Ns> {
+        if rq.kind != RqKind::Write || self.k == 1 {
+            return self.submit(now, rq);
+        }
+        // Each page's share of the data (a write need not start on a page).
+        let ps = self.p.page_size;
+        self.ratios = self
+            .pages(rq.offset, rq.len)
+            .map(|lpn| {
+                let from = (lpn as u64 * ps).saturating_sub(rq.offset) as usize;
+                let to = ((lpn as u64 + 1) * ps).saturating_sub(rq.offset) as usize;
+                data.get(from.min(data.len())..to.min(data.len()))
+                    .map_or(self.p.unseen_data_ratio, compressed_ratio)
+            })
+            .collect();
+        let done = self.submit(now, rq);
+        self.ratios.clear();
+        done
+    }
+
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {
         self.seq += 1;
         let start = now + self.p.overhead_ns;
@@ -667,12 +876,10 @@ impl DeviceModel for Ssd {
             RqKind::Flush => self.last_program_end.max(start),
             RqKind::Discard | RqKind::WriteZeroes => {
                 for lpn in self.pages(rq.offset, rq.len) {
-                    if let Some(die) = self.ftl.trim(lpn) {
+                    if let Some(pool) = self.ftl.trim(lpn) {
                         // The erase of a wholly discarded block occupies its die, in the
                         // background: the discard does not wait for it.
-                        let d = die as usize;
-                        self.die_free[d] = self.die_free[d].max(start) + self.p.erase_ns;
-                        self.die_by[d] = self.seq;
+                        self.occupy_pool(pool, start, self.p.erase_ns);
                         self.counters.erases += 1;
                         self.counters.die_ns += self.p.erase_ns;
                     }
@@ -699,12 +906,11 @@ impl DeviceModel for Ssd {
         match rq.kind {
             RqKind::Write => {
                 for lpn in self.pages(rq.offset, rq.len) {
-                    let placed = self.ftl.write(lpn);
+                    let n = self.page_slots(usize::MAX) as u64;
+                    let placed = self.ftl.write_slots(lpn, n as u32);
+                    self.count_slots(n, placed.gc_copies as u64);
                     let c = &mut self.counters;
                     c.host_pages += 1;
-                    c.programs += 1 + placed.gc_copies as u64;
-                    c.gc_copies += placed.gc_copies as u64;
-                    c.flash_reads += placed.gc_copies as u64;
                     c.erases += placed.gc_erases as u64;
                     self.buffered.remove(&lpn);
                 }
@@ -800,9 +1006,17 @@ impl DeviceModel for Ssd {
 
     fn describe(&self) -> String {
         let g = self.ftl.geometry();
+        let scaled = match self.p.full_capacity {
+            Some(full) if self.pools < self.timing_dies => format!(
+                ", scaled from {}: FTL pools of full-size dies {}",
+                fsage_units::format_size(full),
+                self.pools
+            ),
+            _ => String::new(),
+        };
         format!(
             "SSD: {} channels x {} dies, {} KiB pages, {} pages per block, {:.1}% over-provisioned, \
-             read {} / program {} / erase {}",
+             read {} / program {} / erase {}{scaled}",
             self.p.channels,
             self.p.dies_per_channel,
             self.p.page_size / 1024,

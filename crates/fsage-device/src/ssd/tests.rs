@@ -20,6 +20,10 @@ fn params(op: f64, buffer: u64) -> SsdParams {
         overhead_ns: 20_000,
         write_buffer: buffer,
         gc_free_blocks: 2,
+        full_capacity: None,
+        compression: None,
+        compression_unit: 0,
+        unseen_data_ratio: 1.0,
     }
 }
 
@@ -532,4 +536,58 @@ fn a_drive_too_large_for_memory_or_arithmetic_is_refused() {
     // A 256 GiB drive of the same shape is within the bound.
     let g = p.geometry(256 << 30).unwrap();
     assert!(g.check().is_ok() && g.memory_bytes() < ftl::MAX_FTL_BYTES);
+}
+
+/// The S510's compression: a page of zeros takes 5 of 32 slots (0.156 of a flash page, the
+/// SF-22xx's measured 0.14 rounded up), random data a whole page; the real-time device shows
+/// the data (`submit_data`), a write without it is taken as `unseen_data_ratio` says.
+#[test]
+fn a_compressing_drive_programs_what_the_data_compresses_to() {
+    let spec = resolve("adata-s510-120g@1GiB").unwrap();
+    let crate::ModelKind::Ssd(p) = &spec.kind else {
+        unreachable!()
+    };
+    assert_eq!(p.slots_per_page(), 32);
+    assert_eq!((p.slots_for(0.0), p.slots_for(1.0)), (5, 32));
+    assert_eq!(compressed_ratio(&[0u8; 4096]), 0.0);
+    let mut x = 1u64;
+    let noise: Vec<u8> = (0..4096 * 64)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    assert!(compressed_ratio(&noise[..4096]) > 0.99);
+    let text = "fsage ages file systems and measures them. ".repeat(100);
+    let r = compressed_ratio(&text.as_bytes()[..4096]);
+    assert!(r > 0.0 && r < 0.2, "{r}");
+    let programs = |data: Option<&[u8]>, unseen: f64| {
+        let mut q = p.clone();
+        q.unseen_data_ratio = unseen;
+        let mut d = Ssd::new(&q, 1 << 30).unwrap();
+        assert!(d.wants_data());
+        let mut t = 0;
+        for i in 0..256u64 {
+            let w = rq(i, RqKind::Write, i * 64 * K4, 64 * K4);
+            t = match data {
+                Some(b) => d.submit_data(t, w, b),
+                None => d.submit(t, w),
+            }
+            .unwrap();
+        }
+        let c = d.counters();
+        assert_eq!(c.host_pages, 256 * 64);
+        c.programs as f64 / c.host_pages as f64
+    };
+    let zeros = vec![0u8; 64 * 4096];
+    assert!((programs(Some(&zeros), 1.0) - 5.0 / 32.0).abs() < 1e-3);
+    assert!((programs(Some(&noise), 0.0) - 1.0).abs() < 1e-3);
+    // Without the data: the model's assumption decides.
+    assert!((programs(None, 1.0) - 1.0).abs() < 1e-3);
+    assert!((programs(None, 0.0) - 5.0 / 32.0).abs() < 1e-3);
+    // A drive without compression ignores the data.
+    let plain = Ssd::new(&params(0.07, 0), 1 << 26).unwrap();
+    assert!(!plain.wants_data());
 }

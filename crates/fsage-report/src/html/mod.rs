@@ -20,7 +20,7 @@ use crate::Exporter;
 use fsage_experiment::analysis::latency_curves::FlowopCurve;
 use page::Page;
 use sections::{
-    against, aged_vs_fresh, aging, bench, cells, frag, git, inversions, latency, sweep,
+    against, aged_vs_fresh, aging, bench, cells, frag, git, inversions, latency, published, sweep,
 };
 use std::fmt;
 use thiserror::Error;
@@ -28,6 +28,8 @@ use thiserror::Error;
 /// A kind of section of the page (its `data-kind`), in page order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Section {
+    /// The papers' published numbers beside fsage's (reproductions).
+    Published,
     /// Aging runs, target against actual.
     Aging,
     /// Git-history aging series.
@@ -52,7 +54,8 @@ pub enum Section {
 
 impl Section {
     /// Every section, in page order.
-    pub const ALL: [Section; 10] = [
+    pub const ALL: [Section; 11] = [
+        Section::Published,
         Section::Aging,
         Section::Git,
         Section::Frag,
@@ -68,6 +71,7 @@ impl Section {
     /// The name `--section` takes and the page's `data-kind`.
     pub fn name(self) -> &'static str {
         match self {
+            Section::Published => "published",
             Section::Aging => "aging",
             Section::Git => "git",
             Section::Frag => "frag",
@@ -126,6 +130,9 @@ impl Exporter<ReportSet> for Html {
 pub fn render(set: &ReportSet, only: &[Section]) -> String {
     let want = |k: Section| only.is_empty() || only.contains(&k);
     let mut p = Page::default();
+    if want(Section::Published) && !set.reproductions.is_empty() {
+        published::render(&mut p, set);
+    }
     if want(Section::Aging) && !set.runs.is_empty() {
         aging::render(&mut p, &set.runs);
     }
@@ -189,7 +196,7 @@ mod tests {
         let e = "nosuch".parse::<Section>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "no section is called \"nosuch\": one of aging, git, frag, against-fresh, bench, \
+            "no section is called \"nosuch\": one of published, aging, git, frag, against-fresh, bench, \
              aged-vs-fresh, latency, sweep, inversions, cells"
         );
         // Page order is the enum's order.

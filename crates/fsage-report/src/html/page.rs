@@ -22,7 +22,7 @@ h3 { margin: 1.4em 0 .4em; }
 nav a { margin-right: 1em; }
 .how { background: #f4f7fa; border-left: 4px solid #0072b2; padding: .5em 1em; font-size: .92em; margin: .6em 0 1em; }
 .fig { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: flex-start; margin-bottom: 1em; }
-.fig svg { flex: none; border: 1px solid #ddd; }
+.fig svg { flex: none; border: 1px solid #ddd; max-width: 100%; height: auto; }
 table { border-collapse: collapse; font-size: .85em; }
 th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: right; white-space: nowrap; }
 th { background: #eef2f5; white-space: normal; max-width: 9em; vertical-align: bottom; }
@@ -157,6 +157,13 @@ pub(super) fn fig(parts: &[String]) -> String {
 /// The whole document: head, navigation, the inputs (and what was skipped), then the sections.
 pub(super) fn document(p: Page, set: &ReportSet) -> String {
     let mut inputs = Vec::new();
+    for r in &set.reproductions {
+        inputs.push(vec![
+            r.name.clone(),
+            "reproduction".into(),
+            r.path.display().to_string(),
+        ]);
+    }
     for r in &set.runs {
         inputs.push(vec![
             r.name.clone(),

@@ -5,7 +5,8 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// A colour-blind-safe palette (Okabe and Ito), then greys.
+/// A colour-blind-safe palette (Okabe and Ito). Grey is not in it: grey is the published
+/// numbers' ([`PUBLISHED`]).
 pub const COLORS: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(230, 159, 0),
@@ -13,15 +14,96 @@ pub const COLORS: [RGBColor; 8] = [
     RGBColor(213, 94, 0),
     RGBColor(204, 121, 167),
     RGBColor(86, 180, 233),
-    RGBColor(120, 120, 120),
+    RGBColor(0, 0, 0),
     RGBColor(240, 228, 66),
 ];
 
+/// The published numbers' colour: grey bars and markers beside fsage's.
+pub const PUBLISHED: RGBColor = RGBColor(150, 150, 150);
+
+/// The file systems' colours, the same in every plot of every report: ext4 blue, xfs orange,
+/// btrfs green, f2fs vermillion, nilfs2 purple.
+pub const FS_COLORS: [(&str, RGBColor); 5] = [
+    ("ext4", COLORS[0]),
+    ("xfs", COLORS[1]),
+    ("btrfs", COLORS[2]),
+    ("f2fs", COLORS[3]),
+    ("nilfs2", COLORS[4]),
+];
+
+/// The `i`th colour of the palette (for series that are no file system).
 pub fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
+/// The colour of the file system `name` names: its first word that is a file system kind
+/// (`ext4`, `nginx-btrfs aged`, `ext4-nojournal`), if any.
+pub fn fs_color(name: &str) -> Option<RGBColor> {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .find_map(|w| FS_COLORS.iter().find(|(k, _)| *k == w).map(|(_, c)| *c))
+}
+
+/// The file system's colour when `name` names one, else the palette's `i`th.
+pub fn series_color(name: &str, i: usize) -> RGBColor {
+    fs_color(name).unwrap_or_else(|| color(i))
+}
+
+/// Colours for series named `names`, told apart: each file system's own colour when every name
+/// has one and no two share it (series that are file systems), else the palette by position
+/// (series that are, say, three reports of one file system, drawn without dashes to tell them
+/// apart).
+pub fn series_colors(names: &[&str]) -> Vec<RGBColor> {
+    let fs: Vec<Option<RGBColor>> = names.iter().map(|n| fs_color(n)).collect();
+    let distinct = fs
+        .iter()
+        .enumerate()
+        .all(|(i, c)| c.is_some_and(|c| fs[..i].iter().all(|o| *o != Some(c))));
+    if distinct {
+        fs.into_iter().flatten().collect()
+    } else {
+        (0..names.len()).map(color).collect()
+    }
+}
+
+/// `c` half-way to white: the same series' second measure (a clean instance beside the aged).
+pub fn light(c: RGBColor) -> RGBColor {
+    let m = |v: u8| ((v as u16 + 255) / 2) as u8;
+    RGBColor(m(c.0), m(c.1), m(c.2))
+}
+
+/// How a line is drawn: one style per instance or device model; `Markers` draws its points only
+/// (published points).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dash {
+    Solid,
+    Dashed,
+    Dotted,
+    DashDot,
+    Markers,
+}
+
+impl Dash {
+    /// The `i`th style for lines of one colour (instances or models): solid, dashed, dotted,
+    /// dash-dot, then again.
+    pub fn nth(i: usize) -> Dash {
+        [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot][i % 4]
+    }
+    /// (dash, gap) lengths in pixels; `None` for a solid line or markers alone.
+    fn pattern(self) -> Option<(u32, u32)> {
+        match self {
+            Dash::Solid | Dash::Markers => None,
+            Dash::Dashed => Some((7, 4)),
+            Dash::Dotted => Some((2, 3)),
+            Dash::DashDot => Some((9, 3)),
+        }
+    }
+}
+
 const FONT: &str = "sans-serif";
+
+/// A plot as wide as the page (the page's CSS shrinks it to a narrower window, keeping its
+/// proportions).
+pub const WIDE: (u32, u32) = (1360, 460);
 
 /// One bar: its value and, optionally, an interval drawn over it.
 #[derive(Debug, Clone)]
@@ -30,6 +112,8 @@ pub struct Bar {
     pub interval: Option<(f64, f64)>,
     /// Drawn with a hatched outline and a flag mark (e.g. a rank order that changed).
     pub flag: bool,
+    /// This bar's own colour (else its series').
+    pub color: Option<RGBColor>,
 }
 
 /// One series of bars, a bar (or none) per group.
@@ -37,6 +121,9 @@ pub struct Bar {
 pub struct BarSeries {
     pub name: String,
     pub bars: Vec<Option<Bar>>,
+    /// The series' colour; default: its file system's when its name has one, else the
+    /// palette's by position.
+    pub color: Option<RGBColor>,
 }
 
 #[derive(Debug, Clone)]
@@ -186,8 +273,18 @@ pub fn bars(c: &BarChart) -> Result<String, PlotError> {
             .map_err(|e| e.to_string())?;
         let k = c.series.len().max(1) as f64;
         let w = 0.8 / k;
+        let names: Vec<&str> = c.series.iter().map(|s| s.name.as_str()).collect();
+        let cols = series_colors(&names);
         for (si, s) in c.series.iter().enumerate() {
-            let col = color(si);
+            let col = s.color.unwrap_or(cols[si]);
+            // The legend shows the series' colour, or its first bar's own.
+            let legend_col = s
+                .bars
+                .iter()
+                .flatten()
+                .find_map(|b| b.color)
+                .filter(|_| s.color.is_none())
+                .unwrap_or(col);
             let mut rects = Vec::new();
             let mut errs = Vec::new();
             let mut flags = Vec::new();
@@ -198,7 +295,11 @@ pub fn bars(c: &BarChart) -> Result<String, PlotError> {
                 }
                 let x0 = gi as f64 - 0.4 + w * si as f64;
                 let (x1, xm) = (x0 + w * 0.92, x0 + w * 0.46);
-                rects.push(Rectangle::new([(x0, y0), (x1, tr(b.value))], col.filled()));
+                let bar_col = b.color.unwrap_or(col);
+                rects.push(Rectangle::new(
+                    [(x0, y0), (x1, tr(b.value))],
+                    bar_col.filled(),
+                ));
                 if b.flag {
                     rects.push(Rectangle::new(
                         [(x0, y0), (x1, tr(b.value))],
@@ -225,7 +326,9 @@ pub fn bars(c: &BarChart) -> Result<String, PlotError> {
                 .draw_series(rects)
                 .map_err(|e| e.to_string())?
                 .label(s.name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], legend_col.filled())
+                });
             chart.draw_series(errs).map_err(|e| e.to_string())?;
             let fy = (y1 - y0) * 0.035;
             chart
@@ -279,12 +382,13 @@ pub fn bars(c: &BarChart) -> Result<String, PlotError> {
 #[derive(Debug, Clone)]
 pub struct Line {
     pub name: String,
-    pub color: usize,
+    /// Its colour: [`fs_color`] for a file system's, [`PUBLISHED`] for the paper's.
+    pub color: RGBColor,
     /// (x, y), drawn in x order.
     pub points: Vec<(f64, f64)>,
     /// (x, low, high) intervals drawn as error bars.
     pub intervals: Vec<(f64, f64, f64)>,
-    pub dashed: bool,
+    pub dash: Dash,
     /// Draw a dot at each point.
     pub dots: bool,
     /// Points to mark with a large ring (e.g. calibration points).
@@ -398,7 +502,7 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
                 .map_err(|e| e.to_string())?;
         }
         for l in &c.lines {
-            let col = color(l.color);
+            let col = l.color;
             let pts: Vec<(f64, f64)> = l
                 .points
                 .iter()
@@ -434,24 +538,40 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
                 continue;
             }
             let style = col.stroke_width(2);
-            let anno = if l.dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
-                    .map_err(|e| e.to_string())?
-            } else {
-                chart
+            let dash = l.dash;
+            let anno = match dash.pattern() {
+                _ if dash == Dash::Markers => chart
+                    .draw_series(pts.iter().map(|&p| {
+                        EmptyElement::at(p)
+                            + Rectangle::new([(-5, -5), (5, 5)], col.filled())
+                            + Rectangle::new([(-5, -5), (5, 5)], BLACK.mix(0.6).stroke_width(1))
+                    }))
+                    .map_err(|e| e.to_string())?,
+                Some((on, off)) => chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), on, off, style))
+                    .map_err(|e| e.to_string())?,
+                None => chart
                     .draw_series(LineSeries::new(pts.clone(), style))
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())?,
             };
-            let dashed = l.dashed;
-            anno.label(l.name.as_str()).legend(move |(x, y)| {
-                if dashed {
-                    PathElement::new(vec![(x, y), (x + 6, y)], col.stroke_width(2))
-                } else {
-                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2))
-                }
-            });
-            if l.dots {
+            anno.label(l.name.as_str())
+                .legend(move |(x, y)| match dash {
+                    Dash::Markers => {
+                        Rectangle::new([(x + 4, y - 4), (x + 12, y + 4)], col.filled()).into_dyn()
+                    }
+                    d => match d.pattern() {
+                        Some((on, off)) => plotters::element::DashedPathElement::new(
+                            vec![(x, y), (x + 18, y)],
+                            on as i32,
+                            off as i32,
+                            col.stroke_width(2),
+                        )
+                        .into_dyn(),
+                        None => PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2))
+                            .into_dyn(),
+                    },
+                });
+            if l.dots && dash != Dash::Markers {
                 chart
                     .draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
                     .map_err(|e| e.to_string())?;
@@ -537,8 +657,10 @@ pub fn percentile_panels(c: &PercentilePanels) -> Result<String, PlotError> {
         .map_err(|e| e.to_string())?;
         // The legend: a row of swatches under the title.
         let mut x = 12i32;
+        let names: Vec<&str> = c.series.iter().map(String::as_str).collect();
+        let colors = series_colors(&names);
         for (i, s) in c.series.iter().enumerate() {
-            let col = color(i);
+            let col = colors[i];
             top.draw(&PathElement::new(
                 vec![(x, 40), (x + 22, 40)],
                 col.stroke_width(3),
@@ -603,7 +725,7 @@ pub fn percentile_panels(c: &PercentilePanels) -> Result<String, PlotError> {
                 .draw()
                 .map_err(|e| e.to_string())?;
             for (si, s) in series.iter().enumerate() {
-                let col = color(si);
+                let col = colors.get(si).copied().unwrap_or_else(|| color(si));
                 let pts: Vec<(f64, f64)> = s
                     .iter()
                     .enumerate()
@@ -626,6 +748,35 @@ pub fn percentile_panels(c: &PercentilePanels) -> Result<String, PlotError> {
 }
 
 #[cfg(test)]
+mod color_tests {
+    use super::*;
+
+    /// A file system keeps its colour whatever else is plotted with it (issue 32: nginx xfs was
+    /// orange in the grep plots and green in the modeled one); series of one file system get the
+    /// palette instead, so that they stay apart.
+    #[test]
+    fn a_file_system_has_one_colour_and_same_kind_series_stay_apart() {
+        assert_eq!(fs_color("nginx-xfs xfs aged"), Some(COLORS[1]));
+        assert_eq!(fs_color("ext4-nojournal"), Some(COLORS[0]));
+        assert_eq!(fs_color("aged:meyer"), None);
+        assert_eq!(
+            series_colors(&["btrfs", "xfs"]),
+            series_colors(&["xfs", "btrfs"])
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(series_colors(&["xfs", "ext4", "btrfs"])[0], COLORS[1]);
+        assert_eq!(
+            series_colors(&["fresh-ext4", "aged-ext4"]),
+            vec![COLORS[0], COLORS[1]]
+        );
+        assert!(!COLORS.contains(&PUBLISHED), "grey is the papers' alone");
+        assert_eq!(light(RGBColor(0, 100, 255)), RGBColor(127, 177, 255));
+    }
+}
+
+#[cfg(test)]
 mod outlier_tests {
     use super::*;
 
@@ -637,10 +788,10 @@ mod outlier_tests {
             x_range: (0.0, 10.0),
             lines: vec![Line {
                 name: "a".into(),
-                color: 0,
+                color: color(0),
                 points,
                 intervals: vec![],
-                dashed: false,
+                dash: Dash::Solid,
                 dots: true,
                 rings: vec![],
             }],

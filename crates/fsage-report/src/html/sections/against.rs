@@ -149,6 +149,7 @@ pub(in crate::html) fn experiment_verdicts(p: &mut Page, items: &[BaseVerdict]) 
                 value,
                 interval: None,
                 flag: false,
+                color: None,
             })
         };
         let chart = BarChart {
@@ -166,6 +167,7 @@ pub(in crate::html) fn experiment_verdicts(p: &mut Page, items: &[BaseVerdict]) 
                         .iter()
                         .map(|(_, a)| ratio(a.free_extents_ratio))
                         .collect(),
+                    color: None,
                 },
                 BarSeries {
                     name: "probe fragments per 100 MiB".into(),
@@ -173,6 +175,7 @@ pub(in crate::html) fn experiment_verdicts(p: &mut Page, items: &[BaseVerdict]) 
                         .iter()
                         .map(|(_, a)| ratio(a.probe_fragments_ratio))
                         .collect(),
+                    color: None,
                 },
             ],
             log_y: true,

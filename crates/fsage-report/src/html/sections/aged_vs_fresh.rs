@@ -69,9 +69,11 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                                     .ci95
                                     .map(|_| (m.ops_per_s.low(), m.ops_per_s.high())),
                                 flag: changed.contains(&st.label()),
+                                color: None,
                             })
                     })
                     .collect(),
+                color: None,
             })
             .collect();
         let chart = BarChart {

@@ -38,9 +38,11 @@ fn hist_plot(title: &str, h: &Histogram, x_desc: &str) -> (String, String) {
                             value: 100.0 * b.ideal,
                             interval: None,
                             flag: false,
+                            color: None,
                         })
                     })
                     .collect(),
+                color: None,
             },
             BarSeries {
                 name: "actual (end of run)".into(),
@@ -51,9 +53,11 @@ fn hist_plot(title: &str, h: &Histogram, x_desc: &str) -> (String, String) {
                             value: 100.0 * b.actual,
                             interval: None,
                             flag: false,
+                            color: None,
                         })
                     })
                     .collect(),
+                color: None,
             },
         ],
         log_y: false,

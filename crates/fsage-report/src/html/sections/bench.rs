@@ -340,9 +340,11 @@ fn group_content(runs: &[Named<BenchResult>]) -> String {
                             .ops_per_s_ci95
                             .map(|h| ((f.ops_per_s - h).max(0.0), f.ops_per_s + h)),
                         flag: false,
+                        color: None,
                     })
                 })
                 .collect(),
+            color: None,
         })
         .collect();
     let workloads: Vec<&str> = {

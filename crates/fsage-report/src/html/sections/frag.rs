@@ -99,9 +99,11 @@ pub(super) fn frag_plots(frags: &[(&str, &FragReport)]) -> Vec<String> {
                             value: pct,
                             interval: None,
                             flag: false,
+                            color: None,
                         })
                     })
                     .collect(),
+                color: None,
             })
             .collect();
         let chart = BarChart {
@@ -143,9 +145,11 @@ pub(super) fn frag_plots(frags: &[(&str, &FragReport)]) -> Vec<String> {
                             value: 100.0 * n as f64 / total as f64,
                             interval: None,
                             flag: false,
+                            color: None,
                         })
                     })
                     .collect(),
+                color: None,
             })
             .collect();
         let chart = BarChart {
@@ -223,9 +227,11 @@ fn segment_part(frags: &[(&str, &FragReport)]) -> String {
                         value: 100.0 * n as f64 / s.total.max(1) as f64,
                         interval: None,
                         flag: false,
+                        color: None,
                     })
                 })
                 .collect(),
+            color: None,
         })
         .collect();
     let chart = BarChart {

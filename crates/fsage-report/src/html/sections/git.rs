@@ -3,7 +3,7 @@
 
 use crate::html::format::opt;
 use crate::html::page::{esc, fig, plot_or_note, table, Page};
-use crate::html::plots::{self, Line, LineChart};
+use crate::html::plots::{self, Dash, Line, LineChart};
 use crate::html::Section;
 use crate::inputs::Named;
 use fsage_profile::human_bytes;
@@ -22,25 +22,35 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
     let mut layout = Vec::new();
     let mut model_ratio = Vec::new();
     let mut model_per_gib = Vec::new();
-    let mut model_color = 0;
+    // One colour per file system in every plot (its aged instance in full, its clean one light),
+    // one dash style per instance of the same file system and per device model.
+    let models_max = series
+        .iter()
+        .map(|s| s.item.model_names().len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
     for (i, s) in series.iter().enumerate() {
         let g = &s.item;
         let name = format!("{} {}", s.name, series_tags(g));
+        let col = plots::series_color(&g.fs, i);
+        let instance = series[..i].iter().filter(|o| o.item.fs == g.fs).count();
         let pts = |f: &dyn Fn(&fsage_git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
             g.rows
                 .iter()
                 .filter_map(|r| f(r).map(|y| (r.pulls as f64, y)))
                 .collect()
         };
-        let line = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
+        let line = |name: String, points: Vec<(f64, f64)>, color, dash| Line {
             name,
-            color: i,
+            color,
             points,
             intervals: vec![],
-            dashed,
+            dash,
             dots: true,
             rings: vec![],
         };
+        let dash = Dash::nth(instance);
         // The spread of the timed greps, per GiB, as whiskers (none for one sample).
         let spread = |f: &dyn Fn(&fsage_git::GitRow) -> &fsage_git::InstanceFigures| {
             g.rows
@@ -56,52 +66,49 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
         let mut aged = line(
             format!("{name} aged"),
             pts(&|r| Some(r.aged.grep_seconds_per_gib)),
-            false,
+            col,
+            dash,
         );
         aged.intervals = spread(&|r| &r.aged);
         per_gib.push(aged);
         let mut clean = line(
             format!("{name} clean"),
             pts(&|r| Some(r.clean.grep_seconds_per_gib)),
-            true,
+            plots::light(col),
+            dash,
         );
         clean.intervals = spread(&|r| &r.clean);
         per_gib.push(clean);
-        for m in g.model_names() {
-            let ml = |name: String, points: Vec<(f64, f64)>, dashed: bool| Line {
-                name,
-                color: model_color,
-                points,
-                intervals: vec![],
-                dashed,
-                dots: true,
-                rings: vec![],
-            };
-            model_ratio.push(ml(
+        for (mi, m) in g.model_names().into_iter().enumerate() {
+            let md = Dash::nth(instance * models_max + mi);
+            model_ratio.push(line(
                 format!("{name} on {m}"),
                 pts(&|r| r.modeled_ratio_on(m)),
-                false,
+                col,
+                md,
             ));
-            model_per_gib.push(ml(
+            model_per_gib.push(line(
                 format!("{name} aged on {m}"),
                 pts(&|r| r.aged.modeled_on(m).map(|x| x.seconds_per_gib)),
-                false,
+                col,
+                md,
             ));
-            model_per_gib.push(ml(
+            model_per_gib.push(line(
                 format!("{name} clean on {m}"),
                 pts(&|r| r.clean.modeled_on(m).map(|x| x.seconds_per_gib)),
-                true,
+                plots::light(col),
+                md,
             ));
-            model_color += 1;
         }
-        ratio.push(line(name.clone(), pts(&|r| r.ratio), false));
+        ratio.push(line(name.clone(), pts(&|r| r.ratio), col, dash));
         let la = pts(&|r| r.aged.layout_score);
         if !la.is_empty() {
-            layout.push(line(format!("{name} aged"), la, false));
+            layout.push(line(format!("{name} aged"), la, col, dash));
             layout.push(line(
                 format!("{name} clean"),
                 pts(&|r| r.clean.layout_score),
-                true,
+                plots::light(col),
+                dash,
             ));
         }
     }
@@ -114,14 +121,14 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
             y_desc: y.into(),
             x_range: (0.0, xmax),
             lines,
-            size: (620, 380),
+            size: plots::WIDE,
             reference_y: ratio.then_some(1.0),
             clip_outliers: true,
         }))
     };
     let mut parts = vec![
         chart(
-            "Cold-cache grep, seconds per GiB (aged solid, clean dashed)",
+            "Cold-cache grep, seconds per GiB (aged in full colour, clean light)",
             "grep time (s/GiB)",
             per_gib,
             false,
@@ -130,13 +137,13 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
     ];
     if !model_ratio.is_empty() {
         parts.push(chart(
-            "Aged over clean on device models (the first grep's trace, costed)",
+            "Aged over clean on device models (the first grep's trace, costed; a dash per model)",
             "modeled aged / clean",
             model_ratio,
             true,
         ));
         parts.push(chart(
-            "Modeled grep, seconds per GiB (aged solid, clean dashed)",
+            "Modeled grep, seconds per GiB (aged in full colour, clean light; a dash per model)",
             "modeled grep time (s/GiB)",
             model_per_gib,
             false,
@@ -144,7 +151,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
     }
     if !layout.is_empty() {
         parts.push(chart(
-            "Layout score of the grep's reads (aged solid, clean dashed)",
+            "Layout score of the grep's reads (aged in full colour, clean light)",
             "1 - discontiguities / blocks",
             layout,
             false,

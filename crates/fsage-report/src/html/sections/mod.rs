@@ -10,5 +10,6 @@ pub(super) mod frag;
 pub(super) mod git;
 pub(super) mod inversions;
 pub(super) mod latency;
+pub(super) mod published;
 pub(super) mod sweep;
 pub(super) mod timeline;

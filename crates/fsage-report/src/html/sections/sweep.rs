@@ -43,12 +43,14 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
             .flat_map(|s| s.points.iter().map(|q| q.latency_us))
             .fold(0.0, f64::max);
         // x in ms for the full range, in µs for the 0-1 ms panel.
+        let names: Vec<&str> = sweeps.iter().map(|s| s.fs.as_str()).collect();
+        let cols = plots::series_colors(&names);
         let mk = |x_hi: f64, div: f64| {
             let mut lines = Vec::new();
             for (i, s) in sweeps.iter().enumerate() {
                 lines.push(Line {
                     name: s.fs.clone(),
-                    color: i,
+                    color: cols[i],
                     points: s
                         .points
                         .iter()
@@ -60,7 +62,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                         .filter(|q| q.measured.ci95.is_some())
                         .map(|q| (q.latency_us / div, q.measured.low(), q.measured.high()))
                         .collect(),
-                    dashed: false,
+                    dash: plots::Dash::Solid,
                     dots: true,
                     rings: s
                         .points
@@ -81,8 +83,8 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                 if let Some((m, name)) = model {
                     let n = 200;
                     lines.push(Line {
+                        color: cols[i],
                         name,
-                        color: i,
                         points: (0..=n)
                             .map(|k| {
                                 let l = x_hi * k as f64 / n as f64;
@@ -90,7 +92,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                             })
                             .collect(),
                         intervals: vec![],
-                        dashed: true,
+                        dash: plots::Dash::Dashed,
                         dots: false,
                         rings: vec![],
                     });

@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 fn line(name: &str, color: usize, points: Vec<(f64, f64)>) -> Line {
     Line {
         name: name.into(),
-        color,
+        color: plots::color(color),
         points,
         intervals: Vec::new(),
-        dashed: false,
+        dash: plots::Dash::Solid,
         dots: false,
         rings: Vec::new(),
     }

@@ -1,0 +1,531 @@
+//! The reproductions: for each published figure, the paper's procedure as an fsage experiment or
+//! Git-aging runs, scaled, with what it needs that this build may lack.
+
+use fsage_lab::FsKind;
+use serde::{Deserialize, Serialize};
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+
+/// How a reproduction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An experiment file (`fsage experiment run`), written by [`Reproduction::experiment_toml`].
+    Experiment,
+    /// Git-aging runs (`fsage git-age`), one per [`GitRun`].
+    Git,
+    /// Needs a measurement fsage has not got: listed, never run.
+    NotBuilt,
+}
+
+/// One published figure and how fsage reproduces it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reproduction {
+    /// The command's name for it (`geriatrix-fig7`); the `reproduction` column of
+    /// `published.csv`.
+    pub name: &'static str,
+    pub paper: &'static str,
+    pub figure: &'static str,
+    /// What the figure shows, in a sentence.
+    pub what: &'static str,
+    /// The paper's procedure and how fsage follows it.
+    pub procedure: &'static str,
+    pub kind: Kind,
+    /// The default scale (`--scale`), in bytes; what it is the size of is `scale_of`.
+    pub default_scale: u64,
+    pub scale_of: &'static str,
+    /// The paper's own size of the same thing.
+    pub paper_scale: &'static str,
+    /// How long a run takes at the default scale on a 2-core machine (an estimate, with what it
+    /// rests on).
+    pub expected: &'static str,
+}
+
+/// Every reproduction, in the order `fsage reproduce list` shows them.
+pub const REPRODUCTIONS: [Reproduction; 8] = [
+    Reproduction {
+        name: "geriatrix-fig7",
+        paper: "Kadekodi et al., Geriatrix, USENIX ATC '18",
+        figure: "Figure 7",
+        what: "fileserver throughput aged against unaged, ext4 and btrfs, on a 64 GB Crucial M4 \
+               (59 GB file systems) and a 120 GB ADATA S510 (100 GB file systems)",
+        procedure: "each file system aged in memory by the meyer profile to 70% full (not through \
+                    the drive), its image written onto the drive whole as dd does (every block, \
+                    free space included) before each run, the drive as the previous run left \
+                    it, then Filebench's fileserver writing what Filebench writes (zeros); the \
+                    drives are fsage's models of the paper's, scaled to keep the paper's \
+                    file-system-to-drive ratio (59/64 and 100/120). f2fs is left out: this \
+                    host's kernel has no f2fs, and a guest here runs only under TCG, whose \
+                    timings do not compare with the models' real time",
+        kind: Kind::Experiment,
+        default_scale: GIB,
+        scale_of: "each file system (the drives are scaled to 64/59 and 120/100 of it)",
+        paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
+        expected: "about 40 minutes at 1 GiB: 24 cells (the experiment plan estimates 12 \
+                   minutes of workload) plus a whole-drive copy each, and two agings (the \
+                   measured geriatrix-ssd run took about 30 minutes)",
+    },
+    Reproduction {
+        name: "geriatrix-fig7-procedures",
+        paper: "Kadekodi et al., Geriatrix, USENIX ATC '18",
+        figure: "Figure 7",
+        what:
+            "geriatrix-fig7 with the paper's two choices crossed: the image copied whole (dd) or \
+               sparse (data only, free space trimmed), onto the drive as the previous run left \
+               it or erased; shows which choice decides the result",
+        procedure: "as geriatrix-fig7, with `copy = [\"whole\", \"sparse\"]` and `drive = \
+                    [\"previous\", \"erased\"]`: four placements per cell; the published numbers \
+                    are compared with the paper's own (whole copy, previous drive), the others are \
+                    in the report's aged-against-fresh section beside them",
+        kind: Kind::Experiment,
+        default_scale: GIB,
+        scale_of: "each file system (the drives are scaled to 64/59 and 120/100 of it)",
+        paper_scale: "59 GB and 100 GB file systems on 64 GB and 120 GB drives",
+        expected: "about 2 hours at 1 GiB: 96 cells (the experiment plan estimates 50 minutes \
+                   of workload) plus a copy onto the drive each, and two agings",
+    },
+    Reproduction {
+        name: "geriatrix-fig5a",
+        paper: "Kadekodi et al., Geriatrix, USENIX ATC '18",
+        figure: "Figure 5a",
+        what: "fileserver throughput aged against unaged, ext4 and btrfs, on a 500 GB WDC \
+               WD5000YS hard disk",
+        procedure: "each file system aged by the agrawal profile to 80% full, then Filebench's \
+                    fileserver on fsage's model of the WD5000YS in real time, against the same \
+                    file system unaged (xfs, also in the figure, is left out: issue 32 asks \
+                    for btrfs and ext4)",
+        kind: Kind::Experiment,
+        default_scale: 2 * GIB,
+        scale_of: "each file system (at the start of the modeled disk)",
+        paper_scale: "100 GB file systems on a 500 GB disk",
+        expected: "about 30 minutes at 2 GiB: 12 cells of 25 s and two agings to 80% (the \
+                   measured hdd-aged-vs-fresh run aged to 50% in about a minute per file system)",
+    },
+    Reproduction {
+        name: "conway-fig3",
+        paper: "Conway et al., How to Fragment Your File System, USENIX ;login: 2017",
+        figure: "Figure 3",
+        what: "btrfs on a hard disk: cold-cache grep of the aged tree over a clean copy, against \
+               pulls (2x at 100 pulls, 10x at 1,100, 20.6x at 10,000)",
+        procedure: "git-age: one git pull per commit of nginx's history (--repo), every 100 \
+                    pulls the aged tree and a clean copy on a new file system grepped cold; \
+                    each grep's block trace costed on fsage's model of the paper's hard disk \
+                    (Seagate ST500DM002); the ratio compared is the modeled one. nginx has \
+                    7,747 commits: the 10,000-pull points are not reached",
+        kind: Kind::Git,
+        default_scale: 4 * GIB,
+        scale_of: "the partition (the image the history is replayed onto; the clean copy's \
+                   is the same size)",
+        paper_scale: "a 20 GiB partition",
+        expected: "about 20 minutes at 4 GiB (replay about 4 minutes, 78 measurements)",
+    },
+    Reproduction {
+        name: "conway-fig4",
+        paper: "Conway et al., How to Fragment Your File System, USENIX ;login: 2017",
+        figure: "Figure 4",
+        what: "XFS on an SSD: aged over clean grep time against pulls (1.25x at 800, 1.5x at \
+               2,500, 1.9x at 10,000)",
+        procedure: "as conway-fig3, with XFS, the greps costed on fsage's model of the paper's \
+                    SSD (SanDisk Extreme Pro 240 GB), each instance's reads on a drive its own \
+                    writes aged",
+        kind: Kind::Git,
+        default_scale: 4 * GIB,
+        scale_of: "the partition",
+        paper_scale: "a 20 GiB partition",
+        expected: "about 30 minutes at 4 GiB (the measured conway-ssd run: replay 6 minutes, \
+                   measurements 9 minutes every 250 pulls; here every 100)",
+    },
+    Reproduction {
+        name: "conway-fig5",
+        paper: "Conway et al., How to Fragment Your File System, USENIX ;login: 2017",
+        figure: "Figure 5",
+        what: "ext4 on a hard disk, warm-cache greps as the file system outgrows memory, for \
+               five memory sizes",
+        procedure: "git-age with warm caches (no cache drop, no remount between measurements) \
+                    under memory limits scaled from the paper's 768-2048 MB by nginx's final \
+                    size over the paper's 1.2 GiB (a third), the greps on fsage's ST500DM002 \
+                    model; and the cold aged and clean series beside them",
+        kind: Kind::Git,
+        default_scale: 4 * GIB,
+        scale_of: "the partition",
+        paper_scale: "a 20 GiB partition, 768-2048 MB of RAM",
+        expected: "about 4 hours at 4 GiB: five ext4 runs of about 45 minutes (ext4's replay \
+                   and measurements took 45 minutes in the conway-hdd run)",
+    },
+    Reproduction {
+        name: "conway-fig6",
+        paper: "Conway et al., How to Fragment Your File System, USENIX ;login: 2017",
+        figure: "Figure 6",
+        what: "ext4 on a hard disk on partitions of two sizes: a larger partition does not \
+               mitigate aging, and ext4's clean grep gets slower on it",
+        procedure: "git-age of nginx onto ext4 partitions of SCALE and 5 x SCALE (the authors' \
+                    data has 4 GB and 20 GB), every 500 pulls, the greps costed on fsage's \
+                    ST500DM002 model; the ratios compared are at the last pull (7,747), the \
+                    authors' at 10,000",
+        kind: Kind::Git,
+        default_scale: 4 * GIB,
+        scale_of: "the smaller partition (the larger is 5 times it)",
+        paper_scale: "4 GB and 20 GB partitions (the authors' data)",
+        expected: "about 1.5 hours at 4 GiB: two ext4 runs of about 45 minutes",
+    },
+    Reproduction {
+        name: "slippery-fig8",
+        paper: "Santana et al., A Fast and Slippery Slope for File Systems, INFLOW '15",
+        figure: "Figure 8",
+        what: "Nilfs2's most contended locks (i_mutex_dir_key instances) by wait time under \
+               fileserver at 0, 1 and 10 ms of added device latency",
+        procedure: "not built: it needs nilfs2 in a guest (fsage vm; this host's kernel has no \
+                    nilfs2) under a kernel since 5.19, whose lock:contention_begin and \
+                    contention_end tracepoints (read through tracefs, the caller from a stack \
+                    trace) stand in for the paper's perf lock, and a lock-contention \
+                    measurement in fsage's workload runs, which fsage does not have. Under TCG \
+                    (no KVM here) the wait times would be emulated",
+        kind: Kind::NotBuilt,
+        default_scale: GIB,
+        scale_of: "the file system",
+        paper_scale: "not said in the paper's text",
+        expected: "not runnable in this build",
+    },
+];
+
+/// The placement label (how the image reached the drive, as the analyses name it) of the
+/// paper's own procedure, for reproductions that run others beside it.
+pub const PAPER_PLACEMENT: &str = "whole copy, drive previous";
+
+/// The reproduction called `name`.
+pub fn find(name: &str) -> Option<&'static Reproduction> {
+    REPRODUCTIONS.iter().find(|r| r.name == name)
+}
+
+/// One Git-aging run of a reproduction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GitRun {
+    /// Names its files: `git/NAME.json`, `images/NAME.img`.
+    pub name: String,
+    pub fs: String,
+    /// The partition (image) size.
+    pub size: u64,
+    pub every: u64,
+    /// The models each grep's trace is costed on (built-in names).
+    pub cost_models: Vec<String>,
+    /// Warm-cache measurements under this memory limit (Conway's Figure 5), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_mem_limit: Option<u64>,
+    /// The published series this run answers (`aged/clean 4 GB partition`); `None`: every
+    /// series of its file system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<String>,
+}
+
+impl GitRun {
+    pub fn fs_kind(&self) -> FsKind {
+        match self.fs.as_str() {
+            "xfs" => FsKind::Xfs,
+            "btrfs" => FsKind::Btrfs,
+            _ => FsKind::Ext4,
+        }
+    }
+}
+
+/// Something a reproduction needs that a build of fsage may lack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// A drive model (`MODEL` or `MODEL@SIZE`, a model scaled down).
+    Model(String),
+    /// An experiment setting (`[devices] copy`), with the value used and why.
+    Setting {
+        key: &'static str,
+        value: &'static str,
+        why: &'static str,
+    },
+    /// A Git-aging option fsage-git has not got.
+    GitOption {
+        option: &'static str,
+        why: &'static str,
+    },
+    /// A measurement no part of fsage makes.
+    Measurement(&'static str),
+}
+
+/// Git-aging options this build's fsage-git has (the ones a reproduction may need): warm-cache
+/// measurements under a memory limit (`GitAgeOptions::warm_cache`, `mem_limit`), used by
+/// `run::git_options`.
+pub const GIT_OPTIONS_BUILT: &[&str] = &["--warm-cache --mem-limit"];
+
+/// The ST500DM002 (Conway's hard disk) and the SanDisk Extreme Pro 240 GB (Conway's SSD), by
+/// fsage's model names.
+pub const CONWAY_HDD: &str = "st500dm002";
+pub const CONWAY_SSD: &str = "sandisk-extreme-pro-240g";
+
+/// `n` bytes rounded up to whole MiB, as a model's `@SIZE`.
+fn mib_text(n: f64) -> String {
+    format!("{}MiB", (n / MIB as f64).ceil() as u64)
+}
+
+impl Reproduction {
+    /// The reproduction whose published points this one is compared with (its own name, or the
+    /// figure's main reproduction for a variant).
+    pub fn published_as(&self) -> &'static str {
+        match self.name {
+            "geriatrix-fig7-procedures" => "geriatrix-fig7",
+            n => n,
+        }
+    }
+
+    /// The drive models at `scale` (Geriatrix Figure 7's scaled to keep the paper's ratios).
+    pub fn models(&self, scale: u64) -> Vec<String> {
+        match self.name {
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => vec![
+                format!("crucial-m4-64g@{}", mib_text(scale as f64 * 64.0 / 59.0)),
+                format!("adata-s510-120g@{}", mib_text(scale as f64 * 120.0 / 100.0)),
+            ],
+            "geriatrix-fig5a" => vec!["wd5000ys".into()],
+            "conway-fig4" => vec![CONWAY_SSD.into()],
+            "conway-fig3" | "conway-fig5" | "conway-fig6" => vec![CONWAY_HDD.into()],
+            _ => vec![],
+        }
+    }
+
+    /// What it needs beyond what every build has, at `scale`.
+    pub fn needs(&self, scale: u64) -> Vec<Need> {
+        let mut n: Vec<Need> = self.models(scale).into_iter().map(Need::Model).collect();
+        match self.name {
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => n.extend([
+                Need::Setting {
+                    key: "age_on",
+                    value: "memory",
+                    why: "the paper aged its file systems in memory, not through the drive",
+                },
+                Need::Setting {
+                    key: "copy",
+                    value: "whole",
+                    why: "the paper wrote each image onto the raw drive with dd, every block",
+                },
+                Need::Setting {
+                    key: "drive",
+                    value: "previous",
+                    why: "the paper's runs followed one another on the same drive",
+                },
+                Need::Setting {
+                    key: "data",
+                    value: "filebench",
+                    why: "Filebench writes zeros, which a compressing controller (the S510's \
+                          SF-2281) stores almost for free",
+                },
+            ]),
+            "conway-fig5" => n.push(Need::GitOption {
+                option: "--warm-cache --mem-limit",
+                why: "Figure 5's greps keep the page cache (no drop, no remount) under a \
+                      memory limit",
+            }),
+            "slippery-fig8" => n.extend([
+                Need::Measurement(
+                    "lock contention by lock instance (lock:contention_begin/end tracepoints \
+                     with the caller's stack) in a workload run",
+                ),
+                Need::Measurement(
+                    "nilfs2 in a guest under a kernel since 5.19 (this host's kernel has no \
+                     nilfs2)",
+                ),
+            ]),
+            _ => {}
+        }
+        n
+    }
+
+    /// The experiment file at `scale` (an [`Kind::Experiment`] reproduction).
+    pub fn experiment_toml(&self, scale: u64) -> Option<String> {
+        let size = fsage_units::format_size(scale).replace(' ', "");
+        let gib = scale as f64 / GIB as f64;
+        let models = self
+            .models(scale)
+            .iter()
+            .map(|m| format!("\"{m}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match self.name {
+            // The paper ran 10 minutes on 59 GB; 20 s at 1 GiB writes about the drive's
+            // capacity, as 10 minutes did there: the run and the fileset grow with the scale.
+            "geriatrix-fig7" | "geriatrix-fig7-procedures" => {
+                let secs = (20.0 * gib).clamp(20.0, 600.0).round();
+                let nfiles = ((1000.0 * gib).round() as u64).max(200);
+                let (copy, drive) = if self.name == "geriatrix-fig7" {
+                    ("\"whole\"", "\"previous\"")
+                } else {
+                    ("[\"whole\", \"sparse\"]", "[\"previous\", \"erased\"]")
+                };
+                Some(format!(
+                    "# Written by `fsage reproduce {} --scale {size}`: {} {}, scaled.\n\
+                     name = \"{}\"\n\
+                     description = \"Geriatrix Figure 7 scaled to {size} file systems: aged in memory, \
+                     copied whole onto the drive before each run, fileserver\"\n\
+                     duration = \"{secs}s\"\nwarmup = \"5s\"\nrepetitions = 3\ncache_ratio = 0.5\n\
+                     seed = 1\nimage_size = \"{size}\"\n\n\
+                     [[fs]]\nkind = \"ext4\"\n\n[[fs]]\nkind = \"btrfs\"\n\n\
+                     [[state]]\nkind = \"fresh\"\n\n\
+                     [[state]]\nkind = \"aged\"\nprofile = \"meyer\"\nfullness = 0.7\n\n\
+                     [devices]\nlatencies = [{models}]\nage_on = \"memory\"\ncopy = {copy}\n\
+                     drive = {drive}\n\n\
+                     [[workload]]\nname = \"fileserver\"\nset = {{ nfiles = {nfiles}, nthreads = 16 }}\n\
+                     data = \"filebench\"\n",
+                    self.name, self.paper, self.figure, self.name
+                ))
+            }
+            "geriatrix-fig5a" => {
+                let nfiles = ((500.0 * gib).round() as u64).max(200);
+                Some(format!(
+                    "# Written by `fsage reproduce geriatrix-fig5a --scale {size}`: {} {}, scaled.\n\
+                     name = \"geriatrix-fig5a\"\n\
+                     description = \"Geriatrix Figure 5a scaled to {size} file systems: agrawal to 80%, \
+                     fileserver on the WD5000YS model\"\n\
+                     duration = \"20s\"\nwarmup = \"5s\"\nrepetitions = 3\ncache_ratio = 0.5\n\
+                     seed = 1\nimage_size = \"{size}\"\n\n\
+                     [[fs]]\nkind = \"ext4\"\n\n[[fs]]\nkind = \"btrfs\"\n\n\
+                     [[state]]\nkind = \"fresh\"\n\n\
+                     [[state]]\nkind = \"aged\"\nprofile = \"agrawal\"\nfullness = 0.8\n\n\
+                     [devices]\nlatencies = [{models}]\n\n\
+                     [[workload]]\nname = \"fileserver\"\nset = {{ nfiles = {nfiles} }}\n",
+                    self.paper, self.figure
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The Git-aging runs at `scale` (a [`Kind::Git`] reproduction).
+    pub fn git_runs(&self, scale: u64) -> Vec<GitRun> {
+        let run = |name: &str, fs: &str, size: u64, every: u64, model: &str| GitRun {
+            name: name.into(),
+            fs: fs.into(),
+            size,
+            every,
+            cost_models: vec![model.into()],
+            warm_mem_limit: None,
+            answers: None,
+        };
+        match self.name {
+            "conway-fig3" => vec![run("btrfs", "btrfs", scale, 100, CONWAY_HDD)],
+            "conway-fig4" => vec![run("xfs", "xfs", scale, 100, CONWAY_SSD)],
+            "conway-fig6" => {
+                let mut small = run("ext4-small", "ext4", scale, 500, CONWAY_HDD);
+                small.answers = Some("aged/clean 4 GB partition".into());
+                let mut large = run("ext4-large", "ext4", scale * 5, 500, CONWAY_HDD);
+                large.answers = Some("aged/clean 20 GB partition".into());
+                vec![small, large]
+            }
+            "conway-fig5" => {
+                // The paper's memory sizes over its final 1.2 GiB, times nginx's ~400 MiB.
+                let mut v = vec![{
+                    let mut r = run("ext4-cold", "ext4", scale, 500, CONWAY_HDD);
+                    r.answers = Some("cold".into());
+                    r
+                }];
+                for mb in [768u64, 1024, 1280, 1536, 2048] {
+                    let limit = mb * 1_000_000 / 3;
+                    let mut r = run(&format!("ext4-warm-{mb}"), "ext4", scale, 500, CONWAY_HDD);
+                    r.warm_mem_limit = Some(limit);
+                    r.answers = Some(format!("warm {mb} MB"));
+                    v.push(r);
+                }
+                v
+            }
+            _ => vec![],
+        }
+    }
+}
+
+/// `fsage reproduce list`: each reproduction with its paper, figure, scale, expected run time,
+/// and what this build lacks for it (`missing` gives those lines).
+pub fn list_text(missing: &dyn Fn(&Reproduction) -> Vec<String>) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for r in &REPRODUCTIONS {
+        let _ = writeln!(s, "{}  {}, {}", r.name, r.paper, r.figure);
+        let _ = writeln!(s, "    {}", r.what);
+        let _ = writeln!(
+            s,
+            "    scale: {} by default, the size of {} (the paper: {})",
+            fsage_units::format_size(r.default_scale),
+            r.scale_of,
+            r.paper_scale
+        );
+        let _ = writeln!(s, "    expected run time: {}", r.expected);
+        if r.kind == Kind::Git {
+            let _ = writeln!(s, "    needs: --repo (nginx's history)");
+        }
+        let m = missing(r);
+        if m.is_empty() {
+            let _ = writeln!(s, "    runs with this build");
+        } else {
+            let _ = writeln!(s, "    cannot run with this build; missing:");
+            for line in m {
+                let _ = writeln!(s, "      - {line}");
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::published::published;
+
+    #[test]
+    fn every_reproduction_has_published_points_and_every_point_a_known_reproduction_or_none() {
+        let all = published();
+        for r in &REPRODUCTIONS {
+            assert!(
+                all.iter().any(|p| p.reproduction == r.published_as()),
+                "{} has no published point",
+                r.name
+            );
+            assert!(!r.expected.is_empty() && !r.scale_of.is_empty());
+        }
+        for p in &all {
+            if p.reproduction.starts_with("geriatrix-fig2") {
+                continue;
+            }
+            assert!(find(&p.reproduction).is_some(), "{}", p.reproduction);
+        }
+    }
+
+    #[test]
+    fn scaled_drives_keep_the_papers_ratios_and_the_experiments_name_them() {
+        let r = find("geriatrix-fig7").unwrap();
+        assert_eq!(
+            r.models(GIB),
+            vec!["crucial-m4-64g@1111MiB", "adata-s510-120g@1229MiB"]
+        );
+        let t = r.experiment_toml(GIB).unwrap();
+        assert!(t.contains("image_size = \"1GiB\""), "{t}");
+        assert!(t.contains("\"crucial-m4-64g@1111MiB\""), "{t}");
+        for k in [
+            "age_on = \"memory\"",
+            "copy = \"whole\"",
+            "drive = \"previous\"",
+        ] {
+            assert!(t.contains(k), "{k} missing from\n{t}");
+        }
+        let t4 = r.experiment_toml(4 * GIB).unwrap();
+        assert!(
+            t4.contains("duration = \"80s\"") && t4.contains("nfiles = 4000"),
+            "{t4}"
+        );
+        assert!(find("conway-fig3").unwrap().experiment_toml(GIB).is_none());
+        let v = find("geriatrix-fig7-procedures").unwrap();
+        let t = v.experiment_toml(GIB).unwrap();
+        assert!(t.contains("name = \"geriatrix-fig7-procedures\""), "{t}");
+        assert!(
+            t.contains("copy = [\"whole\", \"sparse\"]")
+                && t.contains("drive = [\"previous\", \"erased\"]"),
+            "{t}"
+        );
+        assert_eq!(v.published_as(), "geriatrix-fig7");
+        let f6 = find("conway-fig6").unwrap().git_runs(4 * GIB);
+        assert_eq!(f6[1].size, 20 * GIB);
+        let f5 = find("conway-fig5").unwrap().git_runs(4 * GIB);
+        assert_eq!(f5.len(), 6);
+        assert_eq!(f5[1].warm_mem_limit, Some(256_000_000));
+    }
+}
