@@ -25,10 +25,16 @@ pub enum WriteMode {
 }
 
 impl WriteMode {
-    /// The mode of a run not told one, on the file system with statfs magic `fs_magic`:
-    /// fallocate, except where fallocate(2) fails with EOPNOTSUPP (nilfs2), where data is
-    /// written.
+    /// The mode of a run not told one, on the file system with statfs magic `fs_magic`: the one
+    /// that ages it. Fallocate on ext4, xfs and btrfs, whose allocators place fallocated
+    /// extents as they place written ones; data on the log-structured file systems: nilfs2 has
+    /// no fallocate (EOPNOTSUPP), and f2fs's fallocate reserves blocks without writing its log
+    /// (measured: 496 of 502 segments still free after 2,000 operations, against 433 when the
+    /// same run writes data), so an f2fs image aged by fallocate is not aged.
     pub fn default_for(fs_magic: u64) -> WriteMode {
+        if fs_magic == fsage_sys::F2FS_SUPER_MAGIC {
+            return WriteMode::Write;
+        }
         if WriteMode::Fallocate.check_for(fs_magic).is_ok() {
             WriteMode::Fallocate
         } else {
@@ -402,11 +408,15 @@ mod write_mode_tests {
     use fsage_sys::{BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, F2FS_SUPER_MAGIC, NILFS_SUPER_MAGIC};
 
     #[test]
-    fn nilfs2_writes_data_and_refuses_fallocate() {
+    fn log_structured_file_systems_write_data_and_nilfs2_refuses_fallocate() {
         for m in [EXT4_SUPER_MAGIC, BTRFS_SUPER_MAGIC, F2FS_SUPER_MAGIC] {
-            assert_eq!(WriteMode::default_for(m), WriteMode::Fallocate);
             WriteMode::Fallocate.check_for(m).unwrap();
         }
+        for m in [EXT4_SUPER_MAGIC, BTRFS_SUPER_MAGIC] {
+            assert_eq!(WriteMode::default_for(m), WriteMode::Fallocate);
+        }
+        // f2fs takes fallocate but is not aged by it (its log is never written).
+        assert_eq!(WriteMode::default_for(F2FS_SUPER_MAGIC), WriteMode::Write);
         assert_eq!(WriteMode::default_for(NILFS_SUPER_MAGIC), WriteMode::Write);
         let e = WriteMode::Fallocate
             .check_for(NILFS_SUPER_MAGIC)
