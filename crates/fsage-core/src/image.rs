@@ -237,7 +237,7 @@ impl Library {
     pub fn save(&self, image: &Path, opts: &SaveOptions) -> Result<Manifest> {
         check_name(&opts.name)?;
         // Not mounted or aged by another command while it is read.
-        let _lock = fsage_sys::lock::lock_target_or_refuse(image, "the image or device")?;
+        let _lock = fsage_sys::lock::lock_target_shared_or_refuse(image, "the image or device")?;
         let level = if opts.zstd_level == 0 {
             3
         } else {

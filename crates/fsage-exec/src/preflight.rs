@@ -330,7 +330,7 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
         (Some(dir), Some(name)) => dir.join(name),
         _ => abs,
     };
-    match fsage_sys::lock::take(&lock_dir(), "", &abs.to_string_lossy(), false) {
+    match fsage_sys::lock::take(&lock_dir(), "", &abs.to_string_lossy(), false, false) {
         Ok(l) => Ok(RunLock(l)),
         Err(fsage_sys::lock::LockError::Held { holder, lock }) => Err(TargetError::Locked {
             state: state.to_path_buf(),

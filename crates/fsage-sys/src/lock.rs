@@ -51,20 +51,26 @@ pub struct Lock(#[allow(dead_code)] Arc<Held>);
 #[derive(Debug)]
 struct Held {
     path: PathBuf,
-    _file: File,
+    file: File,
+    shared: bool,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        // Unlinked while still held: a command waiting on the old file finds, once it has it,
-        // that the name names another file (or none) and starts over (see `take`).
+        // Unlinked while still held exclusively: a command waiting on the old file finds, once
+        // it has it, that the name names another file (or none) and starts over (see `take`).
+        // A shared hold unlinks only when it is the last (its lock converts to an exclusive one);
+        // otherwise the last reader does, or the next sweep.
+        if self.shared && flock(&self.file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            return;
+        }
         let _ = fs::remove_file(&self.path);
     }
 }
 
 /// The locks this process holds, by lock file and the thread that took them: a second hold by
 /// that thread shares the first's open file.
-type HeldBy = (PathBuf, std::thread::ThreadId, Weak<Held>);
+type HeldBy = (PathBuf, std::thread::ThreadId, bool, Weak<Held>);
 static HELD: Mutex<Vec<HeldBy>> = Mutex::new(Vec::new());
 
 /// Why a lock was not taken.
@@ -116,7 +122,15 @@ fn lock_path(dir: &Path, prefix: &str, key: &str) -> PathBuf {
 /// Takes the lock of the image or block device `target` (see [`target_key`]), or refuses with
 /// the holder. Held until the returned [`Lock`] (and every clone) is dropped.
 pub fn lock_target(target: &Path) -> Result<Lock, LockError> {
-    take(&lock_dir(), "target-", &target_key(target), true)
+    take(&lock_dir(), "target-", &target_key(target), true, false)
+}
+
+/// [`lock_target`] shared, for a command that only reads the image (a copy's source, `image
+/// save`): readers hold it together, and keep off anyone who would write it (and are kept off by
+/// one), so that Slurm tasks on one node can copy one base at once.
+pub fn lock_target_shared_or_refuse(target: &Path, what: &str) -> Result<Lock, Error> {
+    take(&lock_dir(), "target-", &target_key(target), true, true)
+        .map_err(|e| refusal(e, target, what))
 }
 
 /// [`lock_target`] as an [`Error`]: a command holding it is named (bad input, exit code 2: wait
@@ -141,7 +155,13 @@ pub fn refusal(e: LockError, target: &Path, what: &str) -> Error {
 /// Takes the lock named `PREFIX + hash(key)` in `dir` (made root's alone if missing). With
 /// `reentrant`, a lock this thread holds already is shared; without, it is refused as any other
 /// holder's (a run's lock: a second session in one process is a second session).
-pub fn take(dir: &Path, prefix: &str, key: &str, reentrant: bool) -> Result<Lock, LockError> {
+pub fn take(
+    dir: &Path,
+    prefix: &str,
+    key: &str,
+    reentrant: bool,
+    shared: bool,
+) -> Result<Lock, LockError> {
     // Root's alone (made 0700, or refused if someone else could write there): another user's
     // lock file, or link, would hold or redirect fsage's locks.
     crate::safe::ensure_private_dir(dir, "the lock directory").map_err(|e| {
@@ -152,12 +172,13 @@ pub fn take(dir: &Path, prefix: &str, key: &str, reentrant: bool) -> Result<Lock
     })?;
     let path = lock_path(dir, prefix, key);
     let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-    held.retain(|(_, _, w)| w.strong_count() > 0);
+    held.retain(|(_, _, _, w)| w.strong_count() > 0);
     let me = std::thread::current().id();
+    // An exclusive hold serves a shared request too; a shared one does not serve an exclusive.
     if let Some(h) = held
         .iter()
-        .find(|(p, t, _)| reentrant && *p == path && *t == me)
-        .and_then(|(_, _, w)| w.upgrade())
+        .find(|(p, t, sh, _)| reentrant && *p == path && *t == me && (shared || !*sh))
+        .and_then(|(_, _, _, w)| w.upgrade())
     {
         return Ok(Lock(h));
     }
@@ -168,7 +189,12 @@ pub fn take(dir: &Path, prefix: &str, key: &str, reentrant: bool) -> Result<Lock
         // Never through a link, and only a regular file (checked on the open descriptor).
         let f = crate::safe::open_or_create_nofollow(&path, 0o600)
             .map_err(|e| LockError::Unusable(Error::io(&path, "cannot open the lock", e)))?;
-        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        let op = if shared {
+            FlockOperation::NonBlockingLockShared
+        } else {
+            FlockOperation::NonBlockingLockExclusive
+        };
+        if flock(&f, op).is_err() {
             // Another command's sweep holds a stale file for a moment before removing it: look
             // again a few times before calling it held.
             tries += 1;
@@ -187,8 +213,12 @@ pub fn take(dir: &Path, prefix: &str, key: &str, reentrant: bool) -> Result<Lock
             let _ = f.set_len(0).and_then(|_| {
                 f.write_all(format!("pid {}: {}\n", std::process::id(), command_line()).as_bytes())
             });
-            let h = Arc::new(Held { path, _file: f });
-            held.push((h.path.clone(), me, Arc::downgrade(&h)));
+            let h = Arc::new(Held {
+                path,
+                file: f,
+                shared,
+            });
+            held.push((h.path.clone(), me, shared, Arc::downgrade(&h)));
             return Ok(Lock(h));
         }
         // The holder before us removed the file between our open and our flock: start over.
@@ -323,14 +353,14 @@ mod tests {
     fn a_process_takes_its_own_lock_again_another_is_refused_with_the_holder() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("locks");
-        let a = take(&dir, "target-", "file /x/img", true).unwrap();
-        let again = take(&dir, "target-", "file /x/img", true).unwrap();
+        let a = take(&dir, "target-", "file /x/img", true, false).unwrap();
+        let again = take(&dir, "target-", "file /x/img", true, false).unwrap();
         // Not shared with another thread, nor without `reentrant`.
         let t = dir.clone();
         let elsewhere =
-            std::thread::spawn(move || take(&t, "target-", "file /x/img", true).is_err());
+            std::thread::spawn(move || take(&t, "target-", "file /x/img", true, false).is_err());
         assert!(elsewhere.join().unwrap(), "another thread is refused");
-        assert!(take(&dir, "target-", "file /x/img", false).is_err());
+        assert!(take(&dir, "target-", "file /x/img", false, false).is_err());
         let path = lock_path(&dir, "target-", "file /x/img");
         let text = fs::read_to_string(&path).unwrap();
         assert!(
@@ -343,7 +373,7 @@ mod tests {
         let other = crate::safe::open_or_create_nofollow(&path, 0o600).unwrap();
         flock(&other, FlockOperation::NonBlockingLockExclusive).unwrap();
         fs::write(&path, "pid 1: fsage age IMG\n").unwrap();
-        match take(&dir, "target-", "file /x/img", true) {
+        match take(&dir, "target-", "file /x/img", true, false) {
             Err(LockError::Held { holder, lock }) => {
                 assert_eq!(holder, "pid 1: fsage age IMG");
                 assert_eq!(lock, path);
@@ -352,7 +382,30 @@ mod tests {
         }
         // Released (the holder exited): taken.
         drop(other);
-        assert!(take(&dir, "target-", "file /x/img", true).is_ok());
+        assert!(take(&dir, "target-", "file /x/img", true, false).is_ok());
+    }
+
+    #[test]
+    fn readers_share_a_lock_a_writer_is_kept_off_and_the_last_reader_removes_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("locks");
+        let path = lock_path(&dir, "target-", "k");
+        // Two readers (two threads stand for two processes: neither is re-entrant for the other).
+        let a = take(&dir, "target-", "k", true, true).unwrap();
+        let t = dir.clone();
+        let (b, writer_refused) = std::thread::spawn(move || {
+            let b = take(&t, "target-", "k", true, true).unwrap();
+            (b, take(&t, "target-", "k", true, false).is_err())
+        })
+        .join()
+        .unwrap();
+        assert!(writer_refused, "a writer is refused while readers hold it");
+        drop(a);
+        assert!(path.exists(), "another reader still holds it");
+        assert!(take(&dir, "target-", "k", false, false).is_err());
+        drop(b);
+        assert!(!path.exists(), "the last reader removes it");
+        assert!(take(&dir, "target-", "k", false, false).is_ok());
     }
 
     #[test]
@@ -364,7 +417,7 @@ mod tests {
         fs::write(&victim, "keep").unwrap();
         std::os::unix::fs::symlink(&victim, lock_path(&dir, "target-", "k")).unwrap();
         assert!(matches!(
-            take(&dir, "target-", "k", true),
+            take(&dir, "target-", "k", true, false),
             Err(LockError::Unusable(_))
         ));
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
