@@ -236,6 +236,8 @@ impl Library {
     /// Snapshots `image` (an unmounted image file or device) as `opts.name`.
     pub fn save(&self, image: &Path, opts: &SaveOptions) -> Result<Manifest> {
         check_name(&opts.name)?;
+        // Not mounted or aged by another command while it is read.
+        let _lock = fsage_sys::lock::lock_target_shared_or_refuse(image, "the image or device")?;
         let level = if opts.zstd_level == 0 {
             3
         } else {
@@ -581,6 +583,8 @@ impl Library {
     pub fn restore(&self, name: &str, target: &Path, force: bool) -> Result<RestoreStats> {
         let t0 = Instant::now();
         let m = self.load(name)?;
+        // Checked and written under the lock: nothing mounts, ages or makes it meanwhile.
+        let _lock = fsage_sys::lock::lock_target_or_refuse(target, "the restore's target")?;
         fsage_lab::fs::check_target_safe(target, force)?;
         let device = is_block_device(target);
         // The drive goes beside an image file (a block device has no place for it); it is read

@@ -176,10 +176,15 @@ pub enum TargetError {
         dirs: u64,
     },
     #[error(
-        "{}: another fsage is running this run now (it holds the lock {}); wait for it or stop it",
+        "{}: another fsage is running this run now ({holder}; it holds the lock {}); wait for it \
+         or stop it",
         state.display(), lock.display()
     )]
-    Locked { state: PathBuf, lock: PathBuf },
+    Locked {
+        state: PathBuf,
+        holder: String,
+        lock: PathBuf,
+    },
     #[error("{}: cannot open the run's lock: {err}", path.display())]
     Lock { path: PathBuf, err: std::io::Error },
     #[error("{message}")]
@@ -302,32 +307,14 @@ pub fn check_inodes(target: &Path, dirs: u64, needed: u64) -> Result<(), TargetE
     Ok(())
 }
 
-/// A run's lock: held while this lives; the lock file is removed when it is dropped, so lock files
-/// do not pile up.
-#[derive(Debug)]
-pub struct RunLock {
-    path: PathBuf,
-    _file: fs::File,
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        // Unlinked while still held: a session waiting on the old file finds, after taking it,
-        // that the path names another file (or none) and starts over (see `lock_run`).
-        let _ = fs::remove_file(&self.path);
-    }
-}
+/// A run's lock ([`fsage_sys::lock`]): held while this lives; its file is removed when it is
+/// dropped, so lock files do not pile up.
+#[derive(Debug, Clone)]
+pub struct RunLock(#[allow(dead_code)] fsage_sys::lock::Lock);
 
 /// Where run locks live: $FSAGE_LOCK_DIR, /run/fsage-locks, or the temporary directory's.
 pub fn lock_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("FSAGE_LOCK_DIR") {
-        return d.into();
-    }
-    [Path::new("/run"), &std::env::temp_dir()]
-        .into_iter()
-        .find(|d| d.is_dir())
-        .unwrap_or(Path::new("/tmp"))
-        .join("fsage-locks")
+    fsage_sys::lock::lock_dir()
 }
 
 /// Takes the lock of the run saved in `state` for as long as the guard lives: two sessions of one
@@ -335,8 +322,6 @@ pub fn lock_dir() -> PathBuf {
 /// absolute path and lives in [`lock_dir`], so nothing is added beside the target, which may be on
 /// the very file system being aged.
 pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
-    use rustix::fs::{flock, FlockOperation};
-    use std::os::unix::ffi::OsStrExt;
     let abs = std::path::absolute(state).unwrap_or_else(|_| state.to_path_buf());
     let abs = match (
         abs.parent().and_then(|p| p.canonicalize().ok()),
@@ -345,136 +330,20 @@ pub fn lock_run(state: &Path) -> Result<RunLock, TargetError> {
         (Some(dir), Some(name)) => dir.join(name),
         _ => abs,
     };
-    // FNV-1a: a stable name from the path, no dependency needed.
-    let hash = abs
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
-    let base = lock_dir();
-    // Root's alone (made 0700, or refused if someone else could write there): another user's
-    // lock file, or link, would hold or redirect fsage's locks.
-    fsage_sys::safe::ensure_private_dir(&base, "the lock directory")
-        .map_err(|e| TargetError::UnsafeLockDir { message: e.message })?;
-    let path = base.join(format!("{hash:016x}.lock"));
-    // Lock files of sessions that were killed (SIGKILL, a crash) are left behind: clear them.
-    sweep_stale_locks(&base, &path);
-    let mut tries = 0;
-    loop {
-        // Never through a link.
-        let f = fsage_sys::safe::open_or_create_nofollow(&path, 0o600).map_err(|err| {
-            TargetError::Lock {
-                path: path.clone(),
-                err,
-            }
-        })?;
-        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
-            // Another session's sweep holds a stale file for a moment before removing it: look
-            // again a few times before calling the run locked.
-            tries += 1;
-            if tries < 5 {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                continue;
-            }
-            return Err(TargetError::Locked {
-                state: state.to_path_buf(),
-                lock: path,
-            });
+    match fsage_sys::lock::take(&lock_dir(), "", &abs.to_string_lossy(), false, false) {
+        Ok(l) => Ok(RunLock(l)),
+        Err(fsage_sys::lock::LockError::Held { holder, lock }) => Err(TargetError::Locked {
+            state: state.to_path_buf(),
+            holder,
+            lock,
+        }),
+        Err(fsage_sys::lock::LockError::Unusable(e)) => {
+            Err(TargetError::UnsafeLockDir { message: e.message })
         }
-        if same_file(&f, &path) {
-            return Ok(RunLock { path, _file: f });
-        }
-        // The holder before us removed the file between our open and our flock: start over.
     }
 }
 
-/// Whether the open file `f` is still the file `path` names (a holder unlinks its lock file
-/// before releasing it).
-fn same_file(f: &fs::File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (f.metadata(), fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-        _ => false,
-    }
-}
-
-/// Removes the lock files in `dir` that nobody holds (their session was killed), except `keep`;
-/// returns how many. Each is removed the way a holder removes its own: locked first, checked to
-/// be still the file its name names, unlinked while held. A session that opened it meanwhile
-/// finds, once it has the lock, that the name is gone and starts over with a new file, so a sweep
-/// never takes a lock from anyone. Only names of the form `<16 hex digits>.lock` are touched.
+/// Removes the lock files in `dir` that nobody holds, except `keep` ([`fsage_sys::lock::sweep_stale`]).
 pub fn sweep_stale_locks(dir: &Path, keep: &Path) -> usize {
-    use rustix::fs::{flock, FlockOperation};
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for e in entries.flatten() {
-        let path = e.path();
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        let ours = name
-            .strip_suffix(".lock")
-            .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
-        if !ours || path == keep {
-            continue;
-        }
-        // Opened for reading: never created, never truncated.
-        let Ok(f) = fs::File::open(&path) else {
-            continue;
-        };
-        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
-            continue; // held: a live session
-        }
-        if same_file(&f, &path) && fs::remove_file(&path).is_ok() {
-            removed += 1;
-        }
-        drop(f); // unlocks
-    }
-    removed
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rustix::fs::{flock, FlockOperation};
-
-    #[test]
-    fn stale_locks_are_swept_held_ones_kept() {
-        let d = tempfile::tempdir().unwrap();
-        let stale = d.path().join("0123456789abcdef.lock");
-        let held = d.path().join("fedcba9876543210.lock");
-        let keep = d.path().join("00000000000000aa.lock");
-        let other = d.path().join("notes.lock");
-        for p in [&stale, &held, &keep, &other] {
-            fs::write(p, b"").unwrap();
-        }
-        // A live session holds `held` (flock is per open file: this conflicts within a process).
-        let h = fs::File::open(&held).unwrap();
-        flock(&h, FlockOperation::NonBlockingLockExclusive).unwrap();
-        assert_eq!(sweep_stale_locks(d.path(), &keep), 1);
-        assert!(!stale.exists(), "a lock nobody holds is removed");
-        assert!(held.exists(), "a held lock stays");
-        assert!(keep.exists(), "the caller's own lock stays");
-        assert!(other.exists(), "a name fsage does not make stays");
-        drop(h);
-        assert_eq!(sweep_stale_locks(d.path(), &keep), 1, "released: now stale");
-        assert!(!held.exists());
-    }
-
-    #[test]
-    fn a_session_that_opened_a_swept_lock_starts_over_with_a_new_file() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("0123456789abcdef.lock");
-        fs::write(&path, b"").unwrap();
-        // A new session opened the stale file just before the sweep removed it...
-        let early = fs::OpenOptions::new().write(true).open(&path).unwrap();
-        assert_eq!(sweep_stale_locks(d.path(), Path::new("/none")), 1);
-        // ...takes the lock of the unlinked file, sees the name no longer names it, and so
-        // does not count it as the lock (it opens the name again, making a new file).
-        flock(&early, FlockOperation::NonBlockingLockExclusive).unwrap();
-        assert!(!same_file(&early, &path));
-    }
+    fsage_sys::lock::sweep_stale(dir, keep)
 }

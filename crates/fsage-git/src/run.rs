@@ -887,6 +887,14 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
     // on its way out remove, the bundle clone the first is pulling from.
     let _lock =
         fsage_exec::preflight::lock_run(&state_file).map_err(|e| Error::input(e.to_string()))?;
+    // And the image's lock, as every command that makes, mounts or ages an image takes it: an
+    // `fs mount` or `age` of the same image is refused while this run has it.
+    let _image_lock = match &opts.target {
+        Target::Image { path, .. } => {
+            Some(fsage_sys::lock::lock_target_or_refuse(path, "the image")?)
+        }
+        Target::Dir { .. } => None,
+    };
     if let Some(p) = &opts.op_log {
         if !opts.resume {
             check_dir_of(p)?;

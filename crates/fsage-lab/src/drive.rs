@@ -177,12 +177,15 @@ pub struct DriveMount {
     mounted: Option<Mounted>,
     device: Option<LoopDevice>,
     feed: Option<Feed>,
+    /// The image's lock ([`fsage_sys::lock`]), released last.
+    _lock: fsage_sys::lock::Lock,
 }
 
 impl DriveMount {
     /// Attaches `image` to a free loop device, starts feeding its writes to `drives`, and
     /// mounts it on `mount_point`.
     pub fn attach_and_mount(image: &Path, mount_point: &Path, drives: &Drives) -> Result<Self> {
+        let lock = fsage_sys::lock::lock_target_or_refuse(image, "the image")?;
         let loops = fsage_sys::loops_backed_by(image);
         if !loops.is_empty() {
             crate::bail!(
@@ -197,6 +200,7 @@ impl DriveMount {
             mounted: None,
             device: Some(device),
             feed: Some(feed),
+            _lock: lock,
         };
         let dev = m.device.as_ref().map(|d| d.path().to_path_buf());
         m.mounted = Some(Mounted::attach_and_mount(

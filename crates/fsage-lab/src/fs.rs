@@ -421,6 +421,9 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     if opts.kind == FsKind::Nilfs2 {
         check_mtab(Path::new("/etc/mtab"))?;
     }
+    // Held until the image is in place: another command making, mounting or aging the same path
+    // meanwhile is refused, naming this one.
+    let _lock = fsage_sys::lock::lock_target_or_refuse(target, "the image or device")?;
     check_target_safe(target, opts.force)?;
     let device = is_block_device(target);
     let size = if device {
@@ -618,6 +621,8 @@ fn size_refused(e: Error, kind: FsKind, size: u64) -> Error {
 /// Makes a sparse image file of `size` bytes at `path` (which must not exist) holding a fresh
 /// file system of `kind`, made with the extra mkfs arguments `mkfs_opts`.
 pub fn create_image(kind: FsKind, size: u64, path: &Path, mkfs_opts: &[String]) -> Result<()> {
+    // Checked under the lock: two commands must not both find the path free and both make it.
+    let _lock = fsage_sys::lock::lock_target_or_refuse(path, "the image or device")?;
     if path.exists() {
         crate::bail!("{}: exists; refusing to overwrite it", path.display());
     }

@@ -138,6 +138,9 @@ pub struct Mounted {
     /// nilfs2's cleaner, which fsage started after mounting and stops before unmounting.
     cleanerd: Option<Cleanerd>,
     mounted: bool,
+    /// The image's (or device's) lock ([`fsage_sys::lock`]), held while fsage has it mounted:
+    /// released after the unmount and the detach (fields drop after [`Drop::drop`]).
+    _lock: fsage_sys::lock::Lock,
 }
 
 impl Mounted {
@@ -152,6 +155,9 @@ impl Mounted {
         mount_point: &Path,
         opts: &MountOptions,
     ) -> Result<Mounted> {
+        // Nobody else attaches, mounts or ages it meanwhile (two `fs mount` at once would both
+        // pass the checks below and mount it twice).
+        let lock = fsage_sys::lock::lock_target_or_refuse(image, "the image or device")?;
         // The mount point is opened once, without following a link at its end, and mounted on
         // through that descriptor: the directory checked is the one mounted on, even if the
         // name is swapped meanwhile, and a link planted there (`IMAGE.mnt` -> elsewhere) is
@@ -232,6 +238,7 @@ impl Mounted {
             loopdev,
             cleanerd: None,
             mounted: true,
+            _lock: lock,
         };
         // mount.nilfs2 would start the cleaner; mount(2) does not. Read-only needs none.
         if m.fstype == "nilfs2" && !read_only {
@@ -342,6 +349,15 @@ pub struct Unmounted {
 pub fn umount(target: &Path) -> Result<Unmounted> {
     let mut out = Unmounted::default();
     let meta = std::fs::metadata(target).map_err(|e| Error::io(target, "", e))?;
+    // An image or device being mounted or aged by another command is not unmounted under it.
+    let _lock = if meta.is_dir() {
+        None
+    } else {
+        Some(fsage_sys::lock::lock_target_or_refuse(
+            target,
+            "the image or device",
+        )?)
+    };
     let mut devices = Vec::new();
     if meta.is_dir() {
         let mp = target

@@ -272,6 +272,12 @@ pub struct CopyStats {
 /// (every block written, as `dd` does), or skipped.
 pub fn copy_image(src: &Path, dest: &Path, opts: CopyOptions) -> Result<CopyStats> {
     let t0 = Instant::now();
+    // Neither is mounted, aged or written by another command while the copy runs; the source
+    // is only read, so other readers (Slurm tasks copying one base) may copy it at once.
+    let _locks = (
+        fsage_sys::lock::lock_target_shared_or_refuse(src, "the image or device")?,
+        fsage_sys::lock::lock_target_or_refuse(dest, "the copy's target")?,
+    );
     if fsage_sys::is_block_device(src) && !fsage_sys::mounts_of_device(src)?.is_empty() {
         crate::bail!("{}: mounted; unmount it before copying", src.display());
     }

@@ -47,6 +47,14 @@ impl SlowDevice {
     /// process of its own, in a session of its own) and waits until the loop device is attached.
     pub fn create(spec: &DeviceSpec) -> Result<SlowDevice> {
         spec.check()?;
+        // The image's lock, held until the device is registered and attached: two `dev create`
+        // of one image at once would both pass the registry check below and make two devices.
+        let _lock = match &spec.backing {
+            Backing::Image(p) | Backing::NewImage { path: p, .. } => {
+                Some(fsage_sys::lock::lock_target_or_refuse(p, "the image")?)
+            }
+            Backing::Scratch { .. } => None,
+        };
         let registry = Registry::new(&spec.registry);
         // The backing file, and whether destroy removes it.
         let (backing, size, made) = match &spec.backing {
@@ -323,6 +331,15 @@ impl SlowDevice {
             self.await_starting_daemon();
         }
         let rec = self.record.clone();
+        // A device another command is mounting or aging is refused, naming it; forced (and
+        // cleanup, which forces) goes ahead as it goes ahead over a mount.
+        let _lock = match &rec.device {
+            Some(dev) if !force => Some(fsage_sys::lock::lock_target_or_refuse(
+                dev,
+                "the slow device",
+            )?),
+            _ => None,
+        };
         if let Some(dev) = &rec.device {
             if let Ok(m) = fsage_sys::mounts_of_device(dev) {
                 if let Some(first) = m.first() {

@@ -7,6 +7,7 @@
 pub mod dev;
 pub mod error;
 pub mod ioctl;
+pub mod lock;
 pub mod mountinfo;
 pub mod platform;
 pub mod safe;

@@ -330,6 +330,15 @@ impl AgeObserver for Console {
 pub fn run(args: AgeArgs) -> CmdResult {
     // Before anything is made (an image, a mount), so Ctrl-C always cleans up.
     fsage_signals::install();
+    // The new file system's image (or device) is locked here, before a guest may be started to
+    // make it: the guest's locks are its own (its /run), so only the host's keeps a second
+    // command off the image. `age` takes the same lock again on this thread when it runs here.
+    let _lock = match (&args.fs, args.device.as_ref().or(args.target.as_ref())) {
+        (Some(_), Some(t)) if args.resume.is_none() && !args.dry_run => Some(
+            fsage_sys::lock::lock_target_or_refuse(t, "the image or device")?,
+        ),
+        _ => None,
+    };
     if let Some(fs) = args.fs {
         // What the guest may write: the image (or mount point), its report, op log and state.
         let writes: Vec<PathBuf> = [

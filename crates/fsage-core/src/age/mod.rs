@@ -223,6 +223,18 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
     }
     // Held until the run ends: a second session of the same run is refused.
     let mut lock: Option<RunLock> = req.resume.as_deref().map(preflight::lock_run).transpose()?;
+    // A new file system's image (or device) is locked before it is made and until the run ends:
+    // a second `age` of the same path is refused, naming this one, before it makes, mounts or
+    // removes anything (the mount holds the lock of a resumed run's image).
+    let _target_lock = match (&req.new_fs, &req.target) {
+        (Some(fs), target) if !req.dry_run && req.resume.is_none() => fs
+            .device
+            .as_ref()
+            .or(target.as_ref())
+            .map(|t| fsage_sys::lock::lock_target_or_refuse(t, "the image or device"))
+            .transpose()?,
+        _ => None,
+    };
     let mut req = req.clone();
     let mut usable = None;
     // Before anything is made: a kind the kernel lacks (f2fs, nilfs2 here) cannot be mounted.

@@ -130,6 +130,9 @@ pub(super) fn resume(
     // A run made on a new image ages the image's mount point: mount it there again.
     let mounted = match (&st.record.image, &st.record.target) {
         (Some(image), Some(mnt)) => {
+            // Held from here (and by the mount, for the run): nothing else mounts or ages the
+            // image while a stopped run's mount is taken down and it is mounted again.
+            let _lock = fsage_sys::lock::lock_target_or_refuse(image, "the image or device")?;
             if fsage_sys::is_block_device(image)
                 && fsage_sys::mounts_of_device(image)?
                     .iter()
