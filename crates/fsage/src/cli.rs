@@ -51,7 +51,8 @@ pub enum Command {
     /// reports side by side (compare).
     Frag(crate::frag_cmd::FragCmd),
     /// Block devices of chosen latency or device model: create, list, set, stats, destroy, bench;
-    /// the models (models), a block trace costed on one (cost), a drive aged ahead (precondition).
+    /// the models (models), a block trace costed on one (cost), a drive aged ahead (precondition),
+    /// a model's write amplification (wa) and read-size curve (read-curve) in simulated time.
     #[command(subcommand)]
     Dev(crate::dev_cmd::DevCmd),
     /// Git-history aging (Conway et al.): replay a repository's commits, measure aged vs clean.
