@@ -103,13 +103,16 @@ fn cell_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u
     std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
-                .map(|e| {
-                    (
-                        e.file_name().to_string_lossy().into_owned(),
-                        std::fs::read(e.path()).unwrap(),
-                    )
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                // Results only, never the temporary name an atomic write renames into place
+                // (`.NAME.fsage-tmp...`), which a run still finishing can rename away between
+                // the listing and the read.
+                .filter(|(n, _)| n.ends_with(".json") && !n.starts_with('.'))
+                .filter_map(|(n, p)| match std::fs::read(&p) {
+                    Ok(b) => Some((n, b)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => panic!("{}: {e}", p.display()),
                 })
-                .filter(|(n, _)| n.ends_with(".json"))
                 .collect()
         })
         .unwrap_or_default()
