@@ -46,54 +46,20 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
         c.push_str("<p></p>");
         c.push_str(&table(&["environment"], &rows));
     }
-    let mixes = fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item));
-    if !mixes.is_empty() {
-        c.push_str(
-            "<p class=\"verdict\">⚑ Cells of one comparison ran on nodes of different hardware \
-             (CPU model or kernel): their throughputs are not comparable.</p>",
-        );
-        let rows: Vec<Vec<String>> = mixes
-            .iter()
-            .flat_map(|m| {
-                m.kinds.iter().map(|(kind, hosts, n)| {
-                    vec![
-                        m.comparison.clone(),
-                        kind.clone(),
-                        hosts.join(", "),
-                        n.to_string(),
-                    ]
-                })
-            })
-            .collect();
-        c.push_str(&table(
-            &["comparison", "node hardware", "hosts", "cells"],
-            &rows,
-        ));
-    }
-    let mixes = fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item));
-    if !mixes.is_empty() {
-        c.push_str(
-            "<p class=\"verdict\">⚑ Cells of one comparison kept their working copies on \
-             different storage (memory or disk): their throughputs are not comparable.</p>",
-        );
-        let rows: Vec<Vec<String>> = mixes
-            .iter()
-            .flat_map(|m| {
-                m.kinds.iter().map(|(kind, hosts, n)| {
-                    vec![
-                        m.comparison.clone(),
-                        kind.clone(),
-                        hosts.join(", "),
-                        n.to_string(),
-                    ]
-                })
-            })
-            .collect();
-        c.push_str(&table(
-            &["comparison", "working copy on", "hosts", "cells"],
-            &rows,
-        ));
-    }
+    mix_table(
+        &mut c,
+        &fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item)),
+        "Cells of one comparison ran on nodes of different hardware (CPU model or kernel): \
+         their throughputs are not comparable.",
+        "node hardware",
+    );
+    mix_table(
+        &mut c,
+        &fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item)),
+        "Cells of one comparison kept their working copies on different storage (memory or \
+         disk): their throughputs are not comparable.",
+        "working copy on",
+    );
     // The sampled cells' time series, one collapsed block each.
     let mut sampled = 0;
     for cell in &set.cells {
@@ -131,4 +97,32 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
          are left out of every analysis above.",
         &c,
     );
+}
+
+/// A flag and a table of the comparisons whose cells ran on more than one kind of `what`
+/// (nothing when there are none).
+fn mix_table(
+    c: &mut String,
+    mixes: &[fsage_experiment::result::HardwareMix],
+    flag: &str,
+    what: &str,
+) {
+    if mixes.is_empty() {
+        return;
+    }
+    let _ = write!(c, "<p class=\"verdict\">⚑ {flag}</p>");
+    let rows: Vec<Vec<String>> = mixes
+        .iter()
+        .flat_map(|m| {
+            m.kinds.iter().map(|(kind, hosts, n)| {
+                vec![
+                    m.comparison.clone(),
+                    kind.clone(),
+                    hosts.join(", "),
+                    n.to_string(),
+                ]
+            })
+        })
+        .collect();
+    c.push_str(&table(&["comparison", what, "hosts", "cells"], &rows));
 }
