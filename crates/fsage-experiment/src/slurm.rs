@@ -143,6 +143,10 @@ pub struct Submission {
     pub submitted_unix: u64,
     pub bases: Vec<BaseJob>,
     pub arrays: Vec<ArrayJob>,
+    /// Jobs `experiment cancel` cancelled: a base job among them that ended without its base was
+    /// stopped on purpose, and its cells are left (to submit again), not failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cancelled: Vec<String>,
 }
 
 impl Submission {
@@ -346,6 +350,7 @@ pub fn submit(file: &Path, out: &Path, opts: &SubmitOptions) -> Result<SubmitSum
         submitted_unix: now_unix(),
         bases: Vec::new(),
         arrays: Vec::new(),
+        cancelled: Vec::new(),
     };
     let common = |name: String, log: String| {
         let mut a = vec![
@@ -835,10 +840,14 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
     // Base jobs that ended without saying so in their log ("base image of ... ready") and
     // without failure records (those make their cells failed, not left).
     let asked = st.slurm_note.is_none();
-    let silent: BTreeMap<&str, String> = last
+    // Each with whether it is a failure: a job that ran (its log says so) and ended without its
+    // base was killed (a time limit, its node lost); one without a log never ran, and was
+    // cancelled by someone or forgotten by Slurm, so its cells are only left.
+    let silent: BTreeMap<&str, (String, bool)> = last
         .bases
         .iter()
         .filter(|b| asked && !alive.keys().any(|k| k == &b.job_id))
+        .filter(|b| !last.cancelled.contains(&b.job_id))
         .filter_map(|b| {
             let log = out
                 .join(SLURM_DIR)
@@ -847,10 +856,13 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
             let Ok(text) = std::fs::read_to_string(&log) else {
                 return Some((
                     b.base.as_str(),
-                    format!(
-                        "base job {} left no log {}: cancelled before it ran?",
-                        b.job_id,
-                        log.display()
+                    (
+                        format!(
+                            "base job {} left no log {}: cancelled before it ran?",
+                            b.job_id,
+                            log.display()
+                        ),
+                        false,
                     ),
                 ));
             };
@@ -866,14 +878,17 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
                 .to_string();
             Some((
                 b.base.as_str(),
-                format!(
-                    "base job {} ended without making its base: {last_line}",
-                    b.job_id
+                (
+                    format!(
+                        "base job {} ended without making its base: {last_line}",
+                        b.job_id
+                    ),
+                    true,
                 ),
             ))
         })
         .collect();
-    let (mut queued, mut running) = (0, 0);
+    let (mut queued, mut running, mut failed) = (0, 0, 0);
     for c in &mut st.cells {
         let Some(task) = task_of.get(c.id.as_str()) else {
             continue;
@@ -904,11 +919,19 @@ pub fn annotate(mut st: Status, out: &Path) -> Result<Status, Error> {
                     .iter()
                     .find(|a| task.starts_with(&format!("{}_", a.job_id)))
                     .map(|a| a.base.as_str());
-                c.base_job_ended = base.and_then(|b| silent.get(b).cloned());
+                let ended = base.and_then(|b| silent.get(b));
+                c.base_job_ended = ended.map(|(why, _)| why.clone());
+                // A base job killed before it could record its cells' failure (out of time, its
+                // node lost): the cells failed with it, and say why.
+                if let Some((why, true)) = ended {
+                    c.state = CellState::Failed { error: why.clone() };
+                    failed += 1;
+                }
             }
         }
     }
-    st.left -= queued + running;
+    st.left -= queued + running + failed;
+    st.failed += failed;
     st.queued = queued;
     st.running = running;
     st.jobs = last
@@ -979,6 +1002,14 @@ pub fn cancel(out: &Path) -> Result<CancelSummary, Error> {
     jobs.sort();
     jobs.dedup();
     if !jobs.is_empty() {
+        // Recorded first: a base job stopped here must not read as a failure afterwards.
+        let mut all = subs;
+        if let Some(last) = all.last_mut() {
+            last.cancelled.extend(jobs.iter().cloned());
+            last.cancelled.sort();
+            last.cancelled.dedup();
+        }
+        runner::write_json(&out.join(SLURM_DIR).join(SUBMISSIONS), &all)?;
         slurm_cmd(&scancel, &jobs)?;
     }
     Ok(CancelSummary {

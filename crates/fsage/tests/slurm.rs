@@ -967,12 +967,18 @@ fn submit_passes_its_options_to_sbatch_and_reports_sbatch_failures() {
             .to_string()
     };
     assert!(
-        line("103").contains("base job 102 ended without making its base: slurmstepd")
+        line("103").contains("FAILED  base job 102 ended without making its base: slurmstepd")
             && line("103").contains("DUE TO TIME LIMIT"),
         "{text}"
     );
     assert!(!line("101").contains("base job"), "{text}");
-    assert!(line("105").contains("base job 104 left no log"), "{text}");
+    // A base job that never ran (no log) was cancelled or forgotten: its cells are left.
+    assert!(
+        line("105").contains("left    (base job 104 left no log"),
+        "{text}"
+    );
+    // The killed base's two cells count as failed, not left.
+    assert!(text.contains(" 2 failed"), "{text}");
     // A controller that does not answer: the cell files' status still, with a note.
     fsage_testkit::write_executable(
         &d.path().join("fakebin/squeue"),
