@@ -344,6 +344,24 @@ pub struct Unmounted {
     pub left_attached: Vec<PathBuf>,
 }
 
+/// The locks of what a mount's `source` device stands for: the device, and for a loop device the
+/// image file behind it (when it still has a name).
+fn mount_point_locks(source: &str) -> Result<Vec<fsage_sys::lock::Lock>> {
+    let dev = Path::new(source);
+    if !fsage_sys::dev::is_block_device(dev) {
+        return Ok(Vec::new());
+    }
+    let mut locks = vec![fsage_sys::lock::lock_target_or_refuse(dev, "the device")?];
+    let backing = fsage_sys::dev::block_name(dev)
+        .and_then(|n| std::fs::read_to_string(format!("/sys/block/{n}/loop/backing_file")).ok());
+    if let Some(file) = backing.map(|b| PathBuf::from(b.trim())) {
+        if file.is_file() {
+            locks.push(fsage_sys::lock::lock_target_or_refuse(&file, "the image")?);
+        }
+    }
+    Ok(locks)
+}
+
 /// Unmounts `target`: a mount point, or an image file (every mount of every loop device backed by
 /// it) or a block device (every mount of it). Loop devices fsage attached then go away.
 pub fn umount(target: &Path) -> Result<Unmounted> {
@@ -370,6 +388,10 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
         if e.source.starts_with("/dev/loop") {
             devices.push(PathBuf::from(&e.source));
         }
+        // The mount point of an image another command is mounting or ageing is not unmounted
+        // under it either: that command holds the lock of the image behind the loop device (or
+        // of the device).
+        let _locks = mount_point_locks(&e.source)?;
         let auto: Vec<bool> = devices.iter().map(|d| is_autoclear(d)).collect();
         stop_cleaner_of(e)?;
         umount_point(&mp)?;

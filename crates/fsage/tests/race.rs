@@ -317,3 +317,75 @@ fn two_slow_devices_on_one_image() {
     }
     verdict(&wrong);
 }
+
+/// `fs umount IMG.mnt` while `fsage age` ages IMG there: refused naming the ageing command (the
+/// lock of the image behind the mount point's loop device), and the run goes on; before, the
+/// mount point was unmounted under it.
+#[test]
+fn umount_of_a_mount_point_being_aged() {
+    if !can_run(
+        "umount_of_a_mount_point_being_aged",
+        &["losetup", "mkfs.ext4"],
+    ) {
+        return;
+    }
+    let s = Scratch::new("fsage-race-umount-");
+    let img = s.path("u.img");
+    let img_s = img.to_string_lossy().into_owned();
+    let mnt = s.path("u.img.mnt");
+    let mut age = cmd(
+        &s,
+        &[
+            "age",
+            "--profile",
+            "agrawal",
+            "--fs",
+            "ext4",
+            "--size",
+            "256MiB",
+            "--max-ops",
+            "100000000",
+            "--quiet",
+            &img_s,
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Stops the run however the test ends (SIGINT: it unmounts and saves its state).
+    struct Stop(Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_child(&self.0),
+                rustix::process::Signal::INT,
+            );
+            let _ = self.0.wait();
+        }
+    }
+    let t = std::time::Instant::now();
+    while !fsage_sys::is_mount_point(&mnt) {
+        if let Ok(Some(st)) = age.try_wait() {
+            panic!("age ended before it mounted: {st}");
+        }
+        assert!(t.elapsed().as_secs() < 60, "age did not mount in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let stop = Stop(age);
+    let o = cmd(&s, &["fs", "umount", &mnt.to_string_lossy()])
+        .output()
+        .unwrap();
+    common::expect_code(&o, 2, "fs umount of a mount point being aged");
+    let e = stderr(&o);
+    assert!(
+        e.contains("in use by another fsage") && e.contains("pid "),
+        "{e}"
+    );
+    assert!(fsage_sys::is_mount_point(&mnt), "unmounted under the run");
+    drop(stop);
+    assert!(
+        !fsage_sys::is_mount_point(&mnt),
+        "the stopped run left its mount"
+    );
+}
