@@ -1004,20 +1004,24 @@ fn settle(target: &Path) -> Result<(), Error> {
     rustix::fs::syncfs(&dir).map_err(|e| Error::io("syncfs", target, e.into()))
 }
 
+/// Told apart from a thread's seed for its buffer's bytes (the choices take the seed itself).
+const DATA_SALT: u64 = 0xda7a_b0f5_5eed_0001;
+
 /// Latencies above 100 s are recorded as 100 s in the histogram (the exact max is kept apart).
 const HIST_MAX_NS: u64 = 100_000_000_000;
 
 fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> ThreadOut {
     let flowops = &sh.flowops[def];
-    let mut rng = Rng::new(seed);
     let iomax = flowops
         .iter()
         .filter_map(|f| f.iosize)
         .max()
         .unwrap_or(1 << 20)
         .max(4096) as usize;
-    let buf = Buf::new(iomax, sh.data, &mut rng);
-    let mut tio = ThreadIo::new(buf, rng);
+    // The buffer's bytes come from a generator of their own: the choices (files, sizes,
+    // offsets) of a seed are then the same whatever the data pattern and the buffer's size.
+    let buf = Buf::new(iomax, sh.data, &mut Rng::new(seed ^ DATA_SALT));
+    let mut tio = ThreadIo::new(buf, Rng::new(seed));
     let mut counts = Counts::new(flowops.len());
     let mut flows: Vec<FlowStats> = flowops
         .iter()

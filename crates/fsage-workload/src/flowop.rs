@@ -203,6 +203,8 @@ impl FlowopKind {
 pub(crate) struct Buf {
     v: Vec<u8>,
     off: usize,
+    /// Bytes usable from `off` (in both buffers).
+    len: usize,
     data: DataPattern,
     /// Writes' own buffer and its aligned start (empty when writes share `v`).
     w: Vec<u8>,
@@ -213,8 +215,11 @@ pub(crate) struct Buf {
 fn aligned(len: usize, data: DataPattern, rng: &mut Rng) -> (Vec<u8>, usize) {
     let mut v = vec![0u8; len + 4096];
     let off = v.as_ptr().align_offset(4096);
-    // From the aligned start, so that a compressibility applies to each 4 KiB page written.
-    data.fill(&mut v[off..], rng);
+    // From the aligned start, so that a compressibility applies to each 4 KiB page written; and
+    // exactly `len` bytes, so that how many numbers the pattern draws does not depend on where
+    // the allocator put the vector (it did, and a seed then repeated its choices only when the
+    // heap was laid out the same).
+    data.fill(&mut v[off..off + len], rng);
     (v, off)
 }
 
@@ -229,6 +234,7 @@ impl Buf {
         Buf {
             v,
             off,
+            len,
             data,
             w,
             woff,
@@ -240,6 +246,7 @@ impl Buf {
         Buf {
             v: Vec::new(),
             off: 0,
+            len: 0,
             data: DataPattern::Incompressible,
             w: Vec::new(),
             woff: 0,
@@ -248,8 +255,7 @@ impl Buf {
 
     /// A drawn iosize above the buffers: they grow (refilled with the pattern).
     fn fit(&mut self, n: usize) {
-        let have = self.v.len() - self.off.min(self.v.len());
-        if n > have {
+        if n > self.len {
             let mut rng = Rng::new(self.v.len() as u64);
             *self = Buf::new(n, self.data, &mut rng);
         }
@@ -878,4 +884,35 @@ fn list_dir(dir: &std::path::Path) -> Result<u64, Errno> {
         n += 1;
     }
     Ok(n)
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The buffer takes as many numbers from the generator wherever the allocator puts it: its
+    /// alignment pad once took a share, so that a thread's later choices depended on the heap
+    /// (a seed repeated itself alone, not beside other tests).
+    #[test]
+    fn a_buffer_draws_the_same_numbers_wherever_it_lands() {
+        for data in [DataPattern::Incompressible, DataPattern::Compressible(50)] {
+            let mut after = std::collections::BTreeSet::new();
+            let mut offsets = std::collections::BTreeSet::new();
+            // Allocations kept alive (the buffers too, so that none lands where the last one
+            // was freed) move where the next buffer lands.
+            let mut kept = Vec::new();
+            for k in 0..64usize {
+                kept.push(vec![1u8; 16 * k + 1]);
+                let mut rng = Rng::new(7);
+                let b = Buf::new(65536, data, &mut rng);
+                offsets.insert(b.off);
+                after.insert(rng.next_u64());
+                kept.push(b.v);
+            }
+            assert!(
+                offsets.len() > 1,
+                "the buffers all landed alike: {offsets:?}"
+            );
+            assert_eq!(after.len(), 1, "{data}: {} different states", after.len());
+        }
+    }
 }
