@@ -7,8 +7,9 @@ use crate::cgroup::MemCgroup;
 use crate::control::{self, Control, Counts};
 use crate::error::{Error, Setting};
 use crate::fileset::{self, Fileset, Layout};
-use crate::flowop::{exec, Buf, Fail, ThreadIo};
-use crate::model::{FlowopDef, FlowopKind, QuitMode};
+use crate::flowop::{exec_data, exec_file, Buf, Fail, ThreadIo};
+use crate::kind::{DataOp, FileOp, FlowopKind};
+use crate::model::{FlowopDef, QuitMode};
 use crate::result::{
     BenchResult, CacheLimit, Environment, FlowopResult, OpStats, RepResult, Summary,
 };
@@ -156,12 +157,10 @@ impl RunConfig {
 /// finish flowop), whose operations all count.
 pub fn default_warmup(m: &crate::model::Model, stop: Option<Stop>) -> Duration {
     let until_done = m.mode != QuitMode::Timeout
-        || m.threads.iter().flat_map(|t| &t.flowops).any(|f| {
-            matches!(
-                f.kind,
-                FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-            )
-        });
+        || m.threads
+            .iter()
+            .flat_map(|t| &t.flowops)
+            .any(|f| f.kind.is_finish());
     let secs = match stop {
         Some(Stop::Ops(_)) => return Duration::ZERO,
         Some(Stop::Duration(d)) => d.as_secs_f64(),
@@ -205,7 +204,7 @@ pub fn run(
         .threads
         .iter()
         .flat_map(|t| &t.flowops)
-        .any(|f| f.kind == FlowopKind::AioWrite);
+        .any(|f| f.kind == FlowopKind::Data(DataOp::AioWrite));
     if uses_aio && !crate::aio::io_uring_available() {
         obs.note("aiowrite: this kernel refuses io_uring, so the writes are synchronous (pwrite) and aiowait has nothing to wait for");
     }
@@ -691,18 +690,18 @@ fn run_rep(
         .zip(layouts)
         .enumerate()
         .map(|(i, (d, l))| {
-            let uses = |k: FlowopKind| {
+            let uses = |k: FileOp| {
                 model
                     .threads
                     .iter()
                     .flat_map(|t| &t.flowops)
-                    .any(|f| f.kind == k && f.fileset == Some(i))
+                    .any(|f| f.kind == FlowopKind::File(k) && f.fileset == Some(i))
             };
             Fileset::new(
                 l,
                 d.readonly,
-                uses(FlowopKind::CreateFile) || uses(FlowopKind::MakeDir),
-                uses(FlowopKind::DeleteFile) || uses(FlowopKind::RemoveDir),
+                uses(FileOp::CreateFile) || uses(FileOp::MakeDir),
+                uses(FileOp::DeleteFile) || uses(FileOp::RemoveDir),
             )
         })
         .collect();
@@ -1090,13 +1089,17 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                 let t0 = if sample { Instant::now() } else { t0 };
                 // Operations this flowop counts for (a pacing flowop may count none or several).
                 let mut n = 1;
-                let r = if f.kind.is_pacing() {
-                    control::exec(&sh.control, flowops, t, k, &mut counts, &stop_now).map(|c| {
-                        n = c;
-                        (0, 0)
-                    })
-                } else {
-                    exec(&sh.filesets, f, &mut tio, &stop_now)
+                let r = match f.kind {
+                    FlowopKind::Pace(op) => {
+                        control::exec(&sh.control, op, flowops, t, k, &mut counts, &stop_now).map(
+                            |c| {
+                                n = c;
+                                (0, 0)
+                            },
+                        )
+                    }
+                    FlowopKind::File(op) => exec_file(&sh.filesets, f, op, &mut tio, &stop_now),
+                    FlowopKind::Data(op) => exec_data(&sh.filesets, f, op, &mut tio, &stop_now),
                 };
                 let t1 = Instant::now();
                 // Files the operation opened by itself: one more operation each (Filebench
@@ -1185,10 +1188,7 @@ fn worker(sh: &Shared, def: usize, t: usize, seed: u64, barrier: &Gate) -> Threa
                     }
                     Err(Fail::Stopped) => break 'run,
                     Err(Fail::Done(why)) => {
-                        let finish = matches!(
-                            f.kind,
-                            FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-                        );
+                        let finish = f.kind.is_finish();
                         let mut d = sh.done.lock().unwrap_or_else(|e| e.into_inner());
                         if d.is_none() {
                             *d = Some(why);

@@ -5,7 +5,9 @@
 //! (`debug`, `psrun`'s sampling interval, `stats`) is said once, in [`Model::notes`].
 
 use crate::error::Error;
-use crate::model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, ThreadDef};
+use crate::model::{
+    FileOp, FilesetDef, FlowopDef, FlowopKind, Model, PaceOp, QuitMode, SizeDist, ThreadDef,
+};
 use crate::randvar::{Dist, Param, RandVar};
 use std::collections::HashMap;
 
@@ -1731,7 +1733,12 @@ fn check(p: &Parser, m: &mut Model) -> Result<(), Error> {
         let t_opens: Vec<(u32, String)> = t
             .flowops
             .iter()
-            .filter(|f| matches!(f.kind, FlowopKind::OpenFile | FlowopKind::CreateFile))
+            .filter(|f| {
+                matches!(
+                    f.kind,
+                    FlowopKind::File(FileOp::OpenFile | FileOp::CreateFile)
+                )
+            })
             .filter_map(|f| Some((f.fd, f.fileset_name.clone()?)))
             .collect();
         for f in &mut t.flowops {
@@ -1758,7 +1765,7 @@ fn check(p: &Parser, m: &mut Model) -> Result<(), Error> {
                         ),
                     ));
                 }
-            } else if f.kind == FlowopKind::DeleteFile {
+            } else if f.kind == FlowopKind::File(FileOp::DeleteFile) {
                 // By fd: the file an openfile or createfile of this thread put there.
                 let fd = f.fd;
                 let by = t_opens
@@ -1789,18 +1796,18 @@ fn check(p: &Parser, m: &mut Model) -> Result<(), Error> {
             if let Some(tg) = &f.target {
                 let ok = match f.kind {
                     // Semaphores and wakeups reach flowops of any thread.
-                    FlowopKind::SemPost => all_flowops
+                    FlowopKind::Pace(PaceOp::SemPost) => all_flowops
                         .iter()
-                        .any(|(k, n)| *k == FlowopKind::SemBlock && n == tg),
-                    FlowopKind::Wakeup => all_flowops
+                        .any(|(k, n)| *k == FlowopKind::Pace(PaceOp::SemBlock) && n == tg),
+                    FlowopKind::Pace(PaceOp::Wakeup) => all_flowops
                         .iter()
-                        .any(|(k, n)| *k == FlowopKind::Block && n == tg),
+                        .any(|(k, n)| *k == FlowopKind::Pace(PaceOp::Block) && n == tg),
                     _ => own.iter().any(|(_, n)| n == tg),
                 };
                 if !ok {
                     let what = match f.kind {
-                        FlowopKind::SemPost => "no semblock flowop has that name",
-                        FlowopKind::Wakeup => "no block flowop has that name",
+                        FlowopKind::Pace(PaceOp::SemPost) => "no semblock flowop has that name",
+                        FlowopKind::Pace(PaceOp::Wakeup) => "no block flowop has that name",
                         _ => "no flowop of the same thread has that name",
                     };
                     return Err(p.err(f.line, format!("flowop {}: target {tg:?}: {what}", f.name)));
