@@ -4,7 +4,8 @@
 //! (`finishoncount`, `finishonbytes`). Every wait gives up when the run is stopped.
 
 use crate::flowop::Fail;
-use crate::model::{FlowopDef, FlowopKind, Model};
+use crate::kind::{FlowopKind, PaceOp};
+use crate::model::{FlowopDef, Model};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Condvar, Mutex};
@@ -121,19 +122,18 @@ impl Control {
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         for (t, &d) in instances.iter().enumerate() {
             for (k, f) in m.threads[d].flowops.iter().enumerate() {
-                if matches!(f.kind, FlowopKind::SemBlock | FlowopKind::Block) {
+                if matches!(f.kind, FlowopKind::Pace(PaceOp::SemBlock | PaceOp::Block)) {
                     own.insert((t, k), sems.len());
                     by_name.entry(f.name.clone()).or_default().push(sems.len());
                     sems.push(Sem::new(f.highwater.unwrap_or(0) as i64));
                 }
             }
         }
-        let global = m.threads.iter().flat_map(|t| &t.flowops).any(|f| {
-            matches!(
-                f.kind,
-                FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes
-            ) && f.target.is_none()
-        });
+        let global = m
+            .threads
+            .iter()
+            .flat_map(|t| &t.flowops)
+            .any(|f| f.kind.is_finish() && f.target.is_none());
         Control {
             eventgen: (m.eventgen_hz > 0).then(|| EventGen {
                 hz: m.eventgen_hz,
@@ -187,11 +187,12 @@ impl Counts {
     }
 }
 
-/// Runs pacing flowop `k` of thread instance `t`, whose flowops are `flowops`; the operations it
+/// Runs pacing flowop `k` (of kind `op`) of thread instance `t`, whose flowops are `flowops`; the operations it
 /// counts for, as Filebench counts them: a rate limit none without an event generator or at its
 /// first call (it only takes the count then), a wakeup one per instance of its target.
 pub(crate) fn exec(
     c: &Control,
+    op: PaceOp,
     flowops: &[FlowopDef],
     t: usize,
     k: usize,
@@ -203,21 +204,21 @@ pub(crate) fn exec(
         .target
         .as_ref()
         .and_then(|t| flowops.iter().position(|x| &x.name == t));
-    match f.kind {
-        FlowopKind::EventLimit => match &c.eventgen {
+    match op {
+        PaceOp::EventLimit => match &c.eventgen {
             Some(g) if !g.take(1, stop) => Err(Fail::Stopped),
             Some(_) => Ok(1),
             None => Ok(0),
         },
-        FlowopKind::OpsLimit | FlowopKind::IopsLimit | FlowopKind::BwLimit => {
+        PaceOp::OpsLimit | PaceOp::IopsLimit | PaceOp::BwLimit => {
             let Some(g) = &c.eventgen else {
                 return Ok(0);
             };
-            let now = match (f.kind, target) {
-                (FlowopKind::BwLimit, Some(t)) => counts.flow_bytes[t],
-                (FlowopKind::BwLimit, None) => counts.bytes,
+            let now = match (op, target) {
+                (PaceOp::BwLimit, Some(t)) => counts.flow_bytes[t],
+                (PaceOp::BwLimit, None) => counts.bytes,
                 (_, Some(t)) => counts.flow_ops[t],
-                (FlowopKind::IopsLimit, None) => counts.rw_ops,
+                (PaceOp::IopsLimit, None) => counts.rw_ops,
                 _ => counts.ops,
             };
             let (last, bucket, seen) = &mut counts.limit[k];
@@ -233,7 +234,7 @@ pub(crate) fn exec(
             }
             let owed = (-*bucket) as u64;
             // bwlimit: one event is a MiB.
-            let events = if f.kind == FlowopKind::BwLimit {
+            let events = if op == PaceOp::BwLimit {
                 owed.div_ceil(1 << 20)
             } else {
                 owed
@@ -241,16 +242,16 @@ pub(crate) fn exec(
             if !g.take(events, stop) {
                 return Err(Fail::Stopped);
             }
-            *bucket += if f.kind == FlowopKind::BwLimit {
+            *bucket += if op == PaceOp::BwLimit {
                 (events << 20) as i64
             } else {
                 events as i64
             };
             Ok(1)
         }
-        FlowopKind::FinishOnCount | FlowopKind::FinishOnBytes => {
+        PaceOp::FinishOnCount | PaceOp::FinishOnBytes => {
             let limit = f.value.unwrap_or(0);
-            let bytes = f.kind == FlowopKind::FinishOnBytes;
+            let bytes = op == PaceOp::FinishOnBytes;
             let now = match target {
                 Some(t) if bytes => counts.flow_bytes[t],
                 Some(t) => counts.flow_ops[t],
@@ -260,7 +261,7 @@ pub(crate) fn exec(
             if now >= limit {
                 return Err(Fail::Done(format!(
                     "{} {} reached {limit} {}{}",
-                    f.kind.name(),
+                    op.name(),
                     f.name,
                     if bytes { "bytes" } else { "operations" },
                     match &f.target {
@@ -271,7 +272,7 @@ pub(crate) fn exec(
             }
             Ok(1)
         }
-        FlowopKind::Block => {
+        PaceOp::Block => {
             let s = &c.sems[c.own[&(t, k)]];
             let seen = s.m.lock().unwrap_or_else(|e| e.into_inner()).0;
             if s.wait_until(stop, |g| g.0 != seen, |_| ()) {
@@ -280,7 +281,7 @@ pub(crate) fn exec(
                 Err(Fail::Stopped)
             }
         }
-        FlowopKind::Wakeup => {
+        PaceOp::Wakeup => {
             let tg = f.target.as_deref().expect("checked by the parser");
             let all = c.by_name.get(tg).map_or(&[][..], |v| &v[..]);
             for &i in all {
@@ -290,7 +291,7 @@ pub(crate) fn exec(
         }
         // Filebench (System V semaphores): a semblock gives back `value` of room to blocking
         // posts, then takes `value` posts, waiting for them.
-        FlowopKind::SemBlock => {
+        PaceOp::SemBlock => {
             let s = &c.sems[c.own[&(t, k)]];
             let v = f.value.unwrap_or(1) as i64;
             s.update(|g| g.1 += v);
@@ -303,7 +304,7 @@ pub(crate) fn exec(
         // A sempost posts `value` to every instance of its target in turn; a blocking one
         // first waits at each for `value` of room and takes it with the post (one atomic
         // semop in Filebench), a non-blocking one leaves the room alone.
-        FlowopKind::SemPost => {
+        PaceOp::SemPost => {
             let tg = f.target.as_deref().expect("checked by the parser");
             let v = f.value.unwrap_or(1) as i64;
             for &i in c.by_name.get(tg).into_iter().flatten() {
@@ -323,11 +324,11 @@ pub(crate) fn exec(
             }
             Ok(1)
         }
-        FlowopKind::Hog => {
+        PaceOp::Hog => {
             hog(&mut 0, f.value.unwrap_or(0));
             Ok(1)
         }
-        FlowopKind::Delay => {
+        PaceOp::Delay => {
             let end = Instant::now() + Duration::from_secs(f.value.unwrap_or(0));
             while Instant::now() < end {
                 if stop() {
@@ -340,7 +341,6 @@ pub(crate) fn exec(
             }
             Ok(1)
         }
-        other => unreachable!("{} is not a pacing flowop", other.name()),
     }
 }
 
@@ -388,6 +388,13 @@ mod tests {
     use super::*;
     use crate::workload::Workload;
 
+    fn pace(fl: &[FlowopDef], k: usize) -> PaceOp {
+        match fl[k].kind {
+            FlowopKind::Pace(op) => op,
+            other => panic!("{} is not a pacing flowop", other.name()),
+        }
+    }
+
     /// Two instances of a thread that semblocks (`blk`, high water 2) and blocks (`bk`), one
     /// thread that posts to them: thread instances 0 and 1 are the blockers, 2 the poster.
     fn setup(blocking: bool) -> (Model, Control) {
@@ -416,7 +423,7 @@ mod tests {
         let d = if t < 2 { 0 } else { 1 };
         let fl = &m.threads[d].flowops;
         let mut counts = Counts::new(fl.len());
-        match exec(c, fl, t, k, &mut counts, stop) {
+        match exec(c, pace(fl, k), fl, t, k, &mut counts, stop) {
             Ok(_) => true,
             Err(Fail::Stopped) => false,
             Err(_) => panic!("unexpected failure"),
@@ -506,7 +513,10 @@ mod tests {
         let (m, c) = setup(false);
         let fl = &m.threads[1].flowops;
         let mut counts = Counts::new(fl.len());
-        assert!(matches!(exec(&c, fl, 2, 1, &mut counts, &now), Ok(2)));
+        assert!(matches!(
+            exec(&c, pace(fl, 1), fl, 2, 1, &mut counts, &now),
+            Ok(2)
+        ));
         let limits = |rate: u64| {
             let w = Workload::parse(
                 &format!(
@@ -522,10 +532,12 @@ mod tests {
             let mut counts = Counts::new(fl.len());
             let mut n = Vec::new();
             for k in [0, 1, 1] {
-                n.push(match exec(&c, fl, 0, k, &mut counts, &|| false) {
-                    Ok(n) => n,
-                    Err(_) => panic!("a limit failed"),
-                });
+                n.push(
+                    match exec(&c, pace(fl, k), fl, 0, k, &mut counts, &|| false) {
+                        Ok(n) => n,
+                        Err(_) => panic!("a limit failed"),
+                    },
+                );
             }
             n
         };

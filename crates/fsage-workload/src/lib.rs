@@ -19,6 +19,7 @@ mod error;
 pub mod fileset;
 mod flowop;
 pub mod gamma;
+mod kind;
 mod lang;
 pub mod model;
 pub mod randvar;
@@ -33,7 +34,9 @@ pub use lang::{
     parse_size, MAX_COMPOSITE_DEPTH, MAX_ENTRIES, MAX_ERLANG_SHAPE, MAX_EXPANSION_STEPS,
     MAX_FLOWOPS, MAX_FLOWOPS_PER_THREAD, MAX_IOSIZE, MAX_THREADS,
 };
-pub use model::{FilesetDef, FlowopDef, FlowopKind, Model, QuitMode, SizeDist, ThreadDef};
+pub use model::{
+    DataOp, FileOp, FilesetDef, FlowopDef, FlowopKind, Model, PaceOp, QuitMode, SizeDist, ThreadDef,
+};
 pub use result::{
     BenchResult, CacheLimit, Environment, FlowopResult, FlowopSummary, OpStats, RepResult, Summary,
 };

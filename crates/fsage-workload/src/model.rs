@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::flowop::FlowopKind;
+pub use crate::kind::{DataOp, FileOp, FlowopKind, PaceOp};
 pub use crate::randvar::{Dist, Param, RandVar};
 
 /// File descriptors a thread may name (`fd=0` to `fd=63`).

@@ -1,7 +1,7 @@
 //! The `.f` parser: every built-in, a user file with each supported construct, and bad files
 //! refused with file:line and the keyword.
 
-use fsage_workload::{FlowopKind, SizeDist, Workload, BUILTINS};
+use fsage_workload::{DataOp, FileOp, FlowopKind, SizeDist, Workload, BUILTINS};
 
 #[test]
 fn every_builtin_parses_with_its_published_parameters() {
@@ -34,7 +34,7 @@ fn every_builtin_parses_with_its_published_parameters() {
     let fsyncs = vm.model().threads[0]
         .flowops
         .iter()
-        .filter(|f| f.kind == FlowopKind::Fsync)
+        .filter(|f| f.kind == FlowopKind::File(FileOp::Fsync))
         .count();
     assert_eq!(fsyncs, 2);
 
@@ -48,12 +48,12 @@ fn every_builtin_parses_with_its_published_parameters() {
     let reads = m.threads[0]
         .flowops
         .iter()
-        .filter(|f| f.kind == FlowopKind::ReadWholeFile)
+        .filter(|f| f.kind == FlowopKind::Data(DataOp::ReadWholeFile))
         .count();
     assert_eq!(reads, 10);
     assert_eq!(
         m.threads[0].flowops.last().unwrap().kind,
-        FlowopKind::AppendFileRand
+        FlowopKind::Data(DataOp::AppendFileRand)
     );
 
     let wp = Workload::builtin("webproxy").unwrap();
@@ -65,7 +65,7 @@ fn every_builtin_parses_with_its_published_parameters() {
     let reads = m.threads[0]
         .flowops
         .iter()
-        .filter(|f| f.kind == FlowopKind::ReadWholeFile)
+        .filter(|f| f.kind == FlowopKind::Data(DataOp::ReadWholeFile))
         .count();
     assert_eq!(reads, 5);
 }
