@@ -2,7 +2,7 @@
 //! aging (fsage-git does the work; this parses, shows progress and writes the exports).
 
 use crate::age_cmd::fs_kind_parser;
-use crate::exit::{bad_input, interrupted, CmdResult};
+use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use clap::{Args, ValueEnum};
 use fsage_git::{GitAgeOptions, GitRow, Mode, Observer, Target};
 use fsage_lab::FsKind;
@@ -214,17 +214,14 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     }
     let device = match (&a.device_model, a.device_latency) {
         (Some(m), _) => Some(fsage_git::MeasureDevice::model(
-            fsage_device::resolve(m)
-                .map_err(|e| bad_input(format!("--device-model: {}", e.message)))?,
+            fsage_device::resolve(m).map_err(|e| CmdError::from(e).context("--device-model"))?,
         )),
         (None, l) => l.map(fsage_git::MeasureDevice::uniform),
     };
     let cost_models = a
         .cost_models
         .iter()
-        .map(|m| {
-            fsage_device::resolve(m).map_err(|e| bad_input(format!("--cost-models: {}", e.message)))
-        })
+        .map(|m| fsage_device::resolve(m).map_err(|e| CmdError::from(e).context("--cost-models")))
         .collect::<Result<Vec<_>, _>>()?;
     if a.grep_reps == 0 {
         return Err(bad_input("--grep-reps: at least 1"));
