@@ -181,9 +181,9 @@ impl Mounted {
             Some(t) => t.clone(),
             None => probe_fs(image)?.ok_or_else(|| {
                 Error::input(format!(
-                    "{}: no file system found (ext4, xfs, btrfs, f2fs or nilfs2 superblock); \
-                     give the type",
-                    image.display()
+                    "{}: no file system found ({} superblock); give the type",
+                    image.display(),
+                    fsage_sys::fskind::names_listed("or")
                 ))
             })?,
         };

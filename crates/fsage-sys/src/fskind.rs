@@ -334,7 +334,7 @@ impl FsKind {
         FsKind::by_name(s).ok_or_else(|| {
             Error::input(format!(
                 "file system {s:?}: fsage knows {}",
-                list_and(&FsKind::NAMES)
+                names_listed("and")
             ))
         })
     }
@@ -465,10 +465,12 @@ impl FsKind {
     }
 }
 
-/// "a, b and c".
-fn list_and(names: &[&str]) -> String {
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+/// The kinds' names for a message: "ext4, xfs, btrfs, f2fs and nilfs2" (`conjunction` "and").
+pub fn names_listed(conjunction: &str) -> String {
+    match FsKind::NAMES.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            format!("{} {conjunction} {last}", rest.join(", "))
+        }
         Some((last, _)) => last.to_string(),
         None => String::new(),
     }
