@@ -136,6 +136,14 @@ fn ms(s: f64) -> String {
     format!("{}ms", (s * 1000.0).round() as u64)
 }
 
+/// ` -o OPTIONS` of a working copy of the cell's file system (xfs's `nouuid`), as natively.
+fn copy_mount_opts(cell: &Cell) -> String {
+    match fsage_lab::FsKind::by_name(&cell.fs.kind).map(|k| k.copy_mount_options()) {
+        Some(o) if !o.is_empty() => format!(" -o {o}"),
+        _ => String::new(),
+    }
+}
+
 /// The guest command of a cell: mount `dev` (xfs with `nouuid`, as natively), run the cell's
 /// workload with its settings into `json`, unmount; exits with the workload's code (3: the
 /// mount failed; 4: only the unmount did). `workload_file`: where a workload given as a file
@@ -150,11 +158,7 @@ pub fn bench_command(
     let exe = q(&exe.to_string_lossy());
     let mnt = q(GUEST_MNT);
     let bench = q(&format!("{GUEST_MNT}/bench"));
-    let opts = if cell.fs.kind == "xfs" {
-        " -o nouuid"
-    } else {
-        ""
-    };
+    let opts = copy_mount_opts(cell);
     let w = match (&cell.workload.source, workload_file) {
         (_, Some(f)) => f.to_string_lossy().into_owned(),
         (WorkloadSource::Builtin { name }, None) => name.clone(),
@@ -294,11 +298,7 @@ pub fn age_command(exe: &Path, cell: &Cell, a: &AgeArgs, image: &Path) -> Vec<St
 pub fn age_mounted_command(exe: &Path, cell: &Cell, a: &AgeArgs, dev: &Path) -> Vec<String> {
     let exe = q(&exe.to_string_lossy());
     let mnt = q(GUEST_MNT);
-    let opts = if cell.fs.kind == "xfs" {
-        " -o nouuid"
-    } else {
-        ""
-    };
+    let opts = copy_mount_opts(cell);
     let options: Vec<String> = a.options().iter().map(|o| q(o)).collect();
     let script = format!(
         "mkdir -p {mnt} && {exe} fs mount{opts} {dev} {mnt} || exit 3\n\

@@ -780,11 +780,9 @@ impl LabExecutor {
         // `nouuid`, which skips only that check. Given always, so no result depends on it.
         let in_vm = guest::needs_vm(&cell.fs);
         let opts = fsage_lab::mount::MountOptions {
-            options: if cell.fs.kind == "xfs" {
-                "nouuid".into()
-            } else {
-                String::new()
-            },
+            options: FsKind::by_name(&cell.fs.kind)
+                .map_or("", FsKind::copy_mount_options)
+                .into(),
             ..Default::default()
         };
         let mounted = if in_vm {

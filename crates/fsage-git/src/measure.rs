@@ -362,15 +362,14 @@ pub fn cost_on_models(
         .collect()
 }
 
-/// mkfs options of the clean instance: ext4 initialised fully at mkfs time, as the scripts do.
+/// mkfs options of the clean instance: initialised fully at mkfs time (ext4's inode tables and
+/// journal), as the scripts do.
 pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
-    match kind {
-        FsKind::Ext4 => vec![
-            "-E".to_string(),
-            "lazy_itable_init=0,lazy_journal_init=0".to_string(),
-        ],
-        _ => Vec::new(),
-    }
+    kind.desc()
+        .mkfs_full_init
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// Removes the clean instance's image and mount directory, even on error.

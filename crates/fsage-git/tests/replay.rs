@@ -95,7 +95,7 @@ fn git_mode_tree_equals_git_archive_after_every_commit() {
     };
     let t = Target::Dir {
         path: target.clone(),
-        clean_kind: fsage_lab::FsKind::Ext4,
+        clean_kind: fsage_lab::FsKind::EXT4,
         clean_image: tmp.path().join("clean.img"),
         clean_size: None,
     };
@@ -149,7 +149,7 @@ fn tree_mode_op_logs_are_the_same_and_trees_match_the_commits() {
             &repo,
             Target::Dir {
                 path: target.clone(),
-                clean_kind: fsage_lab::FsKind::Ext4,
+                clean_kind: fsage_lab::FsKind::EXT4,
                 // fsage's checkpoint goes beside the clean image: one per run.
                 clean_image: tmp.path().join(format!("clean{run}.img")),
                 clean_size: None,
@@ -219,7 +219,7 @@ fn image_run(test: &str, needs: &str) -> Option<ImageRun> {
         _guard: ImageGuard(image.clone()),
         target: Target::Image {
             path: image.clone(),
-            kind: fsage_lab::FsKind::Ext4,
+            kind: fsage_lab::FsKind::EXT4,
             size: 64 << 20,
         },
         tmp,
@@ -684,7 +684,7 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
         &run.repo,
         Target::Image {
             path: tmp2.path().join("bad.img"),
-            kind: fsage_lab::FsKind::Ext4,
+            kind: fsage_lab::FsKind::EXT4,
             size: 64 << 20,
         },
         Mode::Git,

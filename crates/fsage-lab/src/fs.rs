@@ -1,213 +1,33 @@
 //! File system kinds, formatting (with the safety checks), probing and checking.
 
 use crate::{Error, Remedy, Result};
+use fsage_sys::fskind::DeviceSize;
 use fsage_sys::{find_cmd, is_block_device, run_tool, TempPath};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// A file system fsage can make, mount, check and snapshot. f2fs and nilfs2 are log-structured:
-/// they need a kernel that has them ([`FsKind::check_kernel`]) and measure free space by segment
-/// (`fsage-measure`), not by extent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsKind {
-    Ext4,
-    Xfs,
-    Btrfs,
-    F2fs,
-    Nilfs2,
-}
+/// A file system fsage can make, mount, check and snapshot: an entry of fsage-sys's descriptor
+/// table ([`fsage_sys::fskind::TABLE`]), which says everything the lab asks of a kind. f2fs and
+/// nilfs2 are log-structured: they need a kernel that has them ([`FsKind::check_kernel`]) and
+/// measure free space by segment (`fsage-measure`), not by extent.
+pub use fsage_sys::fskind::kernel_has;
+pub use fsage_sys::FsKind;
 
-impl FsKind {
-    /// Every kind fsage knows, whether or not the running kernel has it.
-    pub const ALL: [FsKind; 5] = [
-        FsKind::Ext4,
-        FsKind::Xfs,
-        FsKind::Btrfs,
-        FsKind::F2fs,
-        FsKind::Nilfs2,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FsKind::Ext4 => "ext4",
-            FsKind::Xfs => "xfs",
-            FsKind::Btrfs => "btrfs",
-            FsKind::F2fs => "f2fs",
-            FsKind::Nilfs2 => "nilfs2",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<FsKind> {
-        FsKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                Error::input(format!(
-                    "file system {s:?}: fsage knows ext4, xfs, btrfs, f2fs and nilfs2"
-                ))
-            })
-    }
-
-    /// The mkfs program.
-    pub fn mkfs(self) -> &'static str {
-        match self {
-            FsKind::Ext4 => "mkfs.ext4",
-            FsKind::Xfs => "mkfs.xfs",
-            FsKind::Btrfs => "mkfs.btrfs",
-            FsKind::F2fs => "mkfs.f2fs",
-            FsKind::Nilfs2 => "mkfs.nilfs2",
-        }
-    }
-
-    /// Smallest size its mkfs accepts, for a clear error before running it. f2fs and nilfs2 are
-    /// measured with their mkfs (f2fs-tools 1.15, nilfs-tools 2.2.9) on sparse files with the
-    /// default options: mkfs.f2fs refuses 51.75 MiB and takes 52 MiB; mkfs.nilfs2 asks for
-    /// 134221824 bytes (16 segments of 8 MiB and a 4 KiB block), a byte less is refused.
-    pub fn min_size(self) -> u64 {
-        match self {
-            FsKind::Ext4 => 1 << 20,
-            FsKind::Xfs => 300 << 20,
-            FsKind::Btrfs => 128 << 20,
-            FsKind::F2fs => 52 << 20,
-            FsKind::Nilfs2 => (128 << 20) + 4096,
-        }
-    }
-
-    /// The offline checker, `None` for nilfs2 (nilfs-tools ships none).
-    pub fn checker(self) -> Option<&'static str> {
-        match self {
-            FsKind::Ext4 => Some("e2fsck"),
-            FsKind::Xfs => Some("xfs_repair"),
-            FsKind::Btrfs => Some("btrfs"),
-            FsKind::F2fs => Some("fsck.f2fs"),
-            FsKind::Nilfs2 => None,
-        }
-    }
-
-    /// The tools the kind needs: mkfs and the checker, where there is one.
-    pub fn tools(self) -> Vec<&'static str> {
-        std::iter::once(self.mkfs()).chain(self.checker()).collect()
-    }
-
-    /// The Debian package with its tools.
-    pub fn package(self) -> &'static str {
-        match self {
-            FsKind::Ext4 => "e2fsprogs",
-            FsKind::Xfs => "xfsprogs",
-            FsKind::Btrfs => "btrfs-progs",
-            FsKind::F2fs => "f2fs-tools",
-            FsKind::Nilfs2 => "nilfs-tools",
-        }
-    }
-
-    /// Log-structured (f2fs, nilfs2): writes go out of place into segments that a cleaner
-    /// reclaims, so free space fragments as partly valid segments, not as free extents.
-    pub fn is_log_structured(self) -> bool {
-        matches!(self, FsKind::F2fs | FsKind::Nilfs2)
-    }
-
-    /// Its statfs `f_type` once mounted.
-    pub fn statfs_magic(self) -> u64 {
-        match self {
-            FsKind::Ext4 => fsage_sys::EXT4_SUPER_MAGIC,
-            FsKind::Xfs => fsage_sys::XFS_SUPER_MAGIC,
-            FsKind::Btrfs => fsage_sys::BTRFS_SUPER_MAGIC,
-            FsKind::F2fs => fsage_sys::F2FS_SUPER_MAGIC,
-            FsKind::Nilfs2 => fsage_sys::NILFS_SUPER_MAGIC,
-        }
-    }
-
-    /// Whether fallocate(2) allocates space on it: nilfs2 returns EOPNOTSUPP.
-    pub fn supports_fallocate(self) -> bool {
-        self != FsKind::Nilfs2
-    }
-
-    /// `Err` naming the missing tool and its package.
-    pub fn check_tools(self) -> Result<()> {
-        for t in self.tools() {
-            if find_cmd(t).is_none() {
-                let pkg = self.package();
-                crate::bail!("{t} not found: install {pkg} (apt-get install {pkg})");
-            }
-        }
-        Ok(())
-    }
-
-    /// `Err` (with [`Remedy::Vm`]) when the running kernel cannot mount this kind: it is neither
-    /// in `/proc/filesystems` nor a module the kernel could load on mount. mkfs, fsck and the
-    /// image library work without it; mounting does not.
-    pub fn check_kernel(self) -> Result<()> {
-        let listed = fs::read_to_string("/proc/filesystems").unwrap_or_default();
-        let release = fsage_sys::kernel_release();
-        let modules =
-            fs::read_to_string(format!("/lib/modules/{release}/modules.dep")).unwrap_or_default();
-        if kernel_has(self.name(), &listed, &modules) {
-            return Ok(());
-        }
-        Err(Error::input(format!(
-            "{self}: the running kernel ({release}) has no {self} (not in /proc/filesystems, and \
-             no {self} module in /lib/modules/{release}); a kernel that has it is needed, e.g. in \
-             fsage's VM runner"
-        ))
-        .with_remedy(Remedy::Vm))
-    }
-}
-
-/// Whether a kernel can mount `fstype`: `/proc/filesystems` (`listed`: lines of an optional
-/// `nodev` and a name) names it, or `modules.dep` (`modules`: `kernel/fs/f2fs/f2fs.ko.xz: deps`)
-/// has its module, which the kernel loads on the first mount.
-pub fn kernel_has(fstype: &str, listed: &str, modules: &str) -> bool {
-    let in_list = listed
-        .lines()
-        .any(|l| l.split_whitespace().last() == Some(fstype));
-    let as_module = modules.lines().any(|l| {
-        let path = l.split(':').next().unwrap_or("");
-        let file = path.rsplit('/').next().unwrap_or("");
-        file.split_once(".ko")
-            .is_some_and(|(stem, _)| stem == fstype)
-    });
-    in_list || as_module
-}
-
-impl std::fmt::Display for FsKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The file system (or other signature) in a file or device: `Some("ext4")`, `Some("xfs")`,
-/// `Some("btrfs")`, `Some("f2fs")`, `Some("nilfs2")` from the superblock magic, otherwise what `blkid -p` finds (`"swap"`,
+/// The file system (or other signature) in a file or device: a kind's name (`Some("ext4")`) from
+/// its superblock signature ([`FsKind::probe`]), otherwise what `blkid -p` finds (`"swap"`,
 /// `"crypto_LUKS"`, `"partition table dos"`...), `None` when nothing.
 pub fn probe_fs(path: &Path) -> Result<Option<String>> {
     let mut f = File::open(path).map_err(|e| Error::io(path, "", e))?;
-    let mut read_at = |off: u64, len: usize| -> Option<Vec<u8>> {
+    let read_at = |off: u64, len: usize| -> Option<Vec<u8>> {
         let mut b = vec![0u8; len];
         f.seek(SeekFrom::Start(off)).ok()?;
         f.read_exact(&mut b).ok()?;
         Some(b)
     };
-    if read_at(0, 4).is_some_and(|b| b == b"XFSB") {
-        return Ok(Some("xfs".into()));
-    }
-    if read_at(0x10040, 8).is_some_and(|b| b == b"_BHRfS_M") {
-        return Ok(Some("btrfs".into()));
-    }
-    // f2fs: F2FS_SUPER_MAGIC 0xF2F52010, little-endian, at 1024.
-    if read_at(0x400, 4).is_some_and(|b| b == [0x10, 0x20, 0xF5, 0xF2]) {
-        return Ok(Some("f2fs".into()));
-    }
-    // nilfs2: s_rev_level (u32, 2) at 1024 and s_magic 0x3434 at 1024+6. Before ext4, whose
-    // magic offset (0x438) is the low half of nilfs2's last checkpoint number; the revision keeps
-    // an ext4 superblock out (its first field, the inode count, is never 2).
-    if read_at(0x400, 8).is_some_and(|b| b[0..4] == [2, 0, 0, 0] && b[6..8] == [0x34, 0x34]) {
-        return Ok(Some("nilfs2".into()));
-    }
-    if read_at(0x438, 2).is_some_and(|b| b == [0x53, 0xEF]) {
-        // ext2/3/4: fsage mounts them all as ext4.
-        return Ok(Some("ext4".into()));
+    if let Some(k) = FsKind::probe(read_at) {
+        return Ok(Some(k.name().into()));
     }
     if find_cmd("blkid").is_some() {
         let p = path.to_string_lossy();
@@ -380,35 +200,17 @@ pub fn read_sidecar(image: &Path) -> Option<CreateInfo> {
 }
 
 fn mkfs_args(kind: FsKind, user: &[String], size: Option<u64>, device: bool) -> Vec<String> {
-    let mut a: Vec<String> = match kind {
-        FsKind::Ext4 => vec!["-F".into(), "-q".into()],
-        // fsage has made its own safety checks (check_target_safe): -f keeps mkfs from asking.
-        FsKind::Xfs | FsKind::Btrfs | FsKind::F2fs | FsKind::Nilfs2 => {
-            vec!["-f".into(), "-q".into()]
+    let d = kind.desc();
+    let mut a: Vec<String> = d.mkfs_args.iter().map(|s| s.to_string()).collect();
+    if let Some(first) = d.mkfs_full_init.first() {
+        if !user.iter().any(|o| o.starts_with(first)) {
+            a.extend(d.mkfs_full_init.iter().map(|s| s.to_string()));
         }
-    };
-    // ext4 otherwise zeroes its inode tables and journal in the background after the first mount:
-    // writes nobody asked for, during aging and during a tracked benchmark.
-    if kind == FsKind::Ext4 && !user.iter().any(|o| o.starts_with("-E")) {
-        a.push("-E".into());
-        a.push("lazy_itable_init=0,lazy_journal_init=0".into());
     }
     a.extend(user.iter().cloned());
-    if device {
-        if let Some(s) = size {
-            match kind {
-                FsKind::Xfs => {
-                    a.push("-d".into());
-                    a.push(format!("size={s}"));
-                }
-                FsKind::Btrfs => {
-                    a.push("-b".into());
-                    a.push(s.to_string());
-                }
-                // Both take the size in 512-byte sectors after the device (see create_fs).
-                FsKind::Ext4 | FsKind::F2fs | FsKind::Nilfs2 => {}
-            }
-        }
+    if let (true, Some(s), DeviceSize::Option { flag, prefix }) = (device, size, d.device_size) {
+        a.push(flag.into());
+        a.push(format!("{prefix}{s}"));
     }
     a
 }
@@ -418,7 +220,7 @@ fn mkfs_args(kind: FsKind, user: &[String], size: Option<u64>, device: bool) -> 
 /// checks of [`check_target_safe`]).
 pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
     opts.kind.check_tools()?;
-    if opts.kind == FsKind::Nilfs2 {
+    if opts.kind.desc().mkfs_reads_mtab {
         check_mtab(Path::new("/etc/mtab"))?;
     }
     // Held until the image is in place: another command making, mounting or aging the same path
@@ -492,20 +294,18 @@ pub fn create_fs(target: &Path, opts: &CreateOptions) -> Result<CreateInfo> {
         let mut full = args.clone();
         full.push(target.to_string_lossy().into_owned());
         if opts.size.is_some() {
-            match opts.kind {
-                FsKind::Ext4 => full.push(format!("{}k", size / 1024)),
-                // mkfs.f2fs takes the size as a count of 512-byte sectors after the device.
-                FsKind::F2fs => full.push((size / 512).to_string()),
-                // mkfs.nilfs2 always formats the whole device.
-                FsKind::Nilfs2 if size != fsage_sys::size_of(target)? => {
+            match opts.kind.desc().device_size {
+                DeviceSize::After { unit, suffix } => full.push(format!("{}{suffix}", size / unit)),
+                DeviceSize::WholeDevice if size != fsage_sys::size_of(target)? => {
                     return Err(Error::input(format!(
-                        "{}: mkfs.nilfs2 formats a whole device and takes no size; give none \
+                        "{}: {} formats a whole device and takes no size; give none \
                          (or the device's own size)",
-                        target.display()
+                        target.display(),
+                        opts.kind.mkfs()
                     ))
                     .with_remedy(Remedy::Size))
                 }
-                _ => {}
+                DeviceSize::WholeDevice | DeviceSize::Option { .. } => {}
             }
         }
         let refs: Vec<&str> = full.iter().map(String::as_str).collect();
@@ -543,13 +343,14 @@ fn run_mkfs(kind: FsKind, args: &[&str]) -> Result<String> {
     let mut tries = 0;
     loop {
         match run_tool(kind.mkfs(), args) {
-            Err(e) if kind == FsKind::Btrfs && is_dead_mount_check(&e.to_string()) => {
+            Err(e) if kind.desc().mkfs_stats_all_mounts && is_dead_mount_check(&e.to_string()) => {
                 tries += 1;
                 if tries >= 20 {
                     let dead = dead_fuse_mounts();
                     return Err(Error::operation(format!(
-                        "{e}\n(mkfs.btrfs checks every mount on the machine; a FUSE mount whose \
+                        "{e}\n({} checks every mount on the machine; a FUSE mount whose \
                          daemon has died stops it{}: unmount it, e.g. `umount -l MOUNTPOINT`)",
+                        kind.mkfs(),
                         if dead.is_empty() {
                             String::new()
                         } else {
@@ -669,21 +470,16 @@ pub fn fsck(target: &Path, kind: FsKind) -> Result<Checked> {
         )));
     }
     let t = target.to_string_lossy();
-    match kind {
-        FsKind::Ext4 => run_tool("e2fsck", &["-f", "-n", &t]),
-        FsKind::Xfs => run_tool("xfs_repair", &["-n", &t]),
-        FsKind::Btrfs => run_tool("btrfs", &["check", "--readonly", &t]),
-        // --dry-run: report, write nothing (fsck.f2fs otherwise fixes and rewrites checkpoints).
-        FsKind::F2fs => run_tool("fsck.f2fs", &["--dry-run", "-f", &t]),
-        FsKind::Nilfs2 => {
-            return Ok(Checked::NoChecker(
-                "nilfs2 has no offline checker (nilfs-tools ships no fsck.nilfs2): not checked"
-                    .into(),
-            ))
-        }
-    }
-    .map(Checked::Clean)
-    .map_err(|e| Error::input(format!("{}: the {kind} check found problems: {e}", t)))
+    let Some(check) = kind.desc().check else {
+        return Ok(Checked::NoChecker(format!(
+            "{kind} has no offline checker ({} ships no fsck.{kind}): not checked",
+            kind.package()
+        )));
+    };
+    let args: Vec<&str> = check.args.iter().copied().chain([&*t]).collect();
+    run_tool(check.tool, &args)
+        .map(Checked::Clean)
+        .map_err(|e| Error::input(format!("{}: the {kind} check found problems: {e}", t)))
 }
 
 #[cfg(test)]
@@ -702,65 +498,43 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_parses_by_its_name_and_an_unknown_one_lists_them() {
+    fn a_kind_is_serialised_by_its_name() {
         for k in FsKind::ALL {
-            assert_eq!(FsKind::parse(k.name()).unwrap(), k);
-            assert_eq!(k.tools()[0], k.mkfs());
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.name()));
+            assert_eq!(serde_json::from_str::<FsKind>(&json).unwrap(), k);
         }
-        let e = FsKind::parse("zfs").unwrap_err();
-        for k in FsKind::ALL {
-            assert!(e.message.contains(k.name()), "{e}");
-        }
+        let e = serde_json::from_str::<FsKind>("\"zfs\"").unwrap_err();
+        assert!(e.to_string().contains("nilfs2"), "{e}");
+    }
+
+    #[test]
+    fn mkfs_gets_each_kinds_arguments_and_device_size() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let lazy = "lazy_itable_init=0,lazy_journal_init=0";
         assert_eq!(
-            serde_json::to_string(&FsKind::Nilfs2).unwrap(),
-            "\"nilfs2\""
+            mkfs_args(FsKind::EXT4, &[], Some(1 << 30), true),
+            s(&["-F", "-q", "-E", lazy])
         );
-        assert_eq!(FsKind::Nilfs2.checker(), None);
-        assert_eq!(FsKind::Nilfs2.tools(), ["mkfs.nilfs2"]);
-        assert_eq!(FsKind::F2fs.tools(), ["mkfs.f2fs", "fsck.f2fs"]);
-        assert!(!FsKind::Nilfs2.supports_fallocate());
-        for k in FsKind::ALL {
-            assert_eq!(fsage_sys::fs_type_name(k.statfs_magic()), k.name());
-        }
-        assert!(FsKind::F2fs.supports_fallocate());
-        assert!(FsKind::F2fs.is_log_structured() && !FsKind::Ext4.is_log_structured());
-    }
-
-    #[test]
-    fn the_kernel_has_a_type_it_lists_or_can_load() {
-        let listed = "nodev\tsysfs\nnodev\ttmpfs\n\text4\n\txfs\nnodev\tfuse\n";
-        let modules = "kernel/fs/f2fs/f2fs.ko.xz: kernel/lib/lz4.ko.xz\n\
-                       kernel/fs/nilfs2/nilfs2.ko:\n\
-                       kernel/fs/f2fsx/f2fsx.ko.zst:\n";
-        assert!(kernel_has("ext4", listed, ""));
-        assert!(kernel_has("xfs", listed, ""));
-        assert!(!kernel_has("f2fs", listed, ""));
-        assert!(!kernel_has("nilfs2", listed, ""));
-        // "nodev" is a flag, not a type.
-        assert!(!kernel_has("nodev", listed, ""));
-        assert!(kernel_has("f2fs", listed, modules));
-        assert!(kernel_has("nilfs2", "", modules));
-        assert!(!kernel_has("btrfs", listed, modules));
-        assert!(!kernel_has("f2f", "", modules));
-    }
-
-    #[test]
-    fn a_kind_this_kernel_lacks_is_refused_with_the_vm_remedy() {
-        let listed = fs::read_to_string("/proc/filesystems").unwrap_or_default();
-        for k in FsKind::ALL {
-            match k.check_kernel() {
-                Ok(()) => {}
-                Err(e) => {
-                    assert!(!kernel_has(k.name(), &listed, ""), "{k}: {e}");
-                    assert_eq!(e.remedy, Some(Remedy::Vm), "{e}");
-                    assert_eq!(e.blame, fsage_sys::Blame::Input, "{e}");
-                    assert!(
-                        e.message.starts_with(&format!("{k}: the running kernel")),
-                        "{e}"
-                    );
-                    assert!(e.message.contains("VM"), "{e}");
-                }
-            }
+        // The user's own -E replaces the full initialisation.
+        assert_eq!(
+            mkfs_args(FsKind::EXT4, &s(&["-E", "x"]), None, false),
+            s(&["-F", "-q", "-E", "x"])
+        );
+        assert_eq!(
+            mkfs_args(FsKind::XFS, &s(&["-b", "size=1024"]), Some(1 << 30), true),
+            s(&["-f", "-q", "-b", "size=1024", "-d", "size=1073741824"])
+        );
+        assert_eq!(
+            mkfs_args(FsKind::XFS, &[], Some(1 << 30), false),
+            s(&["-f", "-q"])
+        );
+        assert_eq!(
+            mkfs_args(FsKind::BTRFS, &[], Some(1 << 30), true),
+            s(&["-f", "-q", "-b", "1073741824"])
+        );
+        for k in [FsKind::F2FS, FsKind::NILFS2] {
+            assert_eq!(mkfs_args(k, &[], Some(1 << 30), true), s(&["-f", "-q"]));
         }
     }
 

@@ -181,9 +181,9 @@ impl Mounted {
             Some(t) => t.clone(),
             None => probe_fs(image)?.ok_or_else(|| {
                 Error::input(format!(
-                    "{}: no file system found (ext4, xfs, btrfs, f2fs or nilfs2 superblock); \
-                     give the type",
-                    image.display()
+                    "{}: no file system found ({} superblock); give the type",
+                    image.display(),
+                    fsage_sys::fskind::names_listed("or")
                 ))
             })?,
         };
@@ -241,7 +241,7 @@ impl Mounted {
             _lock: lock,
         };
         // mount.nilfs2 would start the cleaner; mount(2) does not. Read-only needs none.
-        if m.fstype == "nilfs2" && !read_only {
+        if needs_cleaner(&m.fstype) && !read_only {
             // On error `m` drops: unmounted and detached.
             m.cleanerd = Some(Cleanerd::start(
                 &m.device,
@@ -432,11 +432,16 @@ pub fn umount(target: &Path) -> Result<Unmounted> {
     }
 }
 
+/// Whether a read-write mount of `fstype` needs a cleaner daemon (nilfs2's).
+fn needs_cleaner(fstype: &str) -> bool {
+    FsKind::by_name(fstype).is_some_and(|k| k.desc().cleaner_daemon)
+}
+
 /// Before a nilfs2 mount is unmounted: stops the cleaner fsage started for it (found from its
 /// device and mount point), and refuses when a cleaner fsage did not start serves it, which
 /// would keep it busy (fsage signals no process it did not start).
 fn stop_cleaner_of(m: &fsage_sys::MountEntry) -> Result<()> {
-    if m.fstype != "nilfs2" {
+    if !needs_cleaner(&m.fstype) {
         return Ok(());
     }
     let dev = Path::new(&m.source);

@@ -16,7 +16,7 @@ fn the_unmount_s_writes_reach_the_drive() {
     }
     let tmp = shm_tmp("fsage-lab-drive-");
     let img = tmp.path().join("a.img");
-    create_image(FsKind::Ext4, 256 << 20, &img, &[]).unwrap();
+    create_image(FsKind::EXT4, 256 << 20, &img, &[]).unwrap();
     let mnt = tmp.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let spec = fsage_device::resolve("ssd-sata").unwrap();

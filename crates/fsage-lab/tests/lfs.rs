@@ -21,7 +21,7 @@ fn have_tools(test: &str, kind: FsKind) -> bool {
 
 #[test]
 fn the_minimum_size_is_the_least_mkfs_takes() {
-    for kind in [FsKind::F2fs, FsKind::Nilfs2] {
+    for kind in [FsKind::F2FS, FsKind::NILFS2] {
         if !have_tools("the_minimum_size_is_the_least_mkfs_takes", kind) {
             continue;
         }
@@ -42,8 +42,8 @@ fn the_minimum_size_is_the_least_mkfs_takes() {
 fn mkfs_itself_refuses_just_below_the_minimum() {
     // The minimum is mkfs's own, not a guess: run the tool on a file a little smaller.
     for (kind, below) in [
-        (FsKind::F2fs, (52 << 20) - (256 << 10)),
-        (FsKind::Nilfs2, 128 << 20),
+        (FsKind::F2FS, (52 << 20) - (256 << 10)),
+        (FsKind::NILFS2, 128 << 20),
     ] {
         if !have_tools("mkfs_itself_refuses_just_below_the_minimum", kind) {
             continue;
@@ -59,7 +59,7 @@ fn mkfs_itself_refuses_just_below_the_minimum() {
 
 #[test]
 fn f2fs_checks_clean_then_finds_a_damaged_one() {
-    let kind = FsKind::F2fs;
+    let kind = FsKind::F2FS;
     if !have_tools("f2fs_checks_clean_then_finds_a_damaged_one", kind) {
         return;
     }
@@ -93,7 +93,7 @@ fn f2fs_checks_clean_then_finds_a_damaged_one() {
 
 #[test]
 fn nilfs2_says_it_has_no_checker() {
-    let kind = FsKind::Nilfs2;
+    let kind = FsKind::NILFS2;
     if !have_tools("nilfs2_says_it_has_no_checker", kind) {
         return;
     }

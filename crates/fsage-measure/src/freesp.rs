@@ -1,8 +1,9 @@
-//! Free space of a mounted file system: picks the route (GETFSMAP on ext4 and xfs, the extent
-//! tree on btrfs) and implements the GETFSMAP one. The histogram type lives in `hist`.
+//! Free space of a mounted file system: picks the route its descriptor names (GETFSMAP on ext4 and
+//! xfs, the extent tree on btrfs) and implements the GETFSMAP one. The histogram type lives in `hist`.
 
 pub use crate::hist::{bin_of, FreeBin, FreeHist, FreeSpace};
 use crate::sys;
+use fsage_sys::fskind::FreeSpaceBy;
 use std::fs::File;
 use std::path::Path;
 
@@ -10,18 +11,18 @@ use std::path::Path;
 /// route it supports: GETFSMAP (ext4, xfs), the extent tree (btrfs).
 pub fn free_space(mount: &Path) -> Result<FreeSpace, crate::Error> {
     let info = sys::statfs(mount).map_err(|e| format!("{}: statfs: {e}", mount.display()))?;
-    if info.magic == sys::BTRFS_SUPER_MAGIC {
-        return crate::btrfs::free_space(mount, &info);
-    }
-    if info.magic == fsage_sys::F2FS_SUPER_MAGIC || info.magic == fsage_sys::NILFS_SUPER_MAGIC {
-        return Err(crate::Error::Failed(format!(
+    // The route is the kind's ([`fsage_sys::fskind::FreeSpaceBy`]); a kind fsage does not know
+    // gets GETFSMAP, which says whether it has it.
+    match fsage_sys::FsKind::by_magic(info.magic).map(|k| k.free_space()) {
+        Some(FreeSpaceBy::BtrfsTree) => crate::btrfs::free_space(mount, &info),
+        Some(FreeSpaceBy::Segments(_)) => Err(crate::Error::Failed(format!(
             "{}: {} is log-structured: it has no free extents to map; its free space is \
              measured by segment",
             mount.display(),
             sys::fs_type_name(info.magic)
-        )));
+        ))),
+        Some(FreeSpaceBy::Getfsmap) | None => free_space_getfsmap(mount, &info),
     }
-    free_space_getfsmap(mount, &info)
 }
 
 /// Free extents from FS_IOC_GETFSMAP: the records owned by "free space" on the data device.

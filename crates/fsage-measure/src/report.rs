@@ -70,8 +70,11 @@ pub fn measure(mount: &std::path::Path, opts: &FragOptions) -> Result<FragReport
         Err(e) => (None, Some(e.to_string())),
     };
     let mut segments = None;
-    if fs_type == "f2fs" || fs_type == "nilfs2" {
-        match device_of(mount).and_then(|d| crate::segments::measure(&fs_type, &d)) {
+    if let Some(kind) = fsage_sys::FsKind::by_magic(info.magic).filter(|k| k.is_log_structured()) {
+        match device_of(mount)
+            .map_err(fsage_sys::Error::operation)
+            .and_then(|d| crate::segments::measure(kind, &d))
+        {
             Ok(s) => {
                 segments = Some(s);
                 free_space_error = None;

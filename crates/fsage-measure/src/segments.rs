@@ -11,6 +11,8 @@
 //! flags `a` active, `d` dirty, `e` error, `p` protected, blocks written, live blocks) and
 //! `lscp -a DEV` (the checkpoints, `ss` for a snapshot), from nilfs-tools.
 
+use fsage_sys::fskind::{FreeSpaceBy, SegmentSource};
+use fsage_sys::{Error, FsKind};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -98,16 +100,41 @@ impl Segments {
     }
 }
 
+/// Why a segment listing (f2fs's `segment_info`, nilfs-tools' `lssu` or `lscp`) could not be
+/// read: the kernel or the tool wrote something not in its format, so measuring failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A line not in the format: its number (from 1) and what is wrong with it.
+    #[error("line {line}: {what}")]
+    Line { line: usize, what: String },
+    /// The listing as a whole is unusable (no segments in it).
+    #[error("{0}")]
+    Listing(&'static str),
+}
+
+impl fsage_sys::Blamed for ParseError {
+    fn blame(&self) -> fsage_sys::Blame {
+        fsage_sys::Blame::Operation
+    }
+}
+
+fn at(i: usize, what: String) -> ParseError {
+    ParseError::Line { line: i + 1, what }
+}
+
 /// Parses f2fs's `segment_info`. `Err` names the line that is not in its format.
-pub fn parse_f2fs_segment_info(text: &str) -> Result<Segments, String> {
+pub fn parse_f2fs_segment_info(text: &str) -> Result<Segments, ParseError> {
     let mut s = Segments::new("f2fs segment_info", F2FS_SEGMENT_BLOCKS);
     let mut lines = text.lines().enumerate();
     match lines.next() {
         Some((_, l)) if l.starts_with("format: segment_type|valid_blocks") => {}
         other => {
-            return Err(format!(
-                "line 1: {:?} is not segment_info's header",
-                other.map_or("", |(_, l)| l)
+            return Err(at(
+                0,
+                format!(
+                    "{:?} is not segment_info's header",
+                    other.map_or("", |(_, l)| l)
+                ),
             ))
         }
     }
@@ -120,27 +147,27 @@ pub fn parse_f2fs_segment_info(text: &str) -> Result<Segments, String> {
         }
         let start: u64 = first
             .parse()
-            .map_err(|_| format!("line {}: {line:?}: no segment number", i + 1))?;
+            .map_err(|_| at(i, format!("{line:?}: no segment number")))?;
         if start != expect {
-            return Err(format!(
-                "line {}: starts at segment {start}, {expect} expected",
-                i + 1
+            return Err(at(
+                i,
+                format!("starts at segment {start}, {expect} expected"),
             ));
         }
         for w in words {
             let (t, v) = w
                 .split_once('|')
-                .ok_or_else(|| format!("line {}: {w:?} is not type|valid_blocks", i + 1))?;
+                .ok_or_else(|| at(i, format!("{w:?} is not type|valid_blocks")))?;
             let _type: u8 = t
                 .parse()
-                .map_err(|_| format!("line {}: {w:?}: bad segment type", i + 1))?;
+                .map_err(|_| at(i, format!("{w:?}: bad segment type")))?;
             let valid: u64 = v
                 .parse()
-                .map_err(|_| format!("line {}: {w:?}: bad valid block count", i + 1))?;
+                .map_err(|_| at(i, format!("{w:?}: bad valid block count")))?;
             if valid > F2FS_SEGMENT_BLOCKS {
-                return Err(format!(
-                    "line {}: {w:?}: more valid blocks than a segment has",
-                    i + 1
+                return Err(at(
+                    i,
+                    format!("{w:?}: more valid blocks than a segment has"),
                 ));
             }
             if valid == 0 {
@@ -153,15 +180,15 @@ pub fn parse_f2fs_segment_info(text: &str) -> Result<Segments, String> {
         }
     }
     if s.total == 0 {
-        return Err("no segments listed".into());
+        return Err(ParseError::Listing("no segments listed"));
     }
     Ok(s)
 }
 
 /// Parses `lssu -a -l` (segments of `segment_blocks` blocks). `Err` names the line.
-pub fn parse_lssu(text: &str, segment_blocks: u64) -> Result<Segments, String> {
+pub fn parse_lssu(text: &str, segment_blocks: u64) -> Result<Segments, ParseError> {
     if segment_blocks == 0 {
-        return Err("a segment of 0 blocks".into());
+        return Err(ParseError::Listing("a segment of 0 blocks"));
     }
     let mut s = Segments::new("nilfs2 lssu", segment_blocks);
     for (i, line) in text.lines().enumerate() {
@@ -170,7 +197,7 @@ pub fn parse_lssu(text: &str, segment_blocks: u64) -> Result<Segments, String> {
             continue;
         }
         // SEGNUM DATE TIME STAT NBLOCKS NLIVEBLOCKS (PCT%)
-        let bad = |what: &str| format!("line {}: {line:?}: {what}", i + 1);
+        let bad = |what: &str| at(i, format!("{line:?}: {what}"));
         if w.len() < 6 {
             return Err(bad(
                 "not SEGNUM DATE TIME STAT NBLOCKS NLIVEBLOCKS (lssu -l)",
@@ -195,13 +222,13 @@ pub fn parse_lssu(text: &str, segment_blocks: u64) -> Result<Segments, String> {
         }
     }
     if s.total == 0 {
-        return Err("no segments listed (give lssu -a)".into());
+        return Err(ParseError::Listing("no segments listed (give lssu -a)"));
     }
     Ok(s)
 }
 
 /// Checkpoints and snapshots in `lscp -a` output: `(checkpoints, snapshots)`.
-pub fn parse_lscp(text: &str) -> Result<(u64, u64), String> {
+pub fn parse_lscp(text: &str) -> Result<(u64, u64), ParseError> {
     let (mut cps, mut sss) = (0, 0);
     for (i, line) in text.lines().enumerate() {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -210,7 +237,7 @@ pub fn parse_lscp(text: &str) -> Result<(u64, u64), String> {
         }
         // CNO DATE TIME MODE FLG BLKCNT ICNT
         if w.len() < 4 || w[0].parse::<u64>().is_err() {
-            return Err(format!("line {}: {line:?}: not an lscp row", i + 1));
+            return Err(at(i, format!("{line:?}: not an lscp row")));
         }
         match w[3] {
             "cp" => cps += 1,
@@ -218,7 +245,7 @@ pub fn parse_lscp(text: &str) -> Result<(u64, u64), String> {
                 cps += 1;
                 sss += 1;
             }
-            m => return Err(format!("line {}: mode {m:?}: neither cp nor ss", i + 1)),
+            m => return Err(at(i, format!("mode {m:?}: neither cp nor ss"))),
         }
     }
     Ok((cps, sss))
@@ -237,60 +264,65 @@ pub fn nilfs_blocks_per_segment(sb: &[u8]) -> Option<u64> {
 
 /// The kernel's name of the block device `device` (`loop0`, `vda`): `/sys/dev/block/MAJ:MIN`'s
 /// target.
-fn kernel_name(device: &Path) -> Result<String, String> {
+fn kernel_name(device: &Path) -> Result<String, Error> {
     use std::os::unix::fs::MetadataExt;
     let rdev = std::fs::metadata(device)
-        .map_err(|e| format!("{}: {e}", device.display()))?
+        .map_err(|e| failed(format!("{}: {e}", device.display())))?
         .rdev();
     let sys = format!(
         "/sys/dev/block/{}:{}",
         rustix::fs::major(rdev),
         rustix::fs::minor(rdev)
     );
-    let target = std::fs::read_link(&sys).map_err(|e| format!("{sys}: {e}"))?;
+    let target = std::fs::read_link(&sys).map_err(|e| failed(format!("{sys}: {e}")))?;
     target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{sys}: no device name"))
+        .ok_or_else(|| failed(format!("{sys}: no device name")))
 }
 
-/// The segment usage of the f2fs or nilfs2 file system mounted from `device` (`fs_type`: its
-/// statfs name); `Err` says why it cannot be read.
-pub fn measure(fs_type: &str, device: &Path) -> Result<Segments, String> {
-    match fs_type {
-        "f2fs" => {
+/// A measurement that failed on a valid input.
+fn failed(message: String) -> Error {
+    Error::operation(message)
+}
+
+/// The segment usage of the log-structured file system of `kind` mounted from `device`, read
+/// from where its descriptor says ([`SegmentSource`]); `Err` says why it cannot be read (bad
+/// input for a kind measured by extent).
+pub fn measure(kind: FsKind, device: &Path) -> Result<Segments, Error> {
+    match kind.free_space() {
+        FreeSpaceBy::Segments(SegmentSource::F2fsProc) => {
             // f2fs names its /proc directory after the kernel's device (loop0, vda), whatever
             // node the mount came from (a VM's disk appears at its host path).
             let name = kernel_name(device)?;
             let p = format!("/proc/fs/f2fs/{name}/segment_info");
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{p}: {e}"))?;
-            parse_f2fs_segment_info(&text).map_err(|e| format!("{p}: {e}"))
+            let text = std::fs::read_to_string(&p).map_err(|e| failed(format!("{p}: {e}")))?;
+            parse_f2fs_segment_info(&text).map_err(|e| failed(format!("{p}: {e}")))
         }
-        "nilfs2" => {
+        FreeSpaceBy::Segments(SegmentSource::NilfsTools) => {
             use std::io::{Read, Seek, SeekFrom};
             let mut sb = vec![0u8; 1024];
-            let mut f =
-                std::fs::File::open(device).map_err(|e| format!("{}: {e}", device.display()))?;
+            let mut f = std::fs::File::open(device)
+                .map_err(|e| failed(format!("{}: {e}", device.display())))?;
             f.seek(SeekFrom::Start(1024))
                 .and_then(|_| f.read_exact(&mut sb))
-                .map_err(|e| format!("{}: superblock: {e}", device.display()))?;
+                .map_err(|e| failed(format!("{}: superblock: {e}", device.display())))?;
             let per_seg = nilfs_blocks_per_segment(&sb)
-                .ok_or_else(|| format!("{}: no nilfs2 superblock", device.display()))?;
+                .ok_or_else(|| failed(format!("{}: no nilfs2 superblock", device.display())))?;
             let dev = device.to_string_lossy();
             // -p 0: blocks only the protection period keeps count as dead, as the cleaner fsage
             // starts sees them.
-            let text = fsage_sys::run_tool("lssu", &["-a", "-l", "-p", "0", &dev])
-                .map_err(|e| e.to_string())?;
-            let mut s = parse_lssu(&text, per_seg).map_err(|e| format!("lssu: {e}"))?;
-            let cps = fsage_sys::run_tool("lscp", &["-a", &dev]).map_err(|e| e.to_string())?;
-            let (c, ss) = parse_lscp(&cps).map_err(|e| format!("lscp: {e}"))?;
+            let text = fsage_sys::run_tool("lssu", &["-a", "-l", "-p", "0", &dev])?;
+            let mut s = parse_lssu(&text, per_seg).map_err(|e| failed(format!("lssu: {e}")))?;
+            let cps = fsage_sys::run_tool("lscp", &["-a", &dev])?;
+            let (c, ss) = parse_lscp(&cps).map_err(|e| failed(format!("lscp: {e}")))?;
             s.checkpoints = Some(c);
             s.snapshots = Some(ss);
             Ok(s)
         }
-        other => Err(format!(
-            "{other}: not log-structured; its free space is measured by extent"
-        )),
+        FreeSpaceBy::Getfsmap | FreeSpaceBy::BtrfsTree => Err(Error::input(format!(
+            "{kind}: not log-structured; its free space is measured by extent"
+        ))),
     }
 }
 
@@ -324,17 +356,22 @@ segment_type(0:HD, 1:WD, 2:CD, 3:HN, 4:WN, 5:CN)\n\
 
     #[test]
     fn f2fs_segment_info_refuses_what_is_not_it_naming_the_line() {
-        assert!(parse_f2fs_segment_info("").unwrap_err().contains("line 1"));
+        assert!(parse_f2fs_segment_info("")
+            .unwrap_err()
+            .to_string()
+            .contains("line 1"));
         let skipped = SEGMENT_INFO.replace("\n10 ", "\n20 ");
-        let e = parse_f2fs_segment_info(&skipped).unwrap_err();
+        let e = parse_f2fs_segment_info(&skipped).unwrap_err().to_string();
         assert!(e.contains("line 4") && e.contains("10 expected"), "{e}");
         let bad = SEGMENT_INFO.replace("2|51 ", "2/51 ");
         assert!(parse_f2fs_segment_info(&bad)
             .unwrap_err()
+            .to_string()
             .contains("line 3"));
         let over = SEGMENT_INFO.replace("1|511", "1|513");
         assert!(parse_f2fs_segment_info(&over)
             .unwrap_err()
+            .to_string()
             .contains("more valid"));
         let none = "format: segment_type|valid_blocks\nsegment_type(0:HD)\n";
         assert!(parse_f2fs_segment_info(none).is_err());
@@ -372,9 +409,14 @@ segment_type(0:HD, 1:WD, 2:CD, 3:HN, 4:WN, 5:CN)\n\
         let plain = "              SEGNUM        DATE     TIME STAT     NBLOCKS\n\
                    3  2022-11-04 23:23:49  -d-        2048\n";
         let e = parse_lssu(plain, 2048).unwrap_err();
+        assert!(matches!(e, ParseError::Line { line: 2, .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains("line 2") && e.contains("lssu -l"), "{e}");
         let flags = LSSU.replace("-d--        2048        512", "-x--        2048        512");
-        assert!(parse_lssu(&flags, 2048).unwrap_err().contains("STAT"));
+        assert!(parse_lssu(&flags, 2048)
+            .unwrap_err()
+            .to_string()
+            .contains("STAT"));
     }
 
     #[test]
@@ -384,7 +426,10 @@ segment_type(0:HD, 1:WD, 2:CD, 3:HN, 4:WN, 5:CN)\n\
                            2  2026-11-27 13:00:05   ss    -          130         40\n\
                            3  2026-11-27 13:00:09   cp    i          131         40\n";
         assert_eq!(parse_lscp(text).unwrap(), (3, 1));
-        assert!(parse_lscp("   x y z w\n").unwrap_err().contains("line 1"));
+        assert_eq!(
+            parse_lscp("   x y z w\n").unwrap_err().to_string(),
+            "line 1: \"   x y z w\": not an lscp row"
+        );
         assert_eq!(parse_lscp("").unwrap(), (0, 0));
     }
 

@@ -218,12 +218,9 @@ pub struct GitRun {
 }
 
 impl GitRun {
+    /// The kind its `fs` names (the catalogue names only ext4, xfs and btrfs; ext4 otherwise).
     pub fn fs_kind(&self) -> FsKind {
-        match self.fs.as_str() {
-            "xfs" => FsKind::Xfs,
-            "btrfs" => FsKind::Btrfs,
-            _ => FsKind::Ext4,
-        }
+        FsKind::by_name(&self.fs).unwrap_or(FsKind::EXT4)
     }
 }
 

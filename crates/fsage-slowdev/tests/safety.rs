@@ -95,7 +95,7 @@ fn a_mounted_device_is_destroyed_only_with_force() {
         r.unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     assert!(reg.list().is_empty());
-    fsage_lab::fsck(&lab.path("img"), fsage_lab::FsKind::Ext4).unwrap();
+    fsage_lab::fsck(&lab.path("img"), fsage_lab::FsKind::EXT4).unwrap();
 }
 
 #[test]

@@ -2,10 +2,12 @@
 //! (statfs and statvfs through rustix) and how to replace a file so that a reader or a crash sees
 //! the old contents or the new, never half. It also answers what the lab, the slow device and Git
 //! aging ask before touching a device ([`dev`]: loop devices' backing files, mounts of a device,
-//! sizes), runs the external tools ([`tool`]) and guards temporary files ([`TempPath`]).
+//! sizes), runs the external tools ([`tool`]) and guards temporary files ([`TempPath`]). The
+//! file systems fsage makes are described once, in [`fskind`].
 
 pub mod dev;
 pub mod error;
+pub mod fskind;
 pub mod ioctl;
 pub mod lock;
 pub mod mountinfo;
@@ -20,12 +22,15 @@ pub use dev::{
     size_of,
 };
 pub use error::{Error, Remedy};
+pub use fskind::FsKind;
 pub use platform::PlatformKind;
 
 /// Entries a file system makes in its own root when it is made (ext4's `lost+found`, nilfs2's
 /// `.nilfs`): a fresh file system holding only these counts as empty.
 pub fn is_fs_own_root_entry(name: &std::ffi::OsStr) -> bool {
-    name == "lost+found" || name == ".nilfs"
+    FsKind::ALL
+        .iter()
+        .any(|k| k.desc().root_entries.iter().any(|e| name == *e))
 }
 use safe::parent_dir;
 pub use temp::TempPath;
@@ -37,23 +42,20 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
-pub const XFS_SUPER_MAGIC: u64 = 0x5846_5342;
-pub const BTRFS_SUPER_MAGIC: u64 = 0x9123_683E;
+// The statfs magics of the kinds fsage makes are their descriptors' ([`fskind::TABLE`]).
+pub const EXT4_SUPER_MAGIC: u64 = FsKind::EXT4.magic();
+pub const XFS_SUPER_MAGIC: u64 = FsKind::XFS.magic();
+pub const BTRFS_SUPER_MAGIC: u64 = FsKind::BTRFS.magic();
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
-pub const F2FS_SUPER_MAGIC: u64 = 0xF2F5_2010;
-pub const NILFS_SUPER_MAGIC: u64 = 0x3434;
+pub const F2FS_SUPER_MAGIC: u64 = FsKind::F2FS.magic();
+pub const NILFS_SUPER_MAGIC: u64 = FsKind::NILFS2.magic();
 
 /// Name of a file system type from its statfs magic (`0x...` for one fsage does not know).
 pub fn fs_type_name(magic: u64) -> String {
-    match magic {
-        EXT4_SUPER_MAGIC => "ext4".into(),
-        XFS_SUPER_MAGIC => "xfs".into(),
-        BTRFS_SUPER_MAGIC => "btrfs".into(),
-        F2FS_SUPER_MAGIC => "f2fs".into(),
-        NILFS_SUPER_MAGIC => "nilfs2".into(),
-        TMPFS_MAGIC => "tmpfs".into(),
-        m => format!("0x{m:x}"),
+    match FsKind::by_magic(magic) {
+        Some(k) => k.name().into(),
+        None if magic == TMPFS_MAGIC => "tmpfs".into(),
+        None => format!("0x{magic:x}"),
     }
 }
 

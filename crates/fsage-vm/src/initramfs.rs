@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The file systems whose modules every initramfs carries; a run loads only those it asks for.
-pub const FILE_SYSTEMS: &[&str] = &["ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
+pub const FILE_SYSTEMS: &[&str] = &fsage_sys::FsKind::NAMES;
 
 /// The guest's own directories, tmpfs that the init script mounts over the host's (`/tmp`,
 /// `/dev/shm`, `/run`): a host file under one of them is not there in the guest.

@@ -11,15 +11,12 @@ use std::process::Command;
 /// devices (fsage mounts image files on them).
 pub const BOOT: &[&str] = &["virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "loop"];
 
-/// The modules of each file system fsage can make (a name not listed is taken as a module name).
+/// The modules of each file system fsage can make, from its descriptor (a name fsage does not
+/// know is taken as a module name).
 pub fn fs_modules(fs: &str) -> Vec<&str> {
-    match fs {
-        "ext4" => vec!["ext4", "crc32c_generic"],
-        "xfs" => vec!["xfs", "crc32c_generic"],
-        "btrfs" => vec!["btrfs", "crc32c_generic"],
-        "f2fs" => vec!["f2fs", "crc32_generic"],
-        "nilfs2" => vec!["nilfs2"],
-        other => vec![other],
+    match fsage_sys::FsKind::by_name(fs) {
+        Some(k) => k.guest_modules().to_vec(),
+        None => vec![fs],
     }
 }
 

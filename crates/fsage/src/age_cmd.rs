@@ -6,6 +6,7 @@ use crate::progress::Bar;
 use clap::{Args, ValueEnum};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_exec::{Observer, Progress, State, StopConditions, StopReason, WriteMode};
+use fsage_lab::FsKind;
 use fsage_report::{export, Json, Text};
 use fsage_sys::Blame;
 use std::path::PathBuf;
@@ -101,8 +102,8 @@ pub struct AgeArgs {
     /// it, age it, unmount it: the one-command main job. The capacity is the file system's. With
     /// --dry-run and --size: plan at the usable space of a new file system of that size (made in
     /// memory to read it, then removed); no TARGET.
-    #[arg(long, value_enum, conflicts_with_all = ["capacity", "resume"])]
-    pub fs: Option<FsArg>,
+    #[arg(long, value_parser = fs_kind_parser(), conflicts_with_all = ["capacity", "resume"])]
+    pub fs: Option<FsKind>,
     /// Size of the image made by --fs (e.g. 4GiB); with --device, of the file system (default:
     /// the whole device).
     #[arg(long, requires = "fs", value_parser = fsage_units::parse_size)]
@@ -133,26 +134,11 @@ pub struct AgeArgs {
     pub target: Option<PathBuf>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FsArg {
-    Ext4,
-    Xfs,
-    Btrfs,
-    F2fs,
-    Nilfs2,
-}
-
-impl From<FsArg> for fsage_lab::FsKind {
-    fn from(f: FsArg) -> Self {
-        use fsage_lab::FsKind;
-        match f {
-            FsArg::Ext4 => FsKind::Ext4,
-            FsArg::Xfs => FsKind::Xfs,
-            FsArg::Btrfs => FsKind::Btrfs,
-            FsArg::F2fs => FsKind::F2fs,
-            FsArg::Nilfs2 => FsKind::Nilfs2,
-        }
-    }
+/// clap's parser of a file system kind: the names of fsage-sys's descriptor table, which help and
+/// clap's errors list as the possible values.
+pub fn fs_kind_parser() -> impl clap::builder::TypedValueParser<Value = FsKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(FsKind::NAMES).try_map(|s| FsKind::parse(&s))
 }
 
 #[derive(Args, Debug)]
@@ -206,7 +192,7 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
     let new_fs = match args.fs {
         None => None,
         Some(fs) => Some(NewFs {
-            kind: fs.into(),
+            kind: fs,
             size: match args.size {
                 None if args.device.is_none() => {
                     return Err(bad_input("--fs needs --size (or --device)"))
@@ -361,7 +347,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
             .collect();
         let disks = args.device.iter().cloned().collect();
         if let Some(done) =
-            crate::vm_cmd::maybe_in_vm(fs.into(), args.vm, args.no_vm, writes, reads, disks)
+            crate::vm_cmd::maybe_in_vm(fs, args.vm, args.no_vm, writes, reads, disks)
         {
             return done;
         }

@@ -1,10 +1,11 @@
 //! `fsage git-age REPO (--fs KIND --size SIZE IMAGE | --clean-fs KIND TARGET_DIR)`: Git-history
 //! aging (fsage-git does the work; this parses, shows progress and writes the exports).
 
-use crate::age_cmd::FsArg;
-use crate::exit::{bad_input, interrupted, CmdResult};
+use crate::age_cmd::fs_kind_parser;
+use crate::exit::{bad_input, interrupted, CmdError, CmdResult};
 use clap::{Args, ValueEnum};
 use fsage_git::{GitAgeOptions, GitRow, Mode, Observer, Target};
+use fsage_lab::FsKind;
 use fsage_report::{export, Csv, Json, Text};
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,8 +26,8 @@ pub struct GitAgeArgs {
     /// With --fs: the image file to create; else an empty directory on a mounted file system.
     pub target: PathBuf,
     /// Make a file system of this kind on the new image TARGET.
-    #[arg(long, value_enum, requires = "size", conflicts_with = "clean_fs")]
-    pub fs: Option<FsArg>,
+    #[arg(long, value_parser = fs_kind_parser(), requires = "size", conflicts_with = "clean_fs")]
+    pub fs: Option<FsKind>,
     /// Size of the image (e.g. 4GiB); the clean instance is made the same size. With --clean-fs:
     /// the clean instance's size (default: the size of the block device under TARGET_DIR; needed
     /// for a TARGET_DIR on a file system without one, such as tmpfs).
@@ -34,8 +35,8 @@ pub struct GitAgeArgs {
     pub size: Option<u64>,
     /// For a TARGET_DIR: the clean instance's file system (made as large as the block device
     /// under TARGET_DIR, or --size).
-    #[arg(long, value_enum)]
-    pub clean_fs: Option<FsArg>,
+    #[arg(long, value_parser = fs_kind_parser())]
+    pub clean_fs: Option<FsKind>,
     /// For a TARGET_DIR: where the clean instance's image goes (default /dev/shm); the checkpoint
     /// and a bundle's clone go beside it. Not on the file system being aged.
     #[arg(long, value_name = "IMAGE")]
@@ -127,10 +128,6 @@ pub struct GitAgeArgs {
     pub quiet: bool,
 }
 
-fn kind(f: FsArg) -> fsage_lab::FsKind {
-    f.into()
-}
-
 /// The progress line: commits done and left, commits per second, the last measurement.
 pub(crate) struct Progress {
     tty: bool,
@@ -193,13 +190,13 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     let target = match (a.fs, a.clean_fs) {
         (Some(fs), None) => Target::Image {
             path: a.target.clone(),
-            kind: kind(fs),
+            kind: fs,
             size: size.expect("clap requires --size with --fs"),
         },
         (None, Some(c)) => Target::Dir {
             clean_size: size,
             path: a.target.clone(),
-            clean_kind: kind(c),
+            clean_kind: c,
             clean_image: match a.clean_image.clone() {
                 Some(p) => p,
                 None => fsage_git::default_clean_image(&a.target)?,
@@ -217,17 +214,14 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
     }
     let device = match (&a.device_model, a.device_latency) {
         (Some(m), _) => Some(fsage_git::MeasureDevice::model(
-            fsage_device::resolve(m)
-                .map_err(|e| bad_input(format!("--device-model: {}", e.message)))?,
+            fsage_device::resolve(m).map_err(|e| CmdError::from(e).context("--device-model"))?,
         )),
         (None, l) => l.map(fsage_git::MeasureDevice::uniform),
     };
     let cost_models = a
         .cost_models
         .iter()
-        .map(|m| {
-            fsage_device::resolve(m).map_err(|e| bad_input(format!("--cost-models: {}", e.message)))
-        })
+        .map(|m| fsage_device::resolve(m).map_err(|e| CmdError::from(e).context("--cost-models")))
         .collect::<Result<Vec<_>, _>>()?;
     if a.grep_reps == 0 {
         return Err(bad_input("--grep-reps: at least 1"));

@@ -1,7 +1,6 @@
 //! The planning checks of a new run (fullness, block size, memory, size bins the capacity cannot
 //! make), shared by a run and by `profile show`, which reports the plan without a target.
 
-use super::setup::resolve_profile;
 use super::{input, AgeRequest, Result};
 use fsage_exec::preflight;
 use fsage_exec::RunMeta;
@@ -120,4 +119,13 @@ pub(super) fn unmet_summary(profile: &Profile, planner: &Planner) -> (f64, Strin
         .collect::<Vec<_>>()
         .join(", ");
     (share, labels)
+}
+
+/// The profile a new run ages with (a built-in name or a file).
+pub(super) fn resolve_profile(req: &AgeRequest) -> Result<Profile> {
+    let name = req
+        .profile
+        .as_deref()
+        .ok_or_else(|| input("a profile is needed (or a saved run to resume)"))?;
+    Ok(fsage_profile::resolve(name)?)
 }

@@ -43,7 +43,7 @@ pub(super) fn fresh(
     let ages_drive = req.device_model.is_some();
     let mode = match (req.write_mode, magic) {
         (Some(m), Some(magic)) => {
-            m.check_for(magic).map_err(input)?;
+            m.check_for(magic)?;
             m
         }
         (Some(m), None) => m,

@@ -248,13 +248,13 @@ pub fn age(req: &AgeRequest, obs: &mut dyn AgeObserver) -> Result<AgeOutcome> {
         },
         (None, Some(fs)) if req.dry_run => {
             usable = Some(setup::usable_capacity(&fs, &mut req, obs)?);
-            fresh::fresh(&req, setup::resolve_profile(&req)?, obs)?
+            fresh::fresh(&req, checks::resolve_profile(&req)?, obs)?
         }
         (None, Some(fs)) if fs.device.is_some() => {
             setup::with_new_fs_on_device(&fs, &mut req, obs)?
         }
         (None, Some(fs)) => setup::with_new_fs(&fs, &mut req, obs)?,
-        (None, None) => fresh::fresh(&req, setup::resolve_profile(&req)?, obs)?,
+        (None, None) => fresh::fresh(&req, checks::resolve_profile(&req)?, obs)?,
     };
     if lock.is_none() {
         if let Some(state) = &prepared.state {

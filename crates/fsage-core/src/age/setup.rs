@@ -5,7 +5,7 @@ use super::checks::check_plan_at;
 use super::fresh::fresh;
 use super::{absolute, input, AgeError, AgeObserver, AgeRequest, Level, NewFs, Prepared, Result};
 use fsage_lab::{FsKind, Mounted};
-use fsage_profile::{human_bytes, Profile};
+use fsage_profile::human_bytes;
 use fsage_sys::with_suffix;
 
 /// Makes the image and its file system and mounts it at IMAGE.mnt; the run ages the mount point,
@@ -211,13 +211,4 @@ pub(super) fn usable_capacity(
     req.block_size.get_or_insert(st.block_size);
     req.target = None;
     Ok((fs.kind, size))
-}
-
-/// The profile a new run ages with (a built-in name or a file).
-pub(super) fn resolve_profile(req: &AgeRequest) -> Result<Profile> {
-    let name = req
-        .profile
-        .as_deref()
-        .ok_or_else(|| input("a profile is needed (or a saved run to resume)"))?;
-    Ok(fsage_profile::resolve(name)?)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 pub const BUILTIN_WORKLOADS: [&str; 4] = ["fileserver", "varmail", "webserver", "webproxy"];
 
 /// File system kinds fsage can make.
-pub const FS_KINDS: [&str; 5] = ["ext4", "xfs", "btrfs", "f2fs", "nilfs2"];
+pub const FS_KINDS: [&str; fsage_sys::fskind::COUNT] = fsage_sys::FsKind::NAMES;
 
 /// A file system to benchmark.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
