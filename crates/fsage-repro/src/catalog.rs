@@ -119,7 +119,10 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         scale_of: "the partition (the image the history is replayed onto; the clean copy's \
                    is the same size)",
         paper_scale: "a 20 GiB partition",
-        expected: "about 20 minutes at 4 GiB (replay about 4 minutes, 78 measurements)",
+        expected: "about 1.5 to 2 hours at 4 GiB on a shared 2-core machine (measured 28 Nov \
+                   2026 beside five other sessions, load 17-78: 2,500 pulls in 57 minutes, \
+                   three quarters of it in the measurements every 100 pulls, which grow \
+                   with the tree); --every 250 measures a third as often",
     },
     Reproduction {
         name: "conway-fig4",
@@ -136,8 +139,9 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         default_scale: 4 * GIB,
         scale_of: "the partition",
         paper_scale: "a 20 GiB partition",
-        expected: "about 30 minutes at 4 GiB (the measured conway-ssd run: replay 6 minutes, \
-                   measurements 9 minutes every 250 pulls; here every 100)",
+        expected: "about 1.5 to 2 hours at 4 GiB on a shared 2-core machine (measured 28 Nov \
+                   2026 beside five other sessions: 2,500 pulls in 57 minutes; a quiet \
+                   machine measured every 250 pulls in 15 minutes)",
     },
     Reproduction {
         name: "conway-fig5",
@@ -171,7 +175,9 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         default_scale: 4 * GIB,
         scale_of: "the smaller partition (the larger is 5 times it)",
         paper_scale: "4 GB and 20 GB partitions (the authors' data)",
-        expected: "about 1.5 hours at 4 GiB: two ext4 runs of about 45 minutes",
+        expected: "about 2 hours at 4 GiB: two ext4 replays of about an hour each on a \
+                   shared 2-core machine (measured 28 Nov 2026: the 4 GiB one reached pull \
+                   6,000 in an hour beside five other sessions)",
     },
     Reproduction {
         name: "slippery-fig8",
