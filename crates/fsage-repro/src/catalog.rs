@@ -120,7 +120,7 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
                    is the same size)",
         paper_scale: "a 20 GiB partition",
         expected: "about 1.5 to 2 hours at 4 GiB on a shared 2-core machine (measured 28 Nov \
-                   2026 beside five other sessions, load 17-78: 2,500 pulls in 57 minutes, \
+                   2026 beside five other sessions, load 8-79: 2,600 pulls in 50 minutes, \
                    three quarters of it in the measurements every 100 pulls, which grow \
                    with the tree); --every 250 measures a third as often",
     },
@@ -140,7 +140,7 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         scale_of: "the partition",
         paper_scale: "a 20 GiB partition",
         expected: "about 1.5 to 2 hours at 4 GiB on a shared 2-core machine (measured 28 Nov \
-                   2026 beside five other sessions: 2,500 pulls in 57 minutes; a quiet \
+                   2026 beside five other sessions: 2,600 pulls in 50 minutes; a quiet \
                    machine measured every 250 pulls in 15 minutes)",
     },
     Reproduction {
@@ -177,7 +177,7 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         paper_scale: "4 GB and 20 GB partitions (the authors' data)",
         expected: "about 2 hours at 4 GiB: two ext4 replays of about an hour each on a \
                    shared 2-core machine (measured 28 Nov 2026: the 4 GiB one reached pull \
-                   6,000 in an hour beside five other sessions)",
+                   6,268 in 52 minutes beside five other sessions)",
     },
     Reproduction {
         name: "slippery-fig8",
