@@ -7,7 +7,7 @@
 //!   them, with the garbage collection that caused. Saved in `IMAGE.drives/` at every
 //!   checkpoint that follows a measurement and at the end of a session, and continued by a
 //!   resume (a stopped run loses at most the writes since the last save, and says so);
-//! - the clean instance's: an erased drive fed the writes of its copy (`cp -a`, unmount, mount).
+//! - the clean instance's: an erased drive fed the writes of its copy (the sorted, synced copy, unmount, mount).
 //!
 //! Neither is fed its file system's creation (mkfs): the pages mkfs alone wrote are pages the
 //! drive never saw written, costed as data written in logical order

@@ -15,6 +15,7 @@
 //! - [`drives`]: the drives an SSD cost model's greps are costed on, aged by each instance's
 //!   own writes (the aged one kept in `IMAGE.drives/`).
 
+pub mod copy;
 pub mod drives;
 pub mod git;
 pub mod measure;

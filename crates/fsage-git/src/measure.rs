@@ -12,7 +12,7 @@ use fsage_lab::trace::{device_trace, read_layout, BlockRq, BlockTrace, RqFilter}
 use fsage_lab::FsKind;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -362,14 +362,30 @@ pub fn cost_on_models(
         .collect()
 }
 
+/// The clean ext4's directory hash seed: ext4 places a directory made in the root in the block
+/// group its name hashes to under this seed, which mkfs otherwise draws at random, so each clean
+/// instance's tree would start in another group.
+pub const CLEAN_EXT4_HASH_SEED: &str = "6a1f3c5e-2b4d-4e8f-9a0b-c1d2e3f40516";
+
 /// mkfs options of the clean instance: initialised fully at mkfs time (ext4's inode tables and
-/// journal), as the scripts do.
+/// journal), as the scripts do, and for ext4 a fixed directory hash seed
+/// ([`CLEAN_EXT4_HASH_SEED`]).
 pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
-    kind.desc()
+    let mut opts: Vec<String> = kind
+        .desc()
         .mkfs_full_init
         .iter()
         .map(|s| s.to_string())
-        .collect()
+        .collect();
+    if kind == FsKind::EXT4 {
+        match opts.iter().position(|o| o == "-E") {
+            Some(i) if i + 1 < opts.len() => {
+                opts[i + 1] = format!("{},hash_seed={CLEAN_EXT4_HASH_SEED}", opts[i + 1]);
+            }
+            _ => opts.extend(["-E".to_string(), format!("hash_seed={CLEAN_EXT4_HASH_SEED}")]),
+        }
+    }
+    opts
 }
 
 /// Removes the clean instance's image and mount directory, even on error.
@@ -421,7 +437,8 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 }
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
-/// onto it with `cp -a`, unmounted, mounted again (through a slow device when `device` is given;
+/// onto it in sorted order, each file written whole and synced ([`crate::copy::copy_tree`], so
+/// that its layout is the same in every run), unmounted, mounted again (through a slow device when `device` is given;
 /// a new one before each grep for a model with state), measured, and removed. Each model of
 /// `drive_specs` (those that keep a drive state) gets an erased drive fed the instance's writes
 /// from the copy on (mkfs not fed); the measurement's copies of them are taken once it is
@@ -456,21 +473,7 @@ pub fn clean_instance(
     let mut count = |r: Option<FeedReport>| fed += r.map_or(0, |r| r.fed.bytes);
     fsage_sys::safe::make_mount_dir(&mnt)?;
     g.mounted = Some(ImageMount::mount(image, &mnt, drives.as_ref())?);
-    let out = Command::new("cp")
-        .arg("-a")
-        .arg(aged_tree)
-        .arg(&mnt)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::operation(format!("cannot run cp: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::operation(format!(
-            "cp -a {} {} failed: {}",
-            aged_tree.display(),
-            mnt.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    crate::copy::copy_tree(aged_tree, &mnt, crate::copy::CopySync::File)?;
     if let Some(m) = g.mounted.take() {
         count(m.finish()?);
     }

@@ -44,7 +44,7 @@ pub struct InstanceFigures {
     pub read_bytes: u64,
     pub read_files: u64,
     pub frag: FragFigures,
-    /// Time to get the instance ready: remount (aged), or mkfs, `cp -a` and remount (clean).
+    /// Time to get the instance ready: remount (aged), or mkfs, the copy and remount (clean).
     /// (0 in series written before it was recorded.)
     #[serde(default)]
     pub prepare_seconds: f64,

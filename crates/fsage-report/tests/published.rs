@@ -166,12 +166,22 @@ fn ratios_against_pulls_are_lines_with_the_papers_points_as_grey_markers() {
     s.fs = "btrfs".into();
     let mut m = fsage_device::resolve("hdd-7200").unwrap();
     m.name = "st500dm002".into();
-    s.cost_models = vec![m];
+    // Costed on an SSD too (Conway's runs are costed on every drive): Figure 3's plot draws
+    // the paper's hard disk only.
+    let mut ssd = fsage_device::resolve("ssd-sata").unwrap();
+    ssd.name = "sandisk-extreme-pro-240g".into();
+    s.cost_models = vec![m, ssd];
     for r in &mut s.rows {
-        r.modeled_ratio = vec![fsage_git::ModeledRatio {
-            model: "st500dm002".into(),
-            ratio: Some(r.pulls as f64 / 100.0 + 1.0),
-        }];
+        r.modeled_ratio = vec![
+            fsage_git::ModeledRatio {
+                model: "st500dm002".into(),
+                ratio: Some(r.pulls as f64 / 100.0 + 1.0),
+            },
+            fsage_git::ModeledRatio {
+                model: "sandisk-extreme-pro-240g".into(),
+                ratio: Some(1.0),
+            },
+        ];
     }
     std::fs::create_dir_all(d.join("git")).unwrap();
     std::fs::write(d.join("git/btrfs.json"), serde_json::to_string(&s).unwrap()).unwrap();
@@ -200,4 +210,9 @@ fn ratios_against_pulls_are_lines_with_the_papers_points_as_grey_markers() {
         sec.contains("paper: aged/clean (text)") && sec.contains("paper: aged/clean (derived)")
     );
     assert!(sec.contains("fill=\"#969696\""), "grey markers");
+    assert!(sec.contains("fsage btrfs on st500dm002"), "{sec}");
+    assert!(
+        !sec.contains("on sandisk-extreme-pro-240g"),
+        "only the paper's drive of the figure is drawn: {sec}"
+    );
 }

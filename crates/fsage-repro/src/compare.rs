@@ -217,16 +217,22 @@ fn loss(p: &PublishedPoint, analyses: &[&Analysis]) -> Found {
     }
 }
 
+/// Whether a run that `answers` (`cold`, `warm 768 MB`, `aged/clean 4 GB partition`) gives the
+/// published series `series`: by its start or its end, a partition run every series of its
+/// partition (`clean 4 GB partition` as well as the ratio).
+fn answers(answers: &str, series: &str) -> bool {
+    let key = answers.strip_prefix("aged/clean ").unwrap_or(answers);
+    series.starts_with(answers) || series.ends_with(answers) || series.ends_with(key)
+}
+
 /// A ratio or a grep time from the Git series that answers `p`: the run of its file system
 /// whose `answers` matches the point's series (or any of the file system's when it has none),
 /// at the measured pull nearest the published one.
 fn from_git(p: &PublishedPoint, record: &Record, git: &[(&str, &GitSeries)]) -> Found {
-    let run = record.git_runs.iter().find(|r| {
-        r.fs == p.fs
-            && r.answers
-                .as_deref()
-                .is_none_or(|a| p.series.starts_with(a) || p.series.ends_with(a))
-    });
+    let run = record
+        .git_runs
+        .iter()
+        .find(|r| r.fs == p.fs && r.answers.as_deref().is_none_or(|a| answers(a, &p.series)));
     let Some(run) = run else {
         return (
             None,
@@ -252,7 +258,7 @@ fn from_git(p: &PublishedPoint, record: &Record, git: &[(&str, &GitSeries)]) -> 
     let value = |r: &fsage_git::GitRow| -> Option<f64> {
         if p.unit == "x" {
             r.modeled_ratio_on(&model)
-        } else if p.series.ends_with("clean") {
+        } else if p.series.split_whitespace().any(|w| w == "clean") {
             r.clean.modeled_on(&model).map(|m| m.seconds_per_gib)
         } else {
             r.aged.modeled_on(&model).map(|m| m.seconds_per_gib)
@@ -368,6 +374,12 @@ mod tests {
         assert_eq!(difference(&r, 1.0, aim).1, Some(false));
         let open = point(50.0, None, "s wait in 60 s");
         assert_eq!(difference(&open, 70.0, Aim::None), (0.0, None));
+        assert!(answers("cold", "cold aged") && answers("cold", "cold clean"));
+        assert!(answers("warm 768 MB", "warm 768 MB") && !answers("warm 768 MB", "cold aged"));
+        let small = "aged/clean 4 GB partition";
+        assert!(answers(small, small) && answers(small, "clean 4 GB partition"));
+        assert!(!answers(small, "clean 20 GB partition"));
+        assert!(!answers(small, "aged/clean 20 GB partition"));
         assert!(same_device("crucial-m4-64g@1111MiB", "crucial-m4-64g"));
         assert!(!same_device("crucial-m4-64gx", "crucial-m4-64g"));
     }

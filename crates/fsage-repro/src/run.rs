@@ -58,6 +58,9 @@ pub struct Options {
     pub out: PathBuf,
     /// The scale (default: the reproduction's own).
     pub scale: Option<u64>,
+    /// Measure a Git reproduction every this many pulls instead of the paper's own step (a
+    /// coarser series costs less time; published points it does not come near say so).
+    pub every: Option<u64>,
     /// Where base images and Git-aging images go (default `OUT/images`).
     pub images: Option<PathBuf>,
     /// The repository whose history a Git reproduction replays.
@@ -208,6 +211,15 @@ pub fn reproduce(name: &str, opts: &Options, obs: &mut dyn Observer) -> Result<O
         ),
         _ => None,
     };
+    match (opts.every, r.kind) {
+        (Some(0), _) => return Err(Error::input("--every 0: at least 1 pull")),
+        (Some(_), k) if k != Kind::Git => {
+            return Err(Error::input(format!(
+                "--every: {name} is not a Git reproduction (it has no pulls)"
+            )))
+        }
+        _ => {}
+    }
     let missing = missing(r, scale);
     if !missing.is_empty() {
         return Err(Error::operation(format!(
@@ -228,7 +240,14 @@ pub fn reproduce(name: &str, opts: &Options, obs: &mut dyn Observer) -> Result<O
         paper_scale: r.paper_scale.into(),
         models: r.models(scale),
         repo,
-        git_runs: r.git_runs(scale),
+        git_runs: r
+            .git_runs(scale)
+            .into_iter()
+            .map(|g| GitRun {
+                every: opts.every.unwrap_or(g.every),
+                ..g
+            })
+            .collect(),
         made_by: format!("fsage {}", env!("CARGO_PKG_VERSION")),
     };
     prepare(&opts.out, &record)?;
@@ -278,6 +297,27 @@ fn prepare(out: &Path, record: &Record) -> Result<(), Error> {
                     fsage_units::format_size(old.scale_bytes),
                     record.name,
                     fsage_units::format_size(record.scale_bytes)
+                )));
+            }
+            if old.git_runs != record.git_runs {
+                let every = |r: &Record| {
+                    r.git_runs
+                        .iter()
+                        .map(|g| format!("{} every {}", g.name, g.every))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(Error::input(format!(
+                    "{}: holds runs {} ({}), not {}: give the same --every to go on, or \
+                     another directory",
+                    out.display(),
+                    every(&old),
+                    old.git_runs
+                        .iter()
+                        .map(|g| g.cost_models.join("+"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    every(record)
                 )));
             }
             if old.repo != record.repo {
@@ -499,6 +539,11 @@ mod tests {
             e.message.contains("at 1 GiB, not conway-fig3 at 2 GiB"),
             "{e}"
         );
+        // The same reproduction measured at another step is not gone on with.
+        let mut coarser = record("conway-fig3", 1 << 30);
+        coarser.git_runs = catalog::find("conway-fig3").unwrap().git_runs(1 << 30);
+        let e = prepare(&out, &coarser).unwrap_err();
+        assert!(e.message.contains("give the same --every"), "{e}");
         let e = prepare(&out, &record("conway-fig4", 1 << 30)).unwrap_err();
         assert!(e.message.contains("holds conway-fig3"), "{e}");
         // A directory of something else is refused and left as it was.

@@ -18,6 +18,10 @@ pub struct ReproduceArgs {
     /// system, a partition); default: the reproduction's own.
     #[arg(long, value_name = "SIZE", value_parser = fsage_units::parse_size)]
     pub scale: Option<u64>,
+    /// Measure a Git reproduction every N pulls instead of the paper's step (Conway's: 100),
+    /// to save time; the report says which published points it does not come near.
+    #[arg(long, value_name = "N")]
+    pub every: Option<u64>,
     /// Where base images and Git-aging images go (default OUT/images; put it in /dev/shm for
     /// speed).
     #[arg(long, value_name = "DIR")]
@@ -58,6 +62,7 @@ pub fn run(a: ReproduceArgs) -> CmdResult {
         &fsage_repro::Options {
             out: out.clone(),
             scale: a.scale,
+            every: a.every,
             images: a.images,
             repo: a.repo,
         },

@@ -158,16 +158,18 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_git::GitSeries)]) -> String {
         };
         let col = plots::series_color(&run.fs, i);
         let same_fs = rec.git_runs[..i].iter().filter(|o| o.fs == run.fs).count();
-        // The paper's drive's model (a series costed on others too draws those only when it
-        // has none of the paper's), a dash per run of the same file system and per model.
+        // The model of the drive the paper's points were measured on (a series costed on
+        // others too draws those only when it has none of it: Conway's runs are costed on
+        // both of the paper's drives and the generic models, and each figure is one drive's),
+        // a dash per run of the same file system and per model.
         let all = s.model_names();
         let papers: Vec<&str> = all
             .iter()
             .copied()
             .filter(|m| {
-                rec.models
+                cmp.points
                     .iter()
-                    .any(|r| fsage_repro::compare::same_device(m, r))
+                    .any(|p| fsage_repro::compare::same_device(m, &p.published.device))
             })
             .collect();
         let models = if papers.is_empty() { all } else { papers };
