@@ -24,6 +24,15 @@ pub struct FixedParams {
 }
 
 impl FixedParams {
+    /// The parameters of `spec` when it is a fixed latency (what `dev list` shows as a device's
+    /// latencies, and what `dev set` starts from).
+    pub fn of(spec: &ModelSpec) -> Option<&FixedParams> {
+        match &spec.kind {
+            ModelKind::Fixed(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// One latency for everything, no bandwidth, no queue limit.
     pub fn uniform(ns: Ns) -> FixedParams {
         FixedParams {

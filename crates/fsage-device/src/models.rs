@@ -68,6 +68,40 @@ impl ModelSpec {
         }
     }
 
+    /// A fixed-latency device of these parameters (a slow device made with `--latency`,
+    /// `--read-latency`, `--bandwidth`, `--queue-depth` rather than a model): named by its
+    /// latencies as [`ModelSpec::fixed`] names one latency.
+    pub fn fixed_with(p: FixedParams) -> ModelSpec {
+        if p == FixedParams::uniform(p.read_ns) {
+            return ModelSpec::fixed(p.read_ns);
+        }
+        let f = fsage_units::format_latency;
+        let mut description = format!(
+            "fixed latency: read {}, write {}, flush {}",
+            f(p.read_ns),
+            f(p.write_ns),
+            f(p.flush_ns)
+        );
+        if let Some(bw) = p.bandwidth {
+            description += &format!(", {}", fsage_units::format_bandwidth(bw as f64));
+        }
+        if let Some(q) = p.queue_depth {
+            description += &format!(", queue depth {q}");
+        }
+        ModelSpec {
+            name: format!(
+                "fixed r{}/w{}/f{}",
+                f(p.read_ns),
+                f(p.write_ns),
+                f(p.flush_ns)
+            ),
+            description,
+            kind: ModelKind::Fixed(p),
+            params: BTreeMap::new(),
+            text: String::new(),
+        }
+    }
+
     /// Reads a model file's text; `origin` names it in errors (a path or `built-in NAME`).
     pub fn parse(text: &str, origin: &str) -> Result<ModelSpec> {
         let f: File = toml::from_str(text).map_err(|e| {

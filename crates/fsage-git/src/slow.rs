@@ -14,7 +14,7 @@
 //! target), every device starts with a fresh drive.
 
 use crate::{Error, Result};
-use fsage_device::{ModelKind, ModelSpec};
+use fsage_device::{FixedParams, ModelSpec};
 use fsage_lab::drive::{Drives, Feed, FeedReport};
 use fsage_lab::Mounted;
 use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Latencies, SlowDevice};
@@ -50,22 +50,20 @@ impl MeasureDevice {
         }
     }
 
-    /// The latencies of a fixed-latency model (none for a model with state).
+    /// The latencies of a fixed-latency model (none for another kind).
     pub fn latencies(&self) -> Option<Latencies> {
-        match &self.model.kind {
-            ModelKind::Fixed(p) => Some(Latencies {
-                read_ns: p.read_ns,
-                write_ns: p.write_ns,
-                flush_ns: p.flush_ns,
-            }),
-            _ => None,
-        }
+        FixedParams::of(&self.model).map(|p| Latencies {
+            read_ns: p.read_ns,
+            write_ns: p.write_ns,
+            flush_ns: p.flush_ns,
+        })
     }
 
-    /// Whether every grep needs a device of its own: a model with state would otherwise serve
-    /// a grep from what the last one left in its caches.
+    /// Whether every grep needs a device of its own: a model whose requests' costs depend on
+    /// the ones before (a disk's head and caches) would otherwise serve a grep from what the
+    /// last one left.
     pub fn fresh_per_grep(&self) -> bool {
-        !matches!(self.model.kind, ModelKind::Fixed(_))
+        self.model.capabilities().history
     }
 }
 

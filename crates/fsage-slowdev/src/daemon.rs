@@ -1,12 +1,13 @@
 //! The daemon: serves the backing file as `mnt/disk` through FUSE on several threads, delays each
-//! answer by the model, attaches the loop device (direct I/O) on that file and holds it, and
+//! answer by the device's model (`modeled`; a device made with latencies runs the fixed-latency
+//! model), attaches the loop device (direct I/O) on that file and holds it, and
 //! answers the control socket until told to stop.
 
 use crate::control::{socket_path, Request, Response};
 use crate::modeled::{Deferred, Modeled};
 use crate::registry::{read_record, write_record, DeviceRecord};
 use crate::stats::{Collector, DeviceStats, DiskStats, Kind, ModelInfo};
-use crate::timing::{Answer, Completer, Model, Pending};
+use crate::timing::{Answer, Completer};
 use crate::{Error, Result};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -27,18 +28,11 @@ const DISK_INO: INodeNo = INodeNo(2);
 const DISK_NAME: &str = "disk";
 const TTL: Duration = Duration::from_secs(3600);
 
-/// Where answers get their times: plain latencies (changeable live by `dev set`), or a device
-/// model run in the model thread.
-enum Timing {
-    Fixed(Model),
-    Modeled(Arc<Modeled>),
-}
-
 struct Shared {
     file: File,
     size: u64,
-    timing: Timing,
-    completer: Arc<Completer>,
+    /// Where answers get their times.
+    model: Arc<Modeled>,
     stats: Arc<Collector>,
     created: SystemTime,
 }
@@ -98,16 +92,9 @@ impl SlowFs {
         data: Option<&[u8]>,
         answer: Answer,
     ) {
-        match &self.s.timing {
-            Timing::Fixed(model) => self.s.completer.complete(Pending {
-                deadline: model.deadline(arrival, kind, bytes),
-                arrival,
-                kind,
-                bytes,
-                answer,
-            }),
-            Timing::Modeled(m) => m.submit(arrival, kind, offset, bytes, data, answer),
-        }
+        self.s
+            .model
+            .submit(arrival, kind, offset, bytes, data, answer)
     }
 }
 
@@ -415,25 +402,20 @@ pub fn serve(dir: &Path) -> Result<()> {
     let stats = Arc::new(Collector::new());
     let completer = Completer::new(stats.clone());
     let window = completer.calibrate();
-    let timing = match &rec.model {
-        Some(spec) if rec.model_runs_in_thread() => {
-            let mut m = spec.build(rec.size)?;
-            load_drive_state(&rec, m.as_mut())?;
-            if let Some(rule) = rec.unwritten_reads {
-                m.set_unwritten_reads(rule);
-            }
-            if rec.model_thread {
-                m = Box::new(Deferred::new(m));
-            }
-            Timing::Modeled(Modeled::new(m, completer.clone()))
-        }
-        _ => Timing::Fixed(Model::new(rec.latencies, rec.bandwidth, rec.queue_depth)),
-    };
+    let spec = rec.model_spec();
+    let mut m = spec.build(rec.size)?;
+    load_drive_state(&rec, m.as_mut())?;
+    if let Some(rule) = rec.unwritten_reads {
+        m.set_unwritten_reads(rule);
+    }
+    if rec.model_thread {
+        m = Box::new(Deferred::new(m));
+    }
+    let model = Modeled::new(m, completer.clone(), !rec.model_runs_in_thread());
     let shared = Arc::new(Shared {
         file,
         size: rec.size,
-        timing,
-        completer: completer.clone(),
+        model,
         stats,
         created: SystemTime::now(),
     });
@@ -449,10 +431,9 @@ pub fn serve(dir: &Path) -> Result<()> {
         let c = completer.clone();
         completion_threads.push(spawn(format!("complete-{i}"), Box::new(move || c.run()))?);
     }
-    if let Timing::Modeled(m) = &shared.timing {
-        let m = m.clone();
-        completion_threads.push(spawn("model".into(), Box::new(move || m.run()))?);
-    }
+    // The model thread (on the fast path it only sleeps: its model has no events).
+    let m = shared.model.clone();
+    completion_threads.push(spawn("model".into(), Box::new(move || m.run()))?);
     // One warm thread per CPU the daemon may run on.
     let allowed = rustix::thread::sched_getaffinity(None).ok();
     let cpus = (0..rustix::thread::CpuSet::MAX_CPU)
@@ -533,9 +514,26 @@ pub fn serve(dir: &Path) -> Result<()> {
             Request::Set {
                 latencies,
                 bandwidth,
-            } => match (&shared.timing, crate::device::refuses_set(&rec)) {
-                (Timing::Fixed(model), None) => {
-                    model.set(latencies, bandwidth);
+            } => match crate::device::refuses_set(&rec) {
+                None => {
+                    let now = fsage_device::FixedParams {
+                        read_ns: latencies.read_ns,
+                        write_ns: latencies.write_ns,
+                        flush_ns: latencies.flush_ns,
+                        bandwidth,
+                        queue_depth: rec.queue_depth,
+                    };
+                    let kind = fsage_device::ModelSpec::fixed_with(now).kind;
+                    if let Err(e) = shared.model.with_model(|d| d.retime(&kind)) {
+                        reply(
+                            &conn,
+                            &Response::Error {
+                                message: e.message,
+                                input: true,
+                            },
+                        );
+                        continue;
+                    }
                     rec.latencies = latencies;
                     rec.bandwidth = bandwidth;
                     // A fixed-latency model is now these latencies.
@@ -548,8 +546,8 @@ pub fn serve(dir: &Path) -> Result<()> {
                         },
                     }
                 }
-                (_, why) => Response::Error {
-                    message: why.unwrap_or_else(|| "this device's timing is a model's".into()),
+                Some(why) => Response::Error {
+                    message: why,
                     input: true,
                 },
             },
@@ -558,38 +556,32 @@ pub fn serve(dir: &Path) -> Result<()> {
                     stats: Box::new(DeviceStats {
                         name: rec.name.clone(),
                         device: loop_path.display().to_string(),
-                        latencies: match &shared.timing {
-                            Timing::Fixed(m) => m.latencies(),
-                            Timing::Modeled(_) => rec.latencies,
-                        },
-                        bandwidth: match &shared.timing {
-                            Timing::Fixed(m) => m.bandwidth(),
-                            Timing::Modeled(_) => rec.bandwidth,
-                        },
-                        queue_depth: match &shared.timing {
-                            Timing::Fixed(m) => m.queue_depth(),
-                            Timing::Modeled(_) => rec.queue_depth,
-                        },
+                        latencies: rec.latencies,
+                        bandwidth: rec.bandwidth,
+                        queue_depth: rec.queue_depth,
                         uptime_s: started.elapsed().as_secs_f64(),
                         kinds: shared.stats.summary(),
                         other_requests: shared.stats.other.load(Relaxed),
                         errors: shared.stats.errors.load(Relaxed),
                         spin_window_ns: completer.spin_window().as_nanos() as u64,
                         diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
-                        model: rec.model.as_ref().map(|spec| match &shared.timing {
-                            Timing::Modeled(m) => {
-                                let (stats, description) = m.stats();
+                        // A device of plain latencies names no model; a fixed-latency model's
+                        // counters (service time only) are not shown, as before it was one.
+                        model: rec.model.as_ref().map(|spec| {
+                            if rec.model_runs_in_thread() {
+                                let (stats, description) = shared.model.stats();
                                 ModelInfo {
                                     name: spec.name.clone(),
                                     description,
                                     stats: Some(stats),
                                 }
+                            } else {
+                                ModelInfo {
+                                    name: spec.name.clone(),
+                                    description: spec.description.clone(),
+                                    stats: None,
+                                }
                             }
-                            Timing::Fixed(_) => ModelInfo {
-                                name: spec.name.clone(),
-                                description: spec.description.clone(),
-                                stats: None,
-                            },
                         }),
                         io_flusher_error: rec.io_flusher_error.clone(),
                         drive_state: rec.state_note.as_ref().map(|n| match &rec.state_file {
@@ -603,23 +595,24 @@ pub fn serve(dir: &Path) -> Result<()> {
                 };
                 if reset {
                     // Count the kernel (and the model) from here too.
-                    if let Timing::Modeled(m) = &shared.timing {
-                        m.reset_stats();
-                    }
+                    shared.model.reset_stats();
                     shared.stats.reset();
                     baseline = DiskStats::read(&loop_name).unwrap_or_default();
                 }
                 r
             }
-            Request::Precondition { overwrites, seed } => match &shared.timing {
-                Timing::Modeled(m) => match m.with_model(|d| d.precondition(overwrites, seed)) {
+            Request::Precondition { overwrites, seed } => match rec.model_runs_in_thread() {
+                true => match shared
+                    .model
+                    .with_model(|d| d.precondition(overwrites, seed))
+                {
                     Ok(message) => Response::Done { message },
                     Err(e) => Response::Error {
                         message: e.message,
                         input: true,
                     },
                 },
-                Timing::Fixed(_) => Response::Error {
+                false => Response::Error {
                     message: "a fixed-latency device has nothing to precondition (only SSD \
                               models do)"
                         .into(),
@@ -662,11 +655,8 @@ pub fn serve(dir: &Path) -> Result<()> {
                     continue;
                 }
                 completer.shutdown();
-                let mut saved = Ok(());
-                if let Timing::Modeled(m) = &shared.timing {
-                    m.shutdown();
-                    saved = save_drive_state(&rec, m);
-                }
+                shared.model.shutdown();
+                let saved = save_drive_state(&rec, &shared.model);
                 if gone {
                     if let Err(e) = session.umount_and_join() {
                         eprintln!("fsage-slowdev: unmounting FUSE: {e}");

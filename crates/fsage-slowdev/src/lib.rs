@@ -28,21 +28,20 @@
 //!
 //! # The model
 //!
-//! Each request completes at `arrival + latency(kind) + bytes / bandwidth`. Requests are
-//! independent and in flight together (dm-delay's model); with a queue depth N, at most N are in
-//! service at once and the others wait for a slot (a virtual queue: waiting requests hold no
-//! thread). There is no device cache and no reordering beyond what the latencies give: the data
-//! is read from and written to the backing file when the request arrives, and the answer waits.
-//! Flush (an fsync reaching the device) has its own latency. Delays are timed with
+//! A device always runs a device model of `fsage-device`: the one of [`DeviceSpec::model`] (a
+//! hard disk: seeks, rotation, caches, a command queue; an SSD), or the fixed-latency model of
+//! the spec's latencies, bandwidth and queue depth. Each request is handed to the model at its
+//! arrival and answered at the completion time the model gives: at once through the completion
+//! threads or, when the model completes it later, from the model thread (the module `modeled`).
+//! A fixed latency completes each request at `arrival + latency(kind) + bytes / bandwidth`
+//! (dm-delay's model; with a queue depth N, at most N in service at once, the others waiting for
+//! a slot in a virtual queue that holds no thread); its kind answers every request at arrival,
+//! so the daemon takes a fast path for it (no event to run, the answer timed from the arrival).
+//! There is no device cache beyond what a model has: the data is read from and written to the
+//! backing file when the request arrives, and the answer waits. Delays are timed with
 //! high-resolution timers (timer slack 1 ns) that wake a completion thread shortly before the
 //! deadline, which then spins to it; delays shorter than that spin window are spun in the thread
 //! that read the request (there are several).
-//!
-//! With [`DeviceSpec::model`] a device runs a device model of `fsage-device` instead (a hard
-//! disk: seeks, rotation, caches, a command queue): each request is handed to the model at its
-//! arrival, and answered at the completion time the model gives, at once through the same
-//! completion threads or, when the model completes it later, from the model thread (the module
-//! `modeled`). A fixed-latency model runs as the latencies above.
 
 pub mod bench;
 mod control;

@@ -4,7 +4,7 @@
 //! what is recorded here.
 
 use crate::{Error, Latencies, Result};
-use fsage_device::{ModelKind, ModelSpec};
+use fsage_device::{FixedParams, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -58,12 +58,28 @@ pub(crate) use fsage_device::in_use_mark;
 pub use fsage_device::state_file_of;
 
 impl DeviceRecord {
-    /// Does the device's timing come from a model running in the daemon's model thread (any
-    /// model but a fixed latency, which runs as plain latencies)?
+    /// Does the device's timing need the daemon's model thread (a model whose kind does not
+    /// answer every request at its arrival, or every answer sent through it for a test), rather
+    /// than the fast path a fixed latency takes?
     pub fn model_runs_in_thread(&self) -> bool {
         match &self.model {
-            Some(m) => self.model_thread || !matches!(m.kind, ModelKind::Fixed(_)),
+            Some(m) => self.model_thread || !m.capabilities().answers_at_arrival,
             None => false,
+        }
+    }
+
+    /// The model the device runs: its own, or the fixed-latency model of its latencies,
+    /// bandwidth and queue depth (a device made with `--latency`, or changed by `dev set`).
+    pub fn model_spec(&self) -> ModelSpec {
+        match &self.model {
+            Some(m) => m.clone(),
+            None => ModelSpec::fixed_with(FixedParams {
+                read_ns: self.latencies.read_ns,
+                write_ns: self.latencies.write_ns,
+                flush_ns: self.latencies.flush_ns,
+                bandwidth: self.bandwidth,
+                queue_depth: self.queue_depth,
+            }),
         }
     }
 }
