@@ -379,6 +379,10 @@ fn zero_range(file: &File, offset: u64, length: u64) -> std::io::Result<()> {
 pub fn serve(dir: &Path) -> Result<()> {
     let _ = std::env::set_current_dir("/");
     let mut rec = read_record(dir)?;
+    // The image's lock, for the daemon's lifetime (the kernel releases it when the process
+    // exits, however it exits): no `fs mount`, `age` or second device touches the image while
+    // it is served.
+    let _lock = hold_image_lock(&rec)?;
     // The daemon sits in the I/O path: it must not wait for memory reclaim that waits for I/O
     // on this very device.
     rec.io_flusher_error = None;
@@ -695,6 +699,36 @@ pub fn serve(dir: &Path) -> Result<()> {
         reply(&conn, &resp);
     }
     Ok(())
+}
+
+/// Takes the lock of the device's backing file: the one `create` handed on (its descriptor named
+/// in the environment), or, for a daemon started otherwise, its own.
+fn hold_image_lock(rec: &DeviceRecord) -> Result<fsage_sys::lock::Lock> {
+    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+    let what = "the image";
+    let handed = std::env::var(crate::device::LOCK_FD_VAR).ok();
+    std::env::remove_var(crate::device::LOCK_FD_VAR);
+    let Some(fd) = handed else {
+        return fsage_sys::lock::lock_target_or_refuse(&rec.backing_file, what);
+    };
+    let fd: std::os::fd::RawFd = fd.parse().map_err(|_| {
+        Error::input(format!(
+            "{}={fd:?}: not a descriptor number",
+            crate::device::LOCK_FD_VAR
+        ))
+    })?;
+    // SAFETY: only looked at (fcntl F_GETFD) while nothing else in this process uses it.
+    let open = fd > 2 && rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).is_ok();
+    if !open {
+        return Err(Error::input(format!(
+            "{}={fd}: not an open descriptor above 2",
+            crate::device::LOCK_FD_VAR
+        )));
+    }
+    // SAFETY: open (checked above), and nothing else in this process owns it: the parent
+    // handed it on for this alone.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    fsage_sys::lock::adopt_target(&rec.backing_file, owned, what)
 }
 
 /// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
