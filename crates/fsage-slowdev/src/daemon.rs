@@ -3,9 +3,12 @@
 //! model), attaches the loop device (direct I/O) on that file and holds it, and
 //! answers the control socket until told to stop.
 
-use crate::control::{socket_path, Request, Response};
+use crate::control::{socket_path, Request, Response, LOCK_FD_VAR};
 use crate::modeled::{Deferred, Modeled};
-use crate::registry::{read_record, write_record, DeviceRecord};
+use crate::registry::{
+    finish_dir, lazy_umount, read_nofollow, read_record, refuses_set, write_record, DeviceRecord,
+};
+use crate::sched::set_realtime;
 use crate::stats::{Collector, DeviceStats, DiskStats, Kind, ModelInfo};
 use crate::timing::{Answer, Completer};
 use crate::{Error, Result};
@@ -19,7 +22,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -518,7 +521,7 @@ pub fn serve(dir: &Path) -> Result<()> {
             Request::Set {
                 latencies,
                 bandwidth,
-            } => match crate::device::refuses_set(&rec) {
+            } => match refuses_set(&rec) {
                 None => {
                     let now = fsage_device::FixedParams {
                         read_ns: latencies.read_ns,
@@ -706,40 +709,26 @@ pub fn serve(dir: &Path) -> Result<()> {
 fn hold_image_lock(rec: &DeviceRecord) -> Result<fsage_sys::lock::Lock> {
     use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
     let what = "the image";
-    let handed = std::env::var(crate::device::LOCK_FD_VAR).ok();
-    std::env::remove_var(crate::device::LOCK_FD_VAR);
+    let handed = std::env::var(LOCK_FD_VAR).ok();
+    std::env::remove_var(LOCK_FD_VAR);
     let Some(fd) = handed else {
         return fsage_sys::lock::lock_target_or_refuse(&rec.backing_file, what);
     };
-    let fd: std::os::fd::RawFd = fd.parse().map_err(|_| {
-        Error::input(format!(
-            "{}={fd:?}: not a descriptor number",
-            crate::device::LOCK_FD_VAR
-        ))
-    })?;
+    let fd: std::os::fd::RawFd = fd
+        .parse()
+        .map_err(|_| Error::input(format!("{}={fd:?}: not a descriptor number", LOCK_FD_VAR)))?;
     // SAFETY: only looked at (fcntl F_GETFD) while nothing else in this process uses it.
     let open = fd > 2 && rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).is_ok();
     if !open {
         return Err(Error::input(format!(
             "{}={fd}: not an open descriptor above 2",
-            crate::device::LOCK_FD_VAR
+            LOCK_FD_VAR
         )));
     }
     // SAFETY: open (checked above), and nothing else in this process owns it: the parent
     // handed it on for this alone.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     fsage_sys::lock::adopt_target(&rec.backing_file, owned, what)
-}
-
-/// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
-/// libc, because rustix does not wrap sched_setscheduler (`rustix::not_implemented`).
-pub(crate) fn set_realtime() -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 20 };
-    // SAFETY: a plain system call on the calling thread with a valid parameter.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 fn read_request(conn: &UnixStream) -> Option<Request> {
@@ -767,28 +756,6 @@ fn reply(mut conn: &UnixStream, resp: &Response) {
     let _ = conn.write_all(s.as_bytes());
 }
 
-pub(crate) fn lazy_umount(mnt: &Path) -> std::io::Result<()> {
-    rustix::mount::unmount(mnt, rustix::mount::UnmountFlags::DETACH).map_err(Into::into)
-}
-
-/// Removes what the device left in its directory (and a scratch backing file): the directory
-/// goes last, so a device is listed until it is gone.
-pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
-    if rec.remove_backing {
-        let _ = std::fs::remove_file(&rec.backing_file);
-    }
-    let _ = std::fs::remove_dir(&rec.fuse_mountpoint);
-    for f in ["ctl.sock", "daemon.log"] {
-        let _ = std::fs::remove_file(dir.join(f));
-    }
-    let _ = std::fs::remove_file(crate::registry::record_path(dir));
-    let _ = std::fs::remove_dir(dir);
-}
-
-pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
-    dir.join("mnt")
-}
-
 /// Loads the drive state saved beside the image (`dev create` checked it), leaving a mark in
 /// its place while the device runs: a daemon that dies leaves the mark, not a state that no
 /// longer matches the image.
@@ -803,8 +770,8 @@ fn load_drive_state(rec: &DeviceRecord, m: &mut dyn fsage_device::DeviceModel) -
     if !loads {
         return Ok(());
     }
-    let bytes = crate::device::read_nofollow(file)
-        .map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
+    let bytes =
+        read_nofollow(file).map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
     m.load_state(&bytes)
         .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     let mark = crate::registry::in_use_mark(file);

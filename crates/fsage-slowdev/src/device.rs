@@ -1,8 +1,10 @@
 //! Making, changing, inspecting and destroying devices, from the caller's side.
 
-use crate::control::{call, Request, Response};
-use crate::daemon::{finish_dir, lazy_umount, mountpoint_of};
-use crate::registry::{read_record, write_record, DeviceRecord, Registry};
+use crate::control::{call, Request, Response, LOCK_FD_VAR};
+use crate::registry::{
+    finish_dir, lazy_umount, mountpoint_of, read_nofollow, read_record, refuses_set, write_record,
+    DeviceRecord, Registry,
+};
 use crate::{Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -587,10 +589,6 @@ fn in_registry(registry: &Registry, file: &Path) -> Option<String> {
     })
 }
 
-/// The variable that tells the daemon which of its descriptors is the image's lock, handed on
-/// by `create` (see [`crate::serve`]).
-pub(crate) const LOCK_FD_VAR: &str = "FSAGE_SLOWDEV_LOCK_FD";
-
 fn start_daemon(
     spec: &DeviceSpec,
     dir: &Path,
@@ -757,29 +755,10 @@ fn cleanup_dead(dir: &Path, rec: &DeviceRecord) {
     finish_dir(dir, rec);
 }
 
-/// Why `dev set` cannot change the device's latencies, if it cannot: its timing comes from a
-/// model other than a fixed latency.
-pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
-    let m = rec.model.as_ref().filter(|_| rec.model_runs_in_thread())?;
-    Some(format!(
-        "device {} runs the device model {} ({}): its timing is the model's, which has no \
-         latency to set; make a new device (dev create --model or --latency) instead",
-        rec.name, m.name, m.description
-    ))
-}
-
 /// Where a device on `image` keeps its model's drive state, and what it starts from: the state
 /// saved there (checked now, so that a damaged or mismatched file is refused before anything
 /// runs), or a fresh drive (asked for, none saved, or the last device on the image did not stop
 /// cleanly).
-/// A file's bytes, never through a symbolic link at its last component.
-pub(crate) fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut b = Vec::new();
-    fsage_sys::safe::open_read_nofollow(p)?.read_to_end(&mut b)?;
-    Ok(b)
-}
-
 fn check_saved_state(
     mut model: Box<dyn fsage_device::DeviceModel>,
     image: &std::path::Path,

@@ -16,12 +16,26 @@
 //!   [`SlowDevice::set_latency`], [`SlowDevice::stats`], [`SlowDevice::destroy`].
 //!   [`SlowDevice::into_guard`] gives a [`DeviceGuard`] that destroys the device when dropped
 //!   (tests, the experiment runner).
+//! - [`DeviceMount`]: a file system mounted through a slow device, taken down in the safe order
+//!   (unmount, then destroy; a device whose file system would not come off is left running).
 //! - [`Registry`]: the devices fsage made, one directory each under `/run/fsage-dev`
 //!   ([`Registry::default_root`]): `device.json` ([`DeviceRecord`]), the FUSE mountpoint `mnt/`,
 //!   the control socket `ctl.sock`, the daemon's log. `list`, `find`, and only what is listed
 //!   there is ever touched.
-//! - [`serve`]: the daemon's entry point (the `fsage-slowdevd` binary and the hidden
-//!   `fsage dev serve DIR` both call it).
+//! - `serve`: the daemon's entry point (the `fsage-slowdevd` binary and the hidden
+//!   `fsage dev serve DIR` both call it), with the feature `daemon`.
+//!
+//! # Client and daemon
+//!
+//! Without features the crate is the client: making, listing, changing, measuring and
+//! destroying devices, which talks to a daemon over its control socket and starts one by
+//! running a program (`fsage dev serve`). The daemon itself (the FUSE file system, the timing
+//! threads, the model thread: the modules `daemon`, `timing`, `modeled`, and the `fuser`
+//! dependency) is behind the feature `daemon`, which only the program that serves devices turns
+//! on (the `fsage` command line and the `fsage-slowdevd` binary): a client (fsage-git,
+//! experiments, the report) does not build FUSE. The two share the registry's records
+//! (`registry`), the control protocol (`control`) and the statistics types (`stats`); the
+//! client's modules never use the daemon's.
 //! - [`bench::run`]: the benchmark behind `fsage dev bench` (floor, accuracy, parallelism).
 //! - [`measure`]: direct-I/O latency and IOPS measurement of a block device (4 KiB random reads or
 //!   writes at a queue depth), for the benchmarks and tests.
@@ -45,18 +59,25 @@
 
 pub mod bench;
 mod control;
+#[cfg(feature = "daemon")]
 mod daemon;
 mod device;
 mod measure;
+#[cfg(feature = "daemon")]
 mod modeled;
+mod mount;
 mod registry;
+mod sched;
 mod spec;
 mod stats;
+#[cfg(feature = "daemon")]
 mod timing;
 
+#[cfg(feature = "daemon")]
 pub use daemon::serve;
 pub use device::{destroy_all, list_devices, sparse_note, DeviceGuard, DeviceInfo, SlowDevice};
 pub use measure::{measure, MeasureSpec, Measurement, Pattern};
+pub use mount::DeviceMount;
 pub use registry::{state_file_of, DeviceRecord, Registry};
 pub use spec::{Backing, DeviceSpec, Latencies, LatencyChange};
 pub use stats::{DeviceStats, DiskStats, KindStats, LatencySummary, ModelInfo};

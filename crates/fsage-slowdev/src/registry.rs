@@ -205,3 +205,46 @@ pub(crate) fn write_record(dir: &Path, r: &DeviceRecord) -> Result<()> {
     fsage_sys::write_atomic(&p, text.as_bytes())
         .map_err(|e| Error::operation(format!("{}: {e}", p.display())))
 }
+
+/// The FUSE mountpoint in a device's directory.
+pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
+    dir.join("mnt")
+}
+
+/// Removes what the device left in its directory (and a scratch backing file): the directory
+/// goes last, so a device is listed until it is gone.
+pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
+    if rec.remove_backing {
+        let _ = std::fs::remove_file(&rec.backing_file);
+    }
+    let _ = std::fs::remove_dir(&rec.fuse_mountpoint);
+    for f in ["ctl.sock", "daemon.log"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let _ = std::fs::remove_file(record_path(dir));
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Detaches a mount lazily (a daemon's FUSE mount that is stuck or held).
+pub(crate) fn lazy_umount(mnt: &Path) -> std::io::Result<()> {
+    rustix::mount::unmount(mnt, rustix::mount::UnmountFlags::DETACH).map_err(Into::into)
+}
+
+/// Why `dev set` cannot change the device's latencies, if it cannot: its timing comes from a
+/// model other than a fixed latency.
+pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
+    let m = rec.model.as_ref().filter(|_| rec.model_runs_in_thread())?;
+    Some(format!(
+        "device {} runs the device model {} ({}): its timing is the model's, which has no \
+         latency to set; make a new device (dev create --model or --latency) instead",
+        rec.name, m.name, m.description
+    ))
+}
+
+/// A file's bytes, never through a symbolic link at its last component.
+pub(crate) fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    fsage_sys::safe::open_read_nofollow(p)?.read_to_end(&mut b)?;
+    Ok(b)
+}
