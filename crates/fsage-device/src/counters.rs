@@ -19,8 +19,8 @@
 //! [`Value::Ratio`] in the list: it is computed from the counts each time, so it stays right
 //! after [`ModelStats::since`], and the JSON carries it too (every ratio of the list is written
 //! beside the counts, under its key). Nothing else changes: the printers and the JSON follow the
-//! list. A new model kind adds its counters type, a [`DeviceCounters`] variant and the variant's
-//! arms in the three `match`es below.
+//! list. A new model kind names its counters type in its [`Kind`](crate::kinds::Kind) and its
+//! registry row makes the [`DeviceCounters`] variant (see [`crate::kinds`]).
 
 use crate::{Ns, RqKind};
 use serde::{Deserialize, Serialize};
@@ -115,48 +115,11 @@ pub trait KindCounters {
     fn since(&self, earlier: &Self) -> Self;
 }
 
-/// The counters of a model's kind; the JSON names the kind (`"kind": "hdd"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DeviceCounters {
-    Fixed(crate::fixed::FixedCounters),
-    Hdd(crate::hdd::HddCounters),
-    Ssd(crate::ssd::SsdCounters),
-}
+pub use crate::kinds::DeviceCounters;
 
 impl Default for DeviceCounters {
     fn default() -> Self {
         DeviceCounters::Fixed(Default::default())
-    }
-}
-
-impl DeviceCounters {
-    pub fn counters(&self) -> Vec<Counter> {
-        match self {
-            DeviceCounters::Fixed(c) => c.counters(),
-            DeviceCounters::Hdd(c) => c.counters(),
-            DeviceCounters::Ssd(c) => c.counters(),
-        }
-    }
-
-    /// The kind's name as the JSON gives it (`fixed`, `hdd`, `ssd`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            DeviceCounters::Fixed(_) => "fixed",
-            DeviceCounters::Hdd(_) => "hdd",
-            DeviceCounters::Ssd(_) => "ssd",
-        }
-    }
-
-    fn since(&self, earlier: &DeviceCounters) -> DeviceCounters {
-        use DeviceCounters as D;
-        match (self, earlier) {
-            (D::Fixed(a), D::Fixed(b)) => D::Fixed(a.since(b)),
-            (D::Hdd(a), D::Hdd(b)) => D::Hdd(a.since(b)),
-            (D::Ssd(a), D::Ssd(b)) => D::Ssd(a.since(b)),
-            // Counted from nothing (a model does not change kind).
-            (a, _) => a.clone(),
-        }
     }
 }
 

@@ -2,12 +2,83 @@
 //! completes at `arrival + latency(kind) + bytes / bandwidth`, independently of the others; with
 //! a queue depth N, at most N are in service at once and the rest wait for a free slot.
 
+use crate::kinds::{Capabilities, Kind};
+use crate::models::{ModelSpec, Reader};
 use crate::{
-    Counter, DeviceCounters, DeviceModel, KindCounters, ModelStats, Ns, Requests, Rq, RqKind, Value,
+    Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelKind, ModelStats, Ns, Requests,
+    Result, Rq, RqKind, Value,
 };
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// The parameters of a fixed-latency device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixedParams {
+    pub read_ns: u64,
+    pub write_ns: u64,
+    /// A flush; when the file gives none, the write latency.
+    pub flush_ns: u64,
+    pub bandwidth: Option<u64>,
+    pub queue_depth: Option<u32>,
+}
+
+impl FixedParams {
+    /// The parameters of `spec` when it is a fixed latency (what `dev list` shows as a device's
+    /// latencies, and what `dev set` starts from).
+    pub fn of(spec: &ModelSpec) -> Option<&FixedParams> {
+        match &spec.kind {
+            ModelKind::Fixed(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// One latency for everything, no bandwidth, no queue limit.
+    pub fn uniform(ns: Ns) -> FixedParams {
+        FixedParams {
+            read_ns: ns,
+            write_ns: ns,
+            flush_ns: ns,
+            bandwidth: None,
+            queue_depth: None,
+        }
+    }
+}
+
+/// `kind = "fixed"`: the registry's row ([`crate::kinds`]).
+pub struct FixedKind;
+
+impl Kind for FixedKind {
+    type Params = FixedParams;
+    type Counters = FixedCounters;
+    const NAME: &'static str = "fixed";
+    const SUMMARY: &'static str = "a fixed latency per request (dm-delay's model)";
+    const CAPABILITIES: Capabilities = Capabilities {
+        drive_state: false,
+        history: false,
+        answers_at_arrival: true,
+        retimable: true,
+    };
+
+    fn read(r: &mut Reader) -> Result<FixedParams> {
+        let write_ns = r.latency("write")?;
+        Ok(FixedParams {
+            read_ns: r.latency("read")?,
+            write_ns,
+            flush_ns: r.opt_latency("flush")?.unwrap_or(write_ns),
+            bandwidth: r.opt_bandwidth("bandwidth")?,
+            queue_depth: r.opt_count("queue_depth")?.map(|n| n as u32),
+        })
+    }
+
+    fn build(
+        _spec: &ModelSpec,
+        p: &FixedParams,
+        _device_size: u64,
+    ) -> Result<Box<dyn DeviceModel>> {
+        Ok(Box::new(FixedLatency::from_params(p)))
+    }
+}
 
 /// The fixed-latency model.
 #[derive(Debug, Clone)]
@@ -69,6 +140,16 @@ impl FixedLatency {
         }
     }
 
+    pub fn from_params(p: &FixedParams) -> FixedLatency {
+        FixedLatency::new(
+            p.read_ns,
+            p.write_ns,
+            p.flush_ns,
+            p.bandwidth,
+            p.queue_depth,
+        )
+    }
+
     /// One latency for everything, no bandwidth, no queue limit.
     pub fn uniform(ns: Ns) -> FixedLatency {
         FixedLatency::new(ns, ns, ns, None, None)
@@ -115,6 +196,22 @@ impl DeviceModel for FixedLatency {
 
     fn stats(&self) -> ModelStats {
         ModelStats::new(self.requests, DeviceCounters::Fixed(self.counters))
+    }
+
+    /// New latencies and bandwidth (`dev set`); requests already given keep their times, the
+    /// queue's slots stay as they are (a queue depth is not changed live).
+    fn retime(&mut self, kind: &ModelKind) -> Result<()> {
+        let ModelKind::Fixed(p) = kind else {
+            return Err(Error::input(format!(
+                "a fixed-latency device cannot become a {} model while it runs",
+                kind.name()
+            )));
+        };
+        self.read_ns = p.read_ns;
+        self.write_ns = p.write_ns;
+        self.flush_ns = p.flush_ns;
+        self.bandwidth = p.bandwidth.filter(|&b| b > 0);
+        Ok(())
     }
 
     fn describe(&self) -> String {

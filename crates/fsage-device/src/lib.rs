@@ -25,6 +25,7 @@ pub mod cost;
 pub mod counters;
 pub mod fixed;
 pub mod hdd;
+pub mod kinds;
 pub mod models;
 pub mod sim;
 pub mod ssd;
@@ -33,7 +34,8 @@ pub mod trace;
 pub use aging::{AgedDrive, Fed};
 pub use cost::{cost, cost_trace_file, cost_with, CostOptions, CostReport, Dist, Think};
 pub use counters::{Counter, DeviceCounters, KindCounters, ModelStats, Requests, Value};
-pub use fixed::FixedLatency;
+pub use fixed::{FixedLatency, FixedParams};
+pub use kinds::{Capabilities, KindEntry, KINDS};
 pub use models::{resolve, ModelKind, ModelSpec};
 pub use ssd::{ReadSizes, SsdCounters};
 pub use trace::{Trace, TraceRq};
@@ -121,6 +123,14 @@ pub trait DeviceModel: Send {
     /// them). A model that does not look at data ignores it.
     fn submit_data(&mut self, now: Ns, rq: Rq, _data: &[u8]) -> Option<Ns> {
         self.submit(now, rq)
+    }
+
+    /// Takes new parameters of its kind while it runs (`dev set` on a fixed-latency device),
+    /// keeping its state; a kind whose row is not `retimable` refuses.
+    fn retime(&mut self, _kind: &ModelKind) -> Result<()> {
+        Err(Error::input(
+            "this model's timing cannot be changed while it runs",
+        ))
     }
 
     /// A one-line description for tables (`hdd-7200: 7200 rpm, ...`).

@@ -16,9 +16,10 @@
 //! latency), the name of a built-in model ([`builtins`], `fsage dev models`), or the path of a
 //! model file.
 
-use crate::hdd::{Hdd, HddParams};
-use crate::ssd::{Ssd, SsdParams};
-use crate::{DeviceModel, Error, FixedLatency, Result};
+pub use crate::fixed::FixedParams;
+pub use crate::kinds::ModelKind;
+use crate::kinds::{kind_named, Capabilities, KINDS};
+use crate::{DeviceModel, Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,26 +42,6 @@ struct File {
     params: BTreeMap<String, toml::Spanned<Param>>,
 }
 
-/// The parameters of a fixed-latency device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FixedParams {
-    pub read_ns: u64,
-    pub write_ns: u64,
-    /// A flush; when the file gives none, the write latency.
-    pub flush_ns: u64,
-    pub bandwidth: Option<u64>,
-    pub queue_depth: Option<u32>,
-}
-
-/// What kind of device a model is, with its parameters checked and in base units.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ModelKind {
-    Fixed(FixedParams),
-    Hdd(HddParams),
-    Ssd(SsdParams),
-}
-
 /// A model, read and checked: what to record with a result and what to build.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
@@ -81,13 +62,41 @@ impl ModelSpec {
         ModelSpec {
             name: fsage_units::format_latency(latency_ns),
             description: format!("fixed latency {}", fsage_units::format_latency(latency_ns)),
-            kind: ModelKind::Fixed(FixedParams {
-                read_ns: latency_ns,
-                write_ns: latency_ns,
-                flush_ns: latency_ns,
-                bandwidth: None,
-                queue_depth: None,
-            }),
+            kind: ModelKind::Fixed(FixedParams::uniform(latency_ns)),
+            params: BTreeMap::new(),
+            text: String::new(),
+        }
+    }
+
+    /// A fixed-latency device of these parameters (a slow device made with `--latency`,
+    /// `--read-latency`, `--bandwidth`, `--queue-depth` rather than a model): named by its
+    /// latencies as [`ModelSpec::fixed`] names one latency.
+    pub fn fixed_with(p: FixedParams) -> ModelSpec {
+        if p == FixedParams::uniform(p.read_ns) {
+            return ModelSpec::fixed(p.read_ns);
+        }
+        let f = fsage_units::format_latency;
+        let mut description = format!(
+            "fixed latency: read {}, write {}, flush {}",
+            f(p.read_ns),
+            f(p.write_ns),
+            f(p.flush_ns)
+        );
+        if let Some(bw) = p.bandwidth {
+            description += &format!(", {}", fsage_units::format_bandwidth(bw as f64));
+        }
+        if let Some(q) = p.queue_depth {
+            description += &format!(", queue depth {q}");
+        }
+        ModelSpec {
+            name: format!(
+                "fixed r{}/w{}/f{}",
+                f(p.read_ns),
+                f(p.write_ns),
+                f(p.flush_ns)
+            ),
+            description,
+            kind: ModelKind::Fixed(p),
             params: BTreeMap::new(),
             text: String::new(),
         }
@@ -108,25 +117,15 @@ impl ModelSpec {
             params: &f.params,
             used: Vec::new(),
         };
-        let kind = match f.kind.as_str() {
-            "fixed" => {
-                let write_ns = r.latency("write")?;
-                ModelKind::Fixed(FixedParams {
-                    read_ns: r.latency("read")?,
-                    write_ns,
-                    flush_ns: r.opt_latency("flush")?.unwrap_or(write_ns),
-                    bandwidth: r.opt_bandwidth("bandwidth")?,
-                    queue_depth: r.opt_count("queue_depth")?.map(|n| n as u32),
-                })
-            }
-            "hdd" => ModelKind::Hdd(hdd_params(&mut r)?),
-            "ssd" => ModelKind::Ssd(ssd_params(&mut r)?),
-            other => {
-                return Err(Error::input(format!(
-                    "{origin}: kind `{other}` is not a model kind (known: fixed, hdd, ssd)"
-                )))
-            }
+        let Some(entry) = kind_named(&f.kind) else {
+            let known: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+            return Err(Error::input(format!(
+                "{origin}: kind `{}` is not a model kind (known: {})",
+                f.kind,
+                known.join(", ")
+            )));
         };
+        let kind = (entry.read)(&mut r)?;
         r.no_unknown()?;
         Ok(ModelSpec {
             name: f.name,
@@ -147,108 +146,35 @@ impl ModelSpec {
     /// are the full-size drive's, while every die still serves requests (see
     /// [`SsdParams::pools`]). `full` is the full-size capacity when the model gives none.
     pub fn scaled(&self, size: u64, full: Option<u64>) -> Result<ModelSpec> {
-        let ModelKind::Ssd(p) = &self.kind else {
-            return Err(Error::input(format!(
+        self.kind.scaled(self, size, full).unwrap_or_else(|| {
+            Err(Error::input(format!(
                 "model {}: only SSD models scale (a hard disk's smaller device is the outer part \
                  of its platters, as a partition is; a fixed latency has no size)",
                 self.name
-            )));
-        };
-        let Some(full) = full.or(p.capacity) else {
-            return Err(Error::input(format!(
-                "model {} gives no capacity, so it has no full-size drive to scale from: write \
-                 {}@{}/FULL (e.g. /64GB)",
-                self.name,
-                self.name,
-                fsage_units::format_size(size).replace(' ', "")
-            )));
-        };
-        if size == 0 || size >= full {
-            return Err(Error::input(format!(
-                "model {}: a scaled drive must be smaller than the full-size drive ({}), not {}",
-                self.name,
-                fsage_units::format_size(full),
-                fsage_units::format_size(size)
-            )));
-        }
-        let q = SsdParams {
-            capacity: Some(size),
-            full_capacity: Some(full),
-            ..p.clone()
-        };
-        q.geometry(size)
-            .and_then(|g| g.check())
-            .map_err(|e| Error::input(format!("model {} at {size} bytes: {e}", self.name)))?;
-        let pools = q.pools(size);
-        let mut params = self.params.clone();
-        params.insert(
-            "scale".to_string(),
-            Param {
-                value: toml::Value::String(format!(
-                    "{} of {}",
-                    fsage_units::format_size(size),
-                    fsage_units::format_size(full)
-                )),
-                source: format!(
-                    "scaled with {}@SIZE: FTL pools {pools} (dies x {} / {}, rounded, at least \
-                     1), each shaped as one of the {} full-size dies, so that collection's \
-                     per-pool reserve is the full drive's share (drives.md section 6)",
-                    self.name,
-                    fsage_units::format_size(size),
-                    fsage_units::format_size(full),
-                    p.timing_dies()
-                ),
-            },
-        );
-        Ok(ModelSpec {
-            name: format!(
-                "{}@{}",
-                self.name,
-                fsage_units::format_size(size).replace(' ', "")
-            ),
-            description: format!(
-                "{} (scaled to {} of {}: FTL pools {pools}, dies {})",
-                self.description,
-                fsage_units::format_size(size),
-                fsage_units::format_size(full),
-                p.timing_dies()
-            ),
-            kind: ModelKind::Ssd(q),
-            params,
-            text: self.text.clone(),
+            )))
         })
     }
 
     /// Whether a device of this model has a state of its own that outlives it (an SSD's FTL,
-    /// saved as `IMAGE.ftl`): what ages with a file system.
+    /// saved as `IMAGE.ftl`): what ages with a file system. Only that: other questions about
+    /// the kind are [`ModelSpec::capabilities`].
     pub fn keeps_state(&self) -> bool {
-        matches!(self.kind, ModelKind::Ssd(_))
+        self.capabilities().drive_state
+    }
+
+    /// What the model's kind can do (its registry row's, [`crate::kinds`]).
+    pub fn capabilities(&self) -> Capabilities {
+        self.kind.capabilities()
     }
 
     /// Builds the model for a device of `device_size` bytes.
     pub fn build(&self, device_size: u64) -> Result<Box<dyn DeviceModel>> {
-        Ok(match &self.kind {
-            ModelKind::Hdd(p) => Box::new(
-                Hdd::new(p, device_size)
-                    .map_err(|e| Error::input(format!("model {}: {e}", self.name)))?,
-            ),
-            ModelKind::Ssd(p) => Box::new(
-                Ssd::new(p, device_size)
-                    .map_err(|e| Error::input(format!("model {}: {e}", self.name)))?,
-            ),
-            ModelKind::Fixed(p) => Box::new(FixedLatency::new(
-                p.read_ns,
-                p.write_ns,
-                p.flush_ns,
-                p.bandwidth,
-                p.queue_depth,
-            )),
-        })
+        self.kind.build(self, device_size)
     }
 }
 
 /// Reads typed parameters out of a model file, naming file, line and key in errors.
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     text: &'a str,
     origin: &'a str,
     params: &'a BTreeMap<String, toml::Spanned<Param>>,
@@ -268,14 +194,19 @@ impl Reader<'_> {
         self.params.get(key).map(|p| &p.get_ref().value)
     }
 
-    fn missing(&self, key: &str) -> Error {
+    /// Whether the file gives `key` (without reading it).
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.params.contains_key(key)
+    }
+
+    pub(crate) fn missing(&self, key: &str) -> Error {
         Error::input(format!(
             "{}: [params] lacks `{key}` (give {key} = {{ value = ..., source = \"...\" }})",
             self.origin
         ))
     }
 
-    fn bad(&self, key: &str, why: impl std::fmt::Display) -> Error {
+    pub(crate) fn bad(&self, key: &str, why: impl std::fmt::Display) -> Error {
         Error::input(format!("{}: `{key}`: {why}", self.at(key)))
     }
 
@@ -351,191 +282,6 @@ impl Reader<'_> {
         }
         Ok(())
     }
-}
-
-/// A hard disk's parameters (see [`crate::hdd`] for what each does). Write seeks default to
-/// the read seeks; the rest are required unless said.
-fn hdd_params(r: &mut Reader) -> Result<HddParams> {
-    let req_lat = |r: &mut Reader, k: &'static str| r.latency(k);
-    let seek_track_ns = req_lat(r, "seek_track")?;
-    let seek_avg_ns = req_lat(r, "seek_avg")?;
-    let seek_full_ns = req_lat(r, "seek_full")?;
-    let rate = |r: &mut Reader, k: &'static str| r.opt_bandwidth(k)?.ok_or_else(|| r.missing(k));
-    let count = |r: &mut Reader, k: &'static str| r.opt_count(k)?.ok_or_else(|| r.missing(k));
-    let p = HddParams {
-        rpm: r.opt_number("rpm")?.ok_or_else(|| r.missing("rpm"))?,
-        capacity: r.opt_size("capacity")?,
-        offset: r.opt_size("offset")?.unwrap_or(0),
-        heads: count(r, "heads")?,
-        zones: count(r, "zones")?,
-        rate_outer: rate(r, "rate_outer")?,
-        rate_inner: rate(r, "rate_inner")?,
-        seek_track_ns,
-        seek_avg_ns,
-        seek_full_ns,
-        write_seek_track_ns: r.opt_latency("write_seek_track")?.unwrap_or(seek_track_ns),
-        write_seek_avg_ns: r.opt_latency("write_seek_avg")?.unwrap_or(seek_avg_ns),
-        write_seek_full_ns: r.opt_latency("write_seek_full")?.unwrap_or(seek_full_ns),
-        head_switch_ns: req_lat(r, "head_switch")?,
-        overhead_ns: req_lat(r, "overhead")?,
-        interface_rate: rate(r, "interface_rate")?,
-        read_segments: count(r, "read_segments")?,
-        read_ahead: r
-            .opt_size("read_ahead")?
-            .ok_or_else(|| r.missing("read_ahead"))?,
-        write_cache: r
-            .opt_size("write_cache")?
-            .ok_or_else(|| r.missing("write_cache"))?,
-        queue_depth: count(r, "queue_depth")?,
-        max_wait_ns: r.opt_latency("max_wait")?.unwrap_or(1_000_000_000),
-    };
-    if !(p.rpm >= 1000.0 && p.rpm <= 20000.0) {
-        return Err(r.bad("rpm", format!("{}: expected 1000 to 20000", p.rpm)));
-    }
-    if p.offset % 512 != 0 {
-        return Err(r.bad("offset", "must be a multiple of 512 bytes"));
-    }
-    // The seek figures must admit a curve: build one on a nominal disk to check them early.
-    for (what, t, a, f) in [
-        ("seek", p.seek_track_ns, p.seek_avg_ns, p.seek_full_ns),
-        (
-            "write_seek",
-            p.write_seek_track_ns,
-            p.write_seek_avg_ns,
-            p.write_seek_full_ns,
-        ),
-    ] {
-        crate::hdd::seek::SeekCurve::fit(t as f64, a as f64, f as f64, 100_000).map_err(|e| {
-            r.bad(
-                if what == "seek" {
-                    "seek_avg"
-                } else {
-                    "write_seek_avg"
-                },
-                e,
-            )
-        })?;
-    }
-    Ok(p)
-}
-
-/// A flash SSD's parameters (see [`crate::ssd`] for what each does); all required but the
-/// capacity (default: the device's size) and `gc_free_blocks` (default 2).
-fn ssd_params(r: &mut Reader) -> Result<SsdParams> {
-    let lat = |r: &mut Reader, k: &'static str| r.latency(k);
-    let rate = |r: &mut Reader, k: &'static str| r.opt_bandwidth(k)?.ok_or_else(|| r.missing(k));
-    let count = |r: &mut Reader, k: &'static str| r.opt_count(k)?.ok_or_else(|| r.missing(k));
-    let size = |r: &mut Reader, k: &'static str| r.opt_size(k)?.ok_or_else(|| r.missing(k));
-    let p = SsdParams {
-        capacity: r.opt_size("capacity")?,
-        over_provisioning: r
-            .opt_number("over_provisioning")?
-            .ok_or_else(|| r.missing("over_provisioning"))?,
-        page_size: size(r, "page_size")?,
-        pages_per_block: count(r, "pages_per_block")?,
-        channels: count(r, "channels")?,
-        dies_per_channel: count(r, "dies_per_channel")?,
-        read_ns: lat(r, "read")?,
-        program_ns: lat(r, "program")?,
-        erase_ns: lat(r, "erase")?,
-        channel_rate: rate(r, "channel_rate")?,
-        interface_rate: rate(r, "interface_rate")?,
-        overhead_ns: lat(r, "overhead")?,
-        write_buffer: size(r, "write_buffer")?,
-        gc_free_blocks: r.opt_count("gc_free_blocks")?.unwrap_or(2),
-        full_capacity: None,
-        compression: r.opt_number("compression")?,
-        compression_unit: r.opt_size("compression_unit")?.unwrap_or(0),
-        unseen_data_ratio: r.opt_number("unseen_data_ratio")?.unwrap_or(1.0),
-    };
-    if let Some(f0) = p.compression {
-        if !(f0 > 0.0 && f0 <= 1.0) {
-            return Err(r.bad(
-                "compression",
-                format!("{f0}: expected the share of a flash page a wholly compressible page takes, above 0 and at most 1 (0.14)"),
-            ));
-        }
-        if p.compression_unit == 0
-            || p.page_size % p.compression_unit != 0
-            || p.page_size / p.compression_unit < 2
-            || p.page_size / p.compression_unit > 256
-        {
-            return Err(r.bad(
-                "compression_unit",
-                "a compressing drive needs a packing unit that divides the page into 2 to 256 parts (e.g. 128B)",
-            ));
-        }
-    } else if r.params.contains_key("compression_unit") {
-        return Err(r.bad(
-            "compression_unit",
-            "only a drive with `compression` packs pages",
-        ));
-    }
-    if !(0.0..=1.0).contains(&p.unseen_data_ratio) {
-        return Err(r.bad(
-            "unseen_data_ratio",
-            format!(
-                "{}: expected 0 (zeros) to 1 (incompressible)",
-                p.unseen_data_ratio
-            ),
-        ));
-    }
-    if !(p.over_provisioning > 0.0 && p.over_provisioning < 0.9) {
-        return Err(r.bad(
-            "over_provisioning",
-            format!(
-                "{}: expected the share of raw flash kept from the host, above 0 and below 0.9 \
-                 (0.07 for 7%)",
-                p.over_provisioning
-            ),
-        ));
-    }
-    if p.page_size < 512 || p.page_size % 512 != 0 {
-        return Err(r.bad("page_size", "must be a multiple of 512 bytes"));
-    }
-    if p.gc_free_blocks < 2 {
-        return Err(r.bad("gc_free_blocks", "must be at least 2"));
-    }
-    // The shape must hold even the smallest drive (a page): when it does not (a zero, or so
-    // many pages that the FTL cannot number them or hold them in memory), name the key to
-    // blame: one die of it failing too blames the block (or the free blocks kept), else the dies.
-    let fits = |q: &SsdParams, bytes: u64| q.geometry(bytes).and_then(|g| g.check());
-    if let Err(e) = fits(&p, p.page_size) {
-        let one_die = SsdParams {
-            channels: 1,
-            dies_per_channel: 1,
-            ..p.clone()
-        };
-        let fewest_free = SsdParams {
-            gc_free_blocks: 2,
-            ..one_die.clone()
-        };
-        let key = if fits(&fewest_free, p.page_size).is_err() {
-            "pages_per_block"
-        } else if fits(&one_die, p.page_size).is_err() {
-            "gc_free_blocks"
-        } else if p.channels == 0 || (p.dies_per_channel != 0 && p.channels > p.dies_per_channel) {
-            "channels"
-        } else {
-            "dies_per_channel"
-        };
-        return Err(r.bad(key, e));
-    }
-    // The shape must hold a nominal drive (the capacity when given): check it early, naming the
-    // file and what does not fit.
-    p.geometry(p.capacity.unwrap_or(1 << 30))
-        .and_then(|g| g.check())
-        .map_err(|e| {
-            r.bad(
-                if p.capacity.is_some() {
-                    "capacity"
-                } else {
-                    "over_provisioning"
-                },
-                e,
-            )
-        })?;
-    Ok(p)
 }
 
 fn line_of(text: &str, byte: usize) -> usize {

@@ -23,7 +23,7 @@ use crate::{Error, Sample};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
 use fsage_lab::sparse::{copy_image, CopyOptions, Holes};
 use fsage_lab::{FsKind, Mounted};
-use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Registry, SlowDevice};
+use fsage_slowdev::{Backing, DeviceMount, DeviceSpec, Registry, SlowDevice};
 use fsage_sys::Blamed;
 use fsage_workload::{RunConfig, Stop, Workload};
 use serde::{Deserialize, Serialize};
@@ -746,7 +746,7 @@ impl LabExecutor {
             .map_err(step("restoring the base image"))?;
         }
         std::fs::create_dir_all(mnt).map_err(io_at(mnt.display()))?;
-        let mut device: Option<DeviceGuard> = None;
+        let mut device: Option<DeviceMount> = None;
         // A model's device is the working copy, so the model is built for the image's size (the
         // experiment file was refused if the model could not hold it).
         let spec = match (&cell.device_model, cell.latency_us) {
@@ -766,12 +766,8 @@ impl LabExecutor {
                 // drive; what the device saves at the end goes with the copy.
                 spec.fresh_state = drive.is_none() && placed.is_none();
                 spec.registry = self.registry.root().to_path_buf();
-                let d = SlowDevice::create(&spec)
-                    .map_err(step("slow device"))?
-                    .into_guard();
-                let p = d.path().to_path_buf();
-                device = Some(d);
-                p
+                let d = device.insert(DeviceMount::create(&spec).map_err(step("slow device"))?);
+                d.path().to_path_buf()
             }
             None => work.to_path_buf(),
         };
@@ -785,10 +781,16 @@ impl LabExecutor {
                 .into(),
             ..Default::default()
         };
-        let mounted = if in_vm {
-            None
-        } else {
-            Some(Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?)
+        // On a slow device, the device's own mount (taken down in its order); else the image's.
+        let mounted = match (&mut device, in_vm) {
+            (_, true) => None,
+            (Some(d), false) => {
+                d.mount(mnt, &opts).map_err(step("mount"))?;
+                None
+            }
+            (None, false) => {
+                Some(Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?)
+            }
         };
         let cfg = RunConfig {
             stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
@@ -825,16 +827,17 @@ impl LabExecutor {
             .as_ref()
             .and_then(|st| st.model.as_ref()?.stats.as_ref()?.ssd())
             .map(FlashCounters::from);
-        let fin = mounted.map_or(Ok(()), |m| m.finish().map_err(step("unmount")));
+        let fin = match (mounted, &mut device) {
+            (Some(m), _) => m.finish(),
+            // A device whose file system does not come off stays for the next run's clean-up
+            // (stopping its daemon would fail that file system's I/O): `DeviceMount` leaves it.
+            (None, Some(d)) => d.unmount(),
+            (None, None) => Ok(()),
+        }
+        .map_err(step("unmount"));
         let destroyed = match device {
-            // Stopping the daemon under a file system that is still mounted would fail its I/O:
-            // the device stays for the next run's clean-up.
-            Some(d) if fin.is_err() => {
-                std::mem::forget(d);
-                Ok(())
-            }
-            Some(d) => d.destroy().map_err(step("slow device")),
-            None => Ok(()),
+            Some(d) if fin.is_ok() => d.finish().map_err(step("slow device")),
+            _ => Ok(()),
         };
         let r = ran?;
         fin?;

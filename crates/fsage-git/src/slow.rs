@@ -14,10 +14,9 @@
 //! target), every device starts with a fresh drive.
 
 use crate::{Error, Result};
-use fsage_device::{ModelKind, ModelSpec};
+use fsage_device::{FixedParams, ModelSpec};
 use fsage_lab::drive::{Drives, Feed, FeedReport};
-use fsage_lab::Mounted;
-use fsage_slowdev::{Backing, DeviceGuard, DeviceSpec, Latencies, SlowDevice};
+use fsage_slowdev::{Backing, DeviceMount, DeviceSpec, Latencies};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -50,22 +49,20 @@ impl MeasureDevice {
         }
     }
 
-    /// The latencies of a fixed-latency model (none for a model with state).
+    /// The latencies of a fixed-latency model (none for another kind).
     pub fn latencies(&self) -> Option<Latencies> {
-        match &self.model.kind {
-            ModelKind::Fixed(p) => Some(Latencies {
-                read_ns: p.read_ns,
-                write_ns: p.write_ns,
-                flush_ns: p.flush_ns,
-            }),
-            _ => None,
-        }
+        FixedParams::of(&self.model).map(|p| Latencies {
+            read_ns: p.read_ns,
+            write_ns: p.write_ns,
+            flush_ns: p.flush_ns,
+        })
     }
 
-    /// Whether every grep needs a device of its own: a model with state would otherwise serve
-    /// a grep from what the last one left in its caches.
+    /// Whether every grep needs a device of its own: a model whose requests' costs depend on
+    /// the ones before (a disk's head and caches) would otherwise serve a grep from what the
+    /// last one left.
     pub fn fresh_per_grep(&self) -> bool {
-        !matches!(self.model.kind, ModelKind::Fixed(_))
+        self.model.capabilities().history
     }
 }
 
@@ -97,11 +94,10 @@ impl DeviceReads {
     }
 }
 
-/// A file system mounted from `image` through a slow device. Dropping it unmounts, then
-/// destroys the device (fields drop in order); [`SlowMount::finish`] does so and reports errors.
+/// A file system mounted from `image` through a slow device ([`DeviceMount`]). Dropping it
+/// unmounts, then destroys the device; [`SlowMount::finish`] does so and reports errors.
 pub struct SlowMount {
-    mounted: Option<Mounted>,
-    device: Option<DeviceGuard>,
+    slow: Option<DeviceMount>,
     /// The device's writes traced into `drives` (stopped after the device is gone).
     feed: Option<Feed>,
     rdev: u64,
@@ -135,8 +131,7 @@ impl SlowMount {
         drives: Option<&Drives>,
     ) -> Result<SlowMount> {
         let mut m = SlowMount {
-            mounted: None,
-            device: None,
+            slow: None,
             feed: None,
             rdev: 0,
             image: image.to_path_buf(),
@@ -171,19 +166,21 @@ impl SlowMount {
         if let Some(r) = &self.dev.registry {
             spec.registry = r.clone();
         }
-        let guard = SlowDevice::create(&spec).map_err(slow_err)?.into_guard();
+        let slow = self
+            .slow
+            .insert(DeviceMount::create(&spec).map_err(slow_err)?);
         if self.drive_note.is_none() {
-            self.drive_note = guard.device().record().state_note.clone();
+            self.drive_note = slow.device().record().state_note.clone();
         }
-        let path = guard.path().to_path_buf();
+        let path = slow.path().to_path_buf();
         self.rdev = std::fs::metadata(&path)
             .map_err(|e| crate::Error::io(&path, "stat", e))?
             .rdev();
-        self.device = Some(guard);
+        // Traced from before the mount: the mount's own writes reach the drives too.
         if let Some(d) = &self.drives {
             self.feed = Some(Feed::start(self.rdev, d)?);
         }
-        self.mounted = Some(Mounted::attach_and_mount(&path, &self.mnt)?);
+        slow.mount(&self.mnt, &Default::default())?;
         Ok(())
     }
 
@@ -218,11 +215,9 @@ impl SlowMount {
     /// Unmounts and destroys the device; the reads it served from mount to unmount (none when
     /// its daemon did not answer).
     fn take_down(&mut self) -> Result<Option<DeviceReads>> {
-        if let Some(m) = self.mounted.take() {
-            m.finish()?;
-        }
         let mut reads = None;
-        if let Some(g) = self.device.take() {
+        if let Some(mut g) = self.slow.take() {
+            g.unmount()?;
             reads = g.device().stats().ok().and_then(|st| {
                 st.kinds
                     .iter()
@@ -232,7 +227,7 @@ impl SlowMount {
                         mean_ns: k.latency.mean_ns,
                     })
             });
-            g.destroy().map_err(slow_err)?;
+            g.finish().map_err(slow_err)?;
             // The drive state a device of a model with one saved on destroy is not the run's:
             // the traced drives are (they were fed the same writes). Nothing of it is left
             // beside the image.
@@ -264,10 +259,8 @@ impl SlowMount {
 
 impl Drop for SlowMount {
     fn drop(&mut self) {
-        // Unmount before the device goes (its guard destroys it by force), and trace until it
-        // has gone.
-        drop(self.mounted.take());
-        drop(self.device.take());
+        // Unmount before the device goes (by force), and trace until it has gone.
+        drop(self.slow.take());
         drop(self.feed.take());
     }
 }

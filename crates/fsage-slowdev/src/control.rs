@@ -78,3 +78,7 @@ pub(crate) fn call(dir: &Path, req: &Request, timeout: Duration) -> Result<Respo
         r => Ok(r),
     }
 }
+
+/// The variable that tells the daemon which of its descriptors is the image's lock, handed on
+/// by `create` (see the daemon's `serve`).
+pub(crate) const LOCK_FD_VAR: &str = "FSAGE_SLOWDEV_LOCK_FD";

@@ -1,12 +1,16 @@
 //! The daemon: serves the backing file as `mnt/disk` through FUSE on several threads, delays each
-//! answer by the model, attaches the loop device (direct I/O) on that file and holds it, and
+//! answer by the device's model (`modeled`; a device made with latencies runs the fixed-latency
+//! model), attaches the loop device (direct I/O) on that file and holds it, and
 //! answers the control socket until told to stop.
 
-use crate::control::{socket_path, Request, Response};
+use crate::control::{socket_path, Request, Response, LOCK_FD_VAR};
 use crate::modeled::{Deferred, Modeled};
-use crate::registry::{read_record, write_record, DeviceRecord};
+use crate::registry::{
+    finish_dir, lazy_umount, read_nofollow, read_record, refuses_set, write_record, DeviceRecord,
+};
+use crate::sched::set_realtime;
 use crate::stats::{Collector, DeviceStats, DiskStats, Kind, ModelInfo};
-use crate::timing::{Answer, Completer, Model, Pending};
+use crate::timing::{Answer, Completer};
 use crate::{Error, Result};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -18,7 +22,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -27,18 +31,11 @@ const DISK_INO: INodeNo = INodeNo(2);
 const DISK_NAME: &str = "disk";
 const TTL: Duration = Duration::from_secs(3600);
 
-/// Where answers get their times: plain latencies (changeable live by `dev set`), or a device
-/// model run in the model thread.
-enum Timing {
-    Fixed(Model),
-    Modeled(Arc<Modeled>),
-}
-
 struct Shared {
     file: File,
     size: u64,
-    timing: Timing,
-    completer: Arc<Completer>,
+    /// Where answers get their times.
+    model: Arc<Modeled>,
     stats: Arc<Collector>,
     created: SystemTime,
 }
@@ -98,16 +95,9 @@ impl SlowFs {
         data: Option<&[u8]>,
         answer: Answer,
     ) {
-        match &self.s.timing {
-            Timing::Fixed(model) => self.s.completer.complete(Pending {
-                deadline: model.deadline(arrival, kind, bytes),
-                arrival,
-                kind,
-                bytes,
-                answer,
-            }),
-            Timing::Modeled(m) => m.submit(arrival, kind, offset, bytes, data, answer),
-        }
+        self.s
+            .model
+            .submit(arrival, kind, offset, bytes, data, answer)
     }
 }
 
@@ -392,6 +382,10 @@ fn zero_range(file: &File, offset: u64, length: u64) -> std::io::Result<()> {
 pub fn serve(dir: &Path) -> Result<()> {
     let _ = std::env::set_current_dir("/");
     let mut rec = read_record(dir)?;
+    // The image's lock, for the daemon's lifetime (the kernel releases it when the process
+    // exits, however it exits): no `fs mount`, `age` or second device touches the image while
+    // it is served.
+    let _lock = hold_image_lock(&rec)?;
     // The daemon sits in the I/O path: it must not wait for memory reclaim that waits for I/O
     // on this very device.
     rec.io_flusher_error = None;
@@ -415,25 +409,20 @@ pub fn serve(dir: &Path) -> Result<()> {
     let stats = Arc::new(Collector::new());
     let completer = Completer::new(stats.clone());
     let window = completer.calibrate();
-    let timing = match &rec.model {
-        Some(spec) if rec.model_runs_in_thread() => {
-            let mut m = spec.build(rec.size)?;
-            load_drive_state(&rec, m.as_mut())?;
-            if let Some(rule) = rec.unwritten_reads {
-                m.set_unwritten_reads(rule);
-            }
-            if rec.model_thread {
-                m = Box::new(Deferred::new(m));
-            }
-            Timing::Modeled(Modeled::new(m, completer.clone()))
-        }
-        _ => Timing::Fixed(Model::new(rec.latencies, rec.bandwidth, rec.queue_depth)),
-    };
+    let spec = rec.model_spec();
+    let mut m = spec.build(rec.size)?;
+    load_drive_state(&rec, m.as_mut())?;
+    if let Some(rule) = rec.unwritten_reads {
+        m.set_unwritten_reads(rule);
+    }
+    if rec.model_thread {
+        m = Box::new(Deferred::new(m));
+    }
+    let model = Modeled::new(m, completer.clone(), !rec.model_runs_in_thread());
     let shared = Arc::new(Shared {
         file,
         size: rec.size,
-        timing,
-        completer: completer.clone(),
+        model,
         stats,
         created: SystemTime::now(),
     });
@@ -449,10 +438,9 @@ pub fn serve(dir: &Path) -> Result<()> {
         let c = completer.clone();
         completion_threads.push(spawn(format!("complete-{i}"), Box::new(move || c.run()))?);
     }
-    if let Timing::Modeled(m) = &shared.timing {
-        let m = m.clone();
-        completion_threads.push(spawn("model".into(), Box::new(move || m.run()))?);
-    }
+    // The model thread (on the fast path it only sleeps: its model has no events).
+    let m = shared.model.clone();
+    completion_threads.push(spawn("model".into(), Box::new(move || m.run()))?);
     // One warm thread per CPU the daemon may run on.
     let allowed = rustix::thread::sched_getaffinity(None).ok();
     let cpus = (0..rustix::thread::CpuSet::MAX_CPU)
@@ -533,9 +521,26 @@ pub fn serve(dir: &Path) -> Result<()> {
             Request::Set {
                 latencies,
                 bandwidth,
-            } => match (&shared.timing, crate::device::refuses_set(&rec)) {
-                (Timing::Fixed(model), None) => {
-                    model.set(latencies, bandwidth);
+            } => match refuses_set(&rec) {
+                None => {
+                    let now = fsage_device::FixedParams {
+                        read_ns: latencies.read_ns,
+                        write_ns: latencies.write_ns,
+                        flush_ns: latencies.flush_ns,
+                        bandwidth,
+                        queue_depth: rec.queue_depth,
+                    };
+                    let kind = fsage_device::ModelSpec::fixed_with(now).kind;
+                    if let Err(e) = shared.model.with_model(|d| d.retime(&kind)) {
+                        reply(
+                            &conn,
+                            &Response::Error {
+                                message: e.message,
+                                input: true,
+                            },
+                        );
+                        continue;
+                    }
                     rec.latencies = latencies;
                     rec.bandwidth = bandwidth;
                     // A fixed-latency model is now these latencies.
@@ -548,8 +553,8 @@ pub fn serve(dir: &Path) -> Result<()> {
                         },
                     }
                 }
-                (_, why) => Response::Error {
-                    message: why.unwrap_or_else(|| "this device's timing is a model's".into()),
+                Some(why) => Response::Error {
+                    message: why,
                     input: true,
                 },
             },
@@ -558,38 +563,32 @@ pub fn serve(dir: &Path) -> Result<()> {
                     stats: Box::new(DeviceStats {
                         name: rec.name.clone(),
                         device: loop_path.display().to_string(),
-                        latencies: match &shared.timing {
-                            Timing::Fixed(m) => m.latencies(),
-                            Timing::Modeled(_) => rec.latencies,
-                        },
-                        bandwidth: match &shared.timing {
-                            Timing::Fixed(m) => m.bandwidth(),
-                            Timing::Modeled(_) => rec.bandwidth,
-                        },
-                        queue_depth: match &shared.timing {
-                            Timing::Fixed(m) => m.queue_depth(),
-                            Timing::Modeled(_) => rec.queue_depth,
-                        },
+                        latencies: rec.latencies,
+                        bandwidth: rec.bandwidth,
+                        queue_depth: rec.queue_depth,
                         uptime_s: started.elapsed().as_secs_f64(),
                         kinds: shared.stats.summary(),
                         other_requests: shared.stats.other.load(Relaxed),
                         errors: shared.stats.errors.load(Relaxed),
                         spin_window_ns: completer.spin_window().as_nanos() as u64,
                         diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
-                        model: rec.model.as_ref().map(|spec| match &shared.timing {
-                            Timing::Modeled(m) => {
-                                let (stats, description) = m.stats();
+                        // A device of plain latencies names no model; a fixed-latency model's
+                        // counters (service time only) are not shown, as before it was one.
+                        model: rec.model.as_ref().map(|spec| {
+                            if rec.model_runs_in_thread() {
+                                let (stats, description) = shared.model.stats();
                                 ModelInfo {
                                     name: spec.name.clone(),
                                     description,
                                     stats: Some(stats),
                                 }
+                            } else {
+                                ModelInfo {
+                                    name: spec.name.clone(),
+                                    description: spec.description.clone(),
+                                    stats: None,
+                                }
                             }
-                            Timing::Fixed(_) => ModelInfo {
-                                name: spec.name.clone(),
-                                description: spec.description.clone(),
-                                stats: None,
-                            },
                         }),
                         io_flusher_error: rec.io_flusher_error.clone(),
                         drive_state: rec.state_note.as_ref().map(|n| match &rec.state_file {
@@ -603,23 +602,24 @@ pub fn serve(dir: &Path) -> Result<()> {
                 };
                 if reset {
                     // Count the kernel (and the model) from here too.
-                    if let Timing::Modeled(m) = &shared.timing {
-                        m.reset_stats();
-                    }
+                    shared.model.reset_stats();
                     shared.stats.reset();
                     baseline = DiskStats::read(&loop_name).unwrap_or_default();
                 }
                 r
             }
-            Request::Precondition { overwrites, seed } => match &shared.timing {
-                Timing::Modeled(m) => match m.with_model(|d| d.precondition(overwrites, seed)) {
+            Request::Precondition { overwrites, seed } => match rec.model_runs_in_thread() {
+                true => match shared
+                    .model
+                    .with_model(|d| d.precondition(overwrites, seed))
+                {
                     Ok(message) => Response::Done { message },
                     Err(e) => Response::Error {
                         message: e.message,
                         input: true,
                     },
                 },
-                Timing::Fixed(_) => Response::Error {
+                false => Response::Error {
                     message: "a fixed-latency device has nothing to precondition (only SSD \
                               models do)"
                         .into(),
@@ -662,11 +662,8 @@ pub fn serve(dir: &Path) -> Result<()> {
                     continue;
                 }
                 completer.shutdown();
-                let mut saved = Ok(());
-                if let Timing::Modeled(m) = &shared.timing {
-                    m.shutdown();
-                    saved = save_drive_state(&rec, m);
-                }
+                shared.model.shutdown();
+                let saved = save_drive_state(&rec, &shared.model);
                 if gone {
                     if let Err(e) = session.umount_and_join() {
                         eprintln!("fsage-slowdev: unmounting FUSE: {e}");
@@ -707,15 +704,31 @@ pub fn serve(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Puts the calling thread (and the threads it makes) in `SCHED_FIFO` at a middle priority.
-/// libc, because rustix does not wrap sched_setscheduler (`rustix::not_implemented`).
-pub(crate) fn set_realtime() -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 20 };
-    // SAFETY: a plain system call on the calling thread with a valid parameter.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
-        return Err(std::io::Error::last_os_error());
+/// Takes the lock of the device's backing file: the one `create` handed on (its descriptor named
+/// in the environment), or, for a daemon started otherwise, its own.
+fn hold_image_lock(rec: &DeviceRecord) -> Result<fsage_sys::lock::Lock> {
+    use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
+    let what = "the image";
+    let handed = std::env::var(LOCK_FD_VAR).ok();
+    std::env::remove_var(LOCK_FD_VAR);
+    let Some(fd) = handed else {
+        return fsage_sys::lock::lock_target_or_refuse(&rec.backing_file, what);
+    };
+    let fd: std::os::fd::RawFd = fd
+        .parse()
+        .map_err(|_| Error::input(format!("{}={fd:?}: not a descriptor number", LOCK_FD_VAR)))?;
+    // SAFETY: only looked at (fcntl F_GETFD) while nothing else in this process uses it.
+    let open = fd > 2 && rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(fd) }).is_ok();
+    if !open {
+        return Err(Error::input(format!(
+            "{}={fd}: not an open descriptor above 2",
+            LOCK_FD_VAR
+        )));
     }
-    Ok(())
+    // SAFETY: open (checked above), and nothing else in this process owns it: the parent
+    // handed it on for this alone.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    fsage_sys::lock::adopt_target(&rec.backing_file, owned, what)
 }
 
 fn read_request(conn: &UnixStream) -> Option<Request> {
@@ -743,28 +756,6 @@ fn reply(mut conn: &UnixStream, resp: &Response) {
     let _ = conn.write_all(s.as_bytes());
 }
 
-pub(crate) fn lazy_umount(mnt: &Path) -> std::io::Result<()> {
-    rustix::mount::unmount(mnt, rustix::mount::UnmountFlags::DETACH).map_err(Into::into)
-}
-
-/// Removes what the device left in its directory (and a scratch backing file): the directory
-/// goes last, so a device is listed until it is gone.
-pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
-    if rec.remove_backing {
-        let _ = std::fs::remove_file(&rec.backing_file);
-    }
-    let _ = std::fs::remove_dir(&rec.fuse_mountpoint);
-    for f in ["ctl.sock", "daemon.log"] {
-        let _ = std::fs::remove_file(dir.join(f));
-    }
-    let _ = std::fs::remove_file(crate::registry::record_path(dir));
-    let _ = std::fs::remove_dir(dir);
-}
-
-pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
-    dir.join("mnt")
-}
-
 /// Loads the drive state saved beside the image (`dev create` checked it), leaving a mark in
 /// its place while the device runs: a daemon that dies leaves the mark, not a state that no
 /// longer matches the image.
@@ -779,8 +770,8 @@ fn load_drive_state(rec: &DeviceRecord, m: &mut dyn fsage_device::DeviceModel) -
     if !loads {
         return Ok(());
     }
-    let bytes = crate::device::read_nofollow(file)
-        .map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
+    let bytes =
+        read_nofollow(file).map_err(|e| Error::io(file, "cannot read the saved drive state", e))?;
     m.load_state(&bytes)
         .map_err(|e| Error::input(format!("{}: {e}", file.display())))?;
     let mark = crate::registry::in_use_mark(file);

@@ -1,8 +1,10 @@
 //! Making, changing, inspecting and destroying devices, from the caller's side.
 
-use crate::control::{call, Request, Response};
-use crate::daemon::{finish_dir, lazy_umount, mountpoint_of};
-use crate::registry::{read_record, write_record, DeviceRecord, Registry};
+use crate::control::{call, Request, Response, LOCK_FD_VAR};
+use crate::registry::{
+    finish_dir, lazy_umount, mountpoint_of, read_nofollow, read_record, refuses_set, write_record,
+    DeviceRecord, Registry,
+};
 use crate::{Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -49,13 +51,23 @@ impl SlowDevice {
         spec.check()?;
         // The image's lock, held until the device is registered and attached: two `dev create`
         // of one image at once would both pass the registry check below and make two devices.
-        let _lock = match &spec.backing {
+        // The daemon is handed the lock and holds it while it serves the image.
+        let registry = Registry::new(&spec.registry);
+        let lock = match &spec.backing {
             Backing::Image(p) | Backing::NewImage { path: p, .. } => {
-                Some(fsage_sys::lock::lock_target_or_refuse(p, "the image")?)
+                match fsage_sys::lock::lock_target(p) {
+                    Ok(l) => Some(l),
+                    // The usual holder is a device of ours serving it: say so.
+                    Err(e) => {
+                        return Err(match in_registry(&registry, p) {
+                            Some(other) => already_served(p, &other),
+                            None => fsage_sys::lock::refusal(e, p, "the image"),
+                        })
+                    }
+                }
             }
             Backing::Scratch { .. } => None,
         };
-        let registry = Registry::new(&spec.registry);
         // The backing file, and whether destroy removes it.
         let (backing, size, made) = match &spec.backing {
             Backing::Image(p) => {
@@ -100,10 +112,7 @@ impl SlowDevice {
         };
         if let Some(other) = in_registry(&registry, &backing) {
             undo_backing(&made);
-            return Err(Error::input(format!(
-                "{}: already the backing file of device {other}",
-                backing.display()
-            )));
+            return Err(already_served(&backing, &other));
         }
         // A model that cannot be built for this size (a disk smaller than the device) is bad
         // input, found before anything runs.
@@ -166,7 +175,8 @@ impl SlowDevice {
             state_note,
             unwritten_reads: spec.unwritten_reads,
         };
-        let started = write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir));
+        let started =
+            write_record(&dir, &record).and_then(|()| start_daemon(spec, &dir, lock.as_ref()));
         let mut child = match started {
             Ok(c) => c,
             Err(e) => {
@@ -562,6 +572,13 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 }
 
 /// The name of the registered device whose backing file is `file` (same device and inode).
+fn already_served(file: &Path, device: &str) -> Error {
+    Error::input(format!(
+        "{}: already the backing file of device {device}",
+        file.display()
+    ))
+}
+
 fn in_registry(registry: &Registry, file: &Path) -> Option<String> {
     let m = std::fs::metadata(file).ok()?;
     registry.list().into_iter().find_map(|(_, r)| {
@@ -572,7 +589,11 @@ fn in_registry(registry: &Registry, file: &Path) -> Option<String> {
     })
 }
 
-fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
+fn start_daemon(
+    spec: &DeviceSpec,
+    dir: &Path,
+    lock: Option<&fsage_sys::lock::Lock>,
+) -> Result<Child> {
     let argv: Vec<OsString> = match &spec.daemon_cmd {
         Some(v) if !v.is_empty() => v.clone(),
         _ => {
@@ -592,15 +613,37 @@ fn start_daemon(spec: &DeviceSpec, dir: &Path) -> Result<Child> {
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2);
-    // SAFETY: setsid is async-signal-safe; the daemon leaves fsage's session and process group,
-    // so that a Ctrl-C or a dying fsage does not take it (and the device's I/O) down.
+    // The image's lock goes with the daemon: a copy of its open file, kept open across exec
+    // (only in the child), named in the environment.
+    let handed = lock
+        .map(|l| l.hand_on())
+        .transpose()
+        .map_err(|e| Error::operation(format!("cannot hand the image's lock on: {e}")))?;
+    let raw = handed.as_ref().map(|fd| {
+        use std::os::fd::AsRawFd;
+        fd.as_raw_fd()
+    });
+    match raw {
+        Some(fd) => cmd.env(LOCK_FD_VAR, fd.to_string()),
+        None => cmd.env_remove(LOCK_FD_VAR),
+    };
+    // SAFETY: setsid and fcntl are async-signal-safe; the daemon leaves fsage's session and
+    // process group, so that a Ctrl-C or a dying fsage does not take it (and the device's I/O)
+    // down; the lock's descriptor, open in this process until after the spawn, stays open
+    // across the exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             rustix::process::setsid()?;
+            if let Some(fd) = raw {
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+            }
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| {
+    let spawned = cmd.spawn();
+    drop(handed);
+    spawned.map_err(|e| {
         Error::operation(format!(
             "cannot start the daemon {}: {e}",
             Path::new(&argv[0]).display()
@@ -712,29 +755,10 @@ fn cleanup_dead(dir: &Path, rec: &DeviceRecord) {
     finish_dir(dir, rec);
 }
 
-/// Why `dev set` cannot change the device's latencies, if it cannot: its timing comes from a
-/// model other than a fixed latency.
-pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
-    let m = rec.model.as_ref().filter(|_| rec.model_runs_in_thread())?;
-    Some(format!(
-        "device {} runs the device model {} ({}): its timing is the model's, which has no \
-         latency to set; make a new device (dev create --model or --latency) instead",
-        rec.name, m.name, m.description
-    ))
-}
-
 /// Where a device on `image` keeps its model's drive state, and what it starts from: the state
 /// saved there (checked now, so that a damaged or mismatched file is refused before anything
 /// runs), or a fresh drive (asked for, none saved, or the last device on the image did not stop
 /// cleanly).
-/// A file's bytes, never through a symbolic link at its last component.
-pub(crate) fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut b = Vec::new();
-    fsage_sys::safe::open_read_nofollow(p)?.read_to_end(&mut b)?;
-    Ok(b)
-}
-
 fn check_saved_state(
     mut model: Box<dyn fsage_device::DeviceModel>,
     image: &std::path::Path,

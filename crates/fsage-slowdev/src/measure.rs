@@ -161,7 +161,7 @@ pub fn measure(spec: &MeasureSpec) -> Result<Measurement> {
                 let open = &open;
                 sc.spawn(move || -> Result<(Histogram<u64>, Duration)> {
                     if spec.realtime {
-                        crate::daemon::set_realtime()
+                        crate::sched::set_realtime()
                             .map_err(|e| Error::operation(format!("SCHED_FIFO: {e}")))?;
                     }
                     let f = open()?;

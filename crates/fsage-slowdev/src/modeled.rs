@@ -1,4 +1,5 @@
-//! Running a device model (`fsage_device::DeviceModel`) in real time: the model's clock is
+//! Running a device model (`fsage_device::DeviceModel`) in real time; every device runs one (a
+//! device made with latencies runs the fixed-latency model of `fsage-device`). The model's clock is
 //! nanoseconds since the daemon started. An arrival locks the model and is submitted at its
 //! arrival time (never earlier than the model's last time: clamped); a completion the model gives
 //! at once is answered through the [`Completer`], like a fixed latency's. The other requests
@@ -7,6 +8,12 @@
 //! completed. An arrival that moves the next event earlier wakes it. Each answer is recorded
 //! against the completion time the model gave, so `dev stats` shows how faithfully the host runs
 //! the model.
+//!
+//! The fast path: a model whose kind answers every request at its arrival (its registry row's
+//! `answers_at_arrival`: a fixed latency) never has an event to run, so an arrival only submits
+//! it, and the answer is due at the arrival plus the time the model gave (the model's clock
+//! starts nothing later than the arrival's own instant, so no clamping shifts it). The model
+//! thread then only sleeps.
 
 use crate::stats::Kind;
 use crate::timing::{spin_until, Answer, Completer, Pending};
@@ -45,10 +52,17 @@ pub(crate) struct Modeled {
     base: Instant,
     completer: Arc<Completer>,
     stop: AtomicBool,
+    /// The fast path (see the module documentation).
+    at_arrival: bool,
 }
 
 impl Modeled {
-    pub(crate) fn new(model: Box<dyn DeviceModel>, completer: Arc<Completer>) -> Arc<Modeled> {
+    /// Runs `model`; `at_arrival`: it answers every request at its arrival (the fast path).
+    pub(crate) fn new(
+        model: Box<dyn DeviceModel>,
+        completer: Arc<Completer>,
+        at_arrival: bool,
+    ) -> Arc<Modeled> {
         Arc::new(Modeled {
             state: Mutex::new(State {
                 model,
@@ -62,6 +76,7 @@ impl Modeled {
             base: Instant::now(),
             completer,
             stop: AtomicBool::new(false),
+            at_arrival,
         })
     }
 
@@ -125,8 +140,14 @@ impl Modeled {
     ) {
         let mut s = self.lock();
         // Events due by the arrival happen first (the model's protocol); their requests are
-        // answered here if the model thread has not got to them yet.
-        let due = self.advance(&mut s, arrival);
+        // answered here if the model thread has not got to them yet. The fast path's model has
+        // none: its clock only follows the arrivals.
+        let due = if self.at_arrival {
+            s.last = self.ns(arrival).max(s.last);
+            Vec::new()
+        } else {
+            self.advance(&mut s, arrival)
+        };
         let now = s.last;
         let id = s.next_id;
         s.next_id += 1;
@@ -142,6 +163,15 @@ impl Modeled {
             None => s.model.submit(now, rq),
         };
         let at_once = match given {
+            // The fast path: what the model gave after the arrival's (clamped) time, from the
+            // arrival itself.
+            Some(t) if self.at_arrival => Some(Pending {
+                deadline: arrival + Duration::from_nanos(t.saturating_sub(now)),
+                arrival,
+                kind,
+                bytes,
+                answer,
+            }),
             Some(t) => Some(Pending {
                 deadline: self.instant(t),
                 arrival,
@@ -279,6 +309,10 @@ impl DeviceModel for Deferred {
 
     fn precondition(&mut self, overwrites: f64, seed: u64) -> fsage_device::Result<String> {
         self.inner.precondition(overwrites, seed)
+    }
+
+    fn retime(&mut self, kind: &fsage_device::ModelKind) -> fsage_device::Result<()> {
+        self.inner.retime(kind)
     }
 
     fn submit(&mut self, now: Ns, rq: Rq) -> Option<Ns> {

@@ -4,7 +4,7 @@
 //! what is recorded here.
 
 use crate::{Error, Latencies, Result};
-use fsage_device::{ModelKind, ModelSpec};
+use fsage_device::{FixedParams, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -58,12 +58,28 @@ pub(crate) use fsage_device::in_use_mark;
 pub use fsage_device::state_file_of;
 
 impl DeviceRecord {
-    /// Does the device's timing come from a model running in the daemon's model thread (any
-    /// model but a fixed latency, which runs as plain latencies)?
+    /// Does the device's timing need the daemon's model thread (a model whose kind does not
+    /// answer every request at its arrival, or every answer sent through it for a test), rather
+    /// than the fast path a fixed latency takes?
     pub fn model_runs_in_thread(&self) -> bool {
         match &self.model {
-            Some(m) => self.model_thread || !matches!(m.kind, ModelKind::Fixed(_)),
+            Some(m) => self.model_thread || !m.capabilities().answers_at_arrival,
             None => false,
+        }
+    }
+
+    /// The model the device runs: its own, or the fixed-latency model of its latencies,
+    /// bandwidth and queue depth (a device made with `--latency`, or changed by `dev set`).
+    pub fn model_spec(&self) -> ModelSpec {
+        match &self.model {
+            Some(m) => m.clone(),
+            None => ModelSpec::fixed_with(FixedParams {
+                read_ns: self.latencies.read_ns,
+                write_ns: self.latencies.write_ns,
+                flush_ns: self.latencies.flush_ns,
+                bandwidth: self.bandwidth,
+                queue_depth: self.queue_depth,
+            }),
         }
     }
 }
@@ -188,4 +204,47 @@ pub(crate) fn write_record(dir: &Path, r: &DeviceRecord) -> Result<()> {
     let text = serde_json::to_string_pretty(r).expect("records serialise");
     fsage_sys::write_atomic(&p, text.as_bytes())
         .map_err(|e| Error::operation(format!("{}: {e}", p.display())))
+}
+
+/// The FUSE mountpoint in a device's directory.
+pub(crate) fn mountpoint_of(dir: &Path) -> PathBuf {
+    dir.join("mnt")
+}
+
+/// Removes what the device left in its directory (and a scratch backing file): the directory
+/// goes last, so a device is listed until it is gone.
+pub(crate) fn finish_dir(dir: &Path, rec: &DeviceRecord) {
+    if rec.remove_backing {
+        let _ = std::fs::remove_file(&rec.backing_file);
+    }
+    let _ = std::fs::remove_dir(&rec.fuse_mountpoint);
+    for f in ["ctl.sock", "daemon.log"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let _ = std::fs::remove_file(record_path(dir));
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Detaches a mount lazily (a daemon's FUSE mount that is stuck or held).
+pub(crate) fn lazy_umount(mnt: &Path) -> std::io::Result<()> {
+    rustix::mount::unmount(mnt, rustix::mount::UnmountFlags::DETACH).map_err(Into::into)
+}
+
+/// Why `dev set` cannot change the device's latencies, if it cannot: its timing comes from a
+/// model other than a fixed latency.
+pub(crate) fn refuses_set(rec: &DeviceRecord) -> Option<String> {
+    let m = rec.model.as_ref().filter(|_| rec.model_runs_in_thread())?;
+    Some(format!(
+        "device {} runs the device model {} ({}): its timing is the model's, which has no \
+         latency to set; make a new device (dev create --model or --latency) instead",
+        rec.name, m.name, m.description
+    ))
+}
+
+/// A file's bytes, never through a symbolic link at its last component.
+pub(crate) fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    fsage_sys::safe::open_read_nofollow(p)?.read_to_end(&mut b)?;
+    Ok(b)
 }

@@ -1,7 +1,7 @@
 //! What a device is asked to be: backing store, latencies, bandwidth, queue depth.
 
 use crate::{Error, Result};
-use fsage_device::{ModelKind, ModelSpec};
+use fsage_device::{FixedParams, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -140,8 +140,8 @@ impl DeviceSpec {
     /// The latencies, bandwidth and queue depth the device runs with: a fixed-latency model's,
     /// or the spec's own.
     pub(crate) fn fixed_timing(&self) -> (Latencies, Option<u64>, Option<u32>) {
-        match self.model.as_ref().map(|m| &m.kind) {
-            Some(ModelKind::Fixed(p)) => (
+        match self.model.as_ref().and_then(FixedParams::of) {
+            Some(p) => (
                 Latencies {
                     read_ns: p.read_ns,
                     write_ns: p.write_ns,

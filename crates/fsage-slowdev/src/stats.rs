@@ -3,15 +3,19 @@
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "daemon")]
 use std::sync::Mutex;
 
 /// The kinds of request the daemon times: the device models' kinds, counted in this order.
+#[cfg(feature = "daemon")]
 pub(crate) use fsage_device::RqKind as Kind;
+#[cfg(feature = "daemon")]
 pub(crate) const KINDS: [Kind; 5] = Kind::ALL;
 
 /// The largest read or write FUSE hands the daemon (its `max_write`, and `max_pages` pages for
 /// reads): a kernel request larger than this (the loop device takes up to 1,280 KiB) arrives as
 /// several.
+#[cfg(feature = "daemon")]
 pub(crate) const FUSE_MAX_REQUEST: u64 = 1 << 20;
 
 /// Percentiles of a latency distribution, in nanoseconds.
@@ -247,6 +251,7 @@ impl DeviceStats {
     }
 }
 
+#[cfg(feature = "daemon")]
 struct KindCollector {
     requests: u64,
     bytes: u64,
@@ -256,12 +261,14 @@ struct KindCollector {
 }
 
 /// The daemon's counters, one lock per kind.
+#[cfg(feature = "daemon")]
 pub(crate) struct Collector {
     kinds: [Mutex<KindCollector>; 5],
     pub(crate) other: std::sync::atomic::AtomicU64,
     pub(crate) errors: std::sync::atomic::AtomicU64,
 }
 
+#[cfg(feature = "daemon")]
 fn hist() -> Histogram<u64> {
     // 1 ns to 100 s at 3 significant digits; auto-resize keeps any outlier.
     let mut h = Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds");
@@ -269,6 +276,7 @@ fn hist() -> Histogram<u64> {
     h
 }
 
+#[cfg(feature = "daemon")]
 impl Collector {
     pub(crate) fn new() -> Collector {
         let k = || {
@@ -356,6 +364,7 @@ mod tests {
     /// as a 1 MiB and a 256 KiB FUSE write: the daemon counts two, the kernel one, and they agree;
     /// a third write, or a sector more, does not.
     #[test]
+    #[cfg(feature = "daemon")]
     fn a_kernel_request_split_at_fuses_limit_agrees() {
         let c = Collector::new();
         c.record(Kind::Write, 1 << 20, 1_000, 1);
@@ -430,6 +439,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "daemon")]
     fn collector_summarises() {
         let c = Collector::new();
         for i in 1..=100u64 {

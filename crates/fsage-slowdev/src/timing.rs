@@ -1,97 +1,12 @@
-//! When each request completes, and answering it then: the latency model (live-changeable), the
-//! queue-depth slots, the completion threads that sleep on high-resolution timers and spin the
-//! last microseconds, and the warm threads that keep every CPU awake while a request waits long.
+//! Answering each request when the device's model says it completes: the completion threads
+//! that sleep on high-resolution timers and spin the last microseconds, and the warm threads that
+//! keep every CPU awake while a request waits long.
 
 use crate::stats::{Collector, Kind};
-use crate::Latencies;
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// The latency model, changed live by `dev set`.
-pub(crate) struct Model {
-    read_ns: AtomicU64,
-    write_ns: AtomicU64,
-    flush_ns: AtomicU64,
-    /// Bytes per second; 0 means none.
-    bandwidth: AtomicU64,
-    /// Free times of the service slots (a min-heap), with a queue depth.
-    slots: Option<Mutex<BinaryHeap<Reverse<Instant>>>>,
-    queue_depth: Option<u32>,
-}
-
-impl Model {
-    pub(crate) fn new(l: Latencies, bandwidth: Option<u64>, queue_depth: Option<u32>) -> Model {
-        let now = Instant::now();
-        Model {
-            read_ns: AtomicU64::new(l.read_ns),
-            write_ns: AtomicU64::new(l.write_ns),
-            flush_ns: AtomicU64::new(l.flush_ns),
-            bandwidth: AtomicU64::new(bandwidth.unwrap_or(0)),
-            slots: queue_depth
-                .map(|n| Mutex::new((0..n).map(|_| Reverse(now)).collect::<BinaryHeap<_>>())),
-            queue_depth,
-        }
-    }
-
-    pub(crate) fn set(&self, l: Latencies, bandwidth: Option<u64>) {
-        self.read_ns.store(l.read_ns, Relaxed);
-        self.write_ns.store(l.write_ns, Relaxed);
-        self.flush_ns.store(l.flush_ns, Relaxed);
-        self.bandwidth.store(bandwidth.unwrap_or(0), Relaxed);
-    }
-
-    pub(crate) fn latencies(&self) -> Latencies {
-        Latencies {
-            read_ns: self.read_ns.load(Relaxed),
-            write_ns: self.write_ns.load(Relaxed),
-            flush_ns: self.flush_ns.load(Relaxed),
-        }
-    }
-
-    pub(crate) fn bandwidth(&self) -> Option<u64> {
-        Some(self.bandwidth.load(Relaxed)).filter(|&b| b > 0)
-    }
-
-    pub(crate) fn queue_depth(&self) -> Option<u32> {
-        self.queue_depth
-    }
-
-    /// The service time of a request: its kind's latency plus its transfer time (reads and
-    /// writes only: a discard or write-zeroes moves no data and costs a write's latency).
-    pub(crate) fn delay(&self, kind: Kind, bytes: u64) -> Duration {
-        let base = match kind {
-            Kind::Read => self.read_ns.load(Relaxed),
-            Kind::Write | Kind::Discard | Kind::WriteZeroes => self.write_ns.load(Relaxed),
-            Kind::Flush => self.flush_ns.load(Relaxed),
-        };
-        let bw = self.bandwidth.load(Relaxed);
-        let transfer = if bw > 0 && kind.moves_data() {
-            (bytes as u128 * 1_000_000_000 / bw as u128) as u64
-        } else {
-            0
-        };
-        Duration::from_nanos(base + transfer)
-    }
-
-    /// The completion time of a request that arrived at `arrival`: arrival plus its delay, or,
-    /// with a queue depth, the end of its service in the first free slot.
-    pub(crate) fn deadline(&self, arrival: Instant, kind: Kind, bytes: u64) -> Instant {
-        let d = self.delay(kind, bytes);
-        match &self.slots {
-            None => arrival + d,
-            Some(slots) => {
-                let mut s = slots.lock().unwrap_or_else(|e| e.into_inner());
-                let Reverse(free) = s.pop().unwrap_or(Reverse(arrival));
-                let done = free.max(arrival) + d;
-                s.push(Reverse(done));
-                done
-            }
-        }
-    }
-}
 
 /// An answer waiting for its deadline.
 pub(crate) enum Answer {
@@ -474,46 +389,5 @@ impl Drop for Answered<'_> {
 pub(crate) fn spin_until(t: Instant) {
     while Instant::now() < t {
         std::hint::spin_loop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queue_depth_serialises_beyond_n() {
-        let m = Model::new(Latencies::uniform(1_000_000), None, Some(2));
-        let t0 = Instant::now() + Duration::from_millis(5);
-        let d: Vec<Duration> = (0..5)
-            .map(|_| m.deadline(t0, Kind::Read, 4096) - t0)
-            .collect();
-        let ms = |n| Duration::from_millis(n);
-        assert_eq!(d, vec![ms(1), ms(1), ms(2), ms(2), ms(3)]);
-        let free = Model::new(Latencies::uniform(1_000_000), None, None);
-        for _ in 0..5 {
-            assert_eq!(free.deadline(t0, Kind::Read, 4096) - t0, ms(1));
-        }
-    }
-
-    #[test]
-    fn bandwidth_adds_transfer_time() {
-        let m = Model::new(
-            Latencies {
-                read_ns: 10_000,
-                write_ns: 20_000,
-                flush_ns: 5_000,
-            },
-            Some(1 << 20),
-            None,
-        );
-        assert_eq!(
-            m.delay(Kind::Read, 1 << 20),
-            Duration::from_nanos(1_000_010_000)
-        );
-        assert_eq!(m.delay(Kind::Write, 0), Duration::from_micros(20));
-        assert_eq!(m.delay(Kind::Flush, 4096), Duration::from_micros(5));
-        m.set(Latencies::uniform(0), None);
-        assert_eq!(m.delay(Kind::Read, 1 << 20), Duration::ZERO);
     }
 }

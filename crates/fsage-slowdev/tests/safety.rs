@@ -143,3 +143,44 @@ fn a_dead_daemon_makes_io_fail_not_hang() {
         .unwrap()
         .contains(&*lab.registry().to_string_lossy()));
 }
+
+/// The daemon holds its image's lock for as long as it serves it (issue 34: every command that
+/// serves an image holds its lock), whether `create` took the lock itself or its caller held it
+/// already; another command is refused, naming the daemon, until the device is destroyed.
+#[test]
+fn the_daemon_holds_the_images_lock_while_it_serves() {
+    if !can_run("the_daemon_holds_the_images_lock_while_it_serves") {
+        return;
+    }
+    use fsage_sys::lock::{lock_target, LockError};
+    let lab = Lab::new();
+    let img = lab.path("img");
+    let held_by = |what: &str| match lock_target(&img) {
+        Err(LockError::Held { holder, .. }) => holder,
+        other => panic!("{what}: the image's lock is not held: {other:?}"),
+    };
+    let dev = lab.create(&lab.spec("img", 8 * MIB, 0));
+    let pid = dev.device().record().daemon_pid.unwrap();
+    let holder = held_by("after create returned");
+    assert!(holder.starts_with(&format!("pid {pid}: ")), "{holder}");
+    assert!(holder.contains("fsage-slowdevd"), "{holder}");
+    drop(dev);
+    drop(lock_target(&img).expect("free once the device is gone"));
+    // A caller that holds the image's lock already (a Git-aging run measuring through a slow
+    // device) makes a device over it: the daemon takes the lock over.
+    let mine = lock_target(&img).unwrap();
+    let mut spec = lab.spec("unused", 8 * MIB, 0);
+    spec.backing = Backing::Image(img.clone());
+    let dev = lab.create(&spec);
+    drop(mine);
+    let pid = dev.device().record().daemon_pid.unwrap();
+    let theirs = img.clone();
+    let other = std::thread::spawn(move || match lock_target(&theirs) {
+        Err(LockError::Held { holder, .. }) => holder,
+        other => panic!("another thread took the served image's lock: {other:?}"),
+    });
+    let holder = other.join().unwrap();
+    assert!(holder.starts_with(&format!("pid {pid}: ")), "{holder}");
+    drop(dev);
+    drop(lock_target(&img).expect("free once the device is gone"));
+}

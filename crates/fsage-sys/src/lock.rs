@@ -53,10 +53,16 @@ struct Held {
     path: PathBuf,
     file: File,
     shared: bool,
+    /// A child process holds the lock too ([`Lock::hand_on`]): the file stays when this
+    /// process lets go (the next sweep removes it once the child has exited).
+    handed: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
+        if self.handed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         // Unlinked while still held exclusively: a command waiting on the old file finds, once
         // it has it, that the name names another file (or none) and starts over (see `take`).
         // A shared hold unlinks only when it is the last (its lock converts to an exclusive one);
@@ -217,12 +223,78 @@ pub fn take(
                 path,
                 file: f,
                 shared,
+                handed: Default::default(),
             });
             held.push((h.path.clone(), me, shared, Arc::downgrade(&h)));
             return Ok(Lock(h));
         }
         // The holder before us removed the file between our open and our flock: start over.
     }
+}
+
+impl Lock {
+    /// The lock's open file, for a child process that is to hold the lock for as long as it
+    /// runs (the daemon of a slow device serving an image): a `flock` belongs to the open file,
+    /// so a child holding a copy of it holds the lock after every hold here is dropped, and the
+    /// kernel releases it when the child exits, however it exits. Dropping the holds here then
+    /// leaves the file (the child's [`adopt_target`] names itself in it). The copy is
+    /// close-on-exec: the caller passes it on explicitly.
+    pub fn hand_on(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.0.file, 3)?;
+        self.0
+            .handed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(fd)
+    }
+}
+
+/// Takes the lock of `target` (see [`lock_target`]) through `fd`, a copy of its open lock file
+/// that the parent handed on ([`Lock::hand_on`]), or refuses: `fd` must be the file the lock of
+/// `target` is kept in, and the lock must be free or held through that same file. The holder's
+/// line in the file then names this process.
+pub fn adopt_target(target: &Path, fd: std::os::fd::OwnedFd, what: &str) -> Result<Lock, Error> {
+    let dir = lock_dir();
+    let path = lock_path(&dir, "target-", &target_key(target));
+    let f = File::from(fd);
+    if !same_file(&f, &path) {
+        return Err(Error::input(format!(
+            "{}: the lock handed on is not {what}'s lock {}",
+            target.display(),
+            path.display()
+        )));
+    }
+    // The same open file holds it already (the parent's flock): this succeeds at once. If the
+    // parent let go meanwhile, it takes it, unless another command did.
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Err(refusal(
+            LockError::Held {
+                holder: holder_of(&path),
+                lock: path,
+            },
+            target,
+            what,
+        ));
+    }
+    // At offset 0: the open file's offset is where the parent's line ended.
+    let line = format!("pid {}: {}\n", std::process::id(), command_line());
+    let _ = f.set_len(0).and_then(|_| {
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(line.as_bytes(), 0)
+    });
+    let h = Arc::new(Held {
+        path,
+        file: f,
+        shared: false,
+        handed: Default::default(),
+    });
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.push((
+        h.path.clone(),
+        std::thread::current().id(),
+        false,
+        Arc::downgrade(&h),
+    ));
+    Ok(Lock(h))
 }
 
 /// This process's command line, its arguments quoted where they need it.

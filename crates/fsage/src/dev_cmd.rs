@@ -509,13 +509,7 @@ fn device_size(
     given: Option<u64>,
     flag: &str,
 ) -> Result<u64, CmdError> {
-    use fsage_device::ModelKind;
-    let capacity = match &spec.kind {
-        ModelKind::Ssd(p) => p.capacity,
-        ModelKind::Hdd(p) => p.capacity,
-        ModelKind::Fixed(_) => None,
-    };
-    given.or(capacity).ok_or_else(|| {
+    given.or(spec.kind.capacity()).ok_or_else(|| {
         bad_input(format!(
             "{flag}: model {} gives no capacity: give the device's size",
             spec.name

@@ -44,6 +44,7 @@
 //! outwards.
 
 pub mod geometry;
+pub mod kind;
 pub mod seek;
 
 use crate::{

@@ -44,6 +44,7 @@
 //! costs what any other does).
 
 pub mod ftl;
+pub mod kind;
 
 use crate::{
     Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
