@@ -382,7 +382,10 @@ pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
             Some(i) if i + 1 < opts.len() => {
                 opts[i + 1] = format!("{},hash_seed={CLEAN_EXT4_HASH_SEED}", opts[i + 1]);
             }
-            _ => opts.extend(["-E".to_string(), format!("hash_seed={CLEAN_EXT4_HASH_SEED}")]),
+            _ => opts.extend([
+                "-E".to_string(),
+                format!("hash_seed={CLEAN_EXT4_HASH_SEED}"),
+            ]),
         }
     }
     opts
