@@ -74,6 +74,21 @@ pub struct VmRunArgs {
     pub command: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+pub struct StepArgs {
+    /// The step request ([`fsage_host::Step`] as JSON).
+    #[arg(long, value_name = "REQUEST")]
+    pub json: PathBuf,
+    /// Where its result goes (the result, or the error with its blame, as JSON).
+    #[arg(long, value_name = "RESULT")]
+    pub out: PathBuf,
+}
+
+/// `fsage step`: runs a step request here (in a guest, what the host handed it).
+pub fn step(a: StepArgs) -> CmdResult {
+    fsage_host::serve(&a.json, &a.out).map_err(Into::into)
+}
+
 pub fn run(cmd: VmCmd) -> CmdResult {
     fsage_signals::install();
     match cmd {
@@ -154,6 +169,7 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
         env: Vec::new(),
         timeout: a.timeout,
         echo: true,
+        graceful_stop: false,
     };
     let out = fsage_vm::run(&opts)?;
     eprintln!(
