@@ -437,3 +437,97 @@ pub fn serve(request: &Path, result: &Path) -> Result<(), Error> {
     // The exit code says it too (the host reads the result either way).
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    type Asked = Arc<Mutex<Vec<serde_json::Value>>>;
+
+    /// A guest that is this process: records the request it is handed and serves it here.
+    struct StandIn(Asked);
+    impl Guest for StandIn {
+        fn run(&mut self, r: &GuestRun) -> Result<GuestOutcome, Error> {
+            let (req, res) = (PathBuf::from(&r.command[3]), PathBuf::from(&r.command[5]));
+            let v = serde_json::from_slice(&std::fs::read(&req).unwrap()).unwrap();
+            self.0.lock().unwrap().push(v);
+            let code = i32::from(serve(&req, &res).is_err());
+            Ok(GuestOutcome {
+                exit_code: code,
+                platform: PlatformKind::Tcg,
+                release: "stand-in".into(),
+                boot_s: 0.0,
+                stderr_tail: String::new(),
+            })
+        }
+    }
+
+    struct Quiet;
+    impl fsage_exec::Observer for Quiet {}
+    impl AgeObserver for Quiet {
+        fn notice(&mut self, _: fsage_core::age::Level, _: &str) {}
+    }
+    impl StepObserver for Quiet {
+        fn note(&mut self, _: &str) {}
+    }
+
+    /// `age --fs`'s step: the same request reaches the guest as data, its image is written
+    /// through the share the request's outputs name, and the result comes back as natively.
+    #[test]
+    fn an_age_step_runs_the_same_here_and_through_a_guest() {
+        let test = "an_age_step_runs_the_same_here_and_through_a_guest";
+        if let Err(e) = fsage_testkit::need_root_and(&["mkfs.ext4", "losetup"]) {
+            return fsage_testkit::skip(test, e);
+        }
+        let dir = fsage_testkit::shm_tmp("fsage-host-age-");
+        let step = |img: &str| {
+            Step::Age(Box::new(AgeStep {
+                request: AgeRequest {
+                    profile: Some("meyer".into()),
+                    target: Some(dir.path().join(img)),
+                    seed: Some(3),
+                    threads: 1,
+                    stop: fsage_exec::StopConditions {
+                        max_ops: Some(200),
+                        ..Default::default()
+                    },
+                    checkpoint_interval: Duration::from_secs(3600),
+                    new_fs: Some(fsage_core::age::NewFs {
+                        kind: fsage_lab::FsKind::Ext4,
+                        size: Some(64 << 20),
+                        mkfs_opts: Vec::new(),
+                        device: None,
+                    }),
+                    ..Default::default()
+                },
+                mount: None,
+            }))
+        };
+        let here = Local.run(&step("a.img"), &mut Quiet).unwrap();
+        assert!(here.guest.is_none());
+        let asked: Asked = Default::default();
+        let s = step("b.img");
+        let mut g = StandIn(asked.clone());
+        let mut host = InGuest {
+            guest: &mut g,
+            kernel: None,
+            exe: PathBuf::from("/usr/local/bin/fsage"),
+            cwd: "/".into(),
+            channel_parent: dir.path().to_path_buf(),
+        };
+        let there = host.run(&s, &mut Quiet).unwrap();
+        assert_eq!(there.guest.unwrap().release, "stand-in");
+        assert_eq!(asked.lock().unwrap()[0], serde_json::to_value(&s).unwrap());
+        let (StepResult::Age(a), StepResult::Age(b)) = (here.result, there.result) else {
+            panic!("not an age result");
+        };
+        assert_eq!(a.report.ticks, b.report.ticks);
+        assert_eq!(a.report.stop_reason, b.report.stop_reason);
+        assert!(dir.path().join("b.img").exists());
+        // What the guest is given follows from the request: the image's directory, staged.
+        let run = host.guest_run(&s, dir.path());
+        assert!(run.shares.iter().any(|sh| sh.dir == dir.path()));
+        assert_eq!(run.file_systems, ["ext4"]);
+    }
+}
