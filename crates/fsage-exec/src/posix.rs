@@ -15,7 +15,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 /// How a created file gets its blocks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WriteMode {
     /// fallocate(2): blocks allocated, no data written. Fast; the default where the file
     /// system has it ([`WriteMode::default_for`]).

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// The optional stopping conditions; the source running out (T ticks for the planner) always
 /// applies.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StopConditions {
     pub max_time: Option<Duration>,
     /// Bytes written divided by the capacity.

@@ -15,17 +15,20 @@
 //! run removes those that are under its own image directory, and nothing else.
 
 use crate::analysis::{FlashCounters, FlowopLatency};
-use crate::guest::{self, Guest, GuestRun, QemuGuest};
+use crate::guest;
 use crate::result::{DriveState, Environment};
 use crate::runner::{write_json, CellRun, Event, Executor, RunObserver};
 use crate::spec::{Cell, DriveSpec, FsSpec, StateSpec, WorkloadSource};
 use crate::{Error, Sample};
 use fsage_core::age::{AgeObserver, AgeRequest, Level, NewFs};
+use fsage_host::{
+    AgeStep, BenchStep, FragStep, Guest, Host, InGuest, Mount, QemuGuest, Ran, Runs, Step,
+    StepResult, WorkloadText,
+};
 use fsage_lab::sparse::{copy_image, CopyOptions, Holes};
 use fsage_lab::{FsKind, Mounted};
 use fsage_slowdev::{Backing, DeviceMount, DeviceSpec, Registry, SlowDevice};
 use fsage_sys::Blamed;
-use fsage_workload::{RunConfig, Stop, Workload};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -83,7 +86,10 @@ pub struct LabExecutor {
     /// A Slurm task: the image directory is shared with other tasks (on this node and others),
     /// so it is not locked whole; a base image is made under a lock of its own.
     shared: bool,
-    /// Where cells that need another kernel run ([`crate::guest`]).
+    /// The host of the steps of cells that run here ([`fsage_host::Local`]; a recording one
+    /// in tests).
+    local: Box<dyn Host>,
+    /// Where the steps of cells that need another kernel run ([`fsage_host::InGuest`]).
     guest: Box<dyn Guest>,
     /// fsage's own binary, which the guest runs.
     exe: PathBuf,
@@ -153,7 +159,8 @@ impl LabExecutor {
             storage,
             shared: false,
             images,
-            guest: Box::new(QemuGuest),
+            local: Box::new(fsage_host::Local),
+            guest: Box::new(QemuGuest { echo: false }),
             exe: guest::own_exe(),
             _lock: Some(lock),
         };
@@ -186,7 +193,8 @@ impl LabExecutor {
             _work_lock: work_lock,
             storage,
             shared: true,
-            guest: Box::new(QemuGuest),
+            local: Box::new(fsage_host::Local),
+            guest: Box::new(QemuGuest { echo: false }),
             exe: guest::own_exe(),
             _lock: None,
         };
@@ -211,6 +219,34 @@ impl LabExecutor {
     pub fn with_guest(mut self, guest: Box<dyn Guest>) -> LabExecutor {
         self.guest = guest;
         self
+    }
+
+    /// Runs the steps of native cells on `local` instead of [`fsage_host::Local`] (tests).
+    pub fn with_local_host(mut self, local: Box<dyn Host>) -> LabExecutor {
+        self.local = local;
+        self
+    }
+
+    /// Runs `step` where the plan put the cell (`runs`): the one path of every step, here or in
+    /// a guest.
+    fn run_step(
+        &mut self,
+        runs: &Runs,
+        step: &Step,
+        obs: &mut dyn RunObserver,
+    ) -> Result<Ran, Error> {
+        let mut notes = StepNotes { obs };
+        match runs {
+            Runs::Native => self.local.run(step, &mut notes),
+            Runs::Guest { kernel } => InGuest {
+                guest: &mut *self.guest,
+                kernel: kernel.clone(),
+                exe: self.exe.clone(),
+                cwd: "/".into(),
+                channel_parent: self.work.clone(),
+            }
+            .run(step, &mut notes),
+        }
     }
 
     /// The working directory of the cells (the scratch directory of a task).
@@ -322,106 +358,24 @@ impl LabExecutor {
                 seed,
                 max_ops,
                 max_time_s,
-            } if guest::needs_vm(&cell.fs) => {
+            } => {
+                let runs = cell.runs();
                 let drive = aging_model(cell);
-                obs.event(&Event::Note(&aging_note(cell, label, true)));
+                obs.event(&Event::Note(&aging_note(cell, label, runs.is_guest())));
                 let aging = self.out.join("aging");
                 std::fs::create_dir_all(&aging).map_err(io_at(aging.display()))?;
-                // A profile file by the text the cell was planned with, where the guest reads it.
-                let profile_arg = match &cell.profile_file {
-                    Some(pf) => {
+                // A guest reads a profile file by the text the cell was planned with, written
+                // where it is given to it.
+                let profile = match (&cell.profile_file, &runs) {
+                    (Some(pf), Runs::Guest { .. }) => {
                         let f = self.images.join(format!("{key}.profile.toml"));
                         std::fs::write(&f, &pf.text).map_err(io_at(f.display()))?;
                         f.to_string_lossy().into_owned()
                     }
-                    None => profile.clone(),
+                    _ => profile.clone(),
                 };
-                let json = aging.join(format!("{key}.json"));
-                let a = guest::AgeArgs {
-                    profile: &profile_arg,
-                    fullness: *fullness,
-                    seed: *seed,
-                    max_ops: *max_ops,
-                    max_time_s: *max_time_s,
-                    json: &json,
-                };
-                // The guest writes its report in `aging` and, without a drive, the image and its
-                // neighbours in the image directory; it sees nothing else there but the
-                // profile, a copy.
-                let mut images_share = if drive.is_none() {
-                    fsage_vm::Share::staged(&self.images).with_file(format!("{key}.img"))
-                } else {
-                    fsage_vm::Share::staged_read_only(&self.images)
-                };
-                if cell.profile_file.is_some() {
-                    images_share = images_share.with_read(format!("{key}.profile.toml"));
-                }
-                let shares = vec![
-                    images_share,
-                    fsage_vm::Share::staged(&aging).with_file(format!("{key}.json")),
-                ];
-                match drive {
-                    None => {
-                        let o = self.guest.run(&GuestRun {
-                            kernel: cell.fs.kernel.clone(),
-                            file_systems: vec![cell.fs.kind.clone()],
-                            disks: Vec::new(),
-                            read_only: false,
-                            shares,
-                            command: guest::age_command(&self.exe, cell, &a, &image),
-                        })?;
-                        guest::check_exit("aging", &o)?;
-                    }
-                    // The drive's model sees the guest's requests where they reach the host: a
-                    // loop device on the image, given to the guest as its disk and traced here
-                    // as `fsage age --device-model` traces its own. The file system is made
-                    // here first, so that mkfs is not fed to the drive (as natively).
-                    Some(m) => {
-                        fsage_lab::create_image(kind, cell.image_size, &image, &mkfs_opts)
-                            .map_err(step("mkfs"))?;
-                        let lo = fsage_lab::LoopDevice::attach(&image, false)
-                            .map_err(step("attaching the image"))?;
-                        let d = fsage_core::age::DriveAging::start(m, &image, lo.path())
-                            .map_err(step("tracing the drive"))?;
-                        let o = self.guest.run(&GuestRun {
-                            kernel: cell.fs.kernel.clone(),
-                            file_systems: vec![cell.fs.kind.clone()],
-                            disks: vec![lo.path().to_path_buf()],
-                            read_only: false,
-                            shares,
-                            command: guest::age_mounted_command(&self.exe, cell, &a, lo.path()),
-                        });
-                        // The trace ends whatever the guest did; the drive is saved only when
-                        // the aging ran (a failed base is made again from an erased drive).
-                        let ok = matches!(&o, Ok(o) if o.exit_code == 0);
-                        let said = if ok {
-                            Some(d.finish().map_err(step("the drive's state"))?)
-                        } else {
-                            drop(d);
-                            None
-                        };
-                        drop(lo);
-                        guest::check_exit("aging", &o?)?;
-                        if let Some(said) = said {
-                            obs.event(&Event::Note(&said));
-                        }
-                    }
-                }
-            }
-            StateSpec::Aged {
-                profile,
-                label,
-                fullness,
-                seed,
-                max_ops,
-                max_time_s,
-            } => {
-                let drive = aging_model(cell);
-                obs.event(&Event::Note(&aging_note(cell, label, false)));
-                std::fs::create_dir_all(self.out.join("aging"))
-                    .map_err(io_at(self.out.display()))?;
                 let req = AgeRequest {
-                    profile: Some(profile.clone()),
+                    profile: Some(profile),
                     target: Some(image.clone()),
                     fullness: *fullness,
                     seed: *seed,
@@ -431,12 +385,12 @@ impl LabExecutor {
                         max_time: max_time_s.map(Duration::from_secs_f64),
                         ..Default::default()
                     },
-                    json: Some(self.out.join("aging").join(format!("{key}.json"))),
+                    json: Some(aging.join(format!("{key}.json"))),
                     checkpoint_interval: Duration::from_secs(3600),
                     new_fs: Some(NewFs {
                         kind,
                         size: Some(cell.image_size),
-                        mkfs_opts,
+                        mkfs_opts: mkfs_opts.clone(),
                         device: None,
                     }),
                     // The drive sees only what is written: aging by fallocate (the default)
@@ -445,8 +399,70 @@ impl LabExecutor {
                     device_model: drive.cloned(),
                     ..Default::default()
                 };
-                let mut ao = AgeNotes { obs };
-                let out = fsage_core::age::age(&req, &mut ao).map_err(step("aging"))?;
+                let out = match (drive, &runs) {
+                    // The drive's model sees a guest's requests where they reach the host: a
+                    // loop device on the image, given to the guest as its disk and traced here
+                    // as `age` traces its own. The file system is made here first, so that
+                    // mkfs is not fed to the drive (as natively); the guest mounts the device
+                    // and ages its root.
+                    (Some(m), Runs::Guest { .. }) => {
+                        fsage_lab::create_image(kind, cell.image_size, &image, &mkfs_opts)
+                            .map_err(step("mkfs"))?;
+                        let lo = fsage_lab::LoopDevice::attach(&image, false)
+                            .map_err(step("attaching the image"))?;
+                        let d = fsage_core::age::DriveAging::start(m, &image, lo.path())
+                            .map_err(step("tracing the drive"))?;
+                        let on_drive = Step::Age(Box::new(AgeStep {
+                            request: AgeRequest {
+                                target: None,
+                                new_fs: None,
+                                device_model: None,
+                                force: true,
+                                ..req
+                            },
+                            mount: Some(Mount {
+                                device: lo.path().to_path_buf(),
+                                fs: cell.fs.kind.clone(),
+                                options: mount_options(cell),
+                                point: fsage_sys::with_suffix(&image, ".mnt"),
+                            }),
+                        }));
+                        let o = self.run_step(&runs, &on_drive, obs);
+                        // The trace ends whatever the guest did; the drive is saved only when
+                        // the aging ran (a failed base is made again from an erased drive).
+                        let said = match &o {
+                            Ok(Ran {
+                                result: StepResult::Age(a),
+                                ..
+                            }) if a.report.stop_reason != fsage_exec::StopReason::Interrupted
+                                && a.report.stop_reason != fsage_exec::StopReason::IoError =>
+                            {
+                                Some(d.finish().map_err(step("the drive's state"))?)
+                            }
+                            _ => {
+                                drop(d);
+                                None
+                            }
+                        };
+                        drop(lo);
+                        let o = o?;
+                        if let Some(said) = said {
+                            obs.event(&Event::Note(&said));
+                        }
+                        o
+                    }
+                    _ => self.run_step(
+                        &runs,
+                        &Step::Age(Box::new(AgeStep {
+                            request: req,
+                            mount: None,
+                        })),
+                        obs,
+                    )?,
+                };
+                let StepResult::Age(out) = out.result else {
+                    return Err(Error::operation("aging: the host answered another step"));
+                };
                 match out.report.stop_reason {
                     fsage_exec::StopReason::Interrupted => {
                         return Err(Error::interrupted("aging: interrupted"))
@@ -484,11 +500,7 @@ impl LabExecutor {
                     .map_err(step(format!("restoring {name}")))?;
             }
         }
-        if guest::needs_vm(&cell.fs) {
-            self.measure_layout_in_guest(&key, &image, cell, obs);
-        } else {
-            self.measure_layout(&key, &image, cell.image_size, obs);
-        }
+        self.measure_layout(&key, &image, cell, obs);
         let sha256 = fsage_core::image::sha256_image(&image)
             .map_err(|e| format!("checksum of {}: {e}", image.display()))?;
         let size = std::fs::metadata(&image)
@@ -537,97 +549,56 @@ impl LabExecutor {
         Ok(b)
     }
 
-    /// The free-space and file layout of a base image, for the report (read-only mount), and a
-    /// probe file's fragments (on a scratch copy); a failure is not the cell's, so it is only
-    /// left out.
-    fn measure_layout(&self, key: &str, image: &Path, image_size: u64, obs: &mut dyn RunObserver) {
+    /// The free-space and file layout of a base image, for the report (read-only mount, where
+    /// the cell runs), and, natively, a probe file's fragments (on a scratch copy; not built in
+    /// a guest); a failure is not the cell's, so it is only left out.
+    fn measure_layout(&mut self, key: &str, image: &Path, cell: &Cell, obs: &mut dyn RunObserver) {
+        let runs = cell.runs();
         let mnt = fsage_sys::with_suffix(image, ".mnt");
-        if let Err(e) = std::fs::create_dir_all(&mnt) {
-            obs.event(&Event::Note(&format!(
-                "no layout measurement of {key}: {}: {e}",
-                mnt.display()
-            )));
-            return;
-        }
-        let opts = fsage_lab::mount::MountOptions {
-            options: "ro".into(),
-            ..Default::default()
-        };
-        match Mounted::attach_and_mount_with(image, &mnt, &opts) {
-            Ok(m) => {
-                let fo = fsage_measure::FragOptions {
-                    files: true,
-                    ..Default::default()
-                };
-                let measured = fsage_measure::frag(m.mount_point(), &fo);
-                let _ = m.finish();
-                match measured {
-                    Ok((mut rep, _)) => {
-                        // The probe writes: never on the base itself, on a scratch copy.
-                        match self.probe_copy(key, image, image_size) {
-                            Ok(p) => rep.probe = Some(p),
-                            Err(e) => obs.event(&Event::Note(&format!(
-                                "no probe measurement of {key}: {e}"
-                            ))),
-                        }
-                        let dir = self.out.join("frag");
-                        let w = std::fs::create_dir_all(&dir)
-                            .map_err(|e| e.to_string())
-                            .and_then(|_| {
-                                write_json(&dir.join(format!("{key}.json")), &rep)
-                                    .map_err(|e| e.to_string())
-                            });
-                        if let Err(e) = w {
-                            obs.event(&Event::Note(&format!("layout of {key} not written: {e}")));
-                        }
-                    }
-                    Err(e) => obs.event(&Event::Note(&format!(
-                        "no layout measurement of {key}: {e}"
-                    ))),
-                }
-            }
-            Err(e) => obs.event(&Event::Note(&format!(
-                "no layout measurement of {key}: mount: {e}"
-            ))),
-        }
+        let step = Step::Frag(Box::new(FragStep {
+            mount: Mount {
+                device: image.to_path_buf(),
+                fs: cell.fs.kind.clone(),
+                options: "ro".into(),
+                point: mnt.clone(),
+            },
+        }));
+        let measured = self.run_step(&runs, &step, obs);
         let _ = std::fs::remove_dir(&mnt);
-    }
-
-    /// [`Self::measure_layout`] in a guest, without the probe; a failure is only noted.
-    fn measure_layout_in_guest(
-        &mut self,
-        key: &str,
-        image: &Path,
-        cell: &Cell,
-        obs: &mut dyn RunObserver,
-    ) {
-        let dir = self.out.join("frag");
-        if let Err(e) = std::fs::create_dir_all(&dir) {
+        let mut rep = match measured.map(|r| r.result) {
+            Ok(StepResult::Frag(rep)) => rep,
+            Ok(_) => {
+                obs.event(&Event::Note(&format!(
+                    "no layout measurement of {key}: the host answered another step"
+                )));
+                return;
+            }
+            Err(e) => {
+                obs.event(&Event::Note(&format!(
+                    "no layout measurement of {key}: {e}"
+                )));
+                return;
+            }
+        };
+        if runs.is_guest() {
             obs.event(&Event::Note(&format!(
-                "no layout measurement of {key}: {}: {e}",
-                dir.display()
-            )));
-            return;
-        }
-        let json = dir.join(format!("{key}.json"));
-        let r = self
-            .guest
-            .run(&GuestRun {
-                kernel: cell.fs.kernel.clone(),
-                file_systems: vec![cell.fs.kind.clone()],
-                disks: vec![image.to_path_buf()],
-                read_only: true,
-                shares: vec![fsage_vm::Share::staged(&dir).with_file(format!("{key}.json"))],
-                command: guest::frag_command(&self.exe, image, &json),
-            })
-            .and_then(|o| guest::check_exit("layout", &o));
-        match r {
-            Ok(()) => obs.event(&Event::Note(&format!(
                 "layout of {key} measured in a VM (no probe file: not built there)"
-            ))),
-            Err(e) => obs.event(&Event::Note(&format!(
-                "no layout measurement of {key}: {e}"
-            ))),
+            )));
+        } else {
+            // The probe writes: never on the base itself, on a scratch copy.
+            match self.probe_copy(key, image, cell.image_size) {
+                Ok(p) => rep.probe = Some(p),
+                Err(e) => obs.event(&Event::Note(&format!("no probe measurement of {key}: {e}"))),
+            }
+        }
+        let dir = self.out.join("frag");
+        let w = std::fs::create_dir_all(&dir)
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                write_json(&dir.join(format!("{key}.json")), &rep).map_err(|e| e.to_string())
+            });
+        if let Err(e) = w {
+            obs.event(&Event::Note(&format!("layout of {key} not written: {e}")));
         }
     }
 
@@ -727,7 +698,6 @@ impl LabExecutor {
         mnt: &Path,
         obs: &mut dyn RunObserver,
     ) -> Result<CellRun, Error> {
-        let w = workload(cell)?;
         let (drive, placed) = match start {
             DriveStart::Restored(d) => (d, None),
             DriveStart::Placed(p) => (None, Some(p)),
@@ -771,49 +741,46 @@ impl LabExecutor {
             }
             None => work.to_path_buf(),
         };
-        // Every working copy of a base has the base's UUID, and XFS refuses to mount a second
-        // file system of one UUID: two cells of one base at once on a node (Slurm tasks) need
-        // `nouuid`, which skips only that check. Given always, so no result depends on it.
-        let in_vm = guest::needs_vm(&cell.fs);
-        let opts = fsage_lab::mount::MountOptions {
-            options: FsKind::by_name(&cell.fs.kind)
-                .map_or("", FsKind::copy_mount_options)
-                .into(),
-            ..Default::default()
-        };
-        // On a slow device, the device's own mount (taken down in its order); else the image's.
-        let mounted = match (&mut device, in_vm) {
-            (_, true) => None,
-            (Some(d), false) => {
-                d.mount(mnt, &opts).map_err(step("mount"))?;
-                None
-            }
-            (None, false) => {
-                Some(Mounted::attach_and_mount_with(&block, mnt, &opts).map_err(step("mount"))?)
-            }
-        };
-        let cfg = RunConfig {
-            stop: Some(Stop::Duration(Duration::from_secs_f64(cell.duration_s))),
-            warmup: Duration::from_secs_f64(cell.warmup_s),
+        // The workload where the plan put the cell: one step that mounts the device (or the
+        // working copy), runs the workload and unmounts, here or in a guest.
+        let runs = cell.runs();
+        let bench = Step::Bench(Box::new(BenchStep {
+            mount: Mount {
+                device: block.clone(),
+                fs: cell.fs.kind.clone(),
+                options: mount_options(cell),
+                point: mnt.to_path_buf(),
+            },
+            workload: match &cell.workload.source {
+                WorkloadSource::Builtin { name } => WorkloadText::Builtin { name: name.clone() },
+                WorkloadSource::File { path, text } => WorkloadText::File {
+                    origin: path.display().to_string(),
+                    text: text.clone(),
+                },
+            },
+            set: cell.workload.set.clone(),
+            duration_s: cell.duration_s,
+            warmup_s: cell.warmup_s,
             seed: cell.seed,
             cache_ratio: cell.cache_ratio,
-            drop_caches: true,
-            reps: 1,
-            sample: cell.sample_s.map(Duration::from_secs_f64),
-            data: cell.workload.data.unwrap_or_default(),
-            ..Default::default()
-        };
-        let target = mnt.join("bench");
-        let mut vm = None;
-        let ran = if in_vm {
-            self.bench_in_guest(cell, &block, work, obs).map(|(r, o)| {
-                vm = Some(o);
-                r
-            })
-        } else {
-            let mut wo = WorkloadNotes { obs };
-            fsage_workload::run(&w, &cfg, &target, &mut wo).map_err(step("workload"))
-        };
+            sample_s: cell.sample_s,
+            data: cell.workload.data,
+        }));
+        if runs.is_guest() {
+            obs.event(&Event::Note(&format!(
+                "{}: mounting and running {} in a VM{}",
+                cell.fs.label,
+                cell.workload.label,
+                cell.fs
+                    .kernel
+                    .as_ref()
+                    .map_or(String::new(), |k| format!(" under kernel {k}"))
+            )));
+        }
+        let ran = self.run_step(&runs, &bench, obs);
+        // A file system the step could not unmount is still on the device (here; a guest's
+        // mounts end with it).
+        let still_mounted = fsage_sys::mountinfo::is_mount_point(mnt);
         let stats = device.as_ref().and_then(|d| d.device().stats().ok());
         let dev_json = device.as_ref().and_then(|d| {
             let mut v = serde_json::to_value(d.device().record()).ok()?;
@@ -827,21 +794,22 @@ impl LabExecutor {
             .as_ref()
             .and_then(|st| st.model.as_ref()?.stats.as_ref()?.ssd())
             .map(FlashCounters::from);
-        let fin = match (mounted, &mut device) {
-            (Some(m), _) => m.finish(),
-            // A device whose file system does not come off stays for the next run's clean-up
-            // (stopping its daemon would fail that file system's I/O): `DeviceMount` leaves it.
-            (None, Some(d)) => d.unmount(),
-            (None, None) => Ok(()),
-        }
-        .map_err(step("unmount"));
         let destroyed = match device {
-            Some(d) if fin.is_ok() => d.finish().map_err(step("slow device")),
-            _ => Ok(()),
+            // Stopping the daemon under a file system that is still mounted would fail its I/O:
+            // the device stays for the next run's clean-up.
+            Some(d) if still_mounted => {
+                std::mem::forget(d);
+                Ok(())
+            }
+            Some(d) => d.finish().map_err(step("slow device")),
+            None => Ok(()),
         };
-        let r = ran?;
-        fin?;
+        let ran = ran?;
         destroyed?;
+        let vm = ran.guest;
+        let StepResult::Bench(r) = ran.result else {
+            return Err(Error::operation("workload: the host answered another step"));
+        };
         let Some(rep) = r.reps.first() else {
             return Err(Error::operation("workload: no repetition was measured"));
         };
@@ -886,6 +854,7 @@ impl LabExecutor {
         if let Some(o) = &vm {
             guest::in_guest(&mut env, &mut sample, &r, o);
         }
+        let r = *r;
         Ok(CellRun {
             samples: vec![sample],
             environment: Some(env),
@@ -1084,63 +1053,6 @@ impl LabExecutor {
                 flash,
             },
         })
-    }
-
-    /// The workload of a cell that needs a VM: one guest boot that mounts `block` (the slow
-    /// device, or the working copy), runs the workload with the cell's settings and unmounts;
-    /// the result comes back as JSON in a directory beside the working copy.
-    fn bench_in_guest(
-        &mut self,
-        cell: &Cell,
-        block: &Path,
-        work: &Path,
-        obs: &mut dyn RunObserver,
-    ) -> Result<(fsage_workload::BenchResult, guest::GuestOutcome), Error> {
-        let share = fsage_sys::with_suffix(work, ".vm");
-        struct Gone<'a>(&'a Path);
-        impl Drop for Gone<'_> {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(self.0);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&share);
-        std::fs::create_dir_all(&share).map_err(io_at(share.display()))?;
-        let _gone = Gone(&share);
-        // A workload file by the text the cell was planned with.
-        let wfile = match &cell.workload.source {
-            WorkloadSource::File { text, .. } => {
-                let f = share.join("workload.f");
-                std::fs::write(&f, text).map_err(io_at(f.display()))?;
-                Some(f)
-            }
-            WorkloadSource::Builtin { .. } => None,
-        };
-        let json = share.join("bench.json");
-        obs.event(&Event::Note(&format!(
-            "{}: mounting and running {} in a VM{}",
-            cell.fs.label,
-            cell.workload.label,
-            cell.fs
-                .kernel
-                .as_ref()
-                .map_or(String::new(), |k| format!(" under kernel {k}"))
-        )));
-        let o = self.guest.run(&GuestRun {
-            kernel: cell.fs.kernel.clone(),
-            file_systems: vec![cell.fs.kind.clone()],
-            disks: vec![block.to_path_buf()],
-            read_only: false,
-            shares: vec![{
-                let s = fsage_vm::Share::staged(&share).with_file("bench.json");
-                match &wfile {
-                    Some(_) => s.with_read("workload.f"),
-                    None => s,
-                }
-            }],
-            command: guest::bench_command(&self.exe, cell, block, wfile.as_deref(), &json),
-        })?;
-        guest::check_exit("workload", &o)?;
-        Ok((guest::read_bench(&json)?, o))
     }
 }
 
@@ -1472,16 +1384,6 @@ impl Executor for LabExecutor {
     }
 }
 
-fn workload(cell: &Cell) -> Result<Workload, Error> {
-    let w = match &cell.workload.source {
-        WorkloadSource::Builtin { name } => Workload::builtin(name),
-        WorkloadSource::File { path, text } => Workload::parse(text, &path.display().to_string()),
-    }
-    .map_err(step("workload"))?;
-    let vars: Vec<(&String, &String)> = cell.workload.set.iter().collect();
-    w.with_vars(&vars).map_err(step("workload"))
-}
-
 /// `WHAT: ERROR`, keeping who is to blame for the error (an interrupted step stays one).
 fn step<E: Blamed + std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) -> Error {
     move |e| Error {
@@ -1553,13 +1455,14 @@ pub fn slurm_job() -> Option<String> {
 }
 
 /// Aging notices as runner notes (warnings only: aging's progress talk would flood a log).
-struct AgeNotes<'a> {
+/// What a step says, as the run's notes: the aging's warnings, the workload's notes.
+struct StepNotes<'a> {
     obs: &'a mut dyn RunObserver,
 }
 
-impl fsage_exec::Observer for AgeNotes<'_> {}
+impl fsage_exec::Observer for StepNotes<'_> {}
 
-impl AgeObserver for AgeNotes<'_> {
+impl AgeObserver for StepNotes<'_> {
     fn notice(&mut self, level: Level, text: &str) {
         if level == Level::Warning {
             self.obs.event(&Event::Note(text));
@@ -1567,14 +1470,22 @@ impl AgeObserver for AgeNotes<'_> {
     }
 }
 
-struct WorkloadNotes<'a> {
-    obs: &'a mut dyn RunObserver,
-}
-
-impl fsage_workload::Observer for WorkloadNotes<'_> {
+impl fsage_host::StepObserver for StepNotes<'_> {
     fn note(&mut self, msg: &str) {
         self.obs.event(&Event::Note(msg));
     }
+}
+
+/// A cell's mount options. Every working copy of a base has the base's UUID, and XFS refuses
+/// to mount a second file system of one UUID: two cells of one base at once on a node (Slurm
+/// tasks) need `nouuid`, which skips only that check. Given always, so no result depends on it.
+/// A working copy's mount options, from its kind's descriptor: every copy of a base has the
+/// base's UUID, and XFS refuses a second file system of one UUID on a node (Slurm tasks) unless
+/// `nouuid` (given always, so no result depends on it).
+fn mount_options(cell: &Cell) -> String {
+    FsKind::by_name(&cell.fs.kind)
+        .map_or("", FsKind::copy_mount_options)
+        .into()
 }
 
 /// What must hold before the first cell: root, the file systems' tools, the library images the
@@ -1617,16 +1528,16 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::{GuestOutcome, GuestRun};
+    use fsage_host::{GuestOutcome, GuestRun};
 
     /// The disks each guest run was given, and whether read-only.
-    type Given = std::sync::Arc<std::sync::Mutex<Vec<(Vec<PathBuf>, bool)>>>;
+    type Given = std::sync::Arc<std::sync::Mutex<Vec<Vec<(PathBuf, bool)>>>>;
 
     /// A guest whose command fails, and that keeps what it was given.
     struct FailingGuest(Given);
     impl Guest for FailingGuest {
         fn run(&mut self, r: &GuestRun) -> Result<GuestOutcome, Error> {
-            self.0.lock().unwrap().push((r.disks.clone(), r.read_only));
+            self.0.lock().unwrap().push(r.disks.clone());
             Ok(GuestOutcome {
                 exit_code: 1,
                 platform: fsage_sys::PlatformKind::Tcg,
@@ -1680,9 +1591,14 @@ mod tests {
         // The guest was given one writable loop device; it is detached now.
         let given = seen.lock().unwrap().clone();
         assert_eq!(given.len(), 1, "{given:?}");
-        let (disks, read_only) = &given[0];
-        assert!(!read_only);
-        let name = disks[0].file_name().unwrap().to_string_lossy().into_owned();
+        let disks = &given[0];
+        assert!(!disks[0].1);
+        let name = disks[0]
+            .0
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         assert!(name.starts_with("loop"), "{disks:?}");
         let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
             .unwrap_or_default();
@@ -1702,6 +1618,139 @@ mod tests {
                 assert!(!n.starts_with(&own), "trace instance {n} left");
             }
         }
+    }
+
+    /// The steps a host or a stand-in guest was asked to run, as data.
+    type Asked = std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
+
+    /// This process's host, recording each step it runs.
+    struct RecordingLocal(Asked);
+    impl Host for RecordingLocal {
+        fn run(
+            &mut self,
+            step: &Step,
+            obs: &mut dyn fsage_host::StepObserver,
+        ) -> Result<Ran, Error> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(serde_json::to_value(step).unwrap());
+            fsage_host::Local.run(step, obs)
+        }
+    }
+
+    /// A guest that is this process: it reads the request it is handed (`fsage step --json REQ
+    /// --out RES`), records it, and serves it here, mounting in a private directory of its own
+    /// instead of the guest's tmpfs.
+    struct StandInGuest {
+        asked: Asked,
+        mnt: PathBuf,
+    }
+    impl Guest for StandInGuest {
+        fn run(&mut self, r: &GuestRun) -> Result<GuestOutcome, Error> {
+            assert_eq!(r.command[1..3], ["step", "--json"], "{:?}", r.command);
+            assert_eq!(r.command[4], "--out");
+            let (req, res) = (PathBuf::from(&r.command[3]), PathBuf::from(&r.command[5]));
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&req).unwrap()).unwrap();
+            self.asked.lock().unwrap().push(v);
+            let mut step: Step = serde_json::from_slice(&std::fs::read(&req).unwrap()).unwrap();
+            step.set_mount_point(&self.mnt);
+            std::fs::write(&req, serde_json::to_vec(&step).unwrap()).unwrap();
+            let code = match fsage_host::serve(&req, &res) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+            Ok(GuestOutcome {
+                exit_code: code,
+                platform: fsage_sys::PlatformKind::Tcg,
+                release: "stand-in".into(),
+                boot_s: 0.0,
+                stderr_tail: String::new(),
+            })
+        }
+    }
+
+    /// A step with the paths that differ between two runs (images, working copies, mount
+    /// points) left out.
+    fn without_paths(mut v: serde_json::Value) -> serde_json::Value {
+        if let Some(m) = v.get_mut("mount").and_then(|m| m.as_object_mut()) {
+            m.remove("device");
+            m.remove("point");
+        }
+        v
+    }
+
+    /// The native and the guest path of one experiment cell go through the same host: the same
+    /// steps (the base's layout, the workload), the same requests, and a result from each.
+    #[test]
+    fn a_cell_runs_the_same_steps_natively_and_in_a_guest() {
+        let test = "a_cell_runs_the_same_steps_natively_and_in_a_guest";
+        if let Err(e) = fsage_testkit::need_root_and(&["mkfs.ext4", "losetup"]) {
+            return fsage_testkit::skip(test, e);
+        }
+        let dir = fsage_testkit::shm_tmp("fsage-lab-host-");
+        let text = "name = \"t\"\nduration = \"1s\"\nwarmup = \"0s\"\nimage_size = \"64MiB\"\n\
+                    [[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n\
+                    [[workload]]\nname = \"varmail\"\nset = { nfiles = 20, filesize = \"4k\" }\n";
+        let plan = crate::spec::parse(text, "t.toml", dir.path())
+            .unwrap()
+            .plan();
+        let native = plan.cells[0].clone();
+        assert_eq!(native.runs, Some(Runs::Native), "decided at plan time");
+        let mut in_guest = native.clone();
+        in_guest.runs = Some(Runs::Guest { kernel: None });
+        let here: Asked = Default::default();
+        let there: Asked = Default::default();
+        let mnt = dir.path().join("guest-mnt");
+        let run = |cell: &Cell, name: &str| {
+            let mut ex = LabExecutor::new(
+                &dir.path().join(format!("out-{name}")),
+                &dir.path().join(format!("images-{name}")),
+                &Default::default(),
+            )
+            .unwrap()
+            .with_local_host(Box::new(RecordingLocal(here.clone())))
+            .with_guest(Box::new(StandInGuest {
+                asked: there.clone(),
+                mnt: mnt.clone(),
+            }));
+            ex.run_cell(cell, &mut crate::runner::Quiet).unwrap()
+        };
+        let a = run(&native, "native");
+        let native_steps: Vec<serde_json::Value> = std::mem::take(&mut *here.lock().unwrap());
+        assert!(
+            there.lock().unwrap().is_empty(),
+            "a native cell asked the guest"
+        );
+        let b = run(&in_guest, "guest");
+        assert!(
+            here.lock().unwrap().is_empty(),
+            "a guest cell ran a step here"
+        );
+        let guest_steps: Vec<serde_json::Value> = there.lock().unwrap().clone();
+        let kinds = |v: &[serde_json::Value]| -> Vec<String> {
+            v.iter()
+                .map(|s| s["step"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(kinds(&native_steps), ["frag", "bench"]);
+        assert_eq!(kinds(&guest_steps), ["frag", "bench"]);
+        for (n, g) in native_steps.iter().zip(&guest_steps) {
+            assert_eq!(without_paths(n.clone()), without_paths(g.clone()));
+        }
+        // The guest mounts in its own directory, not the host's.
+        assert_eq!(
+            guest_steps[1]["mount"]["point"],
+            fsage_host::guest::GUEST_MNT
+        );
+        // Both measured; the guest's cell says where it ran.
+        assert!(a.samples[0].ops_per_s > 0.0 && b.samples[0].ops_per_s > 0.0);
+        // (The stand-in's result says it ran natively, as it did: the platform label is the
+        // result's own.)
+        let env = b.environment.unwrap();
+        assert_eq!(env.vm.unwrap().boot_s, 0.0);
+        assert!(a.environment.unwrap().vm.is_none());
     }
 
     #[test]

@@ -30,16 +30,9 @@ pub fn render(p: &Plan) -> String {
             WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
         };
         // A cell in a VM says so, and under which kernel.
-        let fs = if fsage_experiment::guest::needs_vm(&c.fs) {
-            format!(
-                "{} (VM{})",
-                c.fs.label,
-                c.fs.kernel
-                    .as_ref()
-                    .map_or(String::new(), |k| format!(" {k}"))
-            )
-        } else {
-            c.fs.label.clone()
+        let fs = match c.runs().label() {
+            Some(l) => format!("{} ({l})", c.fs.label),
+            None => c.fs.label.clone(),
         };
         rows.push([
             c.id.clone(),

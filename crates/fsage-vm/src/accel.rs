@@ -58,27 +58,36 @@ pub struct AccelChoice {
     pub why: String,
 }
 
-/// Whether this host can run a KVM guest: `Err(reason)` when not.
-pub fn kvm_usable() -> std::result::Result<(), String> {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo")
-        .map_err(|e| format!("cannot read /proc/cpuinfo: {e}"))?;
+/// Why this host cannot run a KVM guest.
+#[derive(Debug, thiserror::Error)]
+pub enum NoKvm {
+    #[error("cannot read /proc/cpuinfo: {0}")]
+    Cpuinfo(std::io::Error),
+    #[error(
+        "the CPU has no vmx or svm flag (a /dev/kvm without them, such as kvm_pvm, hangs stock \
+         kernels)"
+    )]
+    NoVirtualisation,
+    #[error("/dev/kvm does not open: {0}")]
+    DevKvm(std::io::Error),
+}
+
+/// Whether this host can run a KVM guest: `Err(why)` when not.
+pub fn kvm_usable() -> std::result::Result<(), NoKvm> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").map_err(NoKvm::Cpuinfo)?;
     let virt = cpuinfo
         .lines()
         .filter(|l| l.starts_with("flags"))
         .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"));
     if !virt {
-        return Err(
-            "the CPU has no vmx or svm flag (a /dev/kvm without them, such as \
-                    kvm_pvm, hangs stock kernels)"
-                .into(),
-        );
+        return Err(NoKvm::NoVirtualisation);
     }
     OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/kvm")
         .map(|_| ())
-        .map_err(|e| format!("/dev/kvm does not open: {e}"))
+        .map_err(NoKvm::DevKvm)
 }
 
 /// Picks the accelerator: `auto` takes KVM when [`kvm_usable`], TCG otherwise; `kvm` refuses a

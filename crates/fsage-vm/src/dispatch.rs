@@ -160,6 +160,7 @@ pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
         env: Vec::new(),
         timeout: None,
         echo: true,
+        graceful_stop: false,
     })
 }
 

@@ -174,42 +174,61 @@ pub struct ModInfo {
     pub softdeps: Vec<String>,
 }
 
+/// Why a module's `.modinfo` cannot be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ModInfoError {
+    #[error("not a 64-bit little-endian ELF module")]
+    NotElf64,
+    #[error("truncated ELF")]
+    Truncated,
+    #[error("truncated section table")]
+    TruncatedSectionTable,
+    #[error("bad section name")]
+    BadSectionName,
+    #[error("truncated .modinfo")]
+    TruncatedModinfo,
+}
+
 /// Reads the `.modinfo` section of a 64-bit little-endian ELF module.
-pub fn modinfo(elf: &[u8]) -> std::result::Result<ModInfo, String> {
-    let u16_at = |o: usize| -> std::result::Result<u16, String> {
+pub fn modinfo(elf: &[u8]) -> std::result::Result<ModInfo, ModInfoError> {
+    let u16_at = |o: usize| -> std::result::Result<u16, ModInfoError> {
         elf.get(o..o + 2)
             .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .ok_or_else(|| "truncated ELF".to_string())
+            .ok_or(ModInfoError::Truncated)
     };
-    let u64_at = |o: usize| -> std::result::Result<u64, String> {
+    let u64_at = |o: usize| -> std::result::Result<u64, ModInfoError> {
         elf.get(o..o + 8)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            .ok_or_else(|| "truncated ELF".to_string())
+            .ok_or(ModInfoError::Truncated)
     };
     if elf.get(..6) != Some(b"\x7fELF\x02\x01") {
-        return Err("not a 64-bit little-endian ELF module".into());
+        return Err(ModInfoError::NotElf64);
     }
     let shoff = u64_at(0x28)? as usize;
     let shentsize = u16_at(0x3a)? as usize;
     let shnum = u16_at(0x3c)? as usize;
     let shstrndx = u16_at(0x3e)? as usize;
-    let sec = |i: usize| -> std::result::Result<(usize, usize, usize), String> {
+    let sec = |i: usize| -> std::result::Result<(usize, usize, usize), ModInfoError> {
         let h = shoff + i * shentsize;
         let name = elf
             .get(h..h + 4)
             .map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as usize)
-            .ok_or("truncated section table")?;
+            .ok_or(ModInfoError::TruncatedSectionTable)?;
         Ok((name, u64_at(h + 0x18)? as usize, u64_at(h + 0x20)? as usize))
     };
     let (_, strtab, _) = sec(shstrndx)?;
     for i in 0..shnum {
         let (name, off, size) = sec(i)?;
-        let n = elf.get(strtab + name..).ok_or("bad section name")?;
+        let n = elf
+            .get(strtab + name..)
+            .ok_or(ModInfoError::BadSectionName)?;
         let n = &n[..n.iter().position(|&b| b == 0).unwrap_or(0)];
         if n != b".modinfo" {
             continue;
         }
-        let data = elf.get(off..off + size).ok_or("truncated .modinfo")?;
+        let data = elf
+            .get(off..off + size)
+            .ok_or(ModInfoError::TruncatedModinfo)?;
         let mut info = ModInfo::default();
         for kv in data.split(|&b| b == 0) {
             let kv = String::from_utf8_lossy(kv);

@@ -70,7 +70,15 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// Copy the guest's output through as it comes (else only collected).
     pub echo: bool,
+    /// On Ctrl-C (or SIGTERM), ask the guest's command to stop (a SIGTERM there, which fsage
+    /// takes as it takes Ctrl-C: a report written, mounts gone) and give it [`STOP_GRACE`] to
+    /// end by itself, instead of stopping QEMU at once; the outcome is then the command's. QEMU
+    /// runs in a process group of its own, so that the terminal's Ctrl-C reaches only fsage.
+    pub graceful_stop: bool,
 }
+
+/// How long a guest asked to stop ([`RunOptions::stop_file`]) has to end by itself.
+pub const STOP_GRACE: Duration = Duration::from_secs(120);
 
 /// How a guest run ended.
 #[derive(Debug, Clone)]
@@ -328,7 +336,17 @@ fn command_script(opts: &RunOptions, accel: Accel) -> String {
     }
     s += &format!("cd {cwd} 2>/dev/null || cd /\n");
     let argv: Vec<String> = opts.command.iter().map(|a| shell_quote(a)).collect();
-    s += &format!("exec {}\n", argv.join(" "));
+    if opts.graceful_stop {
+        // The host creates `stop` in the control directory (here /run/fsage-vm) when it is
+        // interrupted: the command gets a SIGTERM (an asynchronous command ignores SIGINT).
+        s += &format!("{} &\n", argv.join(" "));
+        s += "pid=$!\n";
+        s += "(while [ ! -e /run/fsage-vm/stop ]; do sleep 1; done; kill -TERM $pid) \
+              2>/dev/null &\n";
+        s += "watch=$!\nwait $pid\nrc=$?\nkill $watch 2>/dev/null\nexit $rc\n";
+    } else {
+        s += &format!("exec {}\n", argv.join(" "));
+    }
     s
 }
 
@@ -536,6 +554,10 @@ fn boot(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if opts.graceful_stop {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
     // The directories QEMU exports are the descriptors fsage holds: inherited by QEMU.
     let keep: Vec<std::os::fd::RawFd> = std::iter::once(ctl_fd)
         .chain(shares.iter().map(|s| s.raw_fd()))
@@ -563,6 +585,7 @@ fn boot(
     let (mut out_pos, mut err_pos) = (0u64, 0u64);
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let mut boot = None;
+    let mut stop_asked: Option<Instant> = None;
     let status = loop {
         let c = guest
             .0
@@ -588,14 +611,25 @@ fn boot(
             &mut err,
             opts.echo.then_some(&mut se as &mut dyn Write),
         );
-        // A Ctrl-C reaches QEMU too (same process group) and ends it: the signal, not the
-        // guest, stopped the command.
-        if fsage_signals::interrupted() {
-            drop(guest);
-            return Err(Error::interrupted("interrupted: the guest was stopped"));
-        }
         if let Some(st) = done {
             break st;
+        }
+        if fsage_signals::interrupted() {
+            match (opts.graceful_stop, stop_asked) {
+                // The guest's command is told (`cmd.sh` watches for the file), and given time
+                // to stop cleanly.
+                (true, None) => {
+                    let _ = std::fs::write(dir.join("stop"), b"stop\n");
+                    stop_asked = Some(Instant::now());
+                }
+                (true, Some(t)) if t.elapsed() < STOP_GRACE => {}
+                // A Ctrl-C reaches QEMU too (same process group) and ends it: the signal, not
+                // the guest, stopped the command.
+                _ => {
+                    drop(guest);
+                    return Err(Error::interrupted("interrupted: the guest was stopped"));
+                }
+            }
         }
         if let Some(t) = opts.timeout {
             if start.elapsed() > t {
@@ -730,6 +764,7 @@ mod tests {
             env: vec![("V".into(), nasty.into())],
             timeout: None,
             echo: false,
+            graceful_stop: false,
         };
         let o = std::process::Command::new("sh")
             .arg("-c")

@@ -303,6 +303,14 @@ impl Observer for Console {
     }
 }
 
+impl fsage_host::StepObserver for Console {
+    fn note(&mut self, msg: &str) {
+        if !self.quiet {
+            eprintln!("fsage: {msg}");
+        }
+    }
+}
+
 impl AgeObserver for Console {
     fn notice(&mut self, level: Level, text: &str) {
         match level {
@@ -325,39 +333,28 @@ pub fn run(args: AgeArgs) -> CmdResult {
         ),
         _ => None,
     };
-    if let Some(fs) = args.fs {
-        // What the guest may write: the image (or mount point), its report, op log and state.
-        let writes: Vec<PathBuf> = [
-            &args.target,
-            &args.json,
-            &args.op_log,
-            &args.state,
-            &args.resume,
-        ]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
-        // What it only reads: a profile or drive model given as a file.
-        let reads: Vec<PathBuf> = [&args.profile, &args.device_model]
-            .into_iter()
-            .flatten()
-            .map(PathBuf::from)
-            .filter(|p| p.is_file())
-            .collect();
-        let disks = args.device.iter().cloned().collect();
-        if let Some(done) =
-            crate::vm_cmd::maybe_in_vm(fs, args.vm, args.no_vm, writes, reads, disks)
-        {
-            return done;
-        }
-    }
+    // Where it runs is decided once, here; the request is the same either way.
+    let runs = match args.fs {
+        Some(fs) => crate::vm_cmd::where_to_run(fs, args.vm, args.no_vm),
+        None => fsage_host::Runs::Native,
+    };
     let req = request(&args)?;
     let mut console = Console {
         bar: Bar::new(args.quiet),
         quiet: args.quiet,
     };
-    let out = fsage_core::age::age(&req, &mut console)?;
+    let step = fsage_host::Step::Age(Box::new(fsage_host::AgeStep {
+        request: req,
+        mount: None,
+    }));
+    let fsage_host::StepResult::Age(out) =
+        crate::vm_cmd::run_step(&runs, &step, &mut console)?.result
+    else {
+        return Err(CmdError::from(fsage_sys::Error::operation(
+            "aging: the host answered another step",
+        )));
+    };
+
     if out.finished_earlier {
         eprintln!(
             "fsage: {} is a finished run: nothing left to do, the target is not touched",

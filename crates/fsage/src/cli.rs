@@ -74,4 +74,8 @@ pub enum Command {
     /// [--scale SIZE]` runs one scaled, resumably, for `fsage report DIR` to draw beside the
     /// published numbers.
     Reproduce(crate::reproduce_cmd::ReproduceArgs),
+    /// Run one step request (what a guest is handed: `--json REQUEST`) here and write its result
+    /// (`--out RESULT`). Internal: how fsage runs a step in a QEMU guest.
+    #[command(hide = true)]
+    Step(crate::vm_cmd::StepArgs),
 }

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         cli::Command::Report(args) => report_cmd::run(args),
         cli::Command::Vm(cmd) => vm_cmd::run(cmd),
         cli::Command::Reproduce(args) => reproduce_cmd::run(args),
+        cli::Command::Step(args) => vm_cmd::step(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

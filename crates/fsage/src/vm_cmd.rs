@@ -74,6 +74,21 @@ pub struct VmRunArgs {
     pub command: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+pub struct StepArgs {
+    /// The step request ([`fsage_host::Step`] as JSON).
+    #[arg(long, value_name = "REQUEST")]
+    pub json: PathBuf,
+    /// Where its result goes (the result, or the error with its blame, as JSON).
+    #[arg(long, value_name = "RESULT")]
+    pub out: PathBuf,
+}
+
+/// `fsage step`: runs a step request here (in a guest, what the host handed it).
+pub fn step(a: StepArgs) -> CmdResult {
+    fsage_host::serve(&a.json, &a.out).map_err(Into::into)
+}
+
 pub fn run(cmd: VmCmd) -> CmdResult {
     fsage_signals::install();
     match cmd {
@@ -154,6 +169,7 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
         env: Vec::new(),
         timeout: a.timeout,
         echo: true,
+        graceful_stop: false,
     };
     let out = fsage_vm::run(&opts)?;
     eprintln!(
@@ -175,20 +191,13 @@ fn run_in_vm(a: VmRunArgs) -> CmdResult {
     }
 }
 
-/// Runs this fsage command line in a guest when `kind` needs it: asked for (`--vm`), or the
-/// running kernel lacks the file system and `--no-vm` was not given. `None`: run here. Never
-/// from inside a guest. Says so on stderr, with the accelerator: timings under TCG are emulated.
-/// The guest may write only `writes` (and their neighbours) and reads `reads`
-/// ([`fsage_vm::dispatch::shares_for`]).
-pub fn maybe_in_vm(
-    kind: fsage_lab::FsKind,
-    vm: bool,
-    no_vm: bool,
-    writes: Vec<PathBuf>,
-    reads: Vec<PathBuf>,
-    disks: Vec<PathBuf>,
-) -> Option<CmdResult> {
-    let why = fsage_vm::reason_to_dispatch(kind.check_kernel(), vm, no_vm)?;
+/// Where a command on `kind` runs: in a guest when asked for (`--vm`), or when the running
+/// kernel lacks the file system and `--no-vm` was not given; never from inside a guest. Says so
+/// on stderr, with the accelerator: timings under TCG are emulated.
+pub fn where_to_run(kind: fsage_lab::FsKind, vm: bool, no_vm: bool) -> fsage_host::Runs {
+    let Some(why) = fsage_vm::reason_to_dispatch(kind.check_kernel(), vm, no_vm) else {
+        return fsage_host::Runs::Native;
+    };
     let accel = fsage_vm::choose_accel(AccelRequest::Auto).map(|c| c.accel);
     eprintln!(
         "fsage: running in a VM ({}): {why}",
@@ -198,17 +207,25 @@ pub fn maybe_in_vm(
             Err(_) => "no accelerator",
         }
     );
-    let r = fsage_vm::SelfRun {
-        kernel: None,
-        file_systems: vec![kind.name().to_string()],
-        disks,
-        writes,
-        reads,
-        args: std::env::args().skip(1).collect(),
-    };
-    Some(match fsage_vm::run_self(&r) {
-        Err(e) => Err(e.into()),
-        Ok(o) if o.exit_code == 0 => Ok(()),
-        Ok(o) => Err(CmdError::exact(o.exit_code.clamp(1, 255) as u8)),
+    fsage_host::Runs::Guest { kernel: None }
+}
+
+/// Runs `step` where `runs` says: here, or in a guest whose output is copied through.
+pub fn run_step(
+    runs: &fsage_host::Runs,
+    step: &fsage_host::Step,
+    obs: &mut dyn fsage_host::StepObserver,
+) -> Result<fsage_host::Ran, CmdError> {
+    use fsage_host::Host;
+    Ok(match runs {
+        fsage_host::Runs::Native => fsage_host::Local.run(step, obs)?,
+        fsage_host::Runs::Guest { kernel } => fsage_host::InGuest {
+            guest: &mut fsage_host::QemuGuest { echo: true },
+            kernel: kernel.clone(),
+            exe: fsage_host::guest::own_exe(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| "/".into()),
+            channel_parent: std::env::temp_dir(),
+        }
+        .run(step, obs)?,
     })
 }

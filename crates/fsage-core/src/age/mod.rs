@@ -44,7 +44,7 @@ pub trait AgeObserver: Observer {
 /// A new file system to make, mount and age: on a new image file (the request's target, mounted
 /// at `IMAGE.mnt`), or on a block device such as a slow device (the target is then the directory
 /// to mount it on). A dry run makes one in memory only to read its usable space, and plans at it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewFs {
     pub kind: FsKind,
     /// The image's size; on a device, the file system's size (none: the whole device).
@@ -56,7 +56,8 @@ pub struct NewFs {
 }
 
 /// Everything a run can be asked for. `profile` is needed unless `resume` names a saved run.
-#[derive(Debug, Clone, Default)]
+/// Plain data, so that a guest can be handed one (the age step of `fsage-host`).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct AgeRequest {
     /// A built-in profile name or a profile file.
     pub profile: Option<String>,
@@ -147,8 +148,8 @@ fn input(msg: impl Into<String>) -> AgeError {
     AgeError::Input(msg.into())
 }
 
-/// What a run came to.
-#[derive(Debug)]
+/// What a run came to (plain data: a guest hands it back).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct AgeOutcome {
     pub report: RunReport,
     /// Where the report was written as JSON.

@@ -81,10 +81,11 @@ impl ExperimentSpec {
         let per_cell = self.warmup_s + self.duration_s;
         let run_s = per_cell * cells.len() as f64;
         // A cell in a VM boots a guest for its workload (and its base one more for aging).
-        let vm_cells = cells
-            .iter()
-            .filter(|c| crate::guest::needs_vm(&c.fs))
-            .count();
+        // Where each cell runs is decided here, once, and recorded on it.
+        for c in &mut cells {
+            c.runs = Some(fsage_host::Runs::decide(&c.fs.kind, c.fs.kernel.as_deref()));
+        }
+        let vm_cells = cells.iter().filter(|c| c.runs().is_guest()).count();
         let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64
             + crate::guest::BOOT_ALLOWANCE_S * vm_cells as f64;
         Plan {
@@ -226,6 +227,7 @@ impl ExperimentSpec {
                 StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
                 _ => None,
             },
+            runs: None,
         };
         c.id = cell_id(&c);
         c
@@ -242,6 +244,7 @@ pub fn cell_id(c: &Cell) -> String {
     key.id = String::new();
     key.experiment = String::new();
     key.sample_s = None;
+    key.runs = None;
     // A workload file counts by its text, not by where the experiment directory sits.
     if let WorkloadSource::File { path, .. } = &mut key.workload.source {
         *path = PathBuf::new();

@@ -314,6 +314,21 @@ pub struct Cell {
     /// The aged state's profile file (name as written and text), when it is not built in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_file: Option<ProfileFile>,
+    /// Where the cell's steps run (natively, or in a guest under a kernel), decided when it is
+    /// planned; absent from plans made before it was recorded (then decided when it runs).
+    /// Not part of the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<fsage_host::Runs>,
+}
+
+impl Cell {
+    /// Where the cell's steps run: as planned ([`Cell::runs`]), or, for a plan that did not
+    /// record it, in a guest when its `[[fs]]` names a kernel or this kernel lacks it.
+    pub fn runs(&self) -> fsage_host::Runs {
+        self.runs
+            .clone()
+            .unwrap_or_else(|| fsage_host::Runs::decide(&self.fs.kind, self.fs.kernel.as_deref()))
+    }
 }
 
 impl Cell {
