@@ -176,7 +176,8 @@ impl Step {
         }
     }
 
-    /// The file systems the step mounts or makes (`fsage age --resume`: none known here).
+    /// The file systems the step mounts or makes (`fsage age --resume` of a run on an image:
+    /// the one its image holds, by its signature).
     pub fn file_systems(&self) -> Vec<String> {
         match self {
             Step::Bench(b) => vec![b.mount.fs.clone()],
@@ -184,7 +185,15 @@ impl Step {
             Step::Age(a) => match (&a.mount, &a.request.new_fs) {
                 (Some(m), _) => vec![m.fs.clone()],
                 (None, Some(n)) => vec![n.kind.name().to_string()],
-                (None, None) => Vec::new(),
+                (None, None) => a
+                    .request
+                    .resume
+                    .as_deref()
+                    .and_then(|p| fsage_exec::checkpoint::State::load(p).ok())
+                    .and_then(|st| st.record.image)
+                    .and_then(|i| fsage_lab::probe_fs(&i).ok().flatten())
+                    .into_iter()
+                    .collect(),
             },
         }
     }
@@ -210,12 +219,25 @@ impl Step {
                 if let Some(d) = r.new_fs.as_ref().and_then(|n| n.device.clone()) {
                     disks.push((d, false));
                 }
+                let mut writes: Vec<PathBuf> = [&r.target, &r.json, &r.op_log, &r.state, &r.resume]
+                    .into_iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
+                // A resumed run writes what its state names: the image, its mount point, the
+                // report and the op log (its mount point is the image's neighbour, made in the guest; an unreadable state is the step's own error to say).
+                if let Some(st) = r
+                    .resume
+                    .as_deref()
+                    .and_then(|p| fsage_exec::checkpoint::State::load(p).ok())
+                {
+                    let rec = st.record;
+                    writes.extend([rec.image, rec.json, rec.op_log].into_iter().flatten());
+                }
+                writes.sort();
+                writes.dedup();
                 StepIo {
-                    writes: [&r.target, &r.json, &r.op_log, &r.state, &r.resume]
-                        .into_iter()
-                        .flatten()
-                        .cloned()
-                        .collect(),
+                    writes,
                     reads: r
                         .profile
                         .iter()

@@ -333,8 +333,25 @@ pub fn run(args: AgeArgs) -> CmdResult {
         ),
         _ => None,
     };
+    // A run resumed on the image it made goes back where that file system can be mounted (a
+    // guest when this kernel lacks it), its image locked here as a new one is.
+    let resumed_image = match &args.resume {
+        Some(state) => fsage_exec::checkpoint::State::load(state)
+            .ok()
+            .and_then(|st| st.record.image)
+            .filter(|i| i.is_file()),
+        None => None,
+    };
+    let _resume_lock = resumed_image
+        .as_ref()
+        .map(|i| fsage_sys::lock::lock_target_or_refuse(i, "the image or device"))
+        .transpose()?;
+    let resumed_kind = resumed_image
+        .as_deref()
+        .and_then(|i| fsage_lab::probe_fs(i).ok().flatten())
+        .and_then(|name| fsage_lab::FsKind::by_name(&name));
     // Where it runs is decided once, here; the request is the same either way.
-    let runs = match args.fs {
+    let runs = match args.fs.or(resumed_kind) {
         Some(fs) => crate::vm_cmd::where_to_run(fs, args.vm, args.no_vm),
         None => fsage_host::Runs::Native,
     };

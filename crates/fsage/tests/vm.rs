@@ -178,6 +178,86 @@ fn f2fs_is_made_aged_and_measured_in_a_guest_from_the_host_command_line() {
     assert_eq!(f["files"]["files"].as_u64(), Some(400), "{f}");
 }
 
+/// Issue 34: Ctrl-C in `age --fs f2fs` run in a guest stops the guest's fsage cleanly (exit 130,
+/// its report and state back on the host, the mount point gone), and `age --resume STATE` of
+/// that run goes back into a guest (this kernel lacks f2fs; `--vm` is not needed for it to).
+#[test]
+fn ctrl_c_in_a_guest_keeps_the_report_and_resume_goes_back_into_the_guest() {
+    let test = "ctrl_c_and_resume_in_a_guest";
+    let Some(_release) = vm_or_skip(test) else {
+        return;
+    };
+    if fsage_sys::find_cmd("mkfs.f2fs").is_none() {
+        return skip(test, "mkfs.f2fs not installed (f2fs-tools)");
+    }
+    if fsage_lab::FsKind::F2FS.check_kernel().is_ok() {
+        return skip(test, "this kernel has f2fs: --resume would run natively");
+    }
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = shm_tmp("fsage-vm-test-");
+    let img = dir.path().join("c.img");
+    let mut age = Command::new(bin())
+        .args(["age", "--fs", "f2fs", "--size", "256MiB", "-p", "agrawal"])
+        .args(["--max-ops", "100000000", s(&img)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted however the test ends.
+    struct Int(u32);
+    impl Drop for Int {
+        fn drop(&mut self) {
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_raw(self.0 as i32).unwrap(),
+                rustix::process::Signal::INT,
+            );
+        }
+    }
+    let int = Int(age.id());
+    let stdout = age.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let mut said = String::new();
+    let mut err = BufReader::new(age.stderr.take().unwrap());
+    // The guest's own lines come through as they come: wait until it ages.
+    loop {
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap_or(0) == 0 {
+            panic!("age ended before the guest mounted: {said}");
+        }
+        said.push_str(&l);
+        if l.contains("mounted it on") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    drop(int);
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    said.push_str(&rest);
+    let st = age.wait().unwrap();
+    let printed = out.join().unwrap();
+    assert_eq!(st.code(), Some(130), "{said}\n{printed}");
+    assert!(printed.contains("interrupted"), "{printed}");
+    let report = read_json(&dir.path().join("c.img.report.json"));
+    let ticks = j_u64(&report, "ticks");
+    assert!(ticks > 0, "{report}");
+    assert!(
+        !dir.path().join("c.img.mnt").exists(),
+        "the mount point goes"
+    );
+    let state = dir.path().join("c.img.fsage-state");
+    assert!(state.is_file(), "{said}");
+    // Resumed: back into a guest, on to a limit past where it stopped.
+    let limit = (ticks + 50).to_string();
+    let o = fsage(["age", "--resume", s(&state), "--max-ops", &limit, "-q"]);
+    expect_code(&o, 0, "age --resume of a run made in a guest");
+    expect_stderr(&o, "fsage: running in a VM (");
+    let report = read_json(&dir.path().join("c.img.report.json"));
+    assert_eq!(j_u64(&report, "ticks"), ticks + 50);
+    assert!(!dir.path().join("c.img.mnt").exists());
+}
+
 /// Issue 25's experiment cell: f2fs (which this host's kernel lacks) on the slow device at 1 ms,
 /// fresh, a few seconds of a scaled-down varmail. mkfs, the copy and the slow device are the
 /// host's; one guest boot mounts the slow device (a virtio disk backed by it), runs the workload

@@ -192,15 +192,23 @@ pub(super) fn fresh(
         })
         .transpose()?;
     if req.write_mode.is_none() && mode != WriteMode::Fallocate && !req.dry_run {
-        obs.notice(
-            Level::Info,
-            if ages_drive {
-                "the drive ages by what is written: files get their blocks by writes \
-                 (--write-mode write; --write-mode fallocate would leave it nearly erased)"
-            } else {
-                "nilfs2 has no fallocate: files get their blocks by writes (--write-mode write)"
-            },
-        );
+        let kind = magic.and_then(fsage_sys::FsKind::by_magic);
+        let why = match kind {
+            _ if ages_drive => "the drive ages by what is written: files get their blocks by \
+                 writes (--write-mode write; --write-mode fallocate would leave it nearly erased)"
+                .to_string(),
+            Some(k) if !k.supports_fallocate() => {
+                format!(
+                    "{k} has no fallocate: files get their blocks by writes (--write-mode write)"
+                )
+            }
+            Some(k) => format!(
+                "{k} ages by what is written (its fallocate reserves blocks without writing its \
+                 log): files get their blocks by writes (--write-mode write)"
+            ),
+            None => "files get their blocks by writes (--write-mode write)".to_string(),
+        };
+        obs.notice(Level::Info, &why);
     }
     Ok(Prepared {
         profile,
