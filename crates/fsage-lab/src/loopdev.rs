@@ -250,6 +250,13 @@ pub fn is_autoclear(dev: &Path) -> bool {
         .is_ok_and(|s| s.trim() == "1")
 }
 
+/// The file behind the loop device the kernel names `name` (`loop3`), as the kernel recorded it
+/// when it was attached; `None` when `name` is not an attached loop device.
+pub fn backing_file(name: &str) -> Option<PathBuf> {
+    let bf = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    Some(PathBuf::from(bf.trim()))
+}
+
 /// Is `dev` (`/dev/loopN`) a slow device of fsage-slowdev: a loop device over the file its FUSE
 /// daemon serves? The daemon holds such a device until `fsage dev destroy`, so it outlives the
 /// mounts made on it.
@@ -258,10 +265,10 @@ pub fn is_slow_device(dev: &Path) -> bool {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let Ok(bf) = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")) else {
+    let Some(bf) = backing_file(&name) else {
         return false;
     };
-    let Some(dir) = Path::new(bf.trim()).parent() else {
+    let Some(dir) = bf.parent() else {
         return false;
     };
     fsage_sys::mount_table().is_ok_and(|m| {

@@ -352,9 +352,9 @@ fn mount_point_locks(source: &str) -> Result<Vec<fsage_sys::lock::Lock>> {
         return Ok(Vec::new());
     }
     let mut locks = vec![fsage_sys::lock::lock_target_or_refuse(dev, "the device")?];
-    let backing = fsage_sys::dev::block_name(dev)
-        .and_then(|n| std::fs::read_to_string(format!("/sys/block/{n}/loop/backing_file")).ok());
-    if let Some(file) = backing.map(|b| PathBuf::from(b.trim())) {
+    if let Some(file) =
+        fsage_sys::dev::block_name(dev).and_then(|n| crate::loopdev::backing_file(&n))
+    {
         if file.is_file() {
             locks.push(fsage_sys::lock::lock_target_or_refuse(&file, "the image")?);
         }
