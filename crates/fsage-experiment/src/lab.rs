@@ -426,6 +426,7 @@ impl LabExecutor {
                                 options: mount_options(cell),
                                 point: fsage_sys::with_suffix(&image, ".mnt"),
                             }),
+                            resumed: None,
                         }));
                         let o = self.run_step(&runs, &on_drive, obs);
                         // The trace ends whatever the guest did; the drive is saved only when
@@ -456,6 +457,7 @@ impl LabExecutor {
                         &Step::Age(Box::new(AgeStep {
                             request: req,
                             mount: None,
+                            resumed: None,
                         })),
                         obs,
                     )?,

@@ -108,6 +108,33 @@ pub struct FragStep {
 pub struct AgeStep {
     pub request: AgeRequest,
     pub mount: Option<Mount>,
+    /// With `request.resume` of a run on an image: what its state names, read once by the
+    /// caller ([`ResumedImage::of`]), so that the guest's file system and shares follow from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<ResumedImage>,
+}
+
+/// The image a stopped run aged, from its state file: the file system its signature names (if
+/// known), and the files the resumed run writes (the image, its report, its op log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumedImage {
+    pub image: PathBuf,
+    pub fs: Option<String>,
+    pub writes: Vec<PathBuf>,
+}
+
+impl ResumedImage {
+    /// `None` when the state cannot be read (the step says why) or names no image file.
+    pub fn of(state: &Path) -> Option<ResumedImage> {
+        let rec = fsage_exec::checkpoint::State::load(state).ok()?.record;
+        let image = rec.image.filter(|i| i.is_file())?;
+        let fs = fsage_lab::probe_fs(&image).ok().flatten();
+        let writes = [Some(image.clone()), rec.json, rec.op_log]
+            .into_iter()
+            .flatten()
+            .collect();
+        Some(ResumedImage { image, fs, writes })
+    }
 }
 
 /// One step.
@@ -185,15 +212,7 @@ impl Step {
             Step::Age(a) => match (&a.mount, &a.request.new_fs) {
                 (Some(m), _) => vec![m.fs.clone()],
                 (None, Some(n)) => vec![n.kind.name().to_string()],
-                (None, None) => a
-                    .request
-                    .resume
-                    .as_deref()
-                    .and_then(|p| fsage_exec::checkpoint::State::load(p).ok())
-                    .and_then(|st| st.record.image)
-                    .and_then(|i| fsage_lab::probe_fs(&i).ok().flatten())
-                    .into_iter()
-                    .collect(),
+                (None, None) => a.resumed.iter().filter_map(|r| r.fs.clone()).collect(),
             },
         }
     }
@@ -224,15 +243,10 @@ impl Step {
                     .flatten()
                     .cloned()
                     .collect();
-                // A resumed run writes what its state names: the image, its mount point, the
-                // report and the op log (its mount point is the image's neighbour, made in the guest; an unreadable state is the step's own error to say).
-                if let Some(st) = r
-                    .resume
-                    .as_deref()
-                    .and_then(|p| fsage_exec::checkpoint::State::load(p).ok())
-                {
-                    let rec = st.record;
-                    writes.extend([rec.image, rec.json, rec.op_log].into_iter().flatten());
+                // A resumed run writes what its state names (its mount point is the image's
+                // neighbour, made in the guest).
+                if let Some(r) = &a.resumed {
+                    writes.extend(r.writes.iter().cloned());
                 }
                 writes.sort();
                 writes.dedup();
@@ -524,6 +538,7 @@ mod tests {
                     ..Default::default()
                 },
                 mount: None,
+                resumed: None,
             }))
         };
         let here = Local.run(&step("a.img"), &mut Quiet).unwrap();

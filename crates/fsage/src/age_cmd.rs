@@ -334,22 +334,20 @@ pub fn run(args: AgeArgs) -> CmdResult {
         _ => None,
     };
     // A run resumed on the image it made goes back where that file system can be mounted (a
-    // guest when this kernel lacks it), its image locked here as a new one is.
-    let resumed_image = match &args.resume {
-        Some(state) => fsage_exec::checkpoint::State::load(state)
-            .ok()
-            .and_then(|st| st.record.image)
-            .filter(|i| i.is_file()),
-        None => None,
-    };
-    let _resume_lock = resumed_image
-        .as_ref()
-        .map(|i| fsage_sys::lock::lock_target_or_refuse(i, "the image or device"))
-        .transpose()?;
-    let resumed_kind = resumed_image
+    // guest when this kernel lacks it), its image locked here as a new one is. Its state is read
+    // once, here: the step's shares and the guest's file system follow from what it names.
+    let resumed = args
+        .resume
         .as_deref()
-        .and_then(|i| fsage_lab::probe_fs(i).ok().flatten())
-        .and_then(|name| fsage_lab::FsKind::by_name(&name));
+        .and_then(fsage_host::ResumedImage::of);
+    let _resume_lock = resumed
+        .as_ref()
+        .map(|r| fsage_sys::lock::lock_target_or_refuse(&r.image, "the image or device"))
+        .transpose()?;
+    let resumed_kind = resumed
+        .as_ref()
+        .and_then(|r| r.fs.as_deref())
+        .and_then(fsage_lab::FsKind::by_name);
     // Where it runs is decided once, here; the request is the same either way.
     let runs = match args.fs.or(resumed_kind) {
         Some(fs) => crate::vm_cmd::where_to_run(fs, args.vm, args.no_vm),
@@ -363,6 +361,7 @@ pub fn run(args: AgeArgs) -> CmdResult {
     let step = fsage_host::Step::Age(Box::new(fsage_host::AgeStep {
         request: req,
         mount: None,
+        resumed,
     }));
     let fsage_host::StepResult::Age(out) =
         crate::vm_cmd::run_step(&runs, &step, &mut console)?.result
