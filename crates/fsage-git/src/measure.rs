@@ -385,30 +385,38 @@ pub fn cost_on_models(
         .collect()
 }
 
-/// The clean ext4's directory hash seed: ext4 places a directory made in the root in the block
-/// group its name hashes to under this seed, which mkfs otherwise draws at random, so each clean
-/// instance's tree would start in another group.
-pub const CLEAN_EXT4_HASH_SEED: &str = "6a1f3c5e-2b4d-4e8f-9a0b-c1d2e3f40516";
+/// The ext4 directory hash seed of both instances: ext4 places a directory made in the root in
+/// the block group its name hashes to under this seed (the Orlov allocator), which mkfs otherwise
+/// draws at random, so each instance's tree would start in another group from run to run.
+pub const EXT4_HASH_SEED: &str = "6a1f3c5e-2b4d-4e8f-9a0b-c1d2e3f40516";
+
+/// mkfs options of the aged instance: for ext4 the fixed directory hash seed
+/// ([`EXT4_HASH_SEED`]), so that two replays of one history start their directories in the same
+/// groups; nothing else differs from a default mkfs.
+pub fn aged_mkfs_opts(kind: FsKind) -> Vec<String> {
+    with_fixed_hash_seed(kind, Vec::new())
+}
 
 /// mkfs options of the clean instance: initialised fully at mkfs time (ext4's inode tables and
-/// journal), as the scripts do, and for ext4 a fixed directory hash seed
-/// ([`CLEAN_EXT4_HASH_SEED`]).
+/// journal), as the scripts do, and for ext4 the fixed directory hash seed ([`EXT4_HASH_SEED`]).
 pub fn clean_mkfs_opts(kind: FsKind) -> Vec<String> {
-    let mut opts: Vec<String> = kind
+    let opts = kind
         .desc()
         .mkfs_full_init
         .iter()
         .map(|s| s.to_string())
         .collect();
+    with_fixed_hash_seed(kind, opts)
+}
+
+/// `opts` with ext4's `hash_seed` extended option added (to an `-E` already there, or as one).
+fn with_fixed_hash_seed(kind: FsKind, mut opts: Vec<String>) -> Vec<String> {
     if kind == FsKind::EXT4 {
         match opts.iter().position(|o| o == "-E") {
             Some(i) if i + 1 < opts.len() => {
-                opts[i + 1] = format!("{},hash_seed={CLEAN_EXT4_HASH_SEED}", opts[i + 1]);
+                opts[i + 1] = format!("{},hash_seed={EXT4_HASH_SEED}", opts[i + 1]);
             }
-            _ => opts.extend([
-                "-E".to_string(),
-                format!("hash_seed={CLEAN_EXT4_HASH_SEED}"),
-            ]),
+            _ => opts.extend(["-E".to_string(), format!("hash_seed={EXT4_HASH_SEED}")]),
         }
     }
     opts
@@ -548,6 +556,23 @@ pub fn clean_instance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_ext4_instances_get_the_fixed_hash_seed_and_only_the_clean_one_full_init() {
+        let seed = format!("hash_seed={EXT4_HASH_SEED}");
+        let aged = aged_mkfs_opts(FsKind::EXT4);
+        assert_eq!(aged, vec!["-E".to_string(), seed.clone()]);
+        let clean = clean_mkfs_opts(FsKind::EXT4).join(" ");
+        assert!(
+            clean.contains("lazy_itable_init=0") && clean.contains(&seed),
+            "{clean}"
+        );
+        assert_eq!(clean.matches("-E").count(), 1, "{clean}");
+        assert!(aged_mkfs_opts(FsKind::XFS).is_empty());
+        assert!(!clean_mkfs_opts(FsKind::BTRFS)
+            .join(" ")
+            .contains("hash_seed"));
+    }
 
     #[test]
     fn a_drop_of_the_caches_is_counted() {

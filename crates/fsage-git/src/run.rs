@@ -981,7 +981,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         Target::Image { path, kind, size } => {
             let mnt = measure::mount_dir(path);
             if prior.is_none() {
-                fsage_lab::create_image(*kind, *size, path, &[])?;
+                fsage_lab::create_image(*kind, *size, path, &measure::aged_mkfs_opts(*kind))?;
             } else if !fsage_sys::loops_backed_by(path).is_empty() {
                 obs.note(&format!(
                     "unmounting {} (left mounted by a stopped run)",
