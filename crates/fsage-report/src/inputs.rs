@@ -8,7 +8,7 @@ use fsage_experiment::lab::BaseImage;
 use fsage_experiment::spec::StateSpec;
 use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
 use fsage_measure::FragReport;
-use fsage_workload::BenchResult;
+use fsage_results::bench::BenchResult;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -89,8 +89,8 @@ impl Exporter<RunReport> for Text {
     }
 }
 
-impl Exporter<fsage_workload::BenchResult> for Text {
-    fn export(&self, b: &fsage_workload::BenchResult) -> String {
+impl Exporter<fsage_results::bench::BenchResult> for Text {
+    fn export(&self, b: &fsage_results::bench::BenchResult) -> String {
         bench_text::render(b)
     }
 }
