@@ -6,3 +6,5 @@
 
 pub mod analysis;
 pub mod bench;
+pub mod git;
+pub mod slowdev;
