@@ -16,6 +16,7 @@
 use crate::{Error, Result};
 use fsage_device::{FixedParams, ModelSpec};
 use fsage_lab::drive::{Drives, Feed, FeedReport};
+pub use fsage_results::git::DeviceReads;
 use fsage_slowdev::{Backing, DeviceMount, DeviceSpec, Latencies};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
@@ -63,34 +64,6 @@ impl MeasureDevice {
     /// last one left.
     pub fn fresh_per_grep(&self) -> bool {
         self.model.capabilities().history
-    }
-}
-
-/// The reads a slow device served, as its daemon counted and timed them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DeviceReads {
-    pub requests: u64,
-    /// Mean time from a read's arrival in the daemon to its answer.
-    pub mean_ns: f64,
-}
-
-impl DeviceReads {
-    /// The reads of two devices taken in turn, as one.
-    fn plus(a: Option<DeviceReads>, b: Option<DeviceReads>) -> Option<DeviceReads> {
-        match (a, b) {
-            (Some(a), Some(b)) => {
-                let n = a.requests + b.requests;
-                Some(DeviceReads {
-                    requests: n,
-                    mean_ns: if n == 0 {
-                        0.0
-                    } else {
-                        (a.mean_ns * a.requests as f64 + b.mean_ns * b.requests as f64) / n as f64
-                    },
-                })
-            }
-            (a, b) => a.or(b),
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! ms/op) plus latency percentiles, its "IO Summary" line, and the repetitions with their
 //! confidence interval.
 
-use fsage_workload::{BenchResult, OpStats, RepResult};
+use fsage_results::bench::{BenchResult, OpStats, RepResult};
 use std::fmt::Write;
 
 fn ms(x: Option<f64>) -> String {

@@ -1,8 +1,8 @@
 //! The human forms of `fsage dev list`, `dev stats` and `dev bench` (Markdown tables).
 
 use crate::human_bytes;
-use fsage_slowdev::bench::BenchReport;
-use fsage_slowdev::{DeviceInfo, DeviceStats, LatencySummary, Measurement};
+use fsage_results::slowdev::BenchReport;
+use fsage_results::slowdev::{DeviceInfo, DeviceStats, LatencySummary, Measurement};
 use fsage_units::{format_bandwidth, format_latency};
 use std::fmt::Write as _;
 
@@ -10,7 +10,7 @@ fn us(ns: f64) -> String {
     format!("{:.1}", ns / 1e3)
 }
 
-fn lat_cell(l: &fsage_slowdev::Latencies) -> String {
+fn lat_cell(l: &fsage_results::slowdev::Latencies) -> String {
     if l.read_ns == l.write_ns && l.write_ns == l.flush_ns {
         format_latency(l.read_ns)
     } else {
@@ -72,7 +72,7 @@ pub fn list(devs: &[DeviceInfo]) -> String {
 }
 
 /// The latency column of `dev list`: the model's name, or the latencies.
-fn timing_cell(r: &fsage_slowdev::DeviceRecord) -> String {
+fn timing_cell(r: &fsage_results::slowdev::DeviceRecord) -> String {
     match &r.model {
         Some(m) => m.name.clone(),
         None => lat_cell(&r.latencies),

@@ -1,7 +1,7 @@
 //! Git-aging time series: a table for the terminal and CSV with the published scripts' columns
 //! first (pulls, du size, aged time, aged layout score, clean time, clean layout score).
 
-use fsage_git::{GitRow, GitSeries, InstanceFigures};
+use fsage_results::git::{GitRow, GitSeries, InstanceFigures};
 use std::fmt::Write;
 
 fn opt3(x: Option<f64>) -> String {
@@ -385,14 +385,14 @@ pub fn how_costed(s: &GitSeries) -> String {
 /// Where a model's time went over one costed grep, in the counters its kind marks brief (a hard
 /// disk's seeks and cache hits; an SSD's reads per request, dies per read, pages its drive never
 /// saw written): one line, empty without counters.
-pub fn brief_counters(m: &fsage_git::ModeledFigures) -> String {
+pub fn brief_counters(m: &fsage_results::git::ModeledFigures) -> String {
     m.stats.as_ref().map(|st| st.brief()).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fsage_git::{GitSeries, InstanceFigures, SERIES_FORMAT};
+    use fsage_results::git::{GitSeries, InstanceFigures, SERIES_FORMAT};
 
     fn series() -> GitSeries {
         let inst = |s: f64, ls: f64| InstanceFigures {
@@ -468,7 +468,7 @@ mod tests {
         s.grep_reps = 3;
         s.cost_models = vec![fsage_device::ModelSpec::fixed(1_000_000)];
         let name = s.cost_models[0].name.clone();
-        let m = |secs: f64| fsage_git::ModeledFigures {
+        let m = |secs: f64| fsage_results::git::ModeledFigures {
             model: name.clone(),
             seconds: secs,
             seconds_per_gib: secs * 100.0,
@@ -480,7 +480,7 @@ mod tests {
         r.aged.grep_samples = vec![0.3, 0.2, 0.25];
         r.aged.modeled = vec![m(3.0)];
         r.clean.modeled = vec![m(1.5)];
-        r.modeled_ratio = vec![fsage_git::ModeledRatio {
+        r.modeled_ratio = vec![fsage_results::git::ModeledRatio {
             model: name.clone(),
             ratio: Some(2.0),
         }];

@@ -9,7 +9,7 @@ use std::path::Path;
 pub struct ImageList<'a> {
     pub dir: &'a Path,
     /// `None` when there is no library directory yet.
-    pub items: Option<&'a [Result<Manifest, fsage_lab::Error>]>,
+    pub items: Option<&'a [Result<Manifest, fsage_sys::Error>]>,
 }
 
 /// One stored image's manifest and where it is kept, as `fsage image show` prints it.

@@ -8,7 +8,7 @@ use fsage_experiment::lab::BaseImage;
 use fsage_experiment::spec::StateSpec;
 use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
 use fsage_measure::FragReport;
-use fsage_workload::BenchResult;
+use fsage_results::bench::BenchResult;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -45,7 +45,7 @@ pub struct ReportSet {
     /// measurements; see [`fsage_experiment::analysis::verdicts`]).
     pub verdicts: Vec<BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
-    pub git: Vec<Named<fsage_git::GitSeries>>,
+    pub git: Vec<Named<fsage_results::git::GitSeries>>,
     /// Workload runs (`fsage bench run --json`), in the order given.
     pub bench: Vec<Named<BenchResult>>,
     /// Reproductions (`fsage reproduce NAME --out DIR`): each directory's record; its
@@ -66,7 +66,7 @@ impl ReportSet {
         self.reproductions
             .iter()
             .map(|r| {
-                let git: Vec<(&str, &fsage_git::GitSeries)> = self
+                let git: Vec<(&str, &fsage_results::git::GitSeries)> = self
                     .reproduction_series(r)
                     .into_iter()
                     .map(|g| (g.name.as_str(), &g.item))
@@ -80,7 +80,7 @@ impl ReportSet {
     pub fn reproduction_series(
         &self,
         r: &Named<fsage_repro::Record>,
-    ) -> Vec<&Named<fsage_git::GitSeries>> {
+    ) -> Vec<&Named<fsage_results::git::GitSeries>> {
         let dir = r.path.parent();
         self.git
             .iter()
@@ -103,7 +103,7 @@ impl ReportSet {
 /// Which kind a JSON value is, from keys only that kind has.
 pub fn detect(v: &serde_json::Value) -> Option<Kind> {
     let has = |k: &str| v.get(k).is_some();
-    if v.get("format").and_then(|f| f.as_str()) == Some(fsage_git::series::SERIES_FORMAT) {
+    if v.get("format").and_then(|f| f.as_str()) == Some(fsage_results::git::SERIES_FORMAT) {
         Some(Kind::Git)
     } else if has("cell") && has("status") && has("samples") {
         Some(Kind::Cell)

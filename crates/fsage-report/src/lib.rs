@@ -89,8 +89,8 @@ impl Exporter<RunReport> for Text {
     }
 }
 
-impl Exporter<fsage_workload::BenchResult> for Text {
-    fn export(&self, b: &fsage_workload::BenchResult) -> String {
+impl Exporter<fsage_results::bench::BenchResult> for Text {
+    fn export(&self, b: &fsage_results::bench::BenchResult) -> String {
         bench_text::render(b)
     }
 }
@@ -125,8 +125,8 @@ impl Exporter<RunStatus> for Text {
     }
 }
 
-impl Exporter<fsage_git::GitSeries> for Text {
-    fn export(&self, s: &fsage_git::GitSeries) -> String {
+impl Exporter<fsage_results::git::GitSeries> for Text {
+    fn export(&self, s: &fsage_results::git::GitSeries) -> String {
         git_series::render(s)
     }
 }
@@ -135,8 +135,8 @@ impl Exporter<fsage_git::GitSeries> for Text {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Csv;
 
-impl Exporter<fsage_git::GitSeries> for Csv {
-    fn export(&self, s: &fsage_git::GitSeries) -> String {
+impl Exporter<fsage_results::git::GitSeries> for Csv {
+    fn export(&self, s: &fsage_results::git::GitSeries) -> String {
         git_series::csv(s)
     }
 }
@@ -169,20 +169,20 @@ impl Exporter<ExtractStats> for Text {
     }
 }
 
-impl Exporter<[fsage_slowdev::DeviceInfo]> for Text {
-    fn export(&self, devs: &[fsage_slowdev::DeviceInfo]) -> String {
+impl Exporter<[fsage_results::slowdev::DeviceInfo]> for Text {
+    fn export(&self, devs: &[fsage_results::slowdev::DeviceInfo]) -> String {
         dev_text::list(devs)
     }
 }
 
-impl Exporter<fsage_slowdev::DeviceStats> for Text {
-    fn export(&self, s: &fsage_slowdev::DeviceStats) -> String {
+impl Exporter<fsage_results::slowdev::DeviceStats> for Text {
+    fn export(&self, s: &fsage_results::slowdev::DeviceStats) -> String {
         dev_text::stats(s)
     }
 }
 
-impl Exporter<fsage_slowdev::bench::BenchReport> for Text {
-    fn export(&self, r: &fsage_slowdev::bench::BenchReport) -> String {
+impl Exporter<fsage_results::slowdev::BenchReport> for Text {
+    fn export(&self, r: &fsage_results::slowdev::BenchReport) -> String {
         dev_text::bench(r)
     }
 }

@@ -162,7 +162,7 @@ fn ratios_against_pulls_are_lines_with_the_papers_points_as_grey_markers() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/git/zlib-ext4.json"),
     )
     .unwrap();
-    let mut s: fsage_git::GitSeries = serde_json::from_str(&text).unwrap();
+    let mut s: fsage_results::git::GitSeries = serde_json::from_str(&text).unwrap();
     s.fs = "btrfs".into();
     let mut m = fsage_device::resolve("hdd-7200").unwrap();
     m.name = "st500dm002".into();
@@ -173,11 +173,11 @@ fn ratios_against_pulls_are_lines_with_the_papers_points_as_grey_markers() {
     s.cost_models = vec![m, ssd];
     for r in &mut s.rows {
         r.modeled_ratio = vec![
-            fsage_git::ModeledRatio {
+            fsage_results::git::ModeledRatio {
                 model: "st500dm002".into(),
                 ratio: Some(r.pulls as f64 / 100.0 + 1.0),
             },
-            fsage_git::ModeledRatio {
+            fsage_results::git::ModeledRatio {
                 model: "sandisk-extreme-pro-240g".into(),
                 ratio: Some(1.0),
             },

@@ -391,7 +391,7 @@ fn a_log_structured_report_shows_its_segments() {
 fn a_series_with_the_older_ssd_counters_reads_with_them() {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../docs/experiments/conway-ssd/nginx-xfs.json");
-    let s: fsage_git::GitSeries =
+    let s: fsage_results::git::GitSeries =
         serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     let last = s.rows.last().unwrap();
     let m = last.aged.modeled_on("ssd-sata").unwrap();

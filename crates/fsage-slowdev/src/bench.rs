@@ -3,9 +3,9 @@
 //! throughput at 0 latency, and parallelism at 1 ms (queue depth 16, with and without a device
 //! queue depth of 4).
 
-use crate::measure::{measure, MeasureSpec, Measurement, Pattern};
+use crate::measure::{measure, MeasureSpec, Pattern};
 use crate::{Backing, DeviceSpec, Error, Latencies, Result, SlowDevice};
-use serde::{Deserialize, Serialize};
+pub use fsage_results::slowdev::{AccuracyRow, BenchReport};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,56 +23,6 @@ pub struct BenchSpec {
     pub realtime: bool,
     pub registry: PathBuf,
     pub daemon_cmd: Option<Vec<OsString>>,
-}
-
-/// One row of the accuracy table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AccuracyRow {
-    pub setting_ns: u64,
-    pub pattern: Pattern,
-    pub measured: Measurement,
-    /// Mean latency minus the floor's mean.
-    pub added_mean_ns: f64,
-    /// (added mean - setting) / setting; 0 for the 0 setting.
-    pub mean_error: f64,
-    /// p99 minus the floor's p99: how far the device moved the tail. A delay that adds exactly
-    /// the setting to every request moves every percentile by the setting, so this is what the
-    /// issue's "p99 within 10%" is checked on.
-    pub p99_shift_ns: f64,
-    /// (p99 shift - setting) / setting; 0 for the 0 setting.
-    pub p99_error: f64,
-    /// p99 minus the floor's p50: the tail added over a typical floor request, which also holds
-    /// the floor's own jitter (its p99 minus its p50, some 17 us here) at every setting.
-    pub added_p99_ns: f64,
-    /// Within 2% (or 2 us) for the mean and 10% (or 10 us) for the p99 shift.
-    pub within_target: bool,
-    /// The same requests as the daemon timed them (arrival to answer): the emulator's own
-    /// precision, without the kernel's path and scheduling.
-    pub daemon: crate::LatencySummary,
-    /// How late the daemon's answers were against the model's completion time.
-    pub daemon_late: crate::LatencySummary,
-}
-
-/// `fsage dev bench`'s result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchReport {
-    pub size: u64,
-    pub realtime_measurement: bool,
-    /// 1-minute load average when the run started and ended.
-    pub load_before: f64,
-    pub load_after: f64,
-    /// 4 KiB random reads and writes, QD1, on a plain direct-I/O loop device over the image.
-    pub plain: Vec<Measurement>,
-    /// The same on the slow device at 0 latency.
-    pub floor: Vec<Measurement>,
-    /// Sequential 1 MiB reads and writes, QD4: plain loop device, then slow device at 0.
-    pub seq_plain: Vec<Measurement>,
-    pub seq_floor: Vec<Measurement>,
-    pub accuracy: Vec<AccuracyRow>,
-    /// 4 KiB random reads at 1 ms, QD16.
-    pub parallel: Measurement,
-    /// The same with a device queue depth of 4.
-    pub parallel_qd4: Measurement,
 }
 
 fn load() -> f64 {

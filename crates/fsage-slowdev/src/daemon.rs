@@ -9,7 +9,7 @@ use crate::registry::{
     finish_dir, lazy_umount, read_nofollow, read_record, refuses_set, write_record, DeviceRecord,
 };
 use crate::sched::set_realtime;
-use crate::stats::{Collector, DeviceStats, DiskStats, Kind, ModelInfo};
+use crate::stats::{read_diskstats, Collector, DeviceStats, DiskStats, Kind, ModelInfo};
 use crate::timing::{Answer, Completer};
 use crate::{Error, Result};
 use fuser::{
@@ -493,7 +493,7 @@ pub fn serve(dir: &Path) -> Result<()> {
     }
     // The kernel's counters for a loop device outlive its earlier users: count from here, where
     // the kernel has counted exactly what the daemon has (the partition scan).
-    let mut baseline = DiskStats::read(&loop_name)
+    let mut baseline = read_diskstats(&loop_name)
         .unwrap_or_default()
         .minus(&DiskStats::from_kinds(&shared.stats.summary()));
     let sock = socket_path(dir);
@@ -571,7 +571,7 @@ pub fn serve(dir: &Path) -> Result<()> {
                         other_requests: shared.stats.other.load(Relaxed),
                         errors: shared.stats.errors.load(Relaxed),
                         spin_window_ns: completer.spin_window().as_nanos() as u64,
-                        diskstats: DiskStats::read(&loop_name).map(|d| d.minus(&baseline)),
+                        diskstats: read_diskstats(&loop_name).map(|d| d.minus(&baseline)),
                         // A device of plain latencies names no model; a fixed-latency model's
                         // counters (service time only) are not shown, as before it was one.
                         model: rec.model.as_ref().map(|spec| {
@@ -604,7 +604,7 @@ pub fn serve(dir: &Path) -> Result<()> {
                     // Count the kernel (and the model) from here too.
                     shared.model.reset_stats();
                     shared.stats.reset();
-                    baseline = DiskStats::read(&loop_name).unwrap_or_default();
+                    baseline = read_diskstats(&loop_name).unwrap_or_default();
                 }
                 r
             }

@@ -6,7 +6,7 @@ use crate::registry::{
     DeviceRecord, Registry,
 };
 use crate::{Backing, DeviceSpec, DeviceStats, Error, Latencies, Result};
-use serde::{Deserialize, Serialize};
+pub use fsage_results::slowdev::DeviceInfo;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -26,22 +26,6 @@ pub struct SlowDevice {
     record: DeviceRecord,
     /// The daemon, when this process started it (so that it is reaped).
     child: Option<Child>,
-}
-
-/// A device as `fsage dev list` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    #[serde(flatten)]
-    pub record: DeviceRecord,
-    /// Is the daemon running?
-    pub alive: bool,
-    /// Where the block device is mounted.
-    pub mounted_on: Vec<PathBuf>,
-    /// Reads, writes, flushes, discards and write-zeroes served (none when the daemon does not
-    /// answer).
-    pub requests: Option<u64>,
-    /// The model's counters (seeks, cache hits...), for a device whose model runs in the daemon.
-    pub model_stats: Option<fsage_device::ModelStats>,
 }
 
 impl SlowDevice {

@@ -4,35 +4,11 @@
 
 use crate::stats::LatencySummary;
 use crate::{Error, Result};
+pub use fsage_results::slowdev::{Measurement, Pattern};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pattern {
-    RandRead,
-    RandWrite,
-    /// Sequential reads, each thread in its own stretch of the device.
-    SeqRead,
-    SeqWrite,
-}
-
-impl Pattern {
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::RandRead => "randread",
-            Pattern::RandWrite => "randwrite",
-            Pattern::SeqRead => "read",
-            Pattern::SeqWrite => "write",
-        }
-    }
-    fn writes(self) -> bool {
-        matches!(self, Pattern::RandWrite | Pattern::SeqWrite)
-    }
-}
 
 /// One measurement. Writes overwrite the device's data.
 #[derive(Debug, Clone)]
@@ -72,20 +48,6 @@ impl MeasureSpec {
             realtime: false,
         }
     }
-}
-
-/// What an application saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Measurement {
-    pub pattern: Pattern,
-    pub block_size: usize,
-    pub queue_depth: usize,
-    pub ops: u64,
-    pub seconds: f64,
-    pub iops: f64,
-    /// Bytes per second.
-    pub throughput: f64,
-    pub latency: LatencySummary,
 }
 
 struct AlignedBuf {

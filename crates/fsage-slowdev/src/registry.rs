@@ -3,86 +3,13 @@
 //! control socket `ctl.sock` and `daemon.log`. list, set, stats and destroy only ever act on
 //! what is recorded here.
 
-use crate::{Error, Latencies, Result};
-use fsage_device::{FixedParams, ModelSpec};
-use serde::{Deserialize, Serialize};
+use crate::{Error, Result};
+pub use fsage_results::slowdev::DeviceRecord;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-/// `device.json`: how a device was made and where its parts are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceRecord {
-    /// `sd0`, `sd1`...: the name of the device's directory.
-    pub name: String,
-    /// The block device, once the daemon has attached it.
-    pub device: Option<PathBuf>,
-    /// The daemon's process id, once it runs.
-    pub daemon_pid: Option<u32>,
-    pub fuse_mountpoint: PathBuf,
-    pub backing_file: PathBuf,
-    /// A scratch file fsage made, removed by destroy.
-    pub remove_backing: bool,
-    pub size: u64,
-    pub latencies: Latencies,
-    pub bandwidth: Option<u64>,
-    pub queue_depth: Option<u32>,
-    pub threads: usize,
-    /// The daemon's threads run `SCHED_FIFO`.
-    #[serde(default)]
-    pub realtime: bool,
-    /// Seconds since the Unix epoch.
-    pub created_unix: u64,
-    /// The device model it runs (none: the latencies, bandwidth and queue depth above; a
-    /// fixed-latency model is also written there).
-    #[serde(default)]
-    pub model: Option<ModelSpec>,
-    /// Every request of the model goes through the model thread (tests of that path).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub model_thread: bool,
-    /// Why the daemon is not marked an I/O flusher (`PR_SET_IO_FLUSHER` failed), if it is not.
-    #[serde(default)]
-    pub io_flusher_error: Option<String>,
-    /// Where the model's drive state (an SSD's FTL) is kept between devices: `IMAGE.ftl` beside
-    /// a kept image; none for a scratch image or a model without state.
-    #[serde(default)]
-    pub state_file: Option<PathBuf>,
-    /// The drive state was loaded from `state_file` (else the drive started fresh), and why.
-    #[serde(default)]
-    pub state_note: Option<String>,
-    /// How the model reads pages its drive never saw written, when not its own rule (free).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unwritten_reads: Option<fsage_device::UnwrittenReads>,
-}
-
 pub(crate) use fsage_device::in_use_mark;
 pub use fsage_device::state_file_of;
-
-impl DeviceRecord {
-    /// Does the device's timing need the daemon's model thread (a model whose kind does not
-    /// answer every request at its arrival, or every answer sent through it for a test), rather
-    /// than the fast path a fixed latency takes?
-    pub fn model_runs_in_thread(&self) -> bool {
-        match &self.model {
-            Some(m) => self.model_thread || !m.capabilities().answers_at_arrival,
-            None => false,
-        }
-    }
-
-    /// The model the device runs: its own, or the fixed-latency model of its latencies,
-    /// bandwidth and queue depth (a device made with `--latency`, or changed by `dev set`).
-    pub fn model_spec(&self) -> ModelSpec {
-        match &self.model {
-            Some(m) => m.clone(),
-            None => ModelSpec::fixed_with(FixedParams {
-                read_ns: self.latencies.read_ns,
-                write_ns: self.latencies.write_ns,
-                flush_ns: self.latencies.flush_ns,
-                bandwidth: self.bandwidth,
-                queue_depth: self.queue_depth,
-            }),
-        }
-    }
-}
 
 /// The registry: a directory of device directories.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,29 +2,10 @@
 
 use crate::{Error, Result};
 use fsage_device::{FixedParams, ModelSpec};
+pub use fsage_results::slowdev::Latencies;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::PathBuf;
-
-/// Per-request latencies in nanoseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Latencies {
-    pub read_ns: u64,
-    pub write_ns: u64,
-    /// A flush (fsync reaching the device).
-    pub flush_ns: u64,
-}
-
-impl Latencies {
-    /// The same latency for reads, writes and flushes.
-    pub fn uniform(ns: u64) -> Latencies {
-        Latencies {
-            read_ns: ns,
-            write_ns: ns,
-            flush_ns: ns,
-        }
-    }
-}
 
 /// Latencies asked for, per kind or for all, on top of a device's (or the defaults).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -5,60 +5,9 @@
 //! Lock contention comes from `/proc/lock_stat` where the kernel has it (CONFIG_LOCK_STAT;
 //! Debian's kernels do not), and the timeline says so otherwise.
 
-use serde::{Deserialize, Serialize};
+pub use fsage_results::bench::{LockContention, Timeline, TimelinePoint};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// One interval of a repetition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimelinePoint {
-    /// The interval's end, in seconds since the repetition's threads started (warmup included).
-    pub t_secs: f64,
-    /// Operations per second over the interval (all threads).
-    pub ops_per_sec: f64,
-    /// Shares of all CPUs' time over the interval, in percent: user (with nice), system (with
-    /// irq and softirq), iowait, idle, and steal (a VM's host took it).
-    pub cpu_user: f64,
-    pub cpu_system: f64,
-    pub cpu_iowait: f64,
-    pub cpu_idle: f64,
-    #[serde(default)]
-    pub cpu_steal: f64,
-    /// The device's average requests in flight over the interval (its weighted time in queue
-    /// over the interval), when the target's device is known.
-    pub in_flight: Option<f64>,
-    /// The share of the interval the device had at least one request, in percent.
-    pub device_busy: Option<f64>,
-    /// Requests the device completed per second (reads and writes).
-    pub device_iops: Option<f64>,
-}
-
-/// One contended lock from `/proc/lock_stat`, over the repetition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LockContention {
-    pub name: String,
-    pub contentions: u64,
-    /// Total time waited, in microseconds.
-    pub wait_total_us: f64,
-}
-
-/// A repetition's time series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Timeline {
-    pub interval_secs: f64,
-    /// The block device whose requests are counted (`/dev/loop3`), or why none is.
-    pub device: Option<String>,
-    #[serde(default)]
-    pub device_note: Option<String>,
-    pub cpus: usize,
-    pub points: Vec<TimelinePoint>,
-    /// The most contended locks during the repetition (when the kernel has lock statistics).
-    #[serde(default)]
-    pub locks: Vec<LockContention>,
-    /// Why there are no lock statistics, when there are none.
-    #[serde(default)]
-    pub locks_note: Option<String>,
-}
 
 /// The all-CPU counters of `/proc/stat`'s first line, in clock ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -118,10 +118,14 @@ pub fn compressed_ratio(data: &[u8]) -> f64 {
     if data.iter().all(|&b| b == 0) {
         return 0.0;
     }
+    #[cfg(feature = "compression")]
     match zstd::bulk::compress(data, 1) {
         Ok(c) => (c.len() as f64 / data.len() as f64).min(1.0),
         Err(_) => 1.0,
     }
+    // Unreachable in practice: without the feature no compressing drive is built (`Ssd::new`).
+    #[cfg(not(feature = "compression"))]
+    1.0
 }
 
 impl SsdParams {
@@ -575,6 +579,13 @@ impl Ssd {
     /// as a real drive does (zeros, no flash) until told otherwise
     /// ([`DeviceModel::set_unwritten_reads`]).
     pub fn new(p: &SsdParams, device_size: u64) -> crate::Result<Ssd> {
+        if cfg!(not(feature = "compression")) && p.compression.is_some() {
+            return Err(Error::input(
+                "a compressing drive needs fsage-device's `compression` feature (zstd), \
+                 which this build left out"
+                    .to_string(),
+            ));
+        }
         let user = p.capacity.unwrap_or(device_size);
         if user < device_size {
             return Err(Error::input(format!(

@@ -7,8 +7,8 @@ use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries, PercentilePanels};
 use crate::html::Section;
 use crate::inputs::Named;
+use fsage_results::bench::{BenchResult, FlowopResult, Summary};
 use fsage_sys::PlatformKind;
-use fsage_workload::{BenchResult, FlowopResult, Summary};
 use std::fmt::Write as _;
 
 /// One flowop of one run over its repetitions.

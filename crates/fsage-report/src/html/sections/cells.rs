@@ -68,7 +68,9 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
             .workload_report
             .as_ref()
             .and_then(|w| w.get("reps"))
-            .and_then(|r| serde_json::from_value::<Vec<fsage_workload::RepResult>>(r.clone()).ok())
+            .and_then(|r| {
+                serde_json::from_value::<Vec<fsage_results::bench::RepResult>>(r.clone()).ok()
+            })
         else {
             continue;
         };

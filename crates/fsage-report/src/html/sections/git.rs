@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 /// Git-history aging (Conway et al.): grep seconds per GiB of the aged and the clean instance
 /// against pulls, their ratio, and the layout scores of the greps' reads.
-pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries>]) {
+pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_results::git::GitSeries>]) {
     let mut c = String::new();
     let xmax = series
         .iter()
@@ -35,7 +35,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
         let name = format!("{} {}", s.name, series_tags(g));
         let col = plots::series_color(&g.fs, i);
         let instance = series[..i].iter().filter(|o| o.item.fs == g.fs).count();
-        let pts = |f: &dyn Fn(&fsage_git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
+        let pts = |f: &dyn Fn(&fsage_results::git::GitRow) -> Option<f64>| -> Vec<(f64, f64)> {
             g.rows
                 .iter()
                 .filter_map(|r| f(r).map(|y| (r.pulls as f64, y)))
@@ -52,17 +52,18 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
         };
         let dash = Dash::nth(instance);
         // The spread of the timed greps, per GiB, as whiskers (none for one sample).
-        let spread = |f: &dyn Fn(&fsage_git::GitRow) -> &fsage_git::InstanceFigures| {
-            g.rows
-                .iter()
-                .filter(|r| f(r).grep_samples.len() > 1 && r.du_bytes > 0)
-                .map(|r| {
-                    let (lo, hi) = f(r).grep_spread();
-                    let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
-                    (r.pulls as f64, lo / gib, hi / gib)
-                })
-                .collect::<Vec<_>>()
-        };
+        let spread =
+            |f: &dyn Fn(&fsage_results::git::GitRow) -> &fsage_results::git::InstanceFigures| {
+                g.rows
+                    .iter()
+                    .filter(|r| f(r).grep_samples.len() > 1 && r.du_bytes > 0)
+                    .map(|r| {
+                        let (lo, hi) = f(r).grep_spread();
+                        let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
+                        (r.pulls as f64, lo / gib, hi / gib)
+                    })
+                    .collect::<Vec<_>>()
+            };
         let mut aged = line(
             format!("{name} aged"),
             pts(&|r| Some(r.aged.grep_seconds_per_gib)),
@@ -250,7 +251,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_git::GitSeries
 /// A series' file system, partition size, and warm cache and memory limit when it had them
 /// (`ext4 20 GiB, warm, 512 MiB memory`): what tells apart series of one repository run with
 /// other partition sizes or memory, as Conway et al.'s figures 5 and 6 compare.
-fn series_tags(g: &fsage_git::GitSeries) -> String {
+fn series_tags(g: &fsage_results::git::GitSeries) -> String {
     let mut t = format!("{} {}", g.fs, human_bytes(g.size_bytes));
     if g.warm_cache {
         t.push_str(", warm");

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
     let mut c = String::new();
     for (r, cmp) in set.reproductions.iter().zip(set.comparisons()) {
-        let git: Vec<(&str, &fsage_git::GitSeries)> = set
+        let git: Vec<(&str, &fsage_results::git::GitSeries)> = set
             .reproduction_series(r)
             .into_iter()
             .map(|g| (g.name.as_str(), &g.item))
@@ -42,7 +42,7 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
 }
 
 /// One reproduction: a heading with its scale, a plot, the table.
-fn part(c: &mut String, cmp: &Comparison, git: &[(&str, &fsage_git::GitSeries)]) {
+fn part(c: &mut String, cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) {
     let rec = &cmp.record;
     let (n, with, within) = cmp.counts();
     let _ = writeln!(
@@ -142,7 +142,7 @@ fn bars(cmp: &Comparison) -> String {
 
 /// fsage's series against pulls (a file system's colour, a dash per run) with the paper's
 /// points as grey markers on the same axes.
-fn lines(cmp: &Comparison, git: &[(&str, &fsage_git::GitSeries)]) -> String {
+fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> String {
     let rec = &cmp.record;
     let unit = cmp.points[0].published.unit.clone();
     let ratio = unit == "x";

@@ -4,7 +4,7 @@
 
 use crate::html::page::{esc, fig, plot_or_note, table};
 use crate::html::plots::{self, Line, LineChart};
-use fsage_workload::Timeline;
+use fsage_results::bench::Timeline;
 use std::fmt::Write as _;
 
 fn line(name: &str, color: usize, points: Vec<(f64, f64)>) -> Line {
@@ -26,7 +26,7 @@ pub(crate) fn charts(tl: &Timeline, title: &str) -> String {
         return "<p class=\"note\">(no sample: the run was shorter than one interval)</p>".into();
     }
     let x1 = pts.iter().map(|p| p.t_secs).fold(0.0, f64::max);
-    let series = |f: fn(&fsage_workload::TimelinePoint) -> f64| -> Vec<(f64, f64)> {
+    let series = |f: fn(&fsage_results::bench::TimelinePoint) -> f64| -> Vec<(f64, f64)> {
         pts.iter().map(|p| (p.t_secs, f(p))).collect()
     };
     let chart = |title: String, y: &str, lines: Vec<Line>| LineChart {
@@ -73,7 +73,7 @@ pub(crate) fn charts(tl: &Timeline, title: &str) -> String {
         vec![line("ops/s", 6, series(|p| p.ops_per_sec))],
     ))));
     let mut c = fig(&parts);
-    let mean = |f: fn(&fsage_workload::TimelinePoint) -> Option<f64>| {
+    let mean = |f: fn(&fsage_results::bench::TimelinePoint) -> Option<f64>| {
         let v: Vec<f64> = pts.iter().filter_map(f).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
@@ -121,7 +121,7 @@ pub(crate) fn charts(tl: &Timeline, title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fsage_workload::{LockContention, TimelinePoint};
+    use fsage_results::bench::{LockContention, TimelinePoint};
 
     fn point(t: f64, user: f64, in_flight: Option<f64>) -> TimelinePoint {
         TimelinePoint {
