@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod memory;
+mod op;
 pub mod planner;
 pub mod rng;
 pub mod snapshot;
