@@ -9,7 +9,7 @@
 //!   effective-bandwidth-against-read-size curve Conway et al. measured on their drives).
 
 use crate::models::{ModelKind, ModelSpec};
-use crate::ssd::Ssd;
+use crate::ssd::{Ssd, SsdParams};
 use crate::{DeviceModel, Error, Ns, Result, Rq, RqKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
@@ -78,11 +78,11 @@ impl Rng {
     }
 }
 
-fn ssd_of(spec: &ModelSpec, device_bytes: u64) -> Result<Ssd> {
+fn ssd_of(spec: &ModelSpec, device_bytes: u64) -> Result<(Ssd, &SsdParams)> {
     match &spec.kind {
-        ModelKind::Ssd(p) => {
-            Ssd::new(p, device_bytes).map_err(|e| Error::input(format!("model {}: {e}", spec.name)))
-        }
+        ModelKind::Ssd(p) => Ssd::new(p, device_bytes)
+            .map(|ssd| (ssd, p))
+            .map_err(|e| Error::input(format!("model {}: {e}", spec.name))),
         _ => Err(Error::input(format!(
             "model {}: write amplification needs an SSD model",
             spec.name
@@ -145,10 +145,7 @@ pub fn write_amplification(
     device_bytes: u64,
     opts: WaOptions,
 ) -> Result<WaReport> {
-    let mut ssd = ssd_of(spec, device_bytes)?;
-    let ModelKind::Ssd(p) = &spec.kind else {
-        unreachable!("ssd_of checked the kind")
-    };
+    let (mut ssd, p) = ssd_of(spec, device_bytes)?;
     let span = opts.span.unwrap_or(device_bytes);
     if span == 0 || span > device_bytes {
         return Err(Error::input(format!(
@@ -267,7 +264,6 @@ pub fn read_curve(
 mod tests {
     use super::*;
     use crate::models::resolve;
-    use crate::ssd::SsdParams;
 
     const M4: u64 = 64_023_257_088;
 
@@ -304,7 +300,7 @@ mod tests {
         // The same 1 GiB drive with a pool per die (what a drive of the m4's shape and 1 GiB
         // capacity was before scaling): each die's reserve is a larger share, WA is higher.
         let ModelKind::Ssd(p) = &full.kind else {
-            unreachable!()
+            panic!("crucial-m4-64g is an SSD model")
         };
         let kept = ModelSpec {
             kind: ModelKind::Ssd(SsdParams {
@@ -346,7 +342,7 @@ mod tests {
         let s = resolve("ssd-sata@4GiB/64GB").unwrap();
         assert_eq!(s.name, "ssd-sata@4GiB/64GB");
         let ModelKind::Ssd(p) = &s.kind else {
-            unreachable!()
+            panic!("ssd-sata is an SSD model")
         };
         assert_eq!(p.pools(4 << 30), 4);
         assert_eq!(p.timing_dies(), 64);

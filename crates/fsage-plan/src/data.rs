@@ -33,7 +33,7 @@ pub enum DataPattern {
 
 impl DataPattern {
     /// Parses `incompressible`, `zeros`, `filebench` or `N%` (0 to 100).
-    pub fn parse(s: &str) -> Result<DataPattern, String> {
+    pub fn parse(s: &str) -> Result<DataPattern, BadDataPattern> {
         let t = s.trim();
         Ok(match t {
             "incompressible" => DataPattern::Incompressible,
@@ -46,12 +46,7 @@ impl DataPattern {
                     .filter(|&n| n <= 100);
                 match pct {
                     Some(n) => DataPattern::Compressible(n),
-                    None => {
-                        return Err(format!(
-                            "{t:?} is not a data pattern: give incompressible, zeros, filebench \
-                             or a compressible share such as 50% (0% to 100%)"
-                        ))
-                    }
+                    None => return Err(BadDataPattern { given: t.into() }),
                 }
             }
         })
@@ -100,6 +95,17 @@ impl DataPattern {
     }
 }
 
+/// A text that names no data pattern (the caller names the flag or the file and line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{given:?} is not a data pattern: give incompressible, zeros, filebench or a compressible \
+     share such as 50% (0% to 100%)"
+)]
+pub struct BadDataPattern {
+    /// The text given, trimmed.
+    pub given: String,
+}
+
 impl std::fmt::Display for DataPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name())
@@ -107,8 +113,8 @@ impl std::fmt::Display for DataPattern {
 }
 
 impl std::str::FromStr for DataPattern {
-    type Err = String;
-    fn from_str(s: &str) -> Result<DataPattern, String> {
+    type Err = BadDataPattern;
+    fn from_str(s: &str) -> Result<DataPattern, BadDataPattern> {
         DataPattern::parse(s)
     }
 }
@@ -139,7 +145,7 @@ mod tests {
             assert_eq!(serde_json::from_str::<DataPattern>(&j).unwrap(), p);
         }
         for bad in ["random", "101%", "-1%", "50", "%", "50.5%"] {
-            let e = DataPattern::parse(bad).unwrap_err();
+            let e = DataPattern::parse(bad).unwrap_err().to_string();
             assert!(e.contains("incompressible, zeros, filebench"), "{e}");
         }
     }

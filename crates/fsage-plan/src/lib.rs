@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod memory;
+mod op;
 pub mod planner;
 pub mod rng;
 pub mod snapshot;
@@ -10,7 +11,7 @@ pub mod stats;
 pub mod theorem;
 pub mod tree;
 
-pub use data::DataPattern;
+pub use data::{BadDataPattern, DataPattern};
 pub use memory::{estimate_memory, MemoryEstimate};
 pub use planner::{
     Counters, LiveFile, Op, OpKind, Phase, PlanConfig, PlanError, Planner, UnmeetableBin,

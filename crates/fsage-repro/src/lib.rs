@@ -15,7 +15,7 @@ pub mod run;
 
 pub use catalog::{Reproduction, REPRODUCTIONS};
 pub use compare::{compare, Aim, Comparison, PointComparison};
-pub use published::{published, published_for, PublishedPoint};
+pub use published::{published, published_for, PublishedError, PublishedPoint, RowProblem};
 pub use run::{reproduce, Observer, Options, Outcome, Record};
 
 /// An error of a reproduction: bad input (an unknown name, a directory of something else) or a

@@ -99,35 +99,81 @@ const COLUMNS: [&str; 13] = [
     "note",
 ];
 
+/// What is wrong with a published-numbers file, naming the file and the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishedError {
+    #[error("{origin}: empty")]
+    Empty { origin: String },
+    #[error("{origin}:{line}: {problem}")]
+    Line {
+        origin: String,
+        /// Counted from 1.
+        line: usize,
+        problem: RowProblem,
+    },
+}
+
+/// What is wrong with one line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowProblem {
+    #[error("the columns must be {}", COLUMNS.join(","))]
+    Columns,
+    #[error("{found} fields, not {}", COLUMNS.len())]
+    FieldCount { found: usize },
+    #[error("{column}: {value:?} is not a number")]
+    NotANumber { column: &'static str, value: String },
+    #[error("high is below low")]
+    HighBelowLow,
+    #[error("{column} is empty")]
+    EmptyField { column: &'static str },
+    #[error("a quote inside an unquoted field")]
+    QuoteInside,
+    #[error("text after a closing quote")]
+    TextAfterQuote,
+    #[error("an unclosed quote")]
+    UnclosedQuote,
+}
+
 /// Parses the file (`origin` names it in errors, with the line).
-pub fn parse(text: &str, origin: &str) -> Result<Vec<PublishedPoint>, String> {
+pub fn parse(text: &str, origin: &str) -> Result<Vec<PublishedPoint>, PublishedError> {
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, head)) = lines.next() else {
-        return Err(format!("{origin}: empty"));
+        return Err(PublishedError::Empty {
+            origin: origin.into(),
+        });
     };
-    let head = split(head).map_err(|e| format!("{origin}:1: {e}"))?;
+    let at_line = |line: usize| {
+        move |problem: RowProblem| PublishedError::Line {
+            origin: origin.into(),
+            line,
+            problem,
+        }
+    };
+    let head = split(head).map_err(at_line(1))?;
     if head != COLUMNS {
-        return Err(format!(
-            "{origin}:1: the columns must be {}",
-            COLUMNS.join(",")
-        ));
+        return Err(at_line(1)(RowProblem::Columns));
     }
     let mut out = Vec::new();
     for (i, line) in lines {
-        let at = |e: String| format!("{origin}:{}: {e}", i + 1);
+        let at = at_line(i + 1);
         let f = split(line).map_err(at)?;
         if f.len() != COLUMNS.len() {
-            return Err(at(format!("{} fields, not {}", f.len(), COLUMNS.len())));
+            return Err(at(RowProblem::FieldCount { found: f.len() }));
         }
-        let num = |k: usize| -> Result<f64, String> {
+        let num = |k: usize| -> Result<f64, PublishedError> {
             f[k].trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| at(format!("{}: {:?} is not a number", COLUMNS[k], f[k])))
+                .ok_or_else(|| {
+                    at(RowProblem::NotANumber {
+                        column: COLUMNS[k],
+                        value: f[k].clone(),
+                    })
+                })
         };
         let low = num(7)?;
         let high = if f[8].trim().is_empty() {
@@ -136,11 +182,11 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<PublishedPoint>, String> {
             Some(num(8)?)
         };
         if high.is_some_and(|h| h < low) {
-            return Err(at("high is below low".into()));
+            return Err(at(RowProblem::HighBelowLow));
         }
         for k in [0, 1, 2, 3, 6, 9, 10, 11] {
             if f[k].trim().is_empty() {
-                return Err(at(format!("{} is empty", COLUMNS[k])));
+                return Err(at(RowProblem::EmptyField { column: COLUMNS[k] }));
             }
         }
         out.push(PublishedPoint {
@@ -163,7 +209,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<PublishedPoint>, String> {
 }
 
 /// One CSV line's fields (RFC 4180 quoting: `"a, b"`, `""` for a quote inside).
-fn split(line: &str) -> Result<Vec<String>, String> {
+fn split(line: &str) -> Result<Vec<String>, RowProblem> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut chars = line.chars().peekable();
@@ -189,14 +235,14 @@ fn split(line: &str) -> Result<Vec<String>, String> {
                     out.push(std::mem::take(&mut cur));
                     was_quoted = false;
                 }
-                '"' => return Err("a quote inside an unquoted field".into()),
-                _ if was_quoted => return Err("text after a closing quote".into()),
+                '"' => return Err(RowProblem::QuoteInside),
+                _ if was_quoted => return Err(RowProblem::TextAfterQuote),
                 _ => cur.push(c),
             }
         }
     }
     if quoted {
-        return Err("an unclosed quote".into());
+        return Err(RowProblem::UnclosedQuote);
     }
     out.push(cur);
     Ok(out)
@@ -250,14 +296,39 @@ mod tests {
             "t.csv",
         )
         .unwrap_err();
-        assert!(e.starts_with("t.csv:2: low"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                PublishedError::Line {
+                    line: 2,
+                    problem: RowProblem::NotANumber { column: "low", .. },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.starts_with("t.csv:2: low: \"abc\" is not a number"),
+            "{e}"
+        );
         let e = parse(
             &format!("{head}\nr,p,f,ext4,d,s,x,5,3,%,text,src,\n"),
             "t.csv",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("below"), "{e}");
-        let e = parse("a,b\n", "t.csv").unwrap_err();
-        assert!(e.contains("columns"), "{e}");
+        let e = parse("a,b\n", "t.csv").unwrap_err().to_string();
+        assert!(
+            e.starts_with("t.csv:1: the columns must be reproduction,"),
+            "{e}"
+        );
+        let e = parse(&format!("{head}\nr,\"p\"x\n"), "t.csv").unwrap_err();
+        assert_eq!(e.to_string(), "t.csv:2: text after a closing quote");
+        assert_eq!(
+            parse("\n", "t.csv").unwrap_err().to_string(),
+            "t.csv: empty"
+        );
     }
 }

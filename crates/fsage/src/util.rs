@@ -19,8 +19,8 @@ pub fn positive_duration(text: &str) -> Result<Duration, UnitError> {
 }
 
 /// A think-time rule for costing traces (`--think`): recorded, none, median or fixed:DURATION.
-pub fn parse_think(s: &str) -> Result<fsage_device::Think, String> {
-    s.parse().map_err(|e: fsage_device::Error| e.message)
+pub fn parse_think(s: &str) -> Result<fsage_device::Think, fsage_device::Error> {
+    s.parse()
 }
 
 #[cfg(test)]

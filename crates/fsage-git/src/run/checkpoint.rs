@@ -1,0 +1,181 @@
+//! The run's checkpoint: what must not change on a resume, the series so far, the output
+//! paths, and where the files beside the target go.
+
+use super::{GitAgeOptions, Target};
+use crate::series::GitSeries;
+use crate::{Error, Result};
+use fsage_slowdev::Latencies;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub(super) const STATE_FORMAT: &str = "fsage-git-state/1";
+
+/// What must not change between a run and its resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct RunKey {
+    pub(super) repo: String,
+    pub(super) mode: String,
+    /// The aged file system's kind.
+    pub(super) fs: String,
+    /// A directory target: the clean instance's kind (an image's clean instance is of `fs`).
+    #[serde(default)]
+    pub(super) clean_fs: Option<String>,
+    /// The clean instance's size (the image's, for an image target).
+    pub(super) size: u64,
+    pub(super) every: u64,
+    pub(super) gc: bool,
+    pub(super) first: String,
+    pub(super) last: String,
+    pub(super) commits: u64,
+    /// The measuring device's latencies, for a plain latency (absent in checkpoints from before
+    /// the option).
+    #[serde(default)]
+    pub(super) device: Option<Latencies>,
+    /// The measuring device's model, text included, for any other model (absent in checkpoints
+    /// from before models), so that a resume cannot switch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) device_model: Option<fsage_device::ModelSpec>,
+    /// Timed greps per measurement (1 in checkpoints from before repetitions).
+    #[serde(default = "one")]
+    pub(super) grep_reps: u32,
+    /// The cost models, text included (none in checkpoints from before them).
+    #[serde(default)]
+    pub(super) cost_models: Vec<fsage_device::ModelSpec>,
+    /// The think rule (`recorded` in checkpoints from before rules).
+    #[serde(default = "recorded_think")]
+    pub(super) think: fsage_device::Think,
+    /// A sync after every pull (false in checkpoints from before the option).
+    #[serde(default)]
+    pub(super) sync_each_pull: bool,
+    /// Warm-cache measurements (false in checkpoints from before the option).
+    #[serde(default)]
+    pub(super) warm_cache: bool,
+    /// The memory limit (none in checkpoints from before the option).
+    #[serde(default)]
+    pub(super) mem_limit: Option<u64>,
+}
+
+pub(super) fn recorded_think() -> fsage_device::Think {
+    fsage_device::Think::Recorded
+}
+
+pub(super) fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct State {
+    pub(super) format: String,
+    pub(super) key: RunKey,
+    pub(super) series: GitSeries,
+    /// Tree mode: op-log length and next tick at the checkpoint.
+    pub(super) op_log_len: Option<u64>,
+    pub(super) tick: u64,
+    /// The output paths the run was given (none in checkpoints from before they were kept).
+    #[serde(default)]
+    pub(super) outputs: Outputs,
+}
+
+/// A run's output paths, absolute: a resume writes to them unless given the same again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct Outputs {
+    pub(super) json: Option<PathBuf>,
+    pub(super) csv: Option<PathBuf>,
+    pub(super) op_log: Option<PathBuf>,
+}
+
+impl Outputs {
+    pub(super) fn given(opts: &GitAgeOptions) -> Outputs {
+        let abs = |p: &Option<PathBuf>| {
+            p.as_deref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+        };
+        Outputs {
+            json: abs(&opts.json),
+            csv: abs(&opts.csv),
+            op_log: abs(&opts.op_log),
+        }
+    }
+
+    /// The paths given now, else the saved ones; a path given again that differs from the
+    /// saved one is refused, naming both.
+    pub(super) fn resumed(given: Outputs, saved: &Outputs, state_file: &Path) -> Result<Outputs> {
+        let mut refused = Vec::new();
+        let mut pick = |flag: &str, g: Option<PathBuf>, s: &Option<PathBuf>| match (g, s) {
+            (Some(g), Some(s)) if g != *s => {
+                refused.push(format!(
+                    "{flag} {} (the run writes {})",
+                    g.display(),
+                    s.display()
+                ));
+                None
+            }
+            (g, s) => g.or_else(|| s.clone()),
+        };
+        let out = Outputs {
+            json: pick("--json", given.json, &saved.json),
+            csv: pick("--csv", given.csv, &saved.csv),
+            op_log: pick("--op-log", given.op_log, &saved.op_log),
+        };
+        if !refused.is_empty() {
+            return Err(Error::input(format!(
+                "{}: a resumed run writes where it was started; drop or correct: {}",
+                state_file.display(),
+                refused.join("; ")
+            )));
+        }
+        Ok(out)
+    }
+}
+
+/// The checkpoint of a run on `target`: `IMAGE.fsage-git.json`, or for a directory target
+/// `CLEAN_IMAGE.fsage-git.json` (never inside the file system being aged).
+pub fn state_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
+    PathBuf::from(format!("{}.fsage-git.json", t.trim_end_matches('/')))
+}
+
+/// Where a bundle is cloned for the run: `IMAGE.source.git` (or `CLEAN_IMAGE.source.git`); a
+/// resume reuses it, a new run replaces it, the end of a run removes it.
+pub fn source_clone_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
+    PathBuf::from(format!("{}.source.git", t.trim_end_matches('/')))
+}
+
+/// Where the greps' traces are kept: `IMAGE.traces/` (or `CLEAN_IMAGE.traces/`), one file per
+/// instance and measurement, `NNNNN-aged.json` and `NNNNN-clean.json` by pulls (a measurement
+/// taken again after a stop writes over its own files).
+pub fn traces_path(target: &Target) -> PathBuf {
+    let t = target.files_base().to_string_lossy();
+    PathBuf::from(format!("{}.traces", t.trim_end_matches('/')))
+}
+
+pub(super) fn save_state(path: &Path, st: &State) -> Result<()> {
+    let json = serde_json::to_string_pretty(st).map_err(|e| Error::operation(e.to_string()))?;
+    fsage_sys::write_atomic(path, json.as_bytes())
+        .map_err(|e| Error::operation(format!("checkpoint: {e}")))
+}
+
+pub(super) fn load_state(path: &Path) -> Result<State> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::Error::io(
+            path,
+            "no checkpoint to resume from (was the run started?)",
+            e,
+        )
+    })?;
+    let st: State = serde_json::from_str(&text).map_err(|e| {
+        Error::input(format!(
+            "{}: not a Git-aging checkpoint: {e}",
+            path.display()
+        ))
+    })?;
+    if st.format != STATE_FORMAT {
+        return Err(Error::input(format!(
+            "{}: format {:?}, expected {STATE_FORMAT:?}",
+            path.display(),
+            st.format
+        )));
+    }
+    Ok(st)
+}
