@@ -5,6 +5,7 @@ use crate::backend::{Backend, OpError};
 use crate::checkpoint::{RunRecord, SavedStop};
 use crate::op::{OpSource, Step};
 use crate::oplog::OpLog;
+use crate::pace::{time_left, Pace, TimeLeft};
 use crate::report::{ClippedBin, Conditions, Fit, Histogram, RunReport, StopReason, UnmetBin};
 use crate::source::PlanSource;
 pub use crate::stop::StopConditions;
@@ -22,8 +23,14 @@ pub struct Progress {
     pub tick: u64,
     /// Steps in all; 0 when the source does not know.
     pub total: u64,
+    /// Run time over all sessions.
     pub elapsed: Duration,
+    /// Ticks per second over the whole run (all sessions).
     pub ops_per_s: f64,
+    /// Ticks per second over the last minute ([`Pace`]); `None` until it is known.
+    pub rate: Option<f64>,
+    /// Time left at `rate` to the first end the run will reach (T, `--max-ops`, `--max-time`).
+    pub time_left: Option<TimeLeft>,
     pub overwrites: f64,
     /// RMSE of the age histogram if the run ended now (walks the live files: call rarely).
     pub age_rmse: Option<f64>,
@@ -90,6 +97,7 @@ struct Session<'a, S: OpSource, B: Backend> {
     start: Instant,
     enospc_inodes: u64,
     checkpoints: u64,
+    pace: Pace,
 }
 
 impl<S: OpSource, B: Backend> Session<'_, S, B> {
@@ -216,6 +224,7 @@ pub fn run_source<S: OpSource, B: Backend>(
         start: Instant::now(),
         enospc_inodes: 0,
         checkpoints: 0,
+        pace: Pace::new(Pace::WINDOW),
     };
     let mut out = drive(&mut s, observer);
     // Whatever stopped the run, leave a state to resume from.
@@ -305,15 +314,19 @@ fn drive<S: OpSource, B: Backend>(
                 // A large state takes a while to write: keep that under a tenth of the run.
                 last_checkpoint = Instant::now() + began.elapsed() * 9;
             }
+            s.pace.record(elapsed, tick);
             let src: &S = s.source;
             let session = s.start.elapsed();
+            let rate = s.pace.rate();
             observer.update(
                 &|| Progress {
                     phase: src.phase(),
-                    tick: src.position(),
+                    tick,
                     total: src.total().unwrap_or(0),
                     elapsed,
-                    ops_per_s: src.position() as f64 / elapsed.as_secs_f64().max(1e-9),
+                    ops_per_s: tick as f64 / elapsed.as_secs_f64().max(1e-9),
+                    rate,
+                    time_left: time_left(tick, src.total().unwrap_or(0), elapsed, rate, stop),
                     overwrites: src.overwrites().unwrap_or(0.0),
                     age_rmse: src.age_rmse(),
                 },

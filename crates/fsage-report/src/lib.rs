@@ -24,6 +24,7 @@ pub mod inputs;
 pub mod plan_text;
 mod run_text;
 mod status_text;
+pub use status_text::time_left_text;
 mod summary_text;
 
 use serde::Serialize;

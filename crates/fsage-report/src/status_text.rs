@@ -1,8 +1,23 @@
 //! The human form of `fsage status`.
 
 use crate::human_bytes;
-use fsage_exec::{RunPhase, RunStatus};
+use fsage_exec::{End, RunPhase, RunStatus, TimeLeft};
 use std::fmt::Write as _;
+
+/// `24m 10s to T`, `30s to --max-ops`, `0s (--max-time reached)`, with `or sooner` when an
+/// overwrite or confidence limit may end the run first; `total` names the source's last tick.
+pub fn time_left_text(t: &TimeLeft, total: &str) -> String {
+    let end = match t.until {
+        End::Total => total,
+        End::MaxOps => "--max-ops",
+        End::MaxTime => "--max-time",
+    };
+    if t.secs <= 0.0 {
+        return format!("0s ({end} reached)");
+    }
+    let sooner = if t.may_end_sooner { " or sooner" } else { "" };
+    format!("{} to {end}{sooner}", fsage_units::format_duration(t.secs))
+}
 
 pub fn render(st: &RunStatus) -> String {
     let mut o = String::new();
@@ -34,6 +49,23 @@ pub fn render(st: &RunStatus) -> String {
         100.0 * st.ticks as f64 / st.t_estimate.max(1) as f64
     );
     let _ = writeln!(o, "elapsed:    {:.1}s over all sessions", st.elapsed_s);
+    if let Some(r) = st.ticks_per_s {
+        let _ = writeln!(
+            o,
+            "rate:       {} ticks/s over the run (to its last checkpoint)",
+            fsage_units::format_rate(r)
+        );
+    }
+    if st.phase != RunPhase::Done {
+        let _ = writeln!(
+            o,
+            "time left:  {}",
+            st.time_left.map_or_else(
+                || "unknown (no rate yet)".to_string(),
+                |t| time_left_text(&t, "T")
+            )
+        );
+    }
     let _ = writeln!(o, "overwrites: {:.3}", st.overwrites);
     let _ = writeln!(
         o,
@@ -81,4 +113,37 @@ pub fn render(st: &RunStatus) -> String {
         let _ = writeln!(o, "error:      {e}");
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tl(secs: f64, until: End, may_end_sooner: bool) -> TimeLeft {
+        TimeLeft {
+            secs,
+            until,
+            may_end_sooner,
+        }
+    }
+
+    #[test]
+    fn time_left_names_the_end() {
+        assert_eq!(
+            time_left_text(&tl(1450.0, End::Total, false), "T"),
+            "24m 10s to T"
+        );
+        assert_eq!(
+            time_left_text(&tl(30.0, End::MaxOps, true), "T"),
+            "30s to --max-ops or sooner"
+        );
+        assert_eq!(
+            time_left_text(&tl(0.0, End::MaxTime, true), "T"),
+            "0s (--max-time reached)"
+        );
+        assert_eq!(
+            time_left_text(&tl(7.0, End::Total, false), "the end"),
+            "7.0s to the end"
+        );
+    }
 }

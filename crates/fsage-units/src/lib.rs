@@ -383,6 +383,20 @@ pub fn format_duration(secs: f64) -> String {
     }
 }
 
+/// A count per second for a progress line, in three or four digits: `512`, `27.9k`, `1.25M` (the
+/// unit, `ops/s` or `ticks/s`, is the caller's).
+pub fn format_rate(per_s: f64) -> String {
+    if !per_s.is_finite() || per_s < 0.0 {
+        format!("{per_s}")
+    } else if per_s >= 999_950.0 {
+        format!("{:.2}M", per_s / 1e6)
+    } else if per_s >= 999.5 {
+        format!("{:.1}k", per_s / 1e3)
+    } else {
+        format!("{per_s:.0}")
+    }
+}
+
 /// A bandwidth in decimal units, as datasheets give them: `205 MB/s`, `1.2 GB/s`, `512 B/s`.
 pub fn format_bandwidth(bytes_per_s: f64) -> String {
     let units = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
@@ -490,6 +504,13 @@ mod tests {
         assert_eq!(format_latency_round(0.0005), "0.5 ns");
         assert_eq!(format_duration(185.0), "3m 05s");
         assert_eq!(format_duration(12.0 * 86400.0), "12 days");
+        assert_eq!(format_rate(512.4), "512");
+        assert_eq!(format_rate(27_912.0), "27.9k");
+        assert_eq!(format_rate(1_254_000.0), "1.25M");
+        assert_eq!(format_rate(f64::NAN), "NaN");
+        // No "1000.0k": a value that rounds up moves to the next unit.
+        assert_eq!(format_rate(999_990.0), "1.00M");
+        assert_eq!(format_rate(999.7), "1.0k");
     }
 
     proptest! {
