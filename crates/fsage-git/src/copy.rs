@@ -5,6 +5,12 @@
 //! layouts and a clean grep cost up to 2x more seeks. Here the tree is walked in sorted order,
 //! each file is written whole and forced to the disk at a fixed point, and the thread is kept on
 //! one CPU while it copies, so the allocator sees the same requests in the same order each time.
+//! On btrfs each file of more than one block is also allocated whole (`fallocate`) before its
+//! data is written: btrfs allocates a file's data for the pages dirty when writeback reaches it,
+//! so a writeback started while the file was being written (the flusher, or another process's
+//! `sync` or `syncfs`) split it in two allocations, the first part (a smaller size class) in
+//! another block group, and every later file moved; allocated whole, the file lands where one
+//! undisturbed write put it.
 //!
 //! What is kept is what `cp -a` kept for a Git tree: directories, regular files, symbolic links
 //! and hard links, with their permission bits (setuid, setgid and sticky included), owners and
@@ -115,6 +121,8 @@ impl Drop for OneCpu {
 
 struct Copier {
     sync: CopySync,
+    /// Allocate each file of more than one block whole before writing it (btrfs).
+    preallocate_over: Option<u64>,
     buf: Vec<u8>,
     /// The destination's parent directory: hard links are made relative to it.
     root: OwnedFd,
@@ -153,9 +161,12 @@ pub fn copy_tree(src: &Path, dst_parent: &Path, sync: CopySync) -> Result<CopyRe
             errno(e),
         )
     })?;
+    let fs = fsage_sys::fs_stat_fd(&root).map_err(|e| Error::io(dst_parent, "statfs", e))?;
+    let preallocate_over = (fs.magic == fsage_sys::BTRFS_SUPER_MAGIC).then_some(fs.block_size);
     let _cpu = OneCpu::pin();
     let mut c = Copier {
         sync,
+        preallocate_over,
         buf: vec![0; 1 << 20],
         root,
         dst: dst_parent.to_path_buf(),
@@ -328,6 +339,12 @@ impl Copier {
             Mode::RUSR | Mode::WUSR,
         )
         .map_err(|e| Error::io(&dst_path, "create", errno(e)))?;
+        #[allow(clippy::unnecessary_cast)] // the stat fields' types differ between architectures
+        let size = st.st_size as u64;
+        if self.preallocate_over.is_some_and(|block| size > block) {
+            rustix::fs::fallocate(&dst, rustix::fs::FallocateFlags::empty(), 0, size)
+                .map_err(|e| Error::io(&dst_path, "fallocate", errno(e)))?;
+        }
         let mut from = std::fs::File::from(src);
         let mut to = std::fs::File::from(dst);
         // Plain reads and writes: std::io::copy would use copy_file_range, which may share or
