@@ -85,6 +85,15 @@ fn perm(st: &Stat) -> Mode {
     Mode::from_raw_mode(st.st_mode & 0o7777)
 }
 
+/// Gives a copied file or directory (open as `fd`, at `path`) the owner, permission bits and
+/// times of the original's `st`, in that order (chown clears setuid and setgid).
+fn keep_attributes(fd: BorrowedFd<'_>, st: &Stat, path: &Path) -> Result<()> {
+    let (u, g) = owner(st);
+    rustix::fs::fchown(fd, u, g).map_err(|e| Error::io(path, "chown", errno(e)))?;
+    rustix::fs::fchmod(fd, perm(st)).map_err(|e| Error::io(path, "chmod", errno(e)))?;
+    rustix::fs::futimens(fd, &times(st)).map_err(|e| Error::io(path, "set the times", errno(e)))
+}
+
 /// Keeps the calling thread on the lowest CPU it may use until dropped, then restores its mask:
 /// ext4 puts small files in the preallocation of the CPU that allocates them, so a copy that
 /// moved between CPUs would lay its small files out by the scheduler's choices.
@@ -235,11 +244,7 @@ impl Copier {
             rustix::fs::syncfs(&dst).map_err(|e| Error::io(&dst_path, "syncfs", errno(e)))?;
             self.report.syncs += 1;
         }
-        let (u, g) = owner(st);
-        rustix::fs::fchown(&dst, u, g).map_err(|e| Error::io(&dst_path, "chown", errno(e)))?;
-        rustix::fs::fchmod(&dst, perm(st)).map_err(|e| Error::io(&dst_path, "chmod", errno(e)))?;
-        rustix::fs::futimens(&dst, &times(st))
-            .map_err(|e| Error::io(&dst_path, "set the times", errno(e)))?;
+        keep_attributes(dst.as_fd(), st, &dst_path)?;
         Ok(())
     }
 
@@ -364,11 +369,7 @@ impl Copier {
             rustix::fs::fdatasync(&to).map_err(|e| Error::io(&dst_path, "fdatasync", errno(e)))?;
             self.report.syncs += 1;
         }
-        let (u, g) = owner(st);
-        rustix::fs::fchown(&to, u, g).map_err(|e| Error::io(&dst_path, "chown", errno(e)))?;
-        rustix::fs::fchmod(&to, perm(st)).map_err(|e| Error::io(&dst_path, "chmod", errno(e)))?;
-        rustix::fs::futimens(&to, &times(st))
-            .map_err(|e| Error::io(&dst_path, "set the times", errno(e)))?;
+        keep_attributes(to.as_fd(), st, &dst_path)?;
         self.report.files += 1;
         if st.st_nlink > 1 {
             self.linked.insert(key, rel.to_path_buf());
