@@ -324,7 +324,7 @@ fn mount_options(cell: &Cell) -> String {
 
 /// What must hold before the first cell: root, the file systems' tools, the library images the
 /// states name, and the slow device's needs when a latency is asked for.
-pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
+pub fn preflight(spec: &crate::ExperimentSpec, plan: &crate::Plan) -> Result<(), crate::Error> {
     if !fsage_sys::is_root() {
         return Err(crate::Error::input(
             "an experiment mounts images and attaches loop devices: run it as root",
@@ -334,10 +334,18 @@ pub fn preflight(spec: &crate::ExperimentSpec) -> Result<(), crate::Error> {
         let kind = FsKind::parse(&f.kind).map_err(|e| crate::Error::input(e.to_string()))?;
         kind.check_tools()
             .map_err(|e| crate::Error::input(e.to_string()))?;
-        guest::check_guest(f).map_err(|e| crate::Error {
-            message: format!("{}: {}", spec.origin, e.message),
-            ..e
-        })?;
+    }
+    // Where each cell runs was decided when it was planned: a guest's needs, once per file
+    // system and kernel.
+    let mut checked = std::collections::BTreeSet::new();
+    for c in &plan.cells {
+        let runs = c.runs();
+        if checked.insert((c.fs.label.clone(), runs.label())) {
+            guest::check_runs(&runs, &c.fs.label).map_err(|e| crate::Error {
+                message: format!("{}: {}", spec.origin, e.message),
+                ..e
+            })?;
+        }
     }
     let lib = fsage_core::image::Library::open(&fsage_core::image::default_library_dir());
     for s in &spec.states {
