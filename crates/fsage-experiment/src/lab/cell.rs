@@ -44,19 +44,13 @@ impl LabExecutor {
         }
         std::fs::create_dir_all(mnt).map_err(io_at(mnt.display()))?;
         let mut device: Option<DeviceMount> = None;
-        // A model's device is the working copy, so the model is built for the image's size (the
-        // experiment file was refused if the model could not hold it).
-        let spec = match (&cell.device_model, cell.latency_us) {
-            (Some(m), _) => Some(DeviceSpec::with_model(
-                Backing::Image(work.to_path_buf()),
-                m.clone(),
-            )),
-            (None, Some(us)) => Some(DeviceSpec::new(
-                Backing::Image(work.to_path_buf()),
-                (us * 1000.0).round() as u64,
-            )),
-            (None, None) => None,
-        };
+        // The device's model (a latency is the fixed model, which the daemon serves on its fast
+        // path) on the working copy, so the model is built for the image's size (the experiment
+        // file was refused if the model could not hold it).
+        let spec = cell
+            .device
+            .as_ref()
+            .map(|m| DeviceSpec::with_model(Backing::Image(work.to_path_buf()), m.clone()));
         let block: PathBuf = match spec {
             Some(mut spec) => {
                 // The drive state copied beside the working copy (see `drive_of`), or an erased
@@ -144,7 +138,7 @@ impl LabExecutor {
             fs: cell.fs.label.clone(),
             state: cell.analysis_state(),
             workload: cell.workload.label.clone(),
-            latency_us: cell.latency_us,
+            latency_us: cell.latency_us(),
             device_model: cell.device_label(),
             rep: cell.rep,
             ops_per_s: rep.overall.ops_per_sec,

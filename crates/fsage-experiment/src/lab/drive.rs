@@ -18,7 +18,7 @@ use super::{io_at, step, BaseImage, LabExecutor};
 /// The cell's device model when it keeps a drive state (an SSD): then aged base images are
 /// aged through it, and the cell's drive is the one its `drive` names.
 pub(crate) fn drive_model(cell: &Cell) -> Option<&fsage_device::ModelSpec> {
-    cell.device_model.as_ref().filter(|m| m.keeps_state())
+    cell.device.as_ref().filter(|m| m.keeps_state())
 }
 
 /// The model an aged base is aged through: the cell's drive model, unless the experiment ages

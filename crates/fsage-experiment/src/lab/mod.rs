@@ -355,9 +355,7 @@ pub fn preflight(spec: &crate::ExperimentSpec, plan: &crate::Plan) -> Result<(),
             })?;
         }
     }
-    if (spec.latencies.iter().any(Option::is_some) || !spec.device_models.is_empty())
-        && !Path::new("/dev/fuse").exists()
-    {
+    if spec.devices.iter().any(Option::is_some) && !Path::new("/dev/fuse").exists() {
         return Err(crate::Error::input(format!(
             "{}: device latencies and models need the slow device, which needs /dev/fuse (not \
              found)",

@@ -72,8 +72,7 @@ fn preflight_cells(cells: &[&Cell]) -> Result<(), Error> {
             message: format!("{}: {}", c.id, e.message),
             ..e
         })?;
-        if (c.latency_us.is_some() || c.device_model.is_some()) && !Path::new("/dev/fuse").exists()
-        {
+        if c.device.is_some() && !Path::new("/dev/fuse").exists() {
             return Err(Error::input(format!(
                 "{}: runs on the slow device, which needs /dev/fuse (not found on this node)",
                 c.id
