@@ -7,7 +7,6 @@
 //! experiment's own about guests: the plan's boot allowance, the checks before a run, and how a
 //! guest's result is recorded.
 
-use crate::spec::FsSpec;
 use crate::Error;
 use fsage_sys::PlatformKind;
 
@@ -17,31 +16,24 @@ pub use fsage_host::guest::{own_exe, GUEST_MEM_MIB};
 /// load): what the plan adds per cell that runs in a VM.
 pub const BOOT_ALLOWANCE_S: f64 = 10.0;
 
-/// Whether cells of `fs` run in a VM: it names a kernel, or this kernel cannot mount it (what
-/// the plan records on each cell).
-pub fn needs_vm(fs: &FsSpec) -> bool {
-    fsage_host::Runs::decide(&fs.kind, fs.kernel.as_deref()).is_guest()
-}
-
-/// What cells of `fs` need on this machine when they run in a VM: QEMU and the kernel (cached:
-/// `fsage vm kernel fetch`). Nothing when they run natively.
-pub fn check_guest(fs: &FsSpec) -> Result<(), Error> {
-    if !needs_vm(fs) {
+/// What a cell the plan put in a guest ([`crate::Cell::runs`]) needs on this machine: QEMU,
+/// a binary the guest can see, and the kernel (cached: `fsage vm kernel fetch`). Nothing for a
+/// cell that runs natively. `what` names the cell or file system in the message.
+pub fn check_runs(runs: &fsage_host::Runs, what: &str) -> Result<(), Error> {
+    let fsage_host::Runs::Guest { kernel } = runs else {
         return Ok(());
-    }
+    };
     if fsage_sys::find_cmd("qemu-system-x86_64").is_none() {
         return Err(Error::input(format!(
-            "{} runs in a VM{}, and qemu-system-x86_64 is not installed",
-            fs.label,
-            fs.kernel
+            "{what} runs in a VM{}, and qemu-system-x86_64 is not installed",
+            kernel
                 .as_ref()
                 .map_or(String::new(), |k| format!(" under kernel {k}"))
         )));
     }
-    let exe = own_exe();
-    fsage_vm::check_visible(&exe)?;
-    fsage_vm::resolve_kernel(fs.kernel.as_deref(), None).map_err(|e| Error {
-        message: format!("{}: {}", fs.label, e.message),
+    fsage_vm::check_visible(&own_exe())?;
+    fsage_vm::resolve_kernel(kernel.as_deref(), None).map_err(|e| Error {
+        message: format!("{what}: {}", e.message),
         ..e
     })?;
     Ok(())

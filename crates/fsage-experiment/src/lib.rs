@@ -100,7 +100,7 @@ pub fn run_file(
     {
         return Err(Error::input(missing));
     }
-    lab::preflight(&spec)?;
+    lab::preflight(&spec, &plan)?;
     let images = images.map_or_else(|| out.join("images"), std::path::Path::to_path_buf);
     // Before anything is written: a refused image directory leaves no output directory behind.
     lab::check_images_dir(&images)?;

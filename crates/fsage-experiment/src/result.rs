@@ -289,7 +289,7 @@ fn mixes<'a>(
     for r in results.into_iter().filter(|r| r.is_done()) {
         let Some(e) = &r.environment else { continue };
         let c = &r.cell;
-        let at = match (&c.device_model, c.latency_us) {
+        let at = match (c.device_model(), c.latency_us()) {
             (Some(m), _) => format!("device model {}", m.name),
             (None, Some(us)) => format!("{us} us"),
             (None, None) => "plain image".to_string(),
@@ -335,7 +335,7 @@ mod tests {
                 fs: cell.fs.label.clone(),
                 state: cell.state.state(),
                 workload: cell.workload.label.clone(),
-                latency_us: cell.latency_us,
+                latency_us: cell.latency_us(),
                 device_model: cell.device_label(),
                 rep: 0,
                 ops_per_s: 1234.5,

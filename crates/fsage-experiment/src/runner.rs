@@ -593,13 +593,13 @@ mod tests {
             if self.fail.contains(&cell.id) {
                 return Err(Error::operation("mount: EIO"));
             }
-            let ops = 1000.0 * (1 + cell.rep) as f64 / (1.0 + cell.latency_us.unwrap_or(0.0));
+            let ops = 1000.0 * (1 + cell.rep) as f64 / (1.0 + cell.latency_us().unwrap_or(0.0));
             Ok(CellRun {
                 samples: vec![Sample {
                     fs: cell.fs.label.clone(),
                     state: cell.state.state(),
                     workload: cell.workload.label.clone(),
-                    latency_us: cell.latency_us,
+                    latency_us: cell.latency_us(),
                     device_model: cell.device_label(),
                     rep: cell.rep,
                     ops_per_s: ops,
@@ -744,7 +744,7 @@ mod tests {
         let on_model: Vec<&Cell> = plan
             .cells
             .iter()
-            .filter(|c| c.device_model.is_some())
+            .filter(|c| c.device_model().is_some())
             .collect();
         // Two file systems, one state, two repetitions on the model.
         assert_eq!(on_model.len(), 4);
@@ -768,11 +768,11 @@ mod tests {
             let r = &res[&c.id];
             assert!(r.is_done());
             // The result holds the model as run: its name, kind and file text.
-            let model = r.cell.device_model.as_ref().expect("the model is recorded");
+            let model = r.cell.device_model().expect("the model is recorded");
             assert_eq!(model.name, "hdd-7200");
             assert!(matches!(model.kind, fsage_device::ModelKind::Hdd(_)));
             assert!(model.text.contains("7200"), "{}", model.text);
-            assert_eq!(r.cell.latency_us, None);
+            assert_eq!(r.cell.latency_us(), None);
         }
         // The analysis keeps the model's cells apart from the plain 0-latency ones.
         let samples: Vec<Sample> = res.values().flat_map(|r| r.samples.clone()).collect();

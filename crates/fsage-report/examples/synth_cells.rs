@@ -163,7 +163,7 @@ fn write(dir: &Path, cell: Cell, ops: f64, fl: Vec<FlowopLatency>, failed: bool)
         fs: cell.fs.label.clone(),
         state: cell.state.state(),
         workload: cell.workload.label.clone(),
-        latency_us: cell.latency_us,
+        latency_us: cell.latency_us(),
         device_model: None,
         rep: cell.rep,
         ops_per_s: ops,
@@ -216,7 +216,7 @@ fn main() {
         .plan()
         .cells
     {
-        let l = c.latency_us.unwrap();
+        let l = c.latency_us().unwrap();
         let ops =
             sweep_ops(&c.fs.kind, l) * (1.0 + 0.005 * ((c.rep as f64 * 1.7 + l / 900.0).sin()));
         write(&sweep_dir, c, ops, vec![], false);

@@ -39,7 +39,7 @@ pub fn render(p: &Plan) -> String {
             fs,
             state,
             wl,
-            match &c.device_model {
+            match c.device_model() {
                 // On a drive that keeps state: which drive, how the image reached it.
                 Some(m) => {
                     let mut s = format!("model {}", m.name);
@@ -54,7 +54,7 @@ pub fn render(p: &Plan) -> String {
                     }
                     s
                 }
-                None => c.latency_us.map_or("plain".into(), format_latency_us),
+                None => c.latency_us().map_or("plain".into(), format_latency_us),
             },
             c.rep.to_string(),
             format!(

@@ -1,12 +1,12 @@
-//! fsage re-running itself in a guest: `age --fs f2fs` on a host whose kernel has no f2fs runs
-//! the same command line in a VM whose kernel has it. The command line is passed unchanged and
-//! each directory of a file it writes is given to the guest staged at its own path (the files
-//! it names and their neighbours, nothing else of the directory; see [`crate::share`]), so it
-//! means the same there: an image made by the guest is a file on the host, loop-mounted in the
-//! guest, and the state and reports land beside it as they would natively.
+//! What sending fsage's own work to a guest needs from the VM side: whether a command goes there
+//! ([`reason_to_dispatch`]), the shares of the files a step writes and reads, and a binary the
+//! guest can see. The step itself is a request run by `fsage-host`'s guest host (`fsage step
+//! --json` in the VM). Each directory of a file it writes is given to the guest staged at its
+//! own path (the files it names and their neighbours, nothing else of the directory; see
+//! [`crate::share`]), so it means the same there: an image made by the guest is a file on the
+//! host, loop-mounted in the guest, and the state and reports land beside it as they would
+//! natively.
 
-use crate::accel::AccelRequest;
-use crate::run::{run, Disk, RunOptions, RunOutcome, DEFAULT_CPUS, DEFAULT_MEM_MIB};
 use crate::share::{neighbours, Access, Share};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -31,27 +31,6 @@ pub fn reason_to_dispatch(kernel: Result<()>, asked: bool, refused: bool) -> Opt
         Ok(()) if asked => Some("asked for (--vm)".to_string()),
         Ok(()) => None,
     }
-}
-
-/// What a self-run needs to know.
-#[derive(Debug, Clone, Default)]
-pub struct SelfRun {
-    /// A cached kernel release; default the newest cached.
-    pub kernel: Option<String>,
-    /// File systems whose modules the guest loads.
-    pub file_systems: Vec<String>,
-    /// Block devices the command names (virtio disks at their paths).
-    pub disks: Vec<PathBuf>,
-    /// Files the command writes (an image, its report, its state): the guest gets each one's
-    /// directory staged, with the file and its neighbours `NAME.*` in it.
-    pub writes: Vec<PathBuf>,
-    /// Files the command only reads (a profile, a model file): under a directory the guest has
-    /// of its own (/tmp, /dev/shm, /run) or under one of the staged directories (which hide
-    /// the rest of theirs), a copy in a staged share; elsewhere the guest reads them through
-    /// the host's root, read-only.
-    pub reads: Vec<PathBuf>,
-    /// fsage's arguments (after the program name), as given.
-    pub args: Vec<String>,
 }
 
 /// The shares for a command that writes `writes` and reads `reads` (relative to `cwd`): one
@@ -128,40 +107,6 @@ pub fn with_program(mut shares: Vec<Share>, exe: &Path) -> Vec<Share> {
         shares.push(Share::read_only(dir));
     }
     shares
-}
-
-/// Runs this fsage binary with `r.args` in a guest; its output is copied through. Returns how it
-/// ended (the caller exits with its code).
-pub fn run_self(r: &SelfRun) -> Result<RunOutcome> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::operation(format!("cannot find fsage's own binary: {e}")))?;
-    check_visible(&exe)?;
-    let kernel = crate::cache::resolve_kernel(r.kernel.as_deref(), None)?;
-    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
-    let mut command = vec![exe.to_string_lossy().into_owned()];
-    command.extend(r.args.iter().cloned());
-    run(&RunOptions {
-        kernel,
-        mem_mib: DEFAULT_MEM_MIB,
-        cpus: DEFAULT_CPUS,
-        accel: AccelRequest::Auto,
-        disks: r
-            .disks
-            .iter()
-            .map(|p| Disk {
-                path: p.clone(),
-                read_only: false,
-            })
-            .collect(),
-        shares: with_program(shares_for(&r.writes, &r.reads, &cwd), &exe),
-        file_systems: r.file_systems.clone(),
-        command,
-        cwd,
-        env: Vec::new(),
-        timeout: None,
-        echo: true,
-        graceful_stop: false,
-    })
 }
 
 /// Refuses a binary the guest cannot run: one under a directory the guest has of its own

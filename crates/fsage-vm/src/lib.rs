@@ -21,7 +21,7 @@ pub mod share;
 
 pub use accel::{choose_accel, Accel, AccelChoice, AccelRequest};
 pub use cache::{cache_dir, fetch_kernel, list_kernels, resolve_kernel, CachedKernel};
-pub use dispatch::{check_visible, in_guest, reason_to_dispatch, run_self, SelfRun};
+pub use dispatch::{check_visible, in_guest, reason_to_dispatch};
 pub use info::{info, Info};
 pub use initramfs::{guest_private, GUEST_PRIVATE_DIRS};
 pub use kernel::Kernel;

@@ -322,8 +322,12 @@ fn latency_readers() -> Vec<(&'static str, Reader)> {
         );
         let s = fsage_experiment::spec::parse(&text, "x.toml", Path::new("."))
             .map_err(|e| e.to_string())?;
-        assert_eq!(s.latencies.len(), 1, "{key} = {t:?}");
-        Ok((s.latencies[0].unwrap() * 1000.0).round() as u64)
+        assert_eq!(s.devices.len(), 1, "{key} = {t:?}");
+        // A latency is read as the fixed model of that latency.
+        let m = s.devices[0].as_ref().expect("a latency, not a plain image");
+        Ok(fsage_device::FixedParams::of(m)
+            .expect("a fixed-latency model")
+            .read_ns)
     }
     vec![
         ("dev create --latency", |t| dev("create", "--latency", t)),

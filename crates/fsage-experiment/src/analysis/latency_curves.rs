@@ -67,7 +67,7 @@ pub fn from_cells<'a>(cells: impl IntoIterator<Item = &'a CellResult>) -> Vec<Fl
                 let key: Key = (
                     cell.fs.label.clone(),
                     cell.workload.label.clone(),
-                    (cell.device_label(), cell.latency_us.map(f64::to_bits)),
+                    (cell.device_label(), cell.latency_us().map(f64::to_bits)),
                     cell.state.state(),
                     name.to_string(),
                 );

@@ -28,8 +28,7 @@ impl ExperimentSpec {
         // An aged state is aged once for the plain and fixed-latency devices and the models
         // without state, and once more on each model that keeps a drive state (its drive ages
         // with it).
-        let plain =
-            !self.latencies.is_empty() || self.device_models.iter().any(|m| !m.keeps_state());
+        let plain = self.devices.iter().any(|d| !keeps_state(d));
         for fs in &self.file_systems {
             for st in self.states.iter().filter(|s| s.applies_to(fs)) {
                 if let StateSpec::Aged { label, .. } = st {
@@ -37,7 +36,7 @@ impl ExperimentSpec {
                         aging_runs.push(format!("{} aged:{label}", fs.label));
                     }
                     // Aged in memory, the plain base serves the drives too.
-                    let keeps = self.device_models.iter().filter(|m| m.keeps_state());
+                    let keeps = self.devices.iter().flatten().filter(|m| m.keeps_state());
                     if self.age_on == AgeOn::Memory {
                         if !plain && keeps.count() > 0 {
                             aging_runs.push(format!("{} aged:{label} in memory", fs.label));
@@ -53,19 +52,14 @@ impl ExperimentSpec {
         for rep in 0..self.repetitions {
             for fs in &self.file_systems {
                 for w in &self.workloads {
-                    for &lat in &self.latencies {
+                    for d in &self.devices {
                         for st in self.states.iter().filter(|s| s.applies_to(fs)) {
-                            cells.push(self.cell(fs, st, w, rep, lat, None));
-                        }
-                    }
-                    for m in &self.device_models {
-                        for st in self.states.iter().filter(|s| s.applies_to(fs)) {
-                            for drive in self.drives_of(m, st) {
-                                for placement in self.placements_of(m) {
-                                    let mut c = self.cell(fs, st, w, rep, None, Some(m));
+                            for drive in self.drives_of(d, st) {
+                                for placement in self.placements_of(d) {
+                                    let mut c = self.cell(fs, st, w, rep, d.as_ref());
                                     c.drive = drive.clone();
                                     c.placement = placement;
-                                    c.aged_in_memory = m.keeps_state()
+                                    c.aged_in_memory = keeps_state(d)
                                         && self.age_on == AgeOn::Memory
                                         && matches!(st, StateSpec::Aged { .. });
                                     c.id = cell_id(&c);
@@ -107,12 +101,8 @@ impl ExperimentSpec {
     pub fn cell_count(&self) -> u128 {
         use std::collections::HashMap;
         // Model cells of a state: one per model, or per drive for a model that keeps state.
-        let keep = self
-            .device_models
-            .iter()
-            .filter(|m| m.keeps_state())
-            .count() as u128;
-        let plain = self.device_models.len() as u128 - keep;
+        let keep = self.devices.iter().filter(|d| keeps_state(d)).count() as u128;
+        let plain = self.devices.len() as u128 - keep;
         let mut of_state: HashMap<String, u128> = HashMap::new();
         let mut erased = 0u128;
         for d in &self.drives {
@@ -136,9 +126,7 @@ impl ExperimentSpec {
             n
         };
         let placements = self.placements.len().max(1) as u128;
-        let per_state = |st: &StateSpec| -> u128 {
-            self.latencies.len() as u128 + plain + keep * drives_of(st) * placements
-        };
+        let per_state = |st: &StateSpec| -> u128 { plain + keep * drives_of(st) * placements };
         // Image states apply to one file system, the others to each.
         let labels: std::collections::HashSet<&str> =
             self.file_systems.iter().map(|f| f.label.as_str()).collect();
@@ -172,8 +160,12 @@ impl ExperimentSpec {
     /// The drives a state runs on with model `m`: its own alone unless the model keeps state
     /// and `drives` asks for more; an erased drive under a fresh file system, and an aged state's
     /// drive under that state, are its own drive, so they are not made twice.
-    fn drives_of(&self, m: &fsage_device::ModelSpec, st: &StateSpec) -> Vec<Option<DriveSpec>> {
-        if !m.keeps_state() || self.drives.is_empty() {
+    fn drives_of(
+        &self,
+        d: &Option<fsage_device::ModelSpec>,
+        st: &StateSpec,
+    ) -> Vec<Option<DriveSpec>> {
+        if !keeps_state(d) || self.drives.is_empty() {
             return vec![None];
         }
         self.drives
@@ -189,8 +181,8 @@ impl ExperimentSpec {
 
     /// How the image reaches a drive of model `m`: each of `placements` on a model that keeps
     /// state, or not copied (the drive its aging left).
-    fn placements_of(&self, m: &fsage_device::ModelSpec) -> Vec<Option<Placement>> {
-        if !m.keeps_state() || self.placements.is_empty() {
+    fn placements_of(&self, d: &Option<fsage_device::ModelSpec>) -> Vec<Option<Placement>> {
+        if !keeps_state(d) || self.placements.is_empty() {
             return vec![None];
         }
         self.placements.iter().copied().map(Some).collect()
@@ -202,16 +194,14 @@ impl ExperimentSpec {
         st: &StateSpec,
         w: &WorkloadSpec,
         rep: u32,
-        lat: Option<f64>,
-        model: Option<&fsage_device::ModelSpec>,
+        device: Option<&fsage_device::ModelSpec>,
     ) -> Cell {
         let mut c = Cell {
             id: String::new(),
             experiment: self.name.clone(),
             fs: fs.clone(),
             state: st.clone(),
-            latency_us: lat,
-            device_model: model.cloned(),
+            device: device.cloned(),
             drive: None,
             aged_in_memory: false,
             placement: None,
@@ -268,7 +258,7 @@ pub fn cell_id(c: &Cell) -> String {
     h.update(json.as_bytes());
     let hex = crate::hex(&h.finalize()[..6]);
     let state = c.state.id_part();
-    let lat = match (&c.device_model, c.latency_us) {
+    let lat = match (c.device_model(), c.latency_us()) {
         (Some(m), _) => {
             let mut s = match &c.drive {
                 Some(d) => format!("{}-drive.{}", m.name, d.label()),
@@ -300,6 +290,11 @@ pub fn cell_id(c: &Cell) -> String {
         })
         .collect();
     format!("{safe}-{hex}")
+}
+
+/// Whether a cell's device keeps a drive state (an SSD model); a plain image does not.
+fn keeps_state(d: &Option<fsage_device::ModelSpec>) -> bool {
+    d.as_ref().is_some_and(|m| m.keeps_state())
 }
 
 fn trim_num(x: f64) -> String {

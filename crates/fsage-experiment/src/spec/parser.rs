@@ -347,6 +347,8 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     }
 
     // Devices.
+    // A latency is the fixed model of that latency: translated here, after the checks that
+    // tell latencies and models apart.
     let (latencies, device_models) = match &raw.devices {
         None => (vec![None], Vec::new()),
         Some(d) => devices(&cx, d, image_size)?,
@@ -392,8 +394,11 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         origin: origin.to_string(),
         file_systems,
         states,
-        latencies,
-        device_models,
+        devices: latencies
+            .into_iter()
+            .map(|l| l.map(fsage_device::ModelSpec::fixed))
+            .chain(device_models.into_iter().map(Some))
+            .collect(),
         drives,
         age_on,
         placements,
@@ -668,7 +673,7 @@ fn devices(
     cx: &Ctx,
     d: &Spanned<RawDevices>,
     image_size: u64,
-) -> Result<(Vec<Option<f64>>, Vec<fsage_device::ModelSpec>), Error> {
+) -> Result<(Vec<Option<u64>>, Vec<fsage_device::ModelSpec>), Error> {
     let r = d.get_ref();
     let mut set: BTreeSet<Option<u64>> = BTreeSet::new();
     let mut models: Vec<fsage_device::ModelSpec> = Vec::new();
@@ -735,12 +740,7 @@ fn devices(
              `ranges`, or leave [devices] out for plain images",
         ));
     }
-    Ok((
-        set.into_iter()
-            .map(|k| k.map(|n| n as f64 / 1000.0))
-            .collect(),
-        models,
-    ))
+    Ok((set.into_iter().collect(), models))
 }
 
 /// `[devices] drives`: `"own"`, `"erased"`, `"aged.LABEL"` (an aged state of this file), each

@@ -85,17 +85,17 @@ fn devices_take_model_names_beside_latencies() {
         "latencies = [\"slow.toml\", \"100us\", \"0\"]",
     );
     let s = parse(&text, "x.toml", d.path()).unwrap();
-    assert_eq!(s.latencies, vec![Some(0.0), Some(100.0)]);
-    assert_eq!(s.device_models.len(), 1);
-    assert_eq!(s.device_models[0].name, "slow");
-    assert!(s.device_models[0].text.contains("5ms"));
+    assert_eq!(latencies(&s), vec![Some(0.0), Some(100.0)]);
+    assert_eq!(models(&s).len(), 1);
+    assert_eq!(models(&s)[0].name, "slow");
+    assert!(models(&s)[0].text.contains("5ms"));
     let plan = s.plan();
     // Per fs and workload: 2 latencies x 2 states, then the model x 2 states.
     assert_eq!(plan.cells.len(), 2 * 2 * (2 + 1) * 2);
     let c = &plan.cells[4];
     assert!(c.id.starts_with("ext4-fresh-varmail-slow-r0-"), "{}", c.id);
-    assert_eq!(c.latency_us, None);
-    assert_eq!(c.device_model.as_ref().unwrap().name, "slow");
+    assert_eq!(c.latency_us(), None);
+    assert_eq!(c.device_model().unwrap().name, "slow");
     // The 100us cells are the same cells as in a latency-only experiment.
     assert_eq!(plan.cells[2].id, ids[2]);
     // A bad name is named with file, line and column.
@@ -124,7 +124,7 @@ fn devices_take_model_names_beside_latencies() {
 fn expands_the_matrix_with_stable_ids() {
     let s = p(GOOD).unwrap();
     assert_eq!(
-        s.latencies,
+        latencies(&s),
         vec![None, Some(0.0), Some(500.0), Some(1000.0)]
     );
     let plan = s.plan();
@@ -138,7 +138,7 @@ fn expands_the_matrix_with_stable_ids() {
     assert!(plan.cells[1]
         .id
         .starts_with("ext4-aged.meyer-varmail-plain-r0-"));
-    assert_eq!(plan.cells[2].latency_us, Some(0.0));
+    assert_eq!(plan.cells[2].latency_us(), Some(0.0));
     assert_eq!(plan.cells[8].fs.label, "xfs");
     assert_eq!(plan.cells[16].rep, 1);
     assert_eq!(plan.cells[16].seed, 8);
@@ -242,7 +242,7 @@ fn no_devices_means_plain_images() {
             "ranges = [{ from = \"0\", to = \"1ms\", step = \"500us\" }]\n",
             "",
         );
-    assert_eq!(p(&text).unwrap().latencies, vec![None]);
+    assert_eq!(latencies(&p(&text).unwrap()), vec![None]);
 }
 
 /// The same experiment file, reached by three spellings of its path (absolute, absolute
@@ -479,9 +479,7 @@ fn drives_cross_the_two_agings_on_an_ssd_only() {
         .cells
         .iter()
         .filter(|c| {
-            c.rep == 0
-                && c.fs.label == "ext4"
-                && c.device_model.as_ref().unwrap().name == "ssd-sata"
+            c.rep == 0 && c.fs.label == "ext4" && c.device_model().unwrap().name == "ssd-sata"
         })
         .map(|c| {
             (
@@ -505,12 +503,12 @@ fn drives_cross_the_two_agings_on_an_ssd_only() {
     let hdd = plan
         .cells
         .iter()
-        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .filter(|c| c.device_model().unwrap().name == "hdd-7200")
         .count();
     assert_eq!(hdd, 2 * 2 * 2);
     // Own-drive cells keep their ids; the others name their drive, and all differ.
     for c in plan.cells.iter().filter(|c| c.drive.is_none()) {
-        if c.device_model.as_ref().unwrap().name == "ssd-sata" {
+        if c.device_model().unwrap().name == "ssd-sata" {
             assert!(own_ids.contains(&c.id), "{}", c.id);
         }
     }
@@ -766,7 +764,7 @@ fn copies_and_drive_states_are_crossed_on_an_ssd_only() {
     let ssd: Vec<&Cell> = plan
         .cells
         .iter()
-        .filter(|c| c.device_model.as_ref().unwrap().name == "ssd-sata")
+        .filter(|c| c.device_model().unwrap().name == "ssd-sata")
         .collect();
     // 2 repetitions x 2 fs x 2 states x 2 copies x 3 drives.
     assert_eq!(ssd.len(), 2 * 2 * 2 * 6);
@@ -798,13 +796,13 @@ fn copies_and_drive_states_are_crossed_on_an_ssd_only() {
     let hdd_own: Vec<&String> = own
         .cells
         .iter()
-        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .filter(|c| c.device_model().unwrap().name == "hdd-7200")
         .map(|c| &c.id)
         .collect();
     let hdd: Vec<&String> = plan
         .cells
         .iter()
-        .filter(|c| c.device_model.as_ref().unwrap().name == "hdd-7200")
+        .filter(|c| c.device_model().unwrap().name == "hdd-7200")
         .map(|c| &c.id)
         .collect();
     assert_eq!(hdd, hdd_own);
@@ -842,4 +840,79 @@ fn copies_and_drive_states_are_crossed_on_an_ssd_only() {
         .unwrap_err()
         .message;
     assert!(e.contains("cannot be given together"), "{e}");
+}
+
+/// The latencies of `s`'s devices (`None`: a plain image), as the experiment file gave them.
+fn latencies(s: &ExperimentSpec) -> Vec<Option<f64>> {
+    s.devices
+        .iter()
+        .filter_map(|d| match d {
+            None => Some(None),
+            Some(m) => super::types::bare_latency_us(m).map(Some),
+        })
+        .collect()
+}
+
+/// The devices of `s` that are models other than a bare latency.
+fn models(s: &ExperimentSpec) -> Vec<&fsage_device::ModelSpec> {
+    s.devices
+        .iter()
+        .flatten()
+        .filter(|m| super::types::bare_latency_us(m).is_none())
+        .collect()
+}
+
+/// `[devices] latencies` (and `ranges`) are translated into fixed-latency models when the file
+/// is read: a cell carries one device, and a latency's is `ModelSpec::fixed` of it.
+#[test]
+fn latencies_are_read_as_fixed_latency_models() {
+    let s = p(GOOD).unwrap();
+    assert_eq!(
+        s.devices,
+        vec![
+            None,
+            Some(fsage_device::ModelSpec::fixed(0)),
+            Some(fsage_device::ModelSpec::fixed(500_000)),
+            Some(fsage_device::ModelSpec::fixed(1_000_000)),
+        ]
+    );
+    let plan = s.plan();
+    let c = &plan.cells[2];
+    assert_eq!(c.device, Some(fsage_device::ModelSpec::fixed(0)));
+    assert_eq!((c.latency_us(), c.device_model()), (Some(0.0), None));
+    assert_eq!(plan.cells[0].device, None);
+}
+
+/// A cell's JSON keeps format 1's keys (`latency_us`, `device_model`): a result written before
+/// the cell carried one device reads into that device, and is written back as it was.
+#[test]
+fn a_cell_written_with_latency_us_and_device_model_reads_and_writes_as_before() {
+    let plan = p(GOOD).unwrap().plan();
+    let old = serde_json::to_value(&plan.cells[2]).unwrap();
+    assert_eq!(old["latency_us"], 0.0);
+    assert!(old.get("device_model").is_none() && old.get("device").is_none());
+    // As format 1 wrote it: a latency in µs.
+    let mut v = old.clone();
+    v["latency_us"] = serde_json::json!(250.0);
+    let c: Cell = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(c.device, Some(fsage_device::ModelSpec::fixed(250_000)));
+    assert_eq!(serde_json::to_value(&c).unwrap(), v);
+    // A model: `latency_us` null beside it.
+    let hdd = fsage_device::resolve("hdd-7200").unwrap();
+    v["latency_us"] = serde_json::Value::Null;
+    v["device_model"] = serde_json::to_value(&hdd).unwrap();
+    let c: Cell = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(c.device.as_ref(), Some(&hdd));
+    assert_eq!(c.device_model(), Some(&hdd));
+    assert_eq!(c.latency_us(), None);
+    assert_eq!(serde_json::to_value(&c).unwrap(), v);
+    // A plain image: `latency_us` null, no model.
+    v["latency_us"] = serde_json::Value::Null;
+    v.as_object_mut().unwrap().remove("device_model");
+    let c: Cell = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(c.device, None);
+    assert_eq!(serde_json::to_value(&c).unwrap(), v);
+    // An older cell without the key at all is a plain image too.
+    v.as_object_mut().unwrap().remove("latency_us");
+    assert_eq!(serde_json::from_value::<Cell>(v).unwrap().device, None);
 }

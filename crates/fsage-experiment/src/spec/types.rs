@@ -239,13 +239,12 @@ pub struct ExperimentSpec {
     pub origin: String,
     pub file_systems: Vec<FsSpec>,
     pub states: Vec<StateSpec>,
-    /// Added device latencies in µs; `None` is a plain image without the slow device. Sorted,
-    /// `None` first, then fastest to slowest.
-    pub latencies: Vec<Option<f64>>,
-    /// Device models (`hdd-7200`, a model file) in `[devices] latencies`, in the order given;
+    /// The devices of `[devices] latencies` and `ranges`, each a model: `None` is a plain image
+    /// without the slow device, a latency is the `fixed` model of that latency
+    /// ([`fsage_device::ModelSpec::fixed`]). `None` first, then the latencies fastest to
+    /// slowest, then the other models (`hdd-7200`, a model file) in the order given, so that
     /// their cells come after the latencies' in each comparison.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub device_models: Vec<fsage_device::ModelSpec>,
+    pub devices: Vec<Option<fsage_device::ModelSpec>>,
     /// The drives of the cells on models that keep state (`[devices] drives`): `None` is each
     /// file system's own drive; the default is that alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -281,11 +280,12 @@ pub struct Cell {
     pub experiment: String,
     pub fs: FsSpec,
     pub state: StateSpec,
-    pub latency_us: Option<f64>,
-    /// The device model the cell runs on (then `latency_us` is `None`), text included. Absent
-    /// from latency-only cells, whose ids stay what they were before models.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_model: Option<fsage_device::ModelSpec>,
+    /// The device the cell runs on: `None` for a plain image (no slow device), else its model,
+    /// text included; a latency is the `fixed` model of that latency. In JSON it keeps the
+    /// cell format's two keys ([`device_keys`]), which the ids hash: `latency_us` for a bare
+    /// latency, `device_model` for any other model.
+    #[serde(flatten, with = "device_keys")]
+    pub device: Option<fsage_device::ModelSpec>,
     /// The drive, when it is not the file system's own (only on a model that keeps state);
     /// absent otherwise, so that other cells keep their ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,14 +346,71 @@ impl Cell {
 }
 
 impl Cell {
+    /// The cell's latency in µs when its device is a bare latency (the `fixed` model of one
+    /// latency, as `[devices] latencies` gives it): what latency sweeps are drawn against.
+    pub fn latency_us(&self) -> Option<f64> {
+        self.device.as_ref().and_then(bare_latency_us)
+    }
+
+    /// The cell's device when it is a model other than a bare latency (`hdd-7200`, a model
+    /// file, a fixed model with a name and a file).
+    pub fn device_model(&self) -> Option<&fsage_device::ModelSpec> {
+        self.device
+            .as_ref()
+            .filter(|m| bare_latency_us(m).is_none())
+    }
+
     /// The device as the analyses group it: the latency, or the model's name, with how the
     /// image reached the drive when it was copied (`ssd-92 (whole copy, drive erased)`), so that
     /// only cells placed alike are compared.
     pub fn device_label(&self) -> Option<String> {
-        let m = self.device_model.as_ref()?;
+        let m = self.device_model()?;
         Some(match &self.placement {
             None => m.name.clone(),
             Some(p) => format!("{} ({})", m.name, p.label()),
+        })
+    }
+}
+
+/// The latency in µs of a model that is a bare latency (what [`fsage_device::ModelSpec::fixed`]
+/// makes: one latency for everything, no name or file of its own).
+pub fn bare_latency_us(m: &fsage_device::ModelSpec) -> Option<f64> {
+    let p = fsage_device::FixedParams::of(m)?;
+    (*m == fsage_device::ModelSpec::fixed(p.read_ns)).then(|| p.read_ns as f64 / 1000.0)
+}
+
+/// A cell's device in JSON, as cell format 1 spells it (and its ids hash): `latency_us` (a
+/// number for a bare latency, `null` otherwise, always written) and `device_model` (any other
+/// model; absent when there is none). So cell ids, result files and plans stay what they were,
+/// and results written before the cell carried one device read as they did.
+pub mod device_keys {
+    use fsage_device::ModelSpec;
+    use serde::ser::SerializeMap;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(device: &Option<ModelSpec>, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        let latency = device.as_ref().and_then(super::bare_latency_us);
+        m.serialize_entry("latency_us", &latency)?;
+        if let (None, Some(model)) = (latency, device) {
+            m.serialize_entry("device_model", model)?;
+        }
+        m.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ModelSpec>, D::Error> {
+        #[derive(Deserialize)]
+        struct Keys {
+            #[serde(default)]
+            latency_us: Option<f64>,
+            #[serde(default)]
+            device_model: Option<ModelSpec>,
+        }
+        let k = Keys::deserialize(d)?;
+        Ok(match (k.device_model, k.latency_us) {
+            (Some(m), _) => Some(m),
+            (None, Some(us)) => Some(ModelSpec::fixed((us * 1000.0).round() as u64)),
+            (None, None) => None,
         })
     }
 }
