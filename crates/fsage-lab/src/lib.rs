@@ -62,6 +62,7 @@
 pub mod cleaner;
 pub mod drive;
 pub mod fs;
+pub mod locks;
 pub mod loopdev;
 pub mod mount;
 pub mod rollback;

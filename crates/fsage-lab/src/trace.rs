@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+pub(crate) const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Which requests a trace keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub fn rwbs_kind(rwbs: &str) -> Option<RqKind> {
 }
 
 /// The timestamp before `: block_rq_...` (`1995.326539`: seconds and a fraction) in ns.
-fn timestamp_ns(head: &str) -> Option<u64> {
+pub(crate) fn timestamp_ns(head: &str) -> Option<u64> {
     let ts = head
         .trim_end()
         .strip_suffix(':')?
@@ -228,7 +228,7 @@ pub fn device_trace(
 
 /// How many traces of this process are live, and whether this process mounted tracefs.
 static TRACEFS_USERS: Mutex<(usize, bool)> = Mutex::new((0, false));
-static INSTANCE_SEQ: AtomicU64 = AtomicU64::new(0);
+pub(crate) static INSTANCE_SEQ: AtomicU64 = AtomicU64::new(0);
 
 type ReaderResult = Result<Vec<BlockRq>>;
 
@@ -251,11 +251,11 @@ pub struct BlockTrace {
     empty_reads: Arc<AtomicU64>,
 }
 
-fn wr(p: &Path, v: &str) -> Result<()> {
+pub(crate) fn wr(p: &Path, v: &str) -> Result<()> {
     fs::write(p, v).map_err(|e| Error::io(p, &format!("write {v:?}"), e))
 }
 
-fn register() -> Result<()> {
+pub(crate) fn register() -> Result<()> {
     let mut g = TRACEFS_USERS.lock().unwrap_or_else(|e| e.into_inner());
     let root = Path::new(TRACEFS);
     if !root.join("instances").is_dir() {
@@ -273,7 +273,7 @@ fn register() -> Result<()> {
     Ok(())
 }
 
-fn unregister() {
+pub(crate) fn unregister() {
     let mut g = TRACEFS_USERS.lock().unwrap_or_else(|e| e.into_inner());
     g.0 = g.0.saturating_sub(1);
     // Unmount what this process mounted, unless another fsage process traces through it now
@@ -299,7 +299,7 @@ fn other_fsage_instances() -> bool {
 
 /// Removes the trace instances of fsage processes that are gone (a `kill -9` leaves its own):
 /// `instances/fsage-PID` or `fsage-PID-N` whose PID no longer runs.
-fn remove_stale_instances() {
+pub(crate) fn remove_stale_instances() {
     let Ok(rd) = fs::read_dir(Path::new(TRACEFS).join("instances")) else {
         return;
     };
@@ -518,20 +518,25 @@ impl BlockTrace {
     }
 
     fn overruns(&self) -> u64 {
-        let mut lost = 0;
-        if let Ok(rd) = fs::read_dir(self.instance.join("per_cpu")) {
-            for e in rd.flatten() {
-                if let Ok(s) = fs::read_to_string(e.path().join("stats")) {
-                    for l in s.lines() {
-                        if let Some(v) = l.strip_prefix("overrun:") {
-                            lost += v.trim().parse::<u64>().unwrap_or(0);
-                        }
+        overruns(&self.instance)
+    }
+}
+
+/// Events a trace instance's buffer lost (it filled faster than it was read), over its CPUs.
+pub(crate) fn overruns(instance: &Path) -> u64 {
+    let mut lost = 0;
+    if let Ok(rd) = fs::read_dir(instance.join("per_cpu")) {
+        for e in rd.flatten() {
+            if let Ok(s) = fs::read_to_string(e.path().join("stats")) {
+                for l in s.lines() {
+                    if let Some(v) = l.strip_prefix("overrun:") {
+                        lost += v.trim().parse::<u64>().unwrap_or(0);
                     }
                 }
             }
         }
-        lost
     }
+    lost
 }
 
 impl Drop for BlockTrace {

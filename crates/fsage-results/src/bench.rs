@@ -178,6 +178,10 @@ pub struct BenchResult {
     pub summary: Summary,
     /// Ctrl-C (or SIGTERM) ended the run: the last repetition holds what was measured until then.
     pub interrupted: bool,
+    /// Lock contention by lock instance over the measured phase, when asked for (an
+    /// experiment's `lock_stats = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_contention: Option<crate::locks::LockReport>,
 }
 
 /// Two-sided 95% Student t quantile for `df` degrees of freedom.

@@ -7,4 +7,5 @@
 pub mod analysis;
 pub mod bench;
 pub mod git;
+pub mod locks;
 pub mod slowdev;

@@ -89,6 +89,10 @@ pub trait Observer {
     fn rep_done(&mut self, _r: &RepResult) {}
     /// A note worth telling the user (a variable the engine ignores, a limit set).
     fn note(&mut self, _msg: &str) {}
+    /// A repetition's measured phase starts (`true`, at the end of its warmup, to within the
+    /// engine's 50 ms watch) or has ended (`false`, its threads done): a caller that records
+    /// something over the measured phase (lock contention) starts and stops it here.
+    fn measuring(&mut self, _started: bool) {}
 }
 
 /// An observer that ignores everything.

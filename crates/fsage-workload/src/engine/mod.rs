@@ -382,6 +382,7 @@ fn run_checked(
         reps,
         summary,
         interrupted,
+        lock_contention: None,
     })
 }
 

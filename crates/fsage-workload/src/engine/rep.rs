@@ -177,10 +177,18 @@ pub(super) fn run_rep(
         if hooked.is_err() {
             sh.stop.store(true, Relaxed);
         }
+        let mut measuring = cfg.warmup.is_zero();
+        if measuring {
+            obs.measuring(true);
+        }
         barrier.go.store(true, Relaxed);
         let mut last = (Instant::now(), 0u64);
         while sh.finished.load(Relaxed) < n as u64 {
             std::thread::sleep(Duration::from_millis(50));
+            if !measuring && start.elapsed() >= cfg.warmup {
+                measuring = true;
+                obs.measuring(true);
+            }
             if fsage_signals::interrupted() && !sh.stop.load(Relaxed) {
                 interrupted = true;
                 sh.stop.store(true, Relaxed);
@@ -215,6 +223,9 @@ pub(super) fn run_rep(
                 Ok(o) => outs.push(o),
                 Err(_) => sh.fail(Error::NoResult("a benchmark thread panicked".into())),
             }
+        }
+        if measuring {
+            obs.measuring(false);
         }
         timeline = sampler.map(|s| {
             s.finish(
