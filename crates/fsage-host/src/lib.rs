@@ -94,6 +94,10 @@ pub struct BenchStep {
     pub cache_ratio: Option<f64>,
     pub sample_s: Option<f64>,
     pub data: Option<fsage_workload::DataPattern>,
+    /// Record lock contention by lock instance over the measured phase (the result's
+    /// `lock_contention`); the step fails if this kernel cannot.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lock_stats: bool,
 }
 
 /// The free-space and file layout of a mounted file system (mount it read-only).
@@ -313,6 +317,46 @@ fn on_mounted<T>(m: &Mount, f: impl FnOnce(&Path) -> Result<T, Error>) -> Result
     Ok(r)
 }
 
+/// The lock-contention recording of a workload step: started when the first repetition's
+/// measured phase starts, stopped when it ends (one repetition per step).
+#[derive(Default)]
+struct Locks {
+    trace: Option<fsage_lab::locks::LockTrace>,
+    report: Option<fsage_lab::locks::LockReport>,
+    error: Option<String>,
+}
+
+/// The workload's notes, passed on; and the lock recording, when asked for.
+struct Notes<'a> {
+    obs: &'a mut dyn StepObserver,
+    locks: Option<Locks>,
+}
+
+impl fsage_workload::Observer for Notes<'_> {
+    fn note(&mut self, msg: &str) {
+        self.obs.note(msg);
+    }
+
+    fn measuring(&mut self, started: bool) {
+        let Some(l) = self.locks.as_mut() else {
+            return;
+        };
+        if started {
+            if l.trace.is_none() && l.report.is_none() && l.error.is_none() {
+                match fsage_lab::locks::LockTrace::start() {
+                    Ok(t) => l.trace = Some(t),
+                    Err(e) => l.error = Some(e.to_string()),
+                }
+            }
+        } else if let Some(t) = l.trace.take() {
+            match t.finish() {
+                Ok(r) => l.report = Some(r),
+                Err(e) => l.error = Some(e.to_string()),
+            }
+        }
+    }
+}
+
 /// A step's work in this process.
 pub fn run_here(step: &Step, obs: &mut dyn StepObserver) -> Result<StepResult, Error> {
     match step {
@@ -339,16 +383,24 @@ pub fn run_here(step: &Step, obs: &mut dyn StepObserver) -> Result<StepResult, E
                 data: b.data.unwrap_or_default(),
                 ..Default::default()
             };
-            struct Notes<'a>(&'a mut dyn StepObserver);
-            impl fsage_workload::Observer for Notes<'_> {
-                fn note(&mut self, msg: &str) {
-                    self.0.note(msg);
-                }
+            if b.lock_stats {
+                fsage_lab::locks::available()
+                    .map_err(|e| Error::input(format!("lock_stats: {e}")))?;
             }
-            let r = on_mounted(&b.mount, |mnt| {
-                fsage_workload::run(&w, &cfg, &mnt.join("bench"), &mut Notes(obs))
+            let mut notes = Notes {
+                obs,
+                locks: b.lock_stats.then(Locks::default),
+            };
+            let mut r = on_mounted(&b.mount, |mnt| {
+                fsage_workload::run(&w, &cfg, &mnt.join("bench"), &mut notes)
                     .map_err(step_err("workload"))
             })?;
+            if let Some(l) = notes.locks {
+                if let Some(e) = l.error {
+                    return Err(Error::operation(format!("lock_stats: {e}")));
+                }
+                r.lock_contention = l.report;
+            }
             Ok(StepResult::Bench(Box::new(r)))
         }
         Step::Frag(f) => {

@@ -17,7 +17,7 @@
 
 use crate::trace::{self, wr, TRACEFS};
 use crate::{Error, Result};
-use fsage_results::locks::{LockCaller, LockInstance, LockReport, DIR_RWSEM, FILE_RWSEM};
+pub use fsage_results::locks::{LockCaller, LockInstance, LockReport, DIR_RWSEM, FILE_RWSEM};
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};
 use std::io::Read;
@@ -206,6 +206,14 @@ const FILE_SITES: &[&str] = &[
     "ext4_fallocate",
     "generic_file_llseek_size",
 ];
+
+/// nilfs2's segment constructor semaphore: `nilfs_transaction_begin` takes
+/// `nilfs->ns_segctor_sem` shared and `nilfs_transaction_lock` exclusive (fs/nilfs2/segment.c),
+/// and no other rwsem.
+const NILFS_SEGCTOR_SITES: &[&str] = &["nilfs_transaction_begin", "nilfs_transaction_lock"];
+
+/// What fsage calls nilfs2's `ns_segctor_sem`.
+pub const NILFS_SEGCTOR_SEM: &str = "nilfs2 segment constructor rwsem (ns_segctor_sem)";
 
 /// The lock's type from the flags its begins carried.
 fn kind_of(flags: u32) -> &'static str {
@@ -448,6 +456,22 @@ fn name_of(kind: &str, callers: &[LockCaller]) -> (Option<String>, Option<String
             Some(FILE_RWSEM.into()),
             Some(format!(
                 "an rwsem waited on only from regular files' write and truncate sites ({})",
+                sites.join(", ")
+            )),
+        );
+    }
+    if known
+        .iter()
+        .all(|c| NILFS_SEGCTOR_SITES.contains(&c.function.as_str()))
+    {
+        let mut sites: Vec<&str> = known.iter().map(|c| c.function.as_str()).collect();
+        sites.sort();
+        sites.dedup();
+        return (
+            Some(NILFS_SEGCTOR_SEM.into()),
+            Some(format!(
+                "an rwsem waited on only from nilfs2's transaction sites ({}), which take \
+                 ns_segctor_sem",
                 sites.join(", ")
             )),
         );
@@ -778,6 +802,14 @@ mod tests {
             None
         );
         assert_eq!(name_of("mutex", &[c("do_unlinkat")]).0, None);
+        assert_eq!(
+            name_of(
+                "rwsem",
+                &[c("nilfs_transaction_begin"), c("nilfs_transaction_lock")]
+            )
+            .0,
+            Some(NILFS_SEGCTOR_SEM.into())
+        );
         assert_eq!(name_of("rwsem", &[c("unknown")]).0, None);
         assert_eq!(kind_of(F_SPIN | F_READ), "rwlock");
         assert_eq!(kind_of(F_PERCPU | F_READ), "percpu-rwsem");

@@ -150,9 +150,55 @@ pub fn missing(r: &Reproduction, scale: u64) -> Vec<String> {
                 }
             }
             Need::Measurement(m) => out.push(format!("{m}: fsage does not make it")),
+            Need::Kernel { fs, since, why } => {
+                if let Err(m) = kernel_for(fs, since) {
+                    out.push(format!("{m} (for {why})"));
+                }
+            }
         }
     }
     out
+}
+
+/// `6.1.0-56-amd64` as (6, 1).
+fn version_of(release: &str) -> Option<(u64, u64)> {
+    let mut p = release.split(['.', '-']);
+    Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
+}
+
+/// Whether a kernel with `fs`, of version `since` or later, runs here: this one, or a cached
+/// guest kernel with QEMU (what a cell on `fs` would run under: the newest cached).
+fn kernel_for(fs: &str, since: (u64, u64)) -> Result<(), String> {
+    let want = format!("{}.{}", since.0, since.1);
+    let here = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kind = fsage_lab::FsKind::parse(fs).map_err(|e| e.to_string())?;
+    if kind.check_kernel().is_ok() && version_of(here.trim()).is_some_and(|v| v >= since) {
+        return Ok(());
+    }
+    if fsage_sys::find_cmd("qemu-system-x86_64").is_none() {
+        return Err(format!(
+            "{fs} under a kernel since {want}: this kernel ({}) {}, and qemu-system-x86_64 is \
+             not installed to run a guest",
+            here.trim(),
+            if kind.check_kernel().is_ok() {
+                "is older"
+            } else {
+                "has no such file system"
+            }
+        ));
+    }
+    match fsage_vm::resolve_kernel(None, None) {
+        Ok(k) if version_of(&k.release).is_some_and(|v| v >= since) => Ok(()),
+        Ok(k) => Err(format!(
+            "{fs} in a guest under a kernel since {want}: the newest cached kernel is {} \
+             (fsage vm kernel fetch VERSION)",
+            k.release
+        )),
+        Err(e) => Err(format!(
+            "{fs} in a guest under a kernel since {want}: {}",
+            e.message
+        )),
+    }
 }
 
 /// `text` for asking the parser about `key` alone: the other settings a reproduction needs taken

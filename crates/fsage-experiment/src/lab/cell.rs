@@ -85,6 +85,7 @@ impl LabExecutor {
             seed: cell.seed,
             cache_ratio: cell.cache_ratio,
             sample_s: cell.sample_s,
+            lock_stats: cell.lock_stats,
             data: cell.workload.data,
         }));
         if runs.is_guest() {

@@ -212,6 +212,7 @@ impl ExperimentSpec {
             warmup_s: self.warmup_s,
             cache_ratio: self.cache_ratio,
             sample_s: self.sample_s,
+            lock_stats: self.lock_stats,
             image_size: self.image_size,
             profile_file: match st {
                 StateSpec::Aged { label, .. } => self.profile_files.get(label).cloned(),
@@ -234,6 +235,7 @@ pub fn cell_id(c: &Cell) -> String {
     key.id = String::new();
     key.experiment = String::new();
     key.sample_s = None;
+    key.lock_stats = false;
     key.runs = None;
     // A workload file counts by its text, not by where the experiment directory sits.
     if let WorkloadSource::File { path, .. } = &mut key.workload.source {

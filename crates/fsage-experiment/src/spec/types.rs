@@ -264,6 +264,10 @@ pub struct ExperimentSpec {
     /// Each cell's workload records a time series every this many seconds (`sample = "1s"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_s: Option<f64>,
+    /// Each cell's workload records lock contention by lock instance over its measured phase
+    /// (`lock_stats = true`: the kernel's lock:contention_begin/end tracepoints).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lock_stats: bool,
     pub seed: u64,
     pub image_size: u64,
     /// The profile files of the aged states, by state label (built-in profiles have none).
@@ -310,6 +314,10 @@ pub struct Cell {
     /// The time series' interval (not part of the id: sampling does not change what is run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_s: Option<f64>,
+    /// Lock contention is recorded (not part of the id: recording does not change what is run,
+    /// though its tracing costs the kernel a little on every contention).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lock_stats: bool,
     pub image_size: u64,
     /// The aged state's profile file (name as written and text), when it is not built in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
