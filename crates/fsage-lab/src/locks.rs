@@ -208,9 +208,14 @@ const FILE_SITES: &[&str] = &[
 ];
 
 /// nilfs2's segment constructor semaphore: `nilfs_transaction_begin` takes
-/// `nilfs->ns_segctor_sem` shared and `nilfs_transaction_lock` exclusive (fs/nilfs2/segment.c),
-/// and no other rwsem.
-const NILFS_SEGCTOR_SITES: &[&str] = &["nilfs_transaction_begin", "nilfs_transaction_lock"];
+/// `nilfs->ns_segctor_sem` shared, `nilfs_transaction_lock` exclusive, and
+/// `nilfs_relax_pressure_in_lock` trades its shared hold for an exclusive one
+/// (fs/nilfs2/segment.c); none of them takes another rwsem.
+const NILFS_SEGCTOR_SITES: &[&str] = &[
+    "nilfs_transaction_begin",
+    "nilfs_transaction_lock",
+    "nilfs_relax_pressure_in_lock",
+];
 
 /// What fsage calls nilfs2's `ns_segctor_sem`.
 pub const NILFS_SEGCTOR_SEM: &str = "nilfs2 segment constructor rwsem (ns_segctor_sem)";
@@ -805,7 +810,10 @@ mod tests {
         assert_eq!(
             name_of(
                 "rwsem",
-                &[c("nilfs_transaction_begin"), c("nilfs_transaction_lock")]
+                &[
+                    c("nilfs_transaction_begin"),
+                    c("nilfs_relax_pressure_in_lock")
+                ]
             )
             .0,
             Some(NILFS_SEGCTOR_SEM.into())

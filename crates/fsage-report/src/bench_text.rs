@@ -180,6 +180,10 @@ pub fn render(b: &BenchResult) -> String {
         out,
         "MB/s is 10^6 bytes per second; MiB/s (2^20), Filebench's mb/s, is MB/s x 0.954"
     );
+    if let Some(l) = &b.lock_contention {
+        out.push('\n');
+        out.push_str(&crate::lock_text::render(l, ""));
+    }
     if b.interrupted {
         let _ = writeln!(
             out,

@@ -71,7 +71,14 @@ impl ReportSet {
                     .into_iter()
                     .map(|g| (g.name.as_str(), &g.item))
                     .collect();
-                fsage_repro::compare(&r.item, &all, &analyses, &git)
+                let dir = r.path.parent();
+                let locks: Vec<fsage_repro::LockCell> = self
+                    .cells
+                    .iter()
+                    .filter(|c| dir.is_some_and(|d| c.path.starts_with(d)))
+                    .filter_map(|c| fsage_repro::LockCell::of(&c.item))
+                    .collect();
+                fsage_repro::compare(&r.item, &all, &analyses, &git, &locks)
             })
             .collect()
     }

@@ -21,6 +21,7 @@ mod git_series;
 pub mod html;
 mod image_text;
 pub mod inputs;
+mod lock_text;
 pub mod plan_text;
 mod run_text;
 mod status_text;

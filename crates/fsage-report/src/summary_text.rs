@@ -143,6 +143,9 @@ pub fn render(set: &ReportSet) -> String {
         if let Some(l) = x.environment.platform.label() {
             let _ = writeln!(o, "  {l}: compare only with runs on the same platform");
         }
+        if let Some(l) = &x.lock_contention {
+            o.push_str(&crate::lock_text::render(l, "  "));
+        }
     }
     if !set.cells.is_empty() {
         let done = set.cells.iter().filter(|c| c.item.is_done()).count();
@@ -152,6 +155,30 @@ pub fn render(set: &ReportSet) -> String {
             set.cells.len(),
             set.cells.len() - done
         );
+    }
+    for c in &set.cells {
+        let Some(l) = c
+            .item
+            .workload_report
+            .as_ref()
+            .and_then(|w| w.get("lock_contention"))
+            .and_then(|v| {
+                serde_json::from_value::<fsage_results::locks::LockReport>(v.clone()).ok()
+            })
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "cell {}{}:",
+            c.item.cell.id,
+            c.item
+                .samples
+                .first()
+                .and_then(|s| fsage_experiment::guest::platform_label(s.platform))
+                .map_or(String::new(), |p| format!(" ({p}: the waits are emulated)"))
+        );
+        o.push_str(&crate::lock_text::render(&l, "  "));
     }
     for a in &set.analyses {
         let x = &a.item;

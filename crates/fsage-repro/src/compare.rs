@@ -125,13 +125,43 @@ pub fn difference(p: &PublishedPoint, v: f64, aim: Aim) -> (f64, Option<bool>) {
     }
 }
 
+/// One cell's lock contention, for the lock-wait points (the slippery slope's Figure 8).
+#[derive(Debug, Clone)]
+pub struct LockCell {
+    pub fs: String,
+    /// The added device latency, in µs (`None`: no slow device, or a model).
+    pub latency_us: Option<f64>,
+    /// `emulated (TCG)` or `VM (KVM)` when it ran in a guest.
+    pub platform: Option<String>,
+    pub report: fsage_lab::locks::LockReport,
+}
+
+impl LockCell {
+    /// The cell's lock report, if its workload recorded one.
+    pub fn of(c: &fsage_experiment::CellResult) -> Option<LockCell> {
+        let report = c.workload_report.as_ref()?.get("lock_contention")?.clone();
+        let report = serde_json::from_value(report).ok()?;
+        let s = c.samples.first();
+        Some(LockCell {
+            fs: c.cell.fs.kind.clone(),
+            latency_us: s.and_then(|s| s.latency_us),
+            platform: s
+                .and_then(|s| fsage_experiment::guest::platform_label(s.platform))
+                .map(String::from),
+            report,
+        })
+    }
+}
+
 /// Compares every published point of `record`'s reproduction with what `analyses` (its
-/// experiment's) and `git` (its series, by run name) hold.
+/// experiment's), `git` (its series, by run name) and `locks` (its cells' lock contention)
+/// hold.
 pub fn compare(
     record: &Record,
     points: &[PublishedPoint],
     analyses: &[&Analysis],
     git: &[(&str, &GitSeries)],
+    locks: &[LockCell],
 ) -> Comparison {
     let published_as =
         crate::catalog::find(&record.name).map_or(record.name.as_str(), |r| r.published_as());
@@ -143,6 +173,7 @@ pub fn compare(
             let (fsage, fsage_at, missing) = match p.unit.as_str() {
                 "% loss" => loss(p, analyses),
                 "x" | "s/GiB" => from_git(p, record, git),
+                "s wait in 60 s" => lock_wait(p, locks),
                 _ => (
                     None,
                     None,
@@ -215,6 +246,57 @@ fn loss(p: &PublishedPoint, analyses: &[&Analysis]) -> Found {
         Some(c) => (Some(c.slowdown_percent), None, None),
         None => (None, None, Some("not run yet".into())),
     }
+}
+
+/// A lock-wait point (`i_mutex_dir_key top instance` or `... 5 instances total` at `10 ms`):
+/// the wait on the directory `i_rwsem` instances fsage found in the cell of the file system at
+/// that latency, the top one or the top five summed, per 60 s of recording.
+fn lock_wait(p: &PublishedPoint, locks: &[LockCell]) -> Found {
+    let Some(ms) =
+        p.x.strip_suffix(" ms")
+            .and_then(|m| m.trim().parse::<f64>().ok())
+    else {
+        return (None, None, Some(format!("x {:?} is not a latency", p.x)));
+    };
+    let Some(c) = locks
+        .iter()
+        .find(|c| c.fs == p.fs && (c.latency_us.unwrap_or(f64::NAN) - ms * 1000.0).abs() < 0.5)
+    else {
+        return (None, None, Some("not run yet".into()));
+    };
+    let n = if p.series.contains("top instance") {
+        1
+    } else if let Some(k) = p
+        .series
+        .split_whitespace()
+        .find_map(|w| w.parse::<usize>().ok())
+    {
+        k
+    } else {
+        1
+    };
+    let r = &c.report;
+    if r.recorded_s <= 0.0 {
+        return (None, None, Some("nothing recorded".into()));
+    }
+    let dirs: Vec<_> = r.named(fsage_lab::locks::DIR_RWSEM).take(n).collect();
+    let wait_s = dirs.iter().map(|l| l.wait_total_ns).sum::<u64>() as f64 / 1e9;
+    let per_60 = wait_s * 60.0 / r.recorded_s;
+    let at = format!(
+        "{} directory i_rwsem instance{} over {:.1} s recorded, per 60 s{}{}",
+        dirs.len(),
+        if dirs.len() == 1 { "" } else { "s" },
+        r.recorded_s,
+        c.platform
+            .as_deref()
+            .map_or(String::new(), |p| format!("; {p}: the waits are emulated")),
+        if r.lost_events > 0 {
+            format!("; {} trace events lost: a lower bound", r.lost_events)
+        } else {
+            String::new()
+        }
+    );
+    (Some(per_60), Some(at), None)
 }
 
 /// Whether a run that `answers` (`cold`, `warm 768 MB`, `aged/clean 4 GB partition`) gives the
@@ -382,5 +464,57 @@ mod tests {
         assert!(!answers(small, "aged/clean 20 GB partition"));
         assert!(same_device("crucial-m4-64g@1111MiB", "crucial-m4-64g"));
         assert!(!same_device("crucial-m4-64gx", "crucial-m4-64g"));
+    }
+
+    #[test]
+    fn lock_waits_are_the_directory_locks_per_60_s_at_the_points_latency() {
+        use fsage_lab::locks::{LockInstance, LockReport, DIR_RWSEM};
+        let inst = |ns: u64, name: Option<&str>| LockInstance {
+            addr: format!("{ns:016x}"),
+            kind: "rwsem".into(),
+            name: name.map(String::from),
+            identified_by: None,
+            waits: 1,
+            wait_total_ns: ns,
+            wait_max_ns: ns,
+            write_waits: 1,
+            callers: Vec::new(),
+        };
+        let s = 1_000_000_000;
+        // The segment lock waits most but is no directory lock; six directory instances.
+        let mut locks = vec![inst(100 * s, None)];
+        locks.extend([6, 5, 4, 3, 2, 1].map(|k| inst(k * s, Some(DIR_RWSEM))));
+        let cell = |lat: f64| LockCell {
+            fs: "nilfs2".into(),
+            latency_us: Some(lat),
+            platform: Some("emulated (TCG)".into()),
+            report: LockReport {
+                source: String::new(),
+                kernel: String::new(),
+                recorded_s: 30.0,
+                waits: 7,
+                wait_total_ns: 121 * s,
+                unfinished: 0,
+                lost_events: 0,
+                locks: locks.clone(),
+                others: 0,
+                others_wait_ns: 0,
+            },
+        };
+        let cells = [cell(0.0), cell(10_000.0)];
+        let mut top = point(3.0, Some(3.0), "s wait in 60 s");
+        top.fs = "nilfs2".into();
+        top.series = "i_mutex_dir_key top instance".into();
+        top.x = "10 ms".into();
+        let (v, at, missing) = lock_wait(&top, &cells);
+        assert_eq!(v, Some(12.0), "6 s in 30 s is 12 s per 60 s");
+        assert!(at.unwrap().contains("emulated"), "the timings are said to be emulated");
+        assert!(missing.is_none());
+        let mut five = top.clone();
+        five.series = "i_mutex_dir_key 5 instances total".into();
+        five.x = "0 ms".into();
+        assert_eq!(lock_wait(&five, &cells).0, Some(40.0), "(6+5+4+3+2) x 2");
+        five.x = "1 ms".into();
+        assert_eq!(lock_wait(&five, &cells).2.as_deref(), Some("not run yet"));
     }
 }

@@ -14,7 +14,7 @@ pub mod published;
 pub mod run;
 
 pub use catalog::{Reproduction, REPRODUCTIONS};
-pub use compare::{compare, Aim, Comparison, PointComparison};
+pub use compare::{compare, Aim, Comparison, LockCell, PointComparison};
 pub use published::{published, published_for, PublishedError, PublishedPoint, RowProblem};
 pub use run::{reproduce, Observer, Options, Outcome, Record};
 
