@@ -508,7 +508,10 @@ mod tests {
         top.x = "10 ms".into();
         let (v, at, missing) = lock_wait(&top, &cells);
         assert_eq!(v, Some(12.0), "6 s in 30 s is 12 s per 60 s");
-        assert!(at.unwrap().contains("emulated"), "the timings are said to be emulated");
+        assert!(
+            at.unwrap().contains("emulated"),
+            "the timings are said to be emulated"
+        );
         assert!(missing.is_none());
         let mut five = top.clone();
         five.series = "i_mutex_dir_key 5 instances total".into();
