@@ -210,7 +210,9 @@ const FILE_SITES: &[&str] = &[
 /// nilfs2's segment constructor semaphore: `nilfs_transaction_begin` takes
 /// `nilfs->ns_segctor_sem` shared, `nilfs_transaction_lock` exclusive, and
 /// `nilfs_relax_pressure_in_lock` trades its shared hold for an exclusive one
-/// (fs/nilfs2/segment.c); none of them takes another rwsem.
+/// (fs/nilfs2/segment.c); none of them takes another rwsem. Many other sites take it too (the
+/// ioctls nilfs_cleanerd calls, sysfs, checkpoint attach), so one of these among an instance's
+/// callers names it.
 const NILFS_SEGCTOR_SITES: &[&str] = &[
     "nilfs_transaction_begin",
     "nilfs_transaction_lock",
@@ -424,7 +426,9 @@ fn instance(addr: String, a: Acc) -> LockInstance {
 }
 
 /// A directory's or a file's `i_rwsem` when every caller with a stack is one of that kind's
-/// sites (and there is one); otherwise no name.
+/// sites (and there is one); nilfs2's `ns_segctor_sem` when a caller is one of the sites that
+/// take only it and none is a directory's or a file's site (all callers of one instance wait
+/// for the same lock); otherwise no name.
 fn name_of(kind: &str, callers: &[LockCaller]) -> (Option<String>, Option<String>) {
     if kind != "rwsem" {
         return (None, None);
@@ -465,19 +469,34 @@ fn name_of(kind: &str, callers: &[LockCaller]) -> (Option<String>, Option<String
             )),
         );
     }
-    if known
-        .iter()
-        .all(|c| NILFS_SEGCTOR_SITES.contains(&c.function.as_str()))
-    {
-        let mut sites: Vec<&str> = known.iter().map(|c| c.function.as_str()).collect();
+    let segctor = |c: &LockCaller| NILFS_SEGCTOR_SITES.contains(&c.function.as_str());
+    let inode = |c: &LockCaller| dir(c).is_some() || FILE_SITES.contains(&c.function.as_str());
+    if known.iter().any(|c| segctor(c)) && !known.iter().any(|c| inode(c)) {
+        let mut sites: Vec<&str> = known
+            .iter()
+            .filter(|c| segctor(c))
+            .map(|c| c.function.as_str())
+            .collect();
         sites.sort();
         sites.dedup();
+        let mut others: Vec<&str> = known
+            .iter()
+            .filter(|c| !segctor(c))
+            .map(|c| c.function.as_str())
+            .collect();
+        others.sort();
+        others.dedup();
         return (
             Some(NILFS_SEGCTOR_SEM.into()),
             Some(format!(
-                "an rwsem waited on only from nilfs2's transaction sites ({}), which take \
-                 ns_segctor_sem",
-                sites.join(", ")
+                "an rwsem waited on from nilfs2's transaction sites ({}), which take \
+                 ns_segctor_sem and no other rwsem{}",
+                sites.join(", "),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its other callers: {}", others.join(", "))
+                }
             )),
         );
     }
@@ -817,6 +836,20 @@ mod tests {
             )
             .0,
             Some(NILFS_SEGCTOR_SEM.into())
+        );
+        // One transaction site names it whatever else waits on it (the cleaner's ioctls), but
+        // not beside a directory's site.
+        assert_eq!(
+            name_of(
+                "rwsem",
+                &[c("nilfs_transaction_begin"), c("nilfs_ioctl_do_get_suinfo")]
+            )
+            .0,
+            Some(NILFS_SEGCTOR_SEM.into())
+        );
+        assert_eq!(
+            name_of("rwsem", &[c("nilfs_transaction_begin"), c("do_unlinkat")]).0,
+            None
         );
         assert_eq!(name_of("rwsem", &[c("unknown")]).0, None);
         assert_eq!(kind_of(F_SPIN | F_READ), "rwlock");

@@ -74,7 +74,7 @@ pub struct LockInstance {
 
 impl LockInstance {
     /// How many callers an instance keeps.
-    pub const CALLERS: usize = 6;
+    pub const CALLERS: usize = 10;
 }
 
 /// Where the waits for a lock came from: the first function of the stack outside the locking

@@ -92,6 +92,7 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
             }
         }
     }
+    lock_tables(&mut c, set);
     p.section(
         Section::Cells,
         "Cells",
@@ -99,6 +100,81 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
          are left out of every analysis above.",
         &c,
     );
+}
+
+/// The cells that recorded lock contention (`lock_stats`): each one's most waited-on lock
+/// instances, with what they are where their callers tell, and where the waits came from.
+fn lock_tables(c: &mut String, set: &ReportSet) {
+    let mut first = true;
+    for cell in &set.cells {
+        let Some(l) = cell
+            .item
+            .workload_report
+            .as_ref()
+            .and_then(|w| w.get("lock_contention"))
+            .and_then(|v| {
+                serde_json::from_value::<fsage_results::locks::LockReport>(v.clone()).ok()
+            })
+        else {
+            continue;
+        };
+        if first {
+            c.push_str(
+                "<p class=\"verdict\">Lock contention by lock instance (lock:contention_begin/end \
+                 tracepoints over each cell's measured phase; a name only where the callers tell \
+                 it; in a guest under TCG the waits are emulated time):</p>\n",
+            );
+            first = false;
+        }
+        let emulated = cell
+            .item
+            .samples
+            .first()
+            .and_then(|s| fsage_experiment::guest::platform_label(s.platform))
+            .map_or(String::new(), |p| format!(", {p}"));
+        let rows: Vec<Vec<String>> = l
+            .locks
+            .iter()
+            .take(8)
+            .map(|i| {
+                vec![
+                    format!("{:.3}", i.wait_total_ns as f64 / 1e9),
+                    i.waits.to_string(),
+                    format!("{:.1}", i.wait_max_ns as f64 / 1e6),
+                    i.kind.clone(),
+                    i.name.clone().unwrap_or_default(),
+                    i.callers
+                        .iter()
+                        .take(3)
+                        .map(|k| match k.path.first() {
+                            Some(p) => format!("{} < {p} ({})", k.function, k.waits),
+                            None => format!("{} ({})", k.function, k.waits),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ]
+            })
+            .collect();
+        let _ =
+            writeln!(
+            c,
+            "<details><summary>{}: {} waits, {:.1} s in all over {:.1} s{}{}</summary>{}</details>",
+            esc(&cell.item.cell.id),
+            l.waits,
+            l.wait_total_ns as f64 / 1e9,
+            l.recorded_s,
+            esc(&emulated),
+            if l.lost_events > 0 {
+                format!(", {} events lost (a lower bound)", l.lost_events)
+            } else {
+                String::new()
+            },
+            table(
+                &["wait (s)", "waits", "max (ms)", "kind", "what", "callers (waits)"],
+                &rows
+            )
+        );
+    }
 }
 
 /// A flag and a table of the comparisons whose cells ran on more than one kind of `what`
