@@ -47,6 +47,11 @@
 //! at once do not collide; [`trace::read_layout`] scores a read stream as Conway et al. do, and
 //! [`trace::device_trace`] hands a trace to `fsage-device` to cost on a model.
 //!
+//! Lock contention ([`locks`]): [`locks::LockTrace::start()`](locks::LockTrace::start) records
+//! every task's waits on contended kernel locks (`lock:contention_begin`/`end`, kernels since
+//! 5.19) in a private tracefs instance; [`locks::LockTrace::finish`] sums them per lock instance
+//! with their callers, naming a directory's `i_rwsem` from its callers.
+//!
 //! Drives ([`drive`]): models that keep a drive state (an SSD's FTL) fed a device's writes as
 //! they come ([`drive::Feed`], [`drive::DriveMount`]), and `fsage age --device-model`'s
 //! [`drive::DriveAging`].
