@@ -207,7 +207,7 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         paper_scale: "82K files of 128 KB, about 10 GB, on a RAM disk of a size not given",
         expected: "about 5 to 10 minutes under TCG: 3 cells of a guest boot, the fileset's \
                    layout and 5 + 60 s of fileserver, each slowed by emulation (measured 28 \
-                   Nov 2026 with 30 s: 2.7 minutes)",
+                   Nov 2026: 4.7 minutes at nice 19, load 2-6)",
     },
 ];
 

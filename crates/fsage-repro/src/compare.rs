@@ -266,14 +266,11 @@ fn lock_wait(p: &PublishedPoint, locks: &[LockCell]) -> Found {
     };
     let n = if p.series.contains("top instance") {
         1
-    } else if let Some(k) = p
-        .series
-        .split_whitespace()
-        .find_map(|w| w.parse::<usize>().ok())
-    {
-        k
     } else {
-        1
+        p.series
+            .split_whitespace()
+            .find_map(|w| w.parse::<usize>().ok())
+            .unwrap_or(1)
     };
     let r = &c.report;
     if r.recorded_s <= 0.0 {

@@ -568,6 +568,28 @@ fn sample_sets_each_cells_interval_without_changing_its_id() {
 }
 
 #[test]
+fn lock_stats_reaches_every_cell_without_changing_its_id() {
+    let base = "name = \"l\"\nduration = \"10s\"\nimage_size = \"256MiB\"\n[[fs]]\nkind = \"ext4\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
+    let plain = p(base).unwrap();
+    let locked = p(&format!("lock_stats = true\n{base}")).unwrap();
+    assert!(locked.lock_stats && !plain.lock_stats);
+    let (a, b) = (plain.plan().cells, locked.plan().cells);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.id, y.id);
+        assert!(y.lock_stats && !x.lock_stats);
+    }
+    // Absent from a cell's JSON unless set, so older cells read the same.
+    let v = serde_json::to_value(&a[0]).unwrap();
+    assert!(v.get("lock_stats").is_none());
+    let bad = p(&format!("lock_stats = \"yes\"\n{base}")).unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("`lock_stats` = \"yes\": must be true or false"),
+        "{bad}"
+    );
+}
+
+#[test]
 fn kernels_put_file_systems_in_a_vm_one_per_kernel_when_several() {
     let body = "duration = \"10s\"\nimage_size = \"300MiB\"\n[[state]]\nkind = \"fresh\"\n[[workload]]\nname = \"varmail\"\n";
     let one = p(&format!("name = \"k\"\nkernel = \"6.1.0-56\"\n{body}[[fs]]\nkind = \"ext4\"\n[[fs]]\nkind = \"xfs\"\nkernel = \"6.1.0-55\"\n")).unwrap();

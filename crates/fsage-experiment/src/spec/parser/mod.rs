@@ -31,7 +31,7 @@ struct Raw {
     repetitions: Option<Spanned<i64>>,
     cache_ratio: Option<Spanned<f64>>,
     sample: Option<Spanned<toml::Value>>,
-    lock_stats: Option<Spanned<bool>>,
+    lock_stats: Option<Spanned<toml::Value>>,
     kernel: Option<Spanned<toml::Value>>,
     seed: Option<Spanned<i64>>,
     image_size: Spanned<toml::Value>,
@@ -205,6 +205,19 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
     let sample_s = match &raw.sample {
         Some(v) => Some(duration(&cx, v, "sample")?),
         None => None,
+    };
+    let lock_stats = match &raw.lock_stats {
+        Some(v) => v.get_ref().as_bool().ok_or_else(|| {
+            cx.at(
+                v.span(),
+                format!(
+                    "`lock_stats` = {}: must be true or false (record lock contention by lock \
+                     instance in each cell)",
+                    v.get_ref()
+                ),
+            )
+        })?,
+        None => false,
     };
     let seed = match &raw.seed {
         Some(s) if *s.get_ref() < 0 => {
@@ -417,7 +430,7 @@ pub fn parse(text: &str, origin: &str, dir: &Path) -> Result<ExperimentSpec, Err
         repetitions,
         cache_ratio,
         sample_s,
-        lock_stats: raw.lock_stats.as_ref().is_some_and(|b| *b.get_ref()),
+        lock_stats,
         seed,
         image_size,
         profile_files,
