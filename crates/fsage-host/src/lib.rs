@@ -317,19 +317,10 @@ fn on_mounted<T>(m: &Mount, f: impl FnOnce(&Path) -> Result<T, Error>) -> Result
     Ok(r)
 }
 
-/// The lock-contention recording of a workload step: started when the first repetition's
-/// measured phase starts, stopped when it ends (one repetition per step).
-#[derive(Default)]
-struct Locks {
-    trace: Option<fsage_lab::locks::LockTrace>,
-    report: Option<fsage_lab::locks::LockReport>,
-    error: Option<String>,
-}
-
 /// The workload's notes, passed on; and the lock recording, when asked for.
 struct Notes<'a> {
     obs: &'a mut dyn StepObserver,
-    locks: Option<Locks>,
+    locks: Option<fsage_lab::locks::PhaseRecorder>,
 }
 
 impl fsage_workload::Observer for Notes<'_> {
@@ -338,21 +329,8 @@ impl fsage_workload::Observer for Notes<'_> {
     }
 
     fn measuring(&mut self, started: bool) {
-        let Some(l) = self.locks.as_mut() else {
-            return;
-        };
-        if started {
-            if l.trace.is_none() && l.report.is_none() && l.error.is_none() {
-                match fsage_lab::locks::LockTrace::start() {
-                    Ok(t) => l.trace = Some(t),
-                    Err(e) => l.error = Some(e.to_string()),
-                }
-            }
-        } else if let Some(t) = l.trace.take() {
-            match t.finish() {
-                Ok(r) => l.report = Some(r),
-                Err(e) => l.error = Some(e.to_string()),
-            }
+        if let Some(l) = self.locks.as_mut() {
+            l.measuring(started);
         }
     }
 }
@@ -389,17 +367,16 @@ pub fn run_here(step: &Step, obs: &mut dyn StepObserver) -> Result<StepResult, E
             }
             let mut notes = Notes {
                 obs,
-                locks: b.lock_stats.then(Locks::default),
+                locks: b.lock_stats.then(fsage_lab::locks::PhaseRecorder::default),
             };
             let mut r = on_mounted(&b.mount, |mnt| {
                 fsage_workload::run(&w, &cfg, &mnt.join("bench"), &mut notes)
                     .map_err(step_err("workload"))
             })?;
             if let Some(l) = notes.locks {
-                if let Some(e) = l.error {
-                    return Err(Error::operation(format!("lock_stats: {e}")));
-                }
-                r.lock_contention = l.report;
+                r.lock_contention = l
+                    .finish()
+                    .map_err(|e| Error::operation(format!("lock_stats: {e}")))?;
             }
             Ok(StepResult::Bench(Box::new(r)))
         }

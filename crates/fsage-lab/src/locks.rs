@@ -525,6 +525,44 @@ pub fn available() -> std::result::Result<(), String> {
     Ok(()) // tracefs is not mounted: LockTrace::start mounts it and checks again
 }
 
+/// A recording over a workload's measured phase, driven by the workload's
+/// `Observer::measuring` hook: started when the first repetition's measured phase starts,
+/// stopped when it ends (one recording per run: later repetitions are not recorded).
+#[derive(Default)]
+pub struct PhaseRecorder {
+    trace: Option<LockTrace>,
+    report: Option<LockReport>,
+    error: Option<String>,
+}
+
+impl PhaseRecorder {
+    /// The measured phase starts (`true`) or has ended (`false`).
+    pub fn measuring(&mut self, started: bool) {
+        if started {
+            if self.trace.is_none() && self.report.is_none() && self.error.is_none() {
+                match LockTrace::start() {
+                    Ok(t) => self.trace = Some(t),
+                    Err(e) => self.error = Some(e.to_string()),
+                }
+            }
+        } else if let Some(t) = self.trace.take() {
+            match t.finish() {
+                Ok(r) => self.report = Some(r),
+                Err(e) => self.error = Some(e.to_string()),
+            }
+        }
+    }
+
+    /// The report (`None` when no measured phase began), or why recording failed.
+    pub fn finish(mut self) -> std::result::Result<Option<LockReport>, String> {
+        self.measuring(false);
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.report),
+        }
+    }
+}
+
 /// A running recording of lock contention; [`LockTrace::finish`] stops it. Dropping it stops it
 /// too and removes its instance.
 pub struct LockTrace {

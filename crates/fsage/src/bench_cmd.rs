@@ -97,6 +97,11 @@ pub struct RunArgs {
     /// N% zeros, as fio's buffer_compress_percentage: a compressor takes about N% away).
     #[arg(long, value_name = "PATTERN", default_value = "incompressible", value_parser = fsage_workload::DataPattern::parse)]
     pub data: fsage_workload::DataPattern,
+    /// Record lock contention by lock instance over the measured phase (the first repetition's):
+    /// the kernel's lock:contention_begin/end tracepoints (kernels since 5.19), each lock's
+    /// waits and callers, into the table and --json. Needs root.
+    #[arg(long)]
+    pub lock_stats: bool,
     /// No progress line and no table (the exit code and --json only).
     #[arg(long, short)]
     pub quiet: bool,
@@ -134,9 +139,16 @@ pub fn run(cmd: BenchCmd) -> CmdResult {
 struct Bar {
     enabled: bool,
     drawn: bool,
+    locks: Option<fsage_lab::locks::PhaseRecorder>,
 }
 
 impl Observer for Bar {
+    fn measuring(&mut self, started: bool) {
+        if let Some(l) = self.locks.as_mut() {
+            l.measuring(started);
+        }
+    }
+
     fn note(&mut self, msg: &str) {
         self.clear();
         eprintln!("fsage: note: {msg}");
@@ -231,14 +243,26 @@ fn run_bench(a: RunArgs) -> CmdResult {
     if let Some(p) = &a.json {
         fsage_sys::check_writable_file(p).map_err(|e| bad_input(format!("--json {e}")))?;
     }
+    if a.lock_stats {
+        if !fsage_sys::is_root() {
+            return Err(bad_input("--lock-stats needs root (tracefs)"));
+        }
+        fsage_lab::locks::available().map_err(|e| bad_input(format!("--lock-stats: {e}")))?;
+    }
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut bar = Bar {
         enabled: tty && !a.quiet,
         drawn: false,
+        locks: a.lock_stats.then(fsage_lab::locks::PhaseRecorder::default),
     };
     let r = fsage_workload::run(&w, &cfg, &a.target, &mut bar);
     bar.clear();
-    let r = r?;
+    let mut r = r?;
+    if let Some(l) = bar.locks.take() {
+        r.lock_contention = l
+            .finish()
+            .map_err(|e| fsage_lab::Error::operation(format!("--lock-stats: {e}")))?;
+    }
     if let Some(p) = &a.json {
         write_atomic(p, export(&Json, &r).as_bytes())?;
     }

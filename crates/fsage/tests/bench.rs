@@ -96,6 +96,52 @@ fn every_builtin_runs_on_ext4() {
     }
 }
 
+/// `--lock-stats` on ext4: sixteen fileserver threads in directories of a few files contend for
+/// their directories' locks, and the result names them, with their callers.
+#[test]
+fn lock_stats_finds_the_directory_locks_fileserver_contends_for() {
+    let test = "lock_stats_finds_the_directory_locks_fileserver_contends_for";
+    if let Err(e) = fsage_lab::locks::available() {
+        return skip(test, &e);
+    }
+    let fs = match Ext4::ext4(512 << 20) {
+        Ok(f) => f,
+        Err(reason) => return skip(test, &reason),
+    };
+    let json = fs.path().join("b.json");
+    fsage_ok([
+        "bench",
+        "run",
+        "fileserver",
+        "--set",
+        "nfiles=200",
+        "--set",
+        "nthreads=16",
+        "--set",
+        "filesize=16k",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1s",
+        "--lock-stats",
+        "--json",
+        s(&json),
+        s(&fs.path().join("t")),
+    ]);
+    let j = read_json(&json);
+    let l = &j["lock_contention"];
+    assert!(l["recorded_s"].as_f64().unwrap() > 1.0, "{l}");
+    assert!(l["waits"].as_u64().unwrap() > 0, "{l}");
+    let dirs: Vec<&serde_json::Value> = l["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["name"] == "directory i_rwsem (i_mutex_dir_key)")
+        .collect();
+    assert!(!dirs.is_empty(), "no directory lock among {l}");
+    assert!(dirs[0]["callers"][0]["function"].as_str().is_some());
+}
+
 fn memory_cgroup_available() -> Result<(), Unavailable> {
     need_root_and(&["mount", "umount", "losetup", "mkfs.ext4"])?;
     if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
