@@ -504,8 +504,12 @@ impl Reproduction {
 }
 
 /// `fsage reproduce list`: each reproduction with its paper, figure, scale, expected run time,
-/// and what this build lacks for it (`missing` gives those lines).
-pub fn list_text(missing: &dyn Fn(&Reproduction) -> Vec<String>) -> String {
+/// what this build lacks for it (`missing` gives those lines) and how it would run here
+/// (`notes`: in a guest, emulated).
+pub fn list_text(
+    missing: &dyn Fn(&Reproduction) -> Vec<String>,
+    notes: &dyn Fn(&Reproduction) -> Vec<String>,
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     for r in &REPRODUCTIONS {
@@ -525,6 +529,9 @@ pub fn list_text(missing: &dyn Fn(&Reproduction) -> Vec<String>) -> String {
         let m = missing(r);
         if m.is_empty() {
             let _ = writeln!(s, "    runs with this build");
+            for n in notes(r) {
+                let _ = writeln!(s, "    note: {n}");
+            }
         } else {
             let _ = writeln!(s, "    cannot run with this build; missing:");
             for line in m {

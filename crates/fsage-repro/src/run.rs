@@ -160,6 +160,31 @@ pub fn missing(r: &Reproduction, scale: u64) -> Vec<String> {
     out
 }
 
+/// How a reproduction would run on this machine, where that changes what its numbers mean: a
+/// file system this kernel lacks runs in a guest, emulated (TCG) unless KVM is usable.
+pub fn notes(r: &Reproduction) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in r.needs(r.default_scale) {
+        let Need::Kernel { fs, .. } = n else {
+            continue;
+        };
+        if fsage_lab::FsKind::parse(fs).is_ok_and(|k| k.check_kernel().is_ok()) {
+            continue;
+        }
+        let kernel = fsage_vm::resolve_kernel(None, None)
+            .map(|k| k.release)
+            .unwrap_or_else(|_| "a cached kernel".into());
+        out.push(match fsage_vm::accel::kvm_usable() {
+            Ok(()) => format!("{fs} runs in a QEMU guest under {kernel} with KVM"),
+            Err(_) => format!(
+                "{fs} runs in a QEMU guest under {kernel}, emulated (TCG: no usable KVM): its \
+                 timings are emulated"
+            ),
+        });
+    }
+    out
+}
+
 /// `6.1.0-56-amd64` as (6, 1).
 fn version_of(release: &str) -> Option<(u64, u64)> {
     let mut p = release.split(['.', '-']);
@@ -631,6 +656,16 @@ mod tests {
         // kernel since 5.19 with nilfs2 (this one or a guest's); where the machine lacks the
         // kernel, the reproduction is refused by name and writes nothing.
         let r = catalog::find("slippery-fig8").unwrap();
+        // Where this kernel lacks nilfs2 the list says the run is in a guest (and whether
+        // emulated); where it has it, nothing.
+        let n = notes(r);
+        if fsage_lab::FsKind::NILFS2.check_kernel().is_ok() {
+            assert!(n.is_empty(), "{n:?}");
+        } else {
+            assert_eq!(n.len(), 1);
+            assert!(n[0].contains("nilfs2 runs in a QEMU guest"), "{n:?}");
+        }
+        assert!(notes(catalog::find("geriatrix-fig7").unwrap()).is_empty());
         let m = missing(r, 4 << 30);
         assert!(!m.iter().any(|l| l.contains("lock_stats")), "{m:?}");
         let d = tempfile::tempdir().unwrap();

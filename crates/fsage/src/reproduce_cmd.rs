@@ -38,7 +38,10 @@ pub fn run(a: ReproduceArgs) -> CmdResult {
     if a.name == "list" || a.name == "LIST" {
         print!(
             "{}",
-            fsage_repro::catalog::list_text(&|r| fsage_repro::run::missing(r, r.default_scale))
+            fsage_repro::catalog::list_text(
+                &|r| fsage_repro::run::missing(r, r.default_scale),
+                &fsage_repro::run::notes
+            )
         );
         return Ok(());
     }
