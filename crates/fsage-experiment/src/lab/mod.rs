@@ -104,26 +104,7 @@ impl LabExecutor {
         // What a killed run left beside the bases (an aging's mount); its working copies are
         // in its own scratch directory, cleaned below.
         clean_under(&images, &Registry::new(Registry::default_root()))?;
-        let out = absolute(out)?;
-        let (work, work_lock, storage) = scratch_work(&out, &images, scratch, "run")?;
-        let ex = LabExecutor {
-            out,
-            bases: BTreeMap::new(),
-            failed_bases: BTreeMap::new(),
-            library: fsage_core::image::Library::open(&fsage_core::image::default_library_dir()),
-            registry: Registry::new(Registry::default_root()),
-            work,
-            _work_lock: work_lock,
-            storage,
-            shared: false,
-            images,
-            local: Box::new(fsage_host::Local),
-            guest: Box::new(QemuGuest { echo: false }),
-            exe: guest::own_exe(),
-            _lock: Some(lock),
-        };
-        ex.clean_leftovers()?;
-        Ok(ex)
+        LabExecutor::open(out, images, scratch, "run", Some(lock))
     }
 
     /// The executor of one `experiment run-cell` (a Slurm task, or a run by hand): base images
@@ -138,6 +119,20 @@ impl LabExecutor {
         name: &str,
     ) -> Result<LabExecutor, Error> {
         let images = open_images_dir(images)?;
+        LabExecutor::open(out, images, scratch, name, None)
+    }
+
+    /// The one constructor behind [`LabExecutor::new`] and [`LabExecutor::for_task`]: the
+    /// scratch directory named from `name` under `out`'s run, and what a killed run left
+    /// cleaned up. `lock` is the whole image directory's (a local run's), or none (a task
+    /// among others sharing it: its images are shared, so only a base being made is locked).
+    fn open(
+        out: &Path,
+        images: PathBuf,
+        scratch: &crate::storage::Scratch,
+        name: &str,
+        lock: Option<fsage_exec::preflight::RunLock>,
+    ) -> Result<LabExecutor, Error> {
         let out = absolute(out)?;
         let (work, work_lock, storage) = scratch_work(&out, &images, scratch, name)?;
         let ex = LabExecutor {
@@ -150,11 +145,11 @@ impl LabExecutor {
             work,
             _work_lock: work_lock,
             storage,
-            shared: true,
+            shared: lock.is_none(),
             local: Box::new(fsage_host::Local),
             guest: Box::new(QemuGuest { echo: false }),
             exe: guest::own_exe(),
-            _lock: None,
+            _lock: lock,
         };
         ex.clean_leftovers()?;
         Ok(ex)
