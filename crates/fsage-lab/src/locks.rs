@@ -503,8 +503,27 @@ fn name_of(kind: &str, callers: &[LockCaller]) -> (Option<String>, Option<String
     (None, None)
 }
 
+/// This kernel has no lock contention tracepoints (they came with Linux 5.19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoLockTracepoints {
+    /// The running kernel's release (`/proc/sys/kernel/osrelease`).
+    pub release: String,
+}
+
+impl std::fmt::Display for NoLockTracepoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "this kernel ({}) has no lock:contention_begin tracepoint (kernels since 5.19 have it)",
+            self.release
+        )
+    }
+}
+
+impl std::error::Error for NoLockTracepoints {}
+
 /// Whether this kernel has the tracepoints (tracefs mounted or not: its event directory).
-pub fn available() -> std::result::Result<(), String> {
+pub fn available() -> std::result::Result<(), NoLockTracepoints> {
     let release = fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
@@ -517,10 +536,7 @@ pub fn available() -> std::result::Result<(), String> {
         }
     }
     if Path::new(TRACEFS).join("events").is_dir() {
-        return Err(format!(
-            "this kernel ({release}) has no lock:contention_begin tracepoint (kernels since \
-             5.19 have it)"
-        ));
+        return Err(NoLockTracepoints { release });
     }
     Ok(()) // tracefs is not mounted: LockTrace::start mounts it and checks again
 }
