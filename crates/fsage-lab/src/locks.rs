@@ -548,7 +548,7 @@ pub fn available() -> std::result::Result<(), NoLockTracepoints> {
 pub struct PhaseRecorder {
     trace: Option<LockTrace>,
     report: Option<LockReport>,
-    error: Option<String>,
+    error: Option<Error>,
 }
 
 impl PhaseRecorder {
@@ -558,19 +558,19 @@ impl PhaseRecorder {
             if self.trace.is_none() && self.report.is_none() && self.error.is_none() {
                 match LockTrace::start() {
                     Ok(t) => self.trace = Some(t),
-                    Err(e) => self.error = Some(e.to_string()),
+                    Err(e) => self.error = Some(e),
                 }
             }
         } else if let Some(t) = self.trace.take() {
             match t.finish() {
                 Ok(r) => self.report = Some(r),
-                Err(e) => self.error = Some(e.to_string()),
+                Err(e) => self.error = Some(e),
             }
         }
     }
 
     /// The report (`None` when no measured phase began), or why recording failed.
-    pub fn finish(mut self) -> std::result::Result<Option<LockReport>, String> {
+    pub fn finish(mut self) -> Result<Option<LockReport>> {
         self.measuring(false);
         match self.error {
             Some(e) => Err(e),
