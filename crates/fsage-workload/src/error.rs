@@ -43,7 +43,8 @@ pub enum Error {
     /// A workload that names an fd it never opened, or opens one twice.
     #[error("flowop {flowop}: {msg}")]
     Workload { flowop: String, msg: String },
-    /// A system call of a flowop or of the layout failed (other than ENOSPC, which is counted).
+    /// A system call of a flowop or of the layout failed (other than ENOSPC on a write, mkdir or
+    /// append, which is counted).
     // The cause in the text, and not a source, which would print it twice.
     #[error("{what} {}: {err}", path.display())]
     Io {

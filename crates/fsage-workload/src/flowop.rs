@@ -106,9 +106,10 @@ pub(crate) struct OpenFd {
     direct: bool,
 }
 
-/// Why a flowop did not complete: a full file system (counted, the run goes on), a stop asked
-/// for while it waited for a file, the thread is done (a finish reached, a fileset used up in a
-/// run-until-done workload), or an error that ends the run.
+/// Why a flowop did not complete: a full file system refusing a write, a mkdir or an append
+/// (counted, the run goes on), a stop asked for while it waited for a file, the thread is done
+/// (a finish reached, a fileset used up in a run-until-done workload), or an error that ends the
+/// run (among them ENOSPC refusing a create or an open: see [`open_entry`]).
 pub(crate) enum Fail {
     Enospc,
     Stopped,
@@ -174,10 +175,17 @@ impl ThreadIo {
     }
 }
 
+/// The failure of a flowop's system call `what` on `path`: ENOSPC is counted and the run goes
+/// on, any other errno ends it.
 fn errno_fail(e: Errno, what: &str, f: &FlowopDef, path: &std::ffi::CStr) -> Fail {
     if e == Errno::NOSPC {
         return Fail::Enospc;
     }
+    fatal_errno(e, what, f, path)
+}
+
+/// The failure of a flowop's system call that ends the run, ENOSPC included.
+fn fatal_errno(e: Errno, what: &str, f: &FlowopDef, path: &std::ffi::CStr) -> Fail {
     Fail::Fatal(Error::io(
         format!("flowop {} ({what})", f.name),
         std::path::PathBuf::from(path.to_string_lossy().into_owned()),
@@ -242,7 +250,10 @@ fn open_entry(
             size: create.then_some(0),
             direct: f.directio,
         }),
-        Err(err) => Err(errno_fail(
+        // Even ENOSPC ends the run: the fd the create or open was to fill stays closed, and
+        // the thread's next flowops on it would only fail with an error that hides the cause
+        // ("srcfd 1 is not open"). Filebench, too, ends a run on a failed flowop.
+        Err(err) => Err(fatal_errno(
             err,
             if create { "create" } else { "open" },
             f,

@@ -47,10 +47,13 @@ pub mod geometry;
 pub mod kind;
 pub mod seek;
 
-use crate::{
-    Counter, DeviceCounters, DeviceModel, Error, KindCounters, ModelStats, Ns, Requests, Rq,
-    RqKind, Value,
-};
+mod cache;
+mod counters;
+
+use cache::Segment;
+pub use counters::HddCounters;
+
+use crate::{DeviceCounters, DeviceModel, Error, ModelStats, Ns, Requests, Rq, RqKind};
 use geometry::{Geometry, SECTOR};
 use seek::SeekCurve;
 use serde::{Deserialize, Serialize};
@@ -112,35 +115,6 @@ struct Queued {
     arrival: Ns,
 }
 
-/// A read-ahead segment: sectors [start, valid) read, of which the last `cap` are held; while
-/// `stream` is set, `valid` grows from `from` at the sustained rate from time `t0`, up to `limit`.
-#[derive(Debug, Clone, Copy)]
-struct Segment {
-    start: u64,
-    valid: u64,
-    cap: u64,
-    stream: Option<(u64, f64, u64)>, // (from, t0, limit)
-    used: Ns,
-}
-
-impl Segment {
-    /// The first sector still held when the segment holds up to `valid`.
-    fn held_from(&self, valid: u64) -> u64 {
-        self.start.max(valid.saturating_sub(self.cap))
-    }
-
-    fn valid_at(&self, now: f64, rate: f64) -> u64 {
-        match self.stream {
-            Some((from, t0, limit)) => {
-                // (A thousandth of a sector of slack: times are rounded to the nanosecond.)
-                let n = ((now - t0).max(0.0) * rate + 1e-3) as u64;
-                (from + n).min(limit)
-            }
-            None => self.valid,
-        }
-    }
-}
-
 /// The hard-disk model.
 pub struct Hdd {
     p: HddParams,
@@ -170,99 +144,6 @@ pub struct Hdd {
     streamed: BinaryHeap<Reverse<(Ns, u64)>>,
     requests: Requests,
     counters: HddCounters,
-}
-
-/// What a hard disk counts beyond its requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct HddCounters {
-    /// Time the mechanism was busy: serving requests from the media, writing back, and
-    /// streaming read-ahead that a read waited for.
-    pub busy_ns: Ns,
-    /// Head movements to another cylinder, and the time they took.
-    pub seeks: u64,
-    pub seek_ns: Ns,
-    /// Time spent waiting for the platter to bring the first sector under the head.
-    pub rotation_ns: Ns,
-    /// Time spent transferring data to or from the media (head and track switches included).
-    pub transfer_ns: Ns,
-    /// Reads served from the drive's buffer (read-ahead or dirty write data).
-    pub read_hits: u64,
-    /// Writes acknowledged from the write cache before reaching the media.
-    pub cached_writes: u64,
-    /// Write-backs from the write cache to the media.
-    pub write_backs: u64,
-}
-
-impl KindCounters for HddCounters {
-    fn counters(&self) -> Vec<Counter> {
-        let c = |group, key, label, value, brief| Counter {
-            group,
-            key,
-            label,
-            value,
-            brief,
-        };
-        vec![
-            c("disk", "busy_ns", "busy", Value::Time(self.busy_ns), true),
-            c("disk", "seeks", "seeks", Value::Count(self.seeks), true),
-            c(
-                "disk",
-                "seek_ns",
-                "seeking",
-                Value::Time(self.seek_ns),
-                false,
-            ),
-            c(
-                "disk",
-                "rotation_ns",
-                "rotation",
-                Value::Time(self.rotation_ns),
-                false,
-            ),
-            c(
-                "disk",
-                "transfer_ns",
-                "transfer",
-                Value::Time(self.transfer_ns),
-                false,
-            ),
-            c(
-                "cache",
-                "read_hits",
-                "read hits",
-                Value::Count(self.read_hits),
-                true,
-            ),
-            c(
-                "cache",
-                "cached_writes",
-                "writes cached",
-                Value::Count(self.cached_writes),
-                true,
-            ),
-            c(
-                "cache",
-                "write_backs",
-                "write-backs",
-                Value::Count(self.write_backs),
-                false,
-            ),
-        ]
-    }
-
-    fn since(&self, e: &Self) -> Self {
-        HddCounters {
-            busy_ns: self.busy_ns.saturating_sub(e.busy_ns),
-            seeks: self.seeks.saturating_sub(e.seeks),
-            seek_ns: self.seek_ns.saturating_sub(e.seek_ns),
-            rotation_ns: self.rotation_ns.saturating_sub(e.rotation_ns),
-            transfer_ns: self.transfer_ns.saturating_sub(e.transfer_ns),
-            read_hits: self.read_hits.saturating_sub(e.read_hits),
-            cached_writes: self.cached_writes.saturating_sub(e.cached_writes),
-            write_backs: self.write_backs.saturating_sub(e.write_backs),
-        }
-    }
 }
 
 impl Hdd {
@@ -388,129 +269,6 @@ impl Hdd {
         (over, seek, wait)
     }
 
-    /// Stops every read-ahead stream at `t`; the head is where the stream got to.
-    fn freeze_streams(&mut self, t: f64) {
-        for i in 0..self.segments.len() {
-            let s = self.segments[i];
-            if s.stream.is_some() {
-                let v = s.valid_at(t, self.g.sustained_rate(s.start));
-                self.segments[i].valid = v;
-                self.segments[i].stream = None;
-                let at = self.g.chs(v.min(self.g.sectors - 1));
-                self.cyl = at.cyl;
-                self.head = at.head;
-            }
-        }
-    }
-
-    /// Is [lba, lba+n) all dirty?
-    fn all_dirty(&self, lba: u64, n: u64) -> bool {
-        match self.dirty.range(..=lba).next_back() {
-            Some((_, &end)) => end >= lba + n,
-            None => false,
-        }
-    }
-
-    fn add_dirty(&mut self, lba: u64, n: u64) {
-        let (mut s, mut e) = (lba, lba + n);
-        // Merge with every extent that overlaps or touches [s, e).
-        let overlapping: Vec<(u64, u64)> = self
-            .dirty
-            .range(..=e)
-            .rev()
-            .take_while(|(_, &end)| end >= s)
-            .map(|(&a, &b)| (a, b))
-            .collect();
-        for (a, b) in overlapping {
-            self.dirty.remove(&a);
-            self.dirty_sectors -= b - a;
-            s = s.min(a);
-            e = e.max(b);
-        }
-        self.dirty.insert(s, e);
-        self.dirty_sectors += e - s;
-    }
-
-    fn remove_dirty(&mut self, lba: u64, n: u64) {
-        let (s, e) = (lba, lba + n);
-        let hit: Vec<(u64, u64)> = self
-            .dirty
-            .range(..e)
-            .rev()
-            .take_while(|(_, &end)| end > s)
-            .map(|(&a, &b)| (a, b))
-            .collect();
-        for (a, b) in hit {
-            self.dirty.remove(&a);
-            self.dirty_sectors -= b - a;
-            if a < s {
-                self.dirty.insert(a, s);
-                self.dirty_sectors += s - a;
-            }
-            if b > e {
-                self.dirty.insert(e, b);
-                self.dirty_sectors += b - e;
-            }
-        }
-    }
-
-    fn drop_segments(&mut self, lba: u64, n: u64) {
-        self.segments
-            .retain(|s| s.valid <= lba || s.held_from(s.valid) >= lba + n || s.stream.is_some());
-    }
-
-    /// A read served from the buffer, if it can be: its completion time.
-    fn read_hit(&mut self, now: f64, lba: u64, n: u64) -> Option<f64> {
-        let tail = self.p.overhead_ns as f64 + self.interface_ns(n * SECTOR);
-        if self.all_dirty(lba, n) {
-            return Some(now + tail);
-        }
-        let idle_streaming = !matches!(
-            self.busy,
-            Some((Op::Request { .. } | Op::WriteBack { .. }, _))
-        );
-        for i in 0..self.segments.len() {
-            let s = self.segments[i];
-            let rate = self.g.sustained_rate(s.start);
-            // What the segment holds now: its oldest data has left as the stream read on.
-            if lba < s.held_from(s.valid_at(now, rate)) {
-                continue;
-            }
-            // The host reads on along the stream: keep reading ahead of it.
-            let extend = |seg: &mut Segment, ra: u64, max: u64| {
-                if let Some((_, _, limit)) = &mut seg.stream {
-                    *limit = (*limit).max((lba + n + ra).min(max));
-                }
-            };
-            let (ra, max) = (self.p.read_ahead / SECTOR, self.g.sectors);
-            if lba + n <= s.valid_at(now, rate) {
-                self.segments[i].used = now as Ns;
-                extend(&mut self.segments[i], ra, max);
-                return Some(now + tail);
-            }
-            if let Some((from, t0, limit)) = s.stream {
-                // A read ahead of what the stream holds but within its reach waits for it too:
-                // the head is already reading towards it (two halves of a split request).
-                if idle_streaming && lba + n <= limit {
-                    extend(&mut self.segments[i], ra, max);
-                    let reach = t0 + (lba + n - from) as f64 / rate;
-                    self.segments[i].used = now as Ns;
-                    // The data leaves for the host as the stream reads it.
-                    let done = reach.max(now + tail);
-                    let since = match self.busy {
-                        Some((Op::Streaming, u)) => u.max(now),
-                        _ => now,
-                    };
-                    // The media is busy serving the host while the stream reads for it.
-                    self.counters.busy_ns += (done - since).max(0.0) as Ns;
-                    self.busy = Some((Op::Streaming, since.max(done)));
-                    return Some(done);
-                }
-            }
-        }
-        None
-    }
-
     /// Starts whatever comes next at time `t`, if the mechanism is free.
     fn start_next(&mut self, t: f64) {
         if self.busy.is_some() {
@@ -624,96 +382,6 @@ impl Hdd {
             Op::Request {
                 id: q.id,
                 kind: q.kind,
-            },
-            done,
-        ));
-    }
-
-    /// A new read-ahead segment for a read of [start, end) that ended at `t`.
-    fn read_ahead_from(&mut self, start: u64, end: u64, t: f64) {
-        let limit = (end + self.p.read_ahead / SECTOR).min(self.g.sectors);
-        if let Some(i) = self
-            .segments
-            .iter()
-            .position(|s| s.held_from(s.valid) <= start && start <= s.valid)
-        {
-            self.segments.remove(i);
-        }
-        if self.segments.len() as u64 >= self.p.read_segments {
-            if let Some(i) = (0..self.segments.len()).min_by_key(|&i| self.segments[i].used) {
-                self.segments.remove(i);
-            }
-        }
-        self.segments.push(Segment {
-            start,
-            valid: end,
-            cap: limit - start,
-            stream: (limit > end).then_some((end, t, limit)),
-            used: t as Ns,
-        });
-    }
-
-    /// Writes back the dirty extent nearest the head (by positioning time of the two extents
-    /// either side of it), at most a cylinder's worth at a time.
-    fn write_back(&mut self, t: f64) {
-        self.freeze_streams(t);
-        let head_lba = self.g.track_lba(self.cyl, self.head);
-        let after = self.dirty.range(head_lba..).next().map(|(&a, &b)| (a, b));
-        let before = self
-            .dirty
-            .range(..head_lba)
-            .next_back()
-            .map(|(&a, &b)| (a, b));
-        let cost = |(a, _): (u64, u64)| {
-            let q = Queued {
-                id: 0,
-                seq: 0,
-                kind: RqKind::Write,
-                lba: a,
-                sectors: 1,
-                arrival: 0,
-            };
-            let (o, s, w) = self.positioning(t, &q);
-            o + s + w
-        };
-        let pick = match (before, after) {
-            (Some(b), Some(a)) => {
-                if cost(b) < cost(a) {
-                    b
-                } else {
-                    a
-                }
-            }
-            (Some(x), None) | (None, Some(x)) => x,
-            (None, None) => return,
-        };
-        let chunk = (pick.1 - pick.0).min(self.g.zone_of(pick.0).spt * self.g.heads);
-        let q = Queued {
-            id: 0,
-            seq: 0,
-            kind: RqKind::Write,
-            lba: pick.0,
-            sectors: chunk,
-            arrival: 0,
-        };
-        let (over, seek, wait) = self.positioning(t, &q);
-        let c = self.g.chs(pick.0);
-        let (xfer, end) = self.g.transfer(c, chunk, pick.0);
-        if c.cyl != self.cyl {
-            self.counters.seeks += 1;
-        }
-        self.counters.seek_ns += seek as Ns;
-        self.counters.rotation_ns += wait as Ns;
-        self.counters.transfer_ns += xfer as Ns;
-        let done = t + over + seek + wait + xfer;
-        self.counters.busy_ns += (done - t) as Ns;
-        let last = self.g.chs(end - 1);
-        self.cyl = last.cyl;
-        self.head = last.head;
-        self.busy = Some((
-            Op::WriteBack {
-                start: pick.0,
-                end: pick.0 + chunk,
             },
             done,
         ));
