@@ -29,13 +29,6 @@ use std::path::{Path, PathBuf};
 /// a time that depends on the machine's load, and the next pulls' layout with it.
 pub(crate) const MOUNT_OPTIONS: &str = "noatime";
 
-/// btrfs's, besides [`MOUNT_OPTIONS`]: `discard=sync`, so that freed extents are discarded when
-/// their transaction commits instead of by a background worker (the default `discard=async`,
-/// which takes an extent out of the free space while it discards it and frees emptied block
-/// groups when it gets to them: what an allocation found depended on the worker's progress);
-/// `commit=3600`, so that transactions commit at fsage's syncs rather than also on a 30-s timer.
-pub(crate) const BTRFS_MOUNT_OPTIONS: &str = "discard=sync,commit=3600";
-
 /// An image mounted plainly, or with its writes fed to drives.
 pub(crate) enum ImageMount {
     Plain(Mounted),
@@ -45,14 +38,9 @@ pub(crate) enum ImageMount {
 impl ImageMount {
     /// Mounts `image` on `mnt` with [`MOUNT_OPTIONS`]; its writes go to `drives` when given.
     pub(crate) fn mount(image: &Path, mnt: &Path, drives: Option<&Drives>) -> Result<ImageMount> {
-        let btrfs = fsage_lab::probe_fs(image)?.as_deref() == Some("btrfs");
         let opts = MountOptions {
             fstype: None,
-            options: if btrfs {
-                format!("{MOUNT_OPTIONS},{BTRFS_MOUNT_OPTIONS}")
-            } else {
-                MOUNT_OPTIONS.to_string()
-            },
+            options: MOUNT_OPTIONS.to_string(),
         };
         Ok(match drives {
             Some(d) => ImageMount::Fed(DriveMount::attach_and_mount_with(image, mnt, d, &opts)?),
