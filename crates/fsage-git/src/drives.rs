@@ -17,17 +17,9 @@
 use crate::{Error, Result};
 use fsage_device::{AgedDrive, ModelSpec};
 use fsage_lab::drive::{DriveMount, Drives, FeedReport};
-use fsage_lab::mount::MountOptions;
 use fsage_lab::Mounted;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// The options the replay's and the measurements' mounts of an instance get (besides nosuid,nodev):
-/// `noatime`, so that a grep writes nothing. Under the default `relatime` the first read of a
-/// file written since its last read updates its atime, so every measurement's grep would dirty
-/// the inodes of the files it read, written back (and, on btrfs, copied to new tree blocks) at
-/// a time that depends on the machine's load, and the next pulls' layout with it.
-pub(crate) const MOUNT_OPTIONS: &str = "noatime";
 
 /// An image mounted plainly, or with its writes fed to drives.
 pub(crate) enum ImageMount {
@@ -36,15 +28,11 @@ pub(crate) enum ImageMount {
 }
 
 impl ImageMount {
-    /// Mounts `image` on `mnt` with [`MOUNT_OPTIONS`]; its writes go to `drives` when given.
+    /// Mounts `image` on `mnt`; its writes go to `drives` when given.
     pub(crate) fn mount(image: &Path, mnt: &Path, drives: Option<&Drives>) -> Result<ImageMount> {
-        let opts = MountOptions {
-            fstype: None,
-            options: MOUNT_OPTIONS.to_string(),
-        };
         Ok(match drives {
-            Some(d) => ImageMount::Fed(DriveMount::attach_and_mount_with(image, mnt, d, &opts)?),
-            None => ImageMount::Plain(Mounted::attach_and_mount_with(image, mnt, &opts)?),
+            Some(d) => ImageMount::Fed(DriveMount::attach_and_mount(image, mnt, d)?),
+            None => ImageMount::Plain(Mounted::attach_and_mount(image, mnt)?),
         })
     }
 

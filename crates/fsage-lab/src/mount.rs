@@ -512,13 +512,6 @@ pub fn trim_target(target: &Path) -> Result<u64> {
 /// FITRIM on a mounted file system: tells the device (for an image on a loop device: punches
 /// holes in the image) which blocks are free. Returns the bytes trimmed as the file system counts.
 pub fn trim(mount_point: &Path) -> Result<u64> {
-    trim_min(mount_point, 0)
-}
-
-/// FITRIM on a mounted file system, of free extents at least `minlen` bytes long only. On btrfs
-/// it also loads (and waits for) the free space of every block group at least `minlen` long,
-/// which nothing else asks for synchronously.
-pub fn trim_min(mount_point: &Path, minlen: u64) -> Result<u64> {
     use fsage_sys::ioctl::{opcode, IoctlOpcode, Updater};
     use linux_raw_sys::general::fstrim_range;
     // _IOWR('X', 121, struct fstrim_range)
@@ -535,7 +528,7 @@ pub fn trim_min(mount_point: &Path, minlen: u64) -> Result<u64> {
     let mut r = fstrim_range {
         start: 0,
         len: u64::MAX,
-        minlen,
+        minlen: 0,
     };
     // SAFETY: FITRIM reads and writes exactly one struct fstrim_range.
     unsafe { rustix::ioctl::ioctl(&f, Updater::<FITRIM, fstrim_range>::new(&mut r)) }

@@ -24,7 +24,6 @@ impl Aged {
         if let Some(img) = &self.image {
             let m = ImageMount::mount(img, &self.mnt, self.drives.as_ref().map(|d| &d.drives))?;
             self.mounted = Some(m);
-            cache_btrfs_block_groups(&self.mnt)?;
         }
         Ok(())
     }
@@ -140,27 +139,4 @@ impl Aged {
         again?;
         Ok(fig)
     }
-}
-
-/// The shortest free extent the FITRIM of [`cache_btrfs_block_groups`] trims (1 MiB): every
-/// block group is at least that long, so every one is cached.
-const CACHE_TRIM_MINLEN: u64 = 1 << 20;
-
-/// On btrfs, loads the free space of every block group before the replay writes: after a mount
-/// btrfs loads a block group's free space (from the free-space tree) in a worker, and an
-/// allocation meanwhile sees only as much of the group as the worker got to, so where the next
-/// pulls' data went depended on how fast the worker ran, i.e. on the machine's load. FITRIM is
-/// the one call that caches every block group at least `minlen` long and waits for it; its trim
-/// (of free extents at least 1 MiB long: discards the drives are fed) is a side effect. Other
-/// file systems load their free space when mounted: nothing to do.
-fn cache_btrfs_block_groups(mnt: &std::path::Path) -> Result<()> {
-    let magic = rustix::fs::statfs(mnt)
-        .map_err(|e| Error::io(mnt, "statfs", e.into()))?
-        .f_type as u64;
-    if magic != fsage_sys::BTRFS_SUPER_MAGIC {
-        return Ok(());
-    }
-    fsage_lab::mount::trim_min(mnt, CACHE_TRIM_MINLEN)
-        .map(|_| ())
-        .map_err(|e| Error::operation(format!("caching btrfs's block groups: {e}")))
 }
