@@ -19,9 +19,8 @@ use crate::trace::{self, wr, TRACEFS};
 use crate::{Error, Result};
 pub use fsage_results::locks::{LockCaller, LockInstance, LockReport, DIR_RWSEM, FILE_RWSEM};
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -603,10 +602,7 @@ impl LockTrace {
             started: Instant::now(),
             registered: true,
         };
-        trace::remove_stale_instances();
-        let seq = trace::INSTANCE_SEQ.fetch_add(1, Ordering::SeqCst);
-        let instance =
-            Path::new(TRACEFS).join(format!("instances/fsage-{}-{seq}", std::process::id()));
+        let instance = trace::next_instance();
         fs::create_dir(&instance)
             .map_err(|e| Error::io(&instance, "cannot make a trace instance", e))?;
         t.instance = instance;
@@ -628,11 +624,7 @@ impl LockTrace {
         wr(&ev.join("contention_end/enable"), "1")?;
         wr(&t.instance.join("tracing_on"), "1")?;
         let pipe = t.instance.join("trace_pipe");
-        let mut f = OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(&pipe)
-            .map_err(|e| Error::io(&pipe, "", e))?;
+        let mut f = trace::open_pipe(&t.instance)?;
         let stop = t.stop.clone();
         t.started = Instant::now();
         t.reader = Some(std::thread::spawn(move || {
@@ -711,24 +703,7 @@ impl Drop for LockTrace {
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
-        if self.instance.exists() {
-            let mut r = fs::remove_dir(&self.instance);
-            for _ in 0..50 {
-                match &r {
-                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
-                        std::thread::sleep(Duration::from_millis(10));
-                        r = fs::remove_dir(&self.instance);
-                    }
-                    _ => break,
-                }
-            }
-            if let Err(e) = r {
-                eprintln!(
-                    "fsage: cleanup: {}: cannot remove the trace instance: {e}",
-                    self.instance.display()
-                );
-            }
-        }
+        trace::remove_instance(&self.instance);
         if self.registered {
             self.registered = false;
             trace::unregister();

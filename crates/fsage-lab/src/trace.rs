@@ -297,6 +297,49 @@ fn other_fsage_instances() -> bool {
         .unwrap_or(false)
 }
 
+/// The path of a new trace instance of this process (`instances/fsage-PID-N`, N counting up),
+/// after removing what fsage processes that are gone left; the caller makes it.
+pub(crate) fn next_instance() -> PathBuf {
+    remove_stale_instances();
+    let seq = INSTANCE_SEQ.fetch_add(1, Ordering::SeqCst);
+    Path::new(TRACEFS).join(format!("instances/fsage-{}-{seq}", std::process::id()))
+}
+
+/// The instance's `trace_pipe`, opened non-blocking (the reader polls it and a stop flag).
+pub(crate) fn open_pipe(instance: &Path) -> Result<fs::File> {
+    let pipe = instance.join("trace_pipe");
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&pipe)
+        .map_err(|e| Error::io(&pipe, "", e))
+}
+
+/// Removes a trace instance, if it is there (cleanup: a failure is said, not returned).
+pub(crate) fn remove_instance(instance: &Path) {
+    if !instance.exists() {
+        return;
+    }
+    // A child that another thread forked holds the instance's open files until it execs
+    // (EBUSY for that moment): try again briefly.
+    let mut r = fs::remove_dir(instance);
+    for _ in 0..50 {
+        match &r {
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
+                std::thread::sleep(Duration::from_millis(10));
+                r = fs::remove_dir(instance);
+            }
+            _ => break,
+        }
+    }
+    if let Err(e) = r {
+        eprintln!(
+            "fsage: cleanup: {}: cannot remove the trace instance: {e}",
+            instance.display()
+        );
+    }
+}
+
 /// Removes the trace instances of fsage processes that are gone (a `kill -9` leaves its own):
 /// `instances/fsage-PID` or `fsage-PID-N` whose PID no longer runs.
 pub(crate) fn remove_stale_instances() {
@@ -336,11 +379,8 @@ impl BlockTrace {
             crate::bail!("block tracing needs root (tracefs)");
         }
         register()?;
-        remove_stale_instances();
-        let seq = INSTANCE_SEQ.fetch_add(1, Ordering::SeqCst);
         let mut t = BlockTrace {
-            instance: Path::new(TRACEFS)
-                .join(format!("instances/fsage-{}-{seq}", std::process::id())),
+            instance: next_instance(),
             stop: Arc::new(AtomicBool::new(false)),
             outstanding: Arc::new(AtomicUsize::new(0)),
             completions,
@@ -374,11 +414,7 @@ impl BlockTrace {
         }
         wr(&t.instance.join("tracing_on"), "1")?;
         let pipe = t.instance.join("trace_pipe");
-        let mut f = OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(&pipe)
-            .map_err(|e| Error::io(&pipe, "", e))?;
+        let mut f = open_pipe(&t.instance)?;
         let stop = t.stop.clone();
         let outstanding = t.outstanding.clone();
         let taken = t.taken.clone();
@@ -551,26 +587,7 @@ impl Drop for BlockTrace {
         if let Some(h) = self.reader.take() {
             let _ = h.join();
         }
-        if self.instance.exists() {
-            // A child that another thread forked holds the instance's open files until it
-            // execs (EBUSY for that moment): try again briefly.
-            let mut r = fs::remove_dir(&self.instance);
-            for _ in 0..50 {
-                match &r {
-                    Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
-                        std::thread::sleep(Duration::from_millis(10));
-                        r = fs::remove_dir(&self.instance);
-                    }
-                    _ => break,
-                }
-            }
-            if let Err(e) = r {
-                eprintln!(
-                    "fsage: cleanup: {}: cannot remove the trace instance: {e}",
-                    self.instance.display()
-                );
-            }
-        }
+        remove_instance(&self.instance);
         if self.registered {
             self.registered = false;
             unregister();
