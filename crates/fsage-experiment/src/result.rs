@@ -132,6 +132,13 @@ impl CellResult {
         self.status == CellStatus::Done
     }
 
+    /// One part of the workload engine's report (`"reps"`, `"lock_contention"`, ...) read as
+    /// `T`; `None` when the cell has no report, the part is missing, or it is not a `T`.
+    pub fn workload_part<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let v = self.workload_report.as_ref()?.get(key)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+
     /// The samples the analyses take: as recorded, with an SSD model's counters taken from the
     /// device's statistics in the environment where a sample lacks them (results written before
     /// samples carried them).

@@ -159,12 +159,7 @@ pub fn render(set: &ReportSet) -> String {
     for c in &set.cells {
         let Some(l) = c
             .item
-            .workload_report
-            .as_ref()
-            .and_then(|w| w.get("lock_contention"))
-            .and_then(|v| {
-                serde_json::from_value::<fsage_results::locks::LockReport>(v.clone()).ok()
-            })
+            .workload_part::<fsage_results::locks::LockReport>("lock_contention")
         else {
             continue;
         };

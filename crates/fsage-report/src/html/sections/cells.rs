@@ -65,12 +65,7 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
     for cell in &set.cells {
         let Some(reps) = cell
             .item
-            .workload_report
-            .as_ref()
-            .and_then(|w| w.get("reps"))
-            .and_then(|r| {
-                serde_json::from_value::<Vec<fsage_results::bench::RepResult>>(r.clone()).ok()
-            })
+            .workload_part::<Vec<fsage_results::bench::RepResult>>("reps")
         else {
             continue;
         };
@@ -109,12 +104,7 @@ fn lock_tables(c: &mut String, set: &ReportSet) {
     for cell in &set.cells {
         let Some(l) = cell
             .item
-            .workload_report
-            .as_ref()
-            .and_then(|w| w.get("lock_contention"))
-            .and_then(|v| {
-                serde_json::from_value::<fsage_results::locks::LockReport>(v.clone()).ok()
-            })
+            .workload_part::<fsage_results::locks::LockReport>("lock_contention")
         else {
             continue;
         };
