@@ -223,20 +223,11 @@ impl Hdd {
             sectors: chunk,
             arrival: 0,
         };
-        let (over, seek, wait) = self.positioning(t, &q);
+        let pos = self.positioning(t, &q);
         let c = self.g.chs(pick.0);
         let (xfer, end) = self.g.transfer(c, chunk, pick.0);
-        if c.cyl != self.cyl {
-            self.counters.seeks += 1;
-        }
-        self.counters.seek_ns += seek as Ns;
-        self.counters.rotation_ns += wait as Ns;
-        self.counters.transfer_ns += xfer as Ns;
-        let done = t + over + seek + wait + xfer;
-        self.counters.busy_ns += (done - t) as Ns;
         let last = self.g.chs(end - 1);
-        self.cyl = last.cyl;
-        self.head = last.head;
+        let done = self.access(t, c, pos, xfer, last);
         self.busy = Some((
             Op::WriteBack {
                 start: pick.0,

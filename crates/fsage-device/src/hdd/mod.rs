@@ -356,11 +356,18 @@ impl Hdd {
             .map(|x| x.0)
     }
 
-    fn serve(&mut self, t: f64, q: Queued) {
-        self.freeze_streams(t);
-        let (over, seek, wait) = self.positioning(t, &q);
-        let c = self.g.chs(q.lba.min(self.g.sectors.saturating_sub(1)));
-        let (xfer, end) = self.g.transfer(c, q.sectors, q.lba);
+    /// Charges a media access starting at `t` on `c`'s cylinder to the counters (a seek when
+    /// the cylinder changes; `pos` = command overhead, seek and rotational wait, then `xfer`),
+    /// leaves the heads on `last`, and says when the access ends.
+    fn access(
+        &mut self,
+        t: f64,
+        c: geometry::Chs,
+        pos: (f64, f64, f64),
+        xfer: f64,
+        last: geometry::Chs,
+    ) -> f64 {
+        let (over, seek, wait) = pos;
         if c.cyl != self.cyl {
             self.counters.seeks += 1;
         }
@@ -369,9 +376,18 @@ impl Hdd {
         self.counters.transfer_ns += xfer as Ns;
         let done = t + over + seek + wait + xfer;
         self.counters.busy_ns += (done - t) as Ns;
-        let last = self.g.chs(end.saturating_sub(1).max(q.lba));
         self.cyl = last.cyl;
         self.head = last.head;
+        done
+    }
+
+    fn serve(&mut self, t: f64, q: Queued) {
+        self.freeze_streams(t);
+        let pos = self.positioning(t, &q);
+        let c = self.g.chs(q.lba.min(self.g.sectors.saturating_sub(1)));
+        let (xfer, end) = self.g.transfer(c, q.sectors, q.lba);
+        let last = self.g.chs(end.saturating_sub(1).max(q.lba));
+        let done = self.access(t, c, pos, xfer, last);
         if q.kind == RqKind::Read {
             self.read_ahead_from(q.lba, end, done);
         } else {
