@@ -320,18 +320,53 @@ fn on_mounted<T>(m: &Mount, f: impl FnOnce(&Path) -> Result<T, Error>) -> Result
 /// The workload's notes, passed on; and the lock recording, when asked for.
 struct Notes<'a> {
     obs: &'a mut dyn StepObserver,
-    locks: Option<fsage_lab::locks::PhaseRecorder>,
 }
 
 impl fsage_workload::Observer for Notes<'_> {
     fn note(&mut self, msg: &str) {
         self.obs.note(msg);
     }
+}
+
+/// A workload run's observer that also records lock contention over the measured phase when
+/// asked (`lock_stats`, `bench run --lock-stats`), passing everything on to `inner`.
+pub struct LockStats<'a, O: fsage_workload::Observer + ?Sized> {
+    inner: &'a mut O,
+    locks: Option<fsage_lab::locks::PhaseRecorder>,
+}
+
+impl<'a, O: fsage_workload::Observer + ?Sized> LockStats<'a, O> {
+    pub fn new(inner: &'a mut O, record: bool) -> Self {
+        LockStats {
+            inner,
+            locks: record.then(fsage_lab::locks::PhaseRecorder::default),
+        }
+    }
+
+    /// What was recorded: `None` when not asked for or no measured phase began.
+    pub fn finish(self) -> fsage_lab::Result<Option<fsage_lab::locks::LockReport>> {
+        self.locks.map_or(Ok(None), |l| l.finish())
+    }
+}
+
+impl<O: fsage_workload::Observer + ?Sized> fsage_workload::Observer for LockStats<'_, O> {
+    fn progress(&mut self, p: &fsage_workload::Progress) {
+        self.inner.progress(p);
+    }
+
+    fn rep_done(&mut self, r: &fsage_workload::RepResult) {
+        self.inner.rep_done(r);
+    }
+
+    fn note(&mut self, msg: &str) {
+        self.inner.note(msg);
+    }
 
     fn measuring(&mut self, started: bool) {
         if let Some(l) = self.locks.as_mut() {
             l.measuring(started);
         }
+        self.inner.measuring(started);
     }
 }
 
@@ -365,19 +400,15 @@ pub fn run_here(step: &Step, obs: &mut dyn StepObserver) -> Result<StepResult, E
                 fsage_lab::locks::available()
                     .map_err(|e| Error::input(format!("lock_stats: {e}")))?;
             }
-            let mut notes = Notes {
-                obs,
-                locks: b.lock_stats.then(fsage_lab::locks::PhaseRecorder::default),
-            };
+            let mut notes = Notes { obs };
+            let mut rec = LockStats::new(&mut notes, b.lock_stats);
             let mut r = on_mounted(&b.mount, |mnt| {
-                fsage_workload::run(&w, &cfg, &mnt.join("bench"), &mut notes)
+                fsage_workload::run(&w, &cfg, &mnt.join("bench"), &mut rec)
                     .map_err(step_err("workload"))
             })?;
-            if let Some(l) = notes.locks {
-                r.lock_contention = l
-                    .finish()
-                    .map_err(|e| Error::operation(format!("lock_stats: {e}")))?;
-            }
+            r.lock_contention = rec
+                .finish()
+                .map_err(|e| Error::operation(format!("lock_stats: {e}")))?;
             Ok(StepResult::Bench(Box::new(r)))
         }
         Step::Frag(f) => {

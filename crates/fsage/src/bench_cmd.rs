@@ -139,16 +139,9 @@ pub fn run(cmd: BenchCmd) -> CmdResult {
 struct Bar {
     enabled: bool,
     drawn: bool,
-    locks: Option<fsage_lab::locks::PhaseRecorder>,
 }
 
 impl Observer for Bar {
-    fn measuring(&mut self, started: bool) {
-        if let Some(l) = self.locks.as_mut() {
-            l.measuring(started);
-        }
-    }
-
     fn note(&mut self, msg: &str) {
         self.clear();
         eprintln!("fsage: note: {msg}");
@@ -253,16 +246,14 @@ fn run_bench(a: RunArgs) -> CmdResult {
     let mut bar = Bar {
         enabled: tty && !a.quiet,
         drawn: false,
-        locks: a.lock_stats.then(fsage_lab::locks::PhaseRecorder::default),
     };
-    let r = fsage_workload::run(&w, &cfg, &a.target, &mut bar);
+    let mut rec = fsage_host::LockStats::new(&mut bar, a.lock_stats);
+    let r = fsage_workload::run(&w, &cfg, &a.target, &mut rec);
+    let locks = rec.finish();
     bar.clear();
     let mut r = r?;
-    if let Some(l) = bar.locks.take() {
-        r.lock_contention = l
-            .finish()
-            .map_err(|e| fsage_lab::Error::operation(format!("--lock-stats: {e}")))?;
-    }
+    r.lock_contention =
+        locks.map_err(|e| fsage_lab::Error::operation(format!("--lock-stats: {e}")))?;
     if let Some(p) = &a.json {
         write_atomic(p, export(&Json, &r).as_bytes())?;
     }
