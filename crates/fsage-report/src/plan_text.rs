@@ -29,8 +29,9 @@ pub fn render(p: &Plan) -> String {
             WorkloadSource::Builtin { .. } => c.workload.label.clone(),
             WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
         };
-        // A cell in a VM says so, and under which kernel.
-        let fs = match c.runs().label() {
+        // A cell in a VM says so, and under which kernel (as the plan decided it: a plan
+        // records where each cell runs, so formatting reads no system state).
+        let fs = match c.runs.as_ref().and_then(|r| r.label()) {
             Some(l) => format!("{} ({l})", c.fs.label),
             None => c.fs.label.clone(),
         };

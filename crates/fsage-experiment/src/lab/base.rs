@@ -154,7 +154,7 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } => {
-                let runs = cell.runs();
+                let runs = crate::spec::runs_of(cell);
                 let drive = aging_model(cell);
                 obs.event(&Event::Note(&aging_note(cell, label, runs.is_guest())));
                 let aging = self.out.join("aging");
@@ -350,7 +350,7 @@ impl LabExecutor {
     /// the cell runs), and, natively, a probe file's fragments (on a scratch copy; not built in
     /// a guest); a failure is not the cell's, so it is only left out.
     fn measure_layout(&mut self, key: &str, image: &Path, cell: &Cell, obs: &mut dyn RunObserver) {
-        let runs = cell.runs();
+        let runs = crate::spec::runs_of(cell);
         let mnt = fsage_sys::with_suffix(image, ".mnt");
         let step = Step::Frag(Box::new(FragStep {
             mount: Mount {

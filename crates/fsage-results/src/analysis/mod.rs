@@ -9,11 +9,15 @@
 //!   class (I, II, III, no fit) by the rule stated on [`SweepClass`], and the inversions between
 //!   file systems as the device gets faster.
 //!
-//! The analyses that read an experiment's cells or plan (latency percentiles per flowop, each
-//! base image's verdict) stay in fsage-experiment, beside the cell results.
+//! - Latency percentiles per flowop ([`latency_curves`]): p50 to max from the cells' full
+//!   workload reports, over the repetitions.
+//! - How far from fresh ([`verdicts`]): each aged base image of an experiment against its fresh
+//!   base, from their layout measurements.
 
+pub mod latency_curves;
 pub mod stats;
 pub mod sweep;
+pub mod verdicts;
 
 pub use stats::{t975, MeanCi};
 pub use sweep::{

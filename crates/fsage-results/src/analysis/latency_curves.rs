@@ -4,7 +4,7 @@
 //! of the analyses: the cells are read by the caller.
 
 use super::State;
-use crate::result::CellResult;
+use crate::experiment::result::CellResult;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,11 +1,11 @@
 //! How far from fresh, for an experiment: its output directory holds a `frag` measurement of every
 //! base image (`frag/KEY.json`), so each aged (or library) base is set beside the fresh base of
 //! the same file system and image size with the comparison `fsage frag --against-fresh` makes
-//! ([`fsage_core::against::against_fresh`]), no new measurement needed. Pure: the caller reads
+//! ([`crate::against::against_fresh`]), no new measurement needed. Pure: the caller reads
 //! the measurements and says which base image each one is of ([`MeasuredBase`]).
 
-use crate::spec::{FsSpec, StateSpec};
-use fsage_core::against::AgainstFresh;
+use crate::against::AgainstFresh;
+use crate::experiment::spec::{FsSpec, StateSpec};
 use fsage_measure::FragReport;
 use serde::Serialize;
 use std::path::Path;
@@ -115,7 +115,7 @@ pub fn base_verdicts(
                             .into(),
                     );
                 }
-                v.against = Some(fsage_core::against::against_fresh(
+                v.against = Some(crate::against::against_fresh(
                     &format!("{} {label}", b.fs.label),
                     b.report,
                     fresh.report,
@@ -240,7 +240,7 @@ mod tests {
         );
         // The newer of the two fresh ext4 measurements, though listed first.
         assert_eq!(v[1].fresh_frag.as_deref(), Some("ext4-fresh-new"));
-        let want = fsage_core::against::against_fresh("ext4 aged:meyer", &aged_ext4, &new_fresh);
+        let want = crate::against::against_fresh("ext4 aged:meyer", &aged_ext4, &new_fresh);
         assert_eq!(
             v[1].against.as_ref().map(|a| &a.summary),
             Some(&want.summary)
