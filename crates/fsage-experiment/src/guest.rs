@@ -8,7 +8,6 @@
 //! guest's result is recorded.
 
 use crate::Error;
-use fsage_sys::PlatformKind;
 
 pub use fsage_host::guest::{own_exe, GUEST_MEM_MIB};
 
@@ -60,18 +59,13 @@ pub fn in_guest(
     }
 }
 
-/// How a platform is named beside a file system: `None` for native.
-pub fn platform_label(p: PlatformKind) -> Option<&'static str> {
-    match p {
-        PlatformKind::Native => None,
-        PlatformKind::Kvm => Some("VM (KVM)"),
-        PlatformKind::Tcg => Some("emulated (TCG)"),
-    }
-}
+/// How a platform is named beside a file system (fsage-results': the report names it too).
+pub use fsage_results::experiment::result::platform_label;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fsage_sys::PlatformKind;
 
     #[test]
     fn a_guests_result_records_its_kernel_and_platform_and_labels_the_sample() {

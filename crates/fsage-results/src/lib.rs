@@ -11,4 +11,5 @@ pub mod experiment;
 pub mod git;
 pub mod image;
 pub mod locks;
+pub mod repro;
 pub mod slowdev;

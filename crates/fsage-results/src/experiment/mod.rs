@@ -1,8 +1,9 @@
 //! An experiment's results as data: the cells and plan its file expands into ([`spec`]), what a
-//! runner writes for each cell ([`result`]), where a cell's working copy lived ([`storage`]) and
-//! where an output directory stands ([`status`]). Parsing the file, running the cells and Slurm
+//! runner writes for each cell ([`result`]) and each base image ([`base`]), where a cell's
+//! working copy lived ([`storage`]) and where an output directory stands ([`status`]). Parsing the file, running the cells and Slurm
 //! are fsage-experiment's, which re-exports these where they were.
 
+pub mod base;
 pub mod result;
 pub mod spec;
 pub mod status;

@@ -66,6 +66,15 @@ pub struct Environment {
     pub vm: Option<VmRun>,
 }
 
+/// How a platform is named beside a file system: `None` for native.
+pub fn platform_label(p: fsage_sys::PlatformKind) -> Option<&'static str> {
+    match p {
+        fsage_sys::PlatformKind::Native => None,
+        fsage_sys::PlatformKind::Kvm => Some("VM (KVM)"),
+        fsage_sys::PlatformKind::Tcg => Some("emulated (TCG)"),
+    }
+}
+
 /// How a cell's guest ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VmRun {
