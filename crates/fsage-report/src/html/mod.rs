@@ -17,7 +17,7 @@ pub use page::esc;
 
 use crate::inputs::ReportSet;
 use crate::Exporter;
-use fsage_experiment::analysis::latency_curves::FlowopCurve;
+use fsage_results::analysis::latency_curves::FlowopCurve;
 use page::Page;
 use sections::{
     against, aged_vs_fresh, aging, bench, cells, frag, git, inversions, latency, published, sweep,
@@ -152,7 +152,7 @@ pub fn render(set: &ReportSet, only: &[Section]) -> String {
         bench::render(&mut p, &set.bench);
     }
     let curves =
-        fsage_experiment::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
+        fsage_results::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
     for a in &set.analyses {
         let suffix = if set.analyses.len() > 1 {
             format!(" ({})", a.name)
