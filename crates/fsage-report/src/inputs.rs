@@ -1,11 +1,11 @@
 //! What `fsage report` reads: every JSON fsage writes, recognised by its keys, from files or
 //! directories, and the analyses computed from the cell results among them.
 
+use fsage_analysis::verdicts::{base_verdicts, BaseVerdict, MeasuredBase};
+use fsage_analysis::{analyze, Analysis, AnalysisOptions};
 use fsage_exec::report::RunReport;
 use fsage_measure::FragReport;
 use fsage_results::against::AgainstFresh;
-use fsage_results::analysis::verdicts::{base_verdicts, BaseVerdict, MeasuredBase};
-use fsage_results::analysis::{analyze, Analysis, AnalysisOptions};
 use fsage_results::bench::BenchResult;
 use fsage_results::experiment::base::BaseImage;
 use fsage_results::experiment::result::CellResult;
@@ -44,7 +44,7 @@ pub struct ReportSet {
     pub frags: Vec<Named<FragReport>>,
     pub against: Vec<Named<AgainstFresh>>,
     /// Each aged base image of an experiment against its fresh one (from the experiments' `frag`
-    /// measurements; see [`fsage_results::analysis::verdicts`]).
+    /// measurements; see [`fsage_analysis::verdicts`]).
     pub verdicts: Vec<BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
     pub git: Vec<Named<fsage_results::git::GitSeries>>,

@@ -2,11 +2,11 @@
 //! reproduction, read from the repository's `docs/reproductions/published.csv`, is on the page
 //! with its source, beside fsage's number when the run has one, with the difference and the aim.
 
+use fsage_analysis::stats::MeanCi;
+use fsage_analysis::AnalysisOptions;
+use fsage_analysis::{AgedVsFresh, State};
 use fsage_report::html::esc;
 use fsage_report::{export, load, Html, ReportSet};
-use fsage_results::analysis::stats::MeanCi;
-use fsage_results::analysis::AnalysisOptions;
-use fsage_results::analysis::{AgedVsFresh, State};
 use fsage_results::repro::record::{Record, RECORD_FILE, RECORD_FORMAT};
 use std::path::{Path, PathBuf};
 
@@ -113,7 +113,7 @@ fn losses_get_the_difference_in_points_and_the_ten_point_aim() {
     let tmp = tempfile::tempdir().unwrap();
     let d = record_dir(tmp.path(), "geriatrix-fig7", vec![]);
     let mut set = load(&[d], &AnalysisOptions::default()).unwrap();
-    let mut a = fsage_results::analysis::analyze(&[], &AnalysisOptions::default());
+    let mut a = fsage_analysis::analyze(&[], &AnalysisOptions::default());
     a.aged_vs_fresh = vec![
         // Cells by another procedure are not the paper's: the whole copy onto the previous
         // run's drive is.
