@@ -15,13 +15,17 @@
 use fsage_lab::sparse::{self, zero_range, CHUNK, ZEROS};
 use fsage_lab::{Error, Remedy, Result};
 use fsage_sys::{is_block_device, TempPath};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The manifest and its parts are fsage-results' (the report reads them without this crate).
+pub use fsage_results::image::{
+    is_git_series, AgingRecord, Checksums, DriveRecord, Manifest, ProfileRecord,
+};
 
 /// Feeds `n` zero bytes to a hasher.
 fn hash_zeros(h: &mut Sha256, mut n: u64) {
@@ -55,76 +59,6 @@ pub const FORMAT: &str = "fsage-image/1";
 const MAGIC: &[u8; 16] = b"FSAGE-SPARSE-1\0\0";
 pub const DATA_FILE: &str = "data.zst";
 pub const MANIFEST_FILE: &str = "manifest.json";
-
-/// The profile an image was aged with, whole.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ProfileRecord {
-    pub name: String,
-    /// The profile in fsage's TOML format (`fsage profile show NAME --toml`).
-    pub toml: String,
-}
-
-/// Checksums of a snapshot.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Checksums {
-    /// SHA-256 of the whole image as a byte sequence (holes as zeros): what `sha256sum IMAGE`
-    /// prints for the image that was saved.
-    pub image_sha256: String,
-    /// SHA-256 of `data.zst` as stored.
-    pub data_sha256: String,
-}
-
-/// `manifest.json` of a snapshot.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Manifest {
-    /// "fsage-image/1".
-    pub format: String,
-    pub name: String,
-    /// Seconds since the Unix epoch.
-    pub created_unix: u64,
-    pub fsage_version: String,
-    /// `uname -r` of the machine that saved it.
-    pub kernel: String,
-    /// The image or device saved, as given.
-    pub source: String,
-    /// File system found in the image ("ext4", "xfs", "btrfs", other blkid types) or null.
-    pub fs: Option<String>,
-    /// mkfs options (the user's), from `--mkfs-opts` or the image's `IMAGE.fsage.json`.
-    pub mkfs_opts: Option<Vec<String>>,
-    /// The whole mkfs command as run by `fsage fs create`, when known.
-    pub mkfs_command: Option<Vec<String>>,
-    /// Image size in bytes.
-    pub size: u64,
-    /// Bytes of non-zero 4 KiB blocks stored.
-    pub data_bytes: u64,
-    /// Runs of consecutive non-zero blocks stored.
-    pub data_runs: u64,
-    /// Size of `data.zst`.
-    pub compressed_bytes: u64,
-    pub zstd_level: i32,
-    pub checksums: Checksums,
-    /// The whole aging profile, when given (`--profile`) or found from the report's name.
-    pub profile: Option<ProfileRecord>,
-    /// The aging seed (from the report).
-    pub seed: Option<u64>,
-    /// The aging run's JSON report (`fsage age --json`), whole.
-    pub aging: Option<serde_json::Value>,
-    /// Free text (`--note`).
-    pub note: Option<String>,
-    /// The drive the image aged on (an SSD model's state, `IMAGE.ftl`), kept as `drive.ftl`:
-    /// restoring the image brings its drive back with it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drive: Option<DriveRecord>,
-}
-
-/// A saved drive state (an SSD's FTL) in a snapshot.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct DriveRecord {
-    /// `drive.ftl`, in the snapshot's directory.
-    pub file: String,
-    pub bytes: u64,
-    pub sha256: String,
-}
 
 /// The file a snapshot keeps its drive state in.
 const DRIVE_FILE: &str = "drive.ftl";
@@ -743,13 +677,6 @@ pub struct Gathered {
     pub profile_from: Option<String>,
 }
 
-/// Whether a report is a Git-aging series (`fsage git-age --json`) rather than an aging run's.
-pub fn is_git_series(report: &serde_json::Value) -> bool {
-    report["format"]
-        .as_str()
-        .is_some_and(|f| f.starts_with("fsage-git-series/"))
-}
-
 fn record_of(p: &fsage_profile::Profile) -> ProfileRecord {
     ProfileRecord {
         name: p.name.clone(),
@@ -821,64 +748,6 @@ pub fn gather(image: &Path, report: Option<&Path>, profile: Option<&str>) -> Res
         }
     }
     Ok(g)
-}
-
-/// What an image's recorded report says, in words, for `image show`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AgingRecord {
-    None,
-    /// An aging run (`fsage age`).
-    Run {
-        stop: String,
-        ticks: Option<u64>,
-        t_estimate: Option<u64>,
-        live_files: Option<u64>,
-        live_bytes: Option<u64>,
-        capacity: Option<u64>,
-        fullness: Option<f64>,
-    },
-    /// A Git-aging series (`fsage git-age`).
-    GitSeries {
-        repo: String,
-        mode: String,
-        fs: String,
-        pulls_done: Option<u64>,
-        commits_total: Option<u64>,
-        first_commit: String,
-        last_commit: String,
-    },
-}
-
-impl Manifest {
-    /// The recorded report, read for `image show`.
-    pub fn aging_record(&self) -> AgingRecord {
-        let Some(r) = &self.aging else {
-            return AgingRecord::None;
-        };
-        let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
-        if is_git_series(r) {
-            return AgingRecord::GitSeries {
-                repo: s("repo"),
-                mode: s("mode"),
-                fs: s("fs"),
-                pulls_done: r["pulls_done"].as_u64(),
-                commits_total: r["commits_total"].as_u64(),
-                first_commit: s("first_commit"),
-                last_commit: s("last_commit"),
-            };
-        }
-        let stop = serde_json::from_value::<fsage_exec::StopReason>(r["stop_reason"].clone())
-            .map_or_else(|_| s("stop_reason"), |s| s.describe().to_string());
-        AgingRecord::Run {
-            stop,
-            ticks: r["ticks"].as_u64(),
-            t_estimate: r["t_estimate"].as_u64(),
-            live_files: r["live_files"].as_u64(),
-            live_bytes: r["live_bytes"].as_u64(),
-            capacity: r["capacity"].as_u64(),
-            fullness: r["fullness"].as_f64(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,21 +2,19 @@
 //! kernel lacks the file system (f2fs, nilfs2 here). What needs no kernel stays on the host
 //! (mkfs, the copy of the base image, the slow device and its model); what needs one (aging,
 //! mounting, the workload, the layout) is a step ([`fsage_host::Step`]) that the lab hands to
-//! the host the plan chose for the cell ([`crate::Cell::runs`]): the same request whether it
+//! the host the plan chose for the cell ([`crate::spec::runs_of`]): the same request whether it
 //! runs here or in a guest, and the same result back. This module holds what is the
 //! experiment's own about guests: the plan's boot allowance, the checks before a run, and how a
 //! guest's result is recorded.
 
 use crate::Error;
-use fsage_sys::PlatformKind;
 
 pub use fsage_host::guest::{own_exe, GUEST_MEM_MIB};
 
-/// Seconds a guest takes to boot under TCG on this machine (BENCHMARKS.md: 3-8 s, more under
-/// load): what the plan adds per cell that runs in a VM.
-pub const BOOT_ALLOWANCE_S: f64 = 10.0;
+/// What the plan adds per cell that runs in a VM (a plan's data, so fsage-results').
+pub use fsage_results::experiment::BOOT_ALLOWANCE_S;
 
-/// What a cell the plan put in a guest ([`crate::Cell::runs`]) needs on this machine: QEMU,
+/// What a cell the plan put in a guest ([`crate::spec::runs_of`]) needs on this machine: QEMU,
 /// a binary the guest can see, and the kernel (cached: `fsage vm kernel fetch`). Nothing for a
 /// cell that runs natively. `what` names the cell or file system in the message.
 pub fn check_runs(runs: &fsage_host::Runs, what: &str) -> Result<(), Error> {
@@ -61,18 +59,13 @@ pub fn in_guest(
     }
 }
 
-/// How a platform is named beside a file system: `None` for native.
-pub fn platform_label(p: PlatformKind) -> Option<&'static str> {
-    match p {
-        PlatformKind::Native => None,
-        PlatformKind::Kvm => Some("VM (KVM)"),
-        PlatformKind::Tcg => Some("emulated (TCG)"),
-    }
-}
+/// How a platform is named beside a file system (fsage-results': the report names it too).
+pub use fsage_results::experiment::result::platform_label;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fsage_sys::PlatformKind;
 
     #[test]
     fn a_guests_result_records_its_kernel_and_platform_and_labels_the_sample() {

@@ -3,7 +3,6 @@
 //! workload at different speeds, so results from both are not one comparison.
 
 use crate::Error;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The memory file system the default setting puts working copies in.
@@ -76,53 +75,8 @@ fn is_memory(magic: u64) -> bool {
     magic == fsage_sys::TMPFS_MAGIC || magic == RAMFS_MAGIC
 }
 
-/// Memory or not: what changes a workload's speed the most.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StorageKind {
-    /// tmpfs or ramfs: in memory.
-    Tmpfs,
-    /// Any other file system (a disk's, a network's): `fs_type` and `device` say which.
-    Disk,
-}
-
-impl std::fmt::Display for StorageKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StorageKind::Tmpfs => "tmpfs",
-            StorageKind::Disk => "disk",
-        })
-    }
-}
-
-/// Where a cell's working copy lived, as recorded in its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Storage {
-    /// The `--scratch` setting (`tmpfs`, `images`, or the directory given).
-    pub setting: String,
-    pub kind: StorageKind,
-    /// The file system type of the directory (from the mount table, else statfs).
-    pub fs_type: String,
-    /// What is mounted there: a device (`/dev/nvme0n1p2`), or `tmpfs`.
-    pub device: String,
-    /// The directory the working copies went under (each cell's in a new directory there).
-    pub root: PathBuf,
-}
-
-impl Storage {
-    /// `tmpfs (/dev/shm)`, `disk (ext4 on /dev/vda, /var/tmp/x)`.
-    pub fn describe(&self) -> String {
-        match self.kind {
-            StorageKind::Tmpfs => format!("tmpfs ({})", self.root.display()),
-            StorageKind::Disk => format!(
-                "disk ({} on {}, {})",
-                self.fs_type,
-                self.device,
-                self.root.display()
-            ),
-        }
-    }
-}
+/// What a result records of where a cell's working copy lived: fsage-results'.
+pub use fsage_results::experiment::storage::{Storage, StorageKind};
 
 /// What holds `root`, for the record: statfs for the kind, the mount table for the type and
 /// the device (the mount whose point is the longest prefix of `root`).

@@ -21,42 +21,19 @@ use std::time::Duration;
 
 pub use fsage_sys::Error;
 
-/// Where a step (or a cell's steps) runs: decided once, recorded, shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Runs {
-    /// In this process, on this kernel.
-    #[default]
-    Native,
-    /// In a QEMU guest under a cached kernel (`None`: the newest cached).
-    Guest { kernel: Option<String> },
-}
+/// Where a step (or a cell's steps) runs: a result type (a cell records it), fsage-results'.
+pub use fsage_results::experiment::spec::Runs;
 
-impl Runs {
-    /// Where steps on `kind` run when the caller names `kernel` (or not): in a guest when a
-    /// kernel is named or this kernel lacks the file system (its own reason why, if so).
-    pub fn decide(kind: &str, kernel: Option<&str>) -> Runs {
-        let lacks = fsage_lab::FsKind::parse(kind).is_ok_and(|k| k.check_kernel().is_err());
-        if kernel.is_some() || lacks {
-            Runs::Guest {
-                kernel: kernel.map(String::from),
-            }
-        } else {
-            Runs::Native
+/// Where steps on `kind` run when the caller names `kernel` (or not): in a guest when a kernel
+/// is named or this kernel lacks the file system (its own reason why, if so).
+pub fn decide(kind: &str, kernel: Option<&str>) -> Runs {
+    let lacks = fsage_lab::FsKind::parse(kind).is_ok_and(|k| k.check_kernel().is_err());
+    if kernel.is_some() || lacks {
+        Runs::Guest {
+            kernel: kernel.map(String::from),
         }
-    }
-
-    pub fn is_guest(&self) -> bool {
-        matches!(self, Runs::Guest { .. })
-    }
-
-    /// `VM` or `VM 6.1.0-56` for a guest; `None` for native.
-    pub fn label(&self) -> Option<String> {
-        match self {
-            Runs::Native => None,
-            Runs::Guest { kernel: None } => Some("VM".into()),
-            Runs::Guest { kernel: Some(k) } => Some(format!("VM {k}")),
-        }
+    } else {
+        Runs::Native
     }
 }
 

@@ -1,7 +1,7 @@
 //! The aged-image library on a terminal: `fsage image list` and `fsage image show`.
 
-use fsage_core::image::{AgingRecord, Manifest};
 use fsage_profile::human_bytes;
+use fsage_results::image::{AgingRecord, Manifest};
 use std::fmt::Write;
 use std::path::Path;
 

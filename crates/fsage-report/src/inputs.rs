@@ -1,14 +1,16 @@
 //! What `fsage report` reads: every JSON fsage writes, recognised by its keys, from files or
 //! directories, and the analyses computed from the cell results among them.
 
-use fsage_core::against::AgainstFresh;
+use fsage_analysis::verdicts::{base_verdicts, BaseVerdict, MeasuredBase};
+use fsage_analysis::{analyze, Analysis, AnalysisOptions};
 use fsage_exec::report::RunReport;
-use fsage_experiment::analysis::verdicts::{base_verdicts, BaseVerdict, MeasuredBase};
-use fsage_experiment::lab::BaseImage;
-use fsage_experiment::spec::StateSpec;
-use fsage_experiment::{analyze, Analysis, AnalysisOptions, CellResult, Error};
 use fsage_measure::FragReport;
+use fsage_results::against::AgainstFresh;
 use fsage_results::bench::BenchResult;
+use fsage_results::experiment::base::BaseImage;
+use fsage_results::experiment::result::CellResult;
+use fsage_results::experiment::spec::StateSpec;
+use fsage_sys::Error;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +44,7 @@ pub struct ReportSet {
     pub frags: Vec<Named<FragReport>>,
     pub against: Vec<Named<AgainstFresh>>,
     /// Each aged base image of an experiment against its fresh one (from the experiments' `frag`
-    /// measurements; see [`fsage_experiment::analysis::verdicts`]).
+    /// measurements; see [`fsage_analysis::verdicts`]).
     pub verdicts: Vec<BaseVerdict>,
     pub cells: Vec<Named<CellResult>>,
     pub git: Vec<Named<fsage_results::git::GitSeries>>,
@@ -50,7 +52,7 @@ pub struct ReportSet {
     pub bench: Vec<Named<BenchResult>>,
     /// Reproductions (`fsage reproduce NAME --out DIR`): each directory's record; its
     /// experiment's cells and its Git series are among the other inputs.
-    pub reproductions: Vec<Named<fsage_repro::Record>>,
+    pub reproductions: Vec<Named<fsage_results::repro::record::Record>>,
     /// Computed from the cell results (first), then any analysis JSON given.
     pub analyses: Vec<Named<Analysis>>,
     /// Files in a directory that were not fsage results, with why.
@@ -60,8 +62,8 @@ pub struct ReportSet {
 impl ReportSet {
     /// Each reproduction's published points beside fsage's numbers: from the analyses, and from
     /// the Git series read from the reproduction's own directory.
-    pub fn comparisons(&self) -> Vec<fsage_repro::Comparison> {
-        let all = fsage_repro::published();
+    pub fn comparisons(&self) -> Vec<fsage_results::repro::compare::Comparison> {
+        let all = fsage_results::repro::published::published();
         let analyses: Vec<&Analysis> = self.analyses.iter().map(|a| &a.item).collect();
         self.reproductions
             .iter()
@@ -72,13 +74,13 @@ impl ReportSet {
                     .map(|g| (g.name.as_str(), &g.item))
                     .collect();
                 let dir = r.path.parent();
-                let locks: Vec<fsage_repro::LockCell> = self
+                let locks: Vec<fsage_results::repro::compare::LockCell> = self
                     .cells
                     .iter()
                     .filter(|c| dir.is_some_and(|d| c.path.starts_with(d)))
-                    .filter_map(|c| fsage_repro::LockCell::of(&c.item))
+                    .filter_map(|c| fsage_results::repro::compare::LockCell::of(&c.item))
                     .collect();
-                fsage_repro::compare(&r.item, &all, &analyses, &git, &locks)
+                fsage_results::repro::compare::compare(&r.item, &all, &analyses, &git, &locks)
             })
             .collect()
     }
@@ -86,7 +88,7 @@ impl ReportSet {
     /// The Git series of the reproduction `r` (those read from under its directory).
     pub fn reproduction_series(
         &self,
-        r: &Named<fsage_repro::Record>,
+        r: &Named<fsage_results::repro::record::Record>,
     ) -> Vec<&Named<fsage_results::git::GitSeries>> {
         let dir = r.path.parent();
         self.git
@@ -153,9 +155,9 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
     // Git series as if given.
     let mut expanded = Vec::new();
     for p in paths {
-        let record = p.join(fsage_repro::run::RECORD_FILE);
+        let record = p.join(fsage_results::repro::record::RECORD_FILE);
         if p.is_dir() && record.is_file() {
-            let item = fsage_repro::run::read_record(p)?;
+            let item = fsage_results::repro::record::read_record(p)?;
             set.reproductions.push(Named {
                 name: item.name.clone(),
                 path: record,
@@ -168,12 +170,15 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
                         .any(|e| e.path().extension().is_some_and(|x| x == "json"))
                 })
             };
-            let exp = p.join(fsage_repro::run::EXPERIMENT_DIR);
-            if exp.join(fsage_experiment::runner::MARKER).is_file() && has_json(&exp.join("cells"))
+            let exp = p.join(fsage_results::repro::record::EXPERIMENT_DIR);
+            if exp
+                .join(fsage_results::experiment::status::MARKER)
+                .is_file()
+                && has_json(&exp.join("cells"))
             {
                 expanded.push(exp);
             }
-            let git = p.join(fsage_repro::run::GIT_DIR);
+            let git = p.join(fsage_results::repro::record::GIT_DIR);
             if has_json(&git) {
                 expanded.push(git);
             }
@@ -185,7 +190,7 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
         if p.is_dir() {
             // An experiment's output directory: its cells, and the aging and layout reports of
             // the images its states were made from.
-            let experiment = p.join(fsage_experiment::runner::MARKER).is_file();
+            let experiment = p.join(fsage_results::experiment::status::MARKER).is_file();
             let dirs: Vec<PathBuf> = if experiment {
                 ["cells", "aging", "frag"]
                     .iter()
@@ -250,12 +255,12 @@ pub fn load(paths: &[PathBuf], opts: &AnalysisOptions) -> Result<ReportSet, Erro
     if !samples.is_empty() {
         let mut a = analyze(&samples, opts);
         a.notes.extend(
-            fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item))
+            fsage_results::experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item))
                 .iter()
                 .map(|m| format!("warning: {m}")),
         );
         a.notes.extend(
-            fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item))
+            fsage_results::experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item))
                 .iter()
                 .map(|m| format!("warning: {}", m.storage_warning())),
         );
@@ -358,7 +363,7 @@ fn add(set: &mut ReportSet, p: &Path) -> Result<(), Error> {
 
 /// The cell ids of an experiment output directory's `plan.json`, when it has one.
 fn plan_ids(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
-    let plan = fsage_experiment::runner::read_plan(dir).ok()?;
+    let plan = fsage_results::experiment::status::read_plan(dir).ok()?;
     Some(plan.cells.into_iter().map(|c| c.id).collect())
 }
 
@@ -367,7 +372,7 @@ fn plan_ids(dir: &Path) -> Option<std::collections::BTreeSet<String>> {
 /// the run wrote one, else of the plan's file system and state whose base image name
 /// (`FS-STATE-HASH`) it carries; one that is neither is left out.
 fn experiment_verdicts(dir: &Path, frags: &[Named<FragReport>]) -> Vec<BaseVerdict> {
-    let plan = fsage_experiment::runner::read_plan(dir).ok();
+    let plan = fsage_results::experiment::status::read_plan(dir).ok();
     let mut bases = Vec::new();
     for f in frags {
         let rec = dir.join("bases").join(format!("{}.json", f.name));

@@ -97,14 +97,14 @@ impl Exporter<fsage_results::bench::BenchResult> for Text {
     }
 }
 
-impl Exporter<fsage_experiment::Plan> for Text {
-    fn export(&self, p: &fsage_experiment::Plan) -> String {
+impl Exporter<fsage_results::experiment::spec::Plan> for Text {
+    fn export(&self, p: &fsage_results::experiment::spec::Plan) -> String {
         plan_text::render(p)
     }
 }
 
-impl Exporter<fsage_experiment::runner::Status> for Text {
-    fn export(&self, s: &fsage_experiment::runner::Status) -> String {
+impl Exporter<fsage_results::experiment::status::Status> for Text {
+    fn export(&self, s: &fsage_results::experiment::status::Status) -> String {
         plan_text::status(s)
     }
 }
@@ -115,8 +115,8 @@ impl Exporter<inputs::ReportSet> for Text {
     }
 }
 
-impl Exporter<fsage_core::against::AgainstFresh> for Text {
-    fn export(&self, a: &fsage_core::against::AgainstFresh) -> String {
+impl Exporter<fsage_results::against::AgainstFresh> for Text {
+    fn export(&self, a: &fsage_results::against::AgainstFresh) -> String {
         summary_text::against(a)
     }
 }

@@ -1,7 +1,7 @@
 //! The human form of `fsage experiment plan`.
 
 use crate::human_bytes;
-use fsage_experiment::spec::{Plan, StateSpec, WorkloadSource};
+use fsage_results::experiment::spec::{Plan, StateSpec, WorkloadSource};
 use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
@@ -29,8 +29,9 @@ pub fn render(p: &Plan) -> String {
             WorkloadSource::Builtin { .. } => c.workload.label.clone(),
             WorkloadSource::File { .. } => format!("{} (.f)", c.workload.label),
         };
-        // A cell in a VM says so, and under which kernel.
-        let fs = match c.runs().label() {
+        // A cell in a VM says so, and under which kernel (as the plan decided it: a plan
+        // records where each cell runs, so formatting reads no system state).
+        let fs = match c.runs.as_ref().and_then(|r| r.label()) {
             Some(l) => format!("{} ({l})", c.fs.label),
             None => c.fs.label.clone(),
         };
@@ -123,7 +124,7 @@ pub fn render(p: &Plan) -> String {
         if p.vm_cells > 0 {
             format!(
                 ", plus {} s per cell in a VM for its boot",
-                fsage_experiment::guest::BOOT_ALLOWANCE_S
+                fsage_results::experiment::BOOT_ALLOWANCE_S
             )
         } else {
             String::new()
@@ -150,8 +151,8 @@ pub fn render(p: &Plan) -> String {
 }
 
 /// The human form of `fsage experiment status`.
-pub fn status(s: &fsage_experiment::runner::Status) -> String {
-    use fsage_experiment::runner::CellState;
+pub fn status(s: &fsage_results::experiment::status::Status) -> String {
+    use fsage_results::experiment::status::CellState;
     let mut o = String::new();
     let slurm = if s.jobs.is_empty() {
         String::new()

@@ -1,7 +1,7 @@
 //! The terminal summary `fsage report` prints.
 
 use crate::inputs::ReportSet;
-use fsage_core::against::AgingFigures;
+use fsage_results::against::AgingFigures;
 use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
@@ -170,7 +170,7 @@ pub fn render(set: &ReportSet) -> String {
             c.item
                 .samples
                 .first()
-                .and_then(|s| fsage_experiment::guest::platform_label(s.platform))
+                .and_then(|s| fsage_results::experiment::result::platform_label(s.platform))
                 .map_or(String::new(), |p| format!(" ({p}: the waits are emulated)"))
         );
         o.push_str(&crate::lock_text::render(&l, "  "));
@@ -252,7 +252,7 @@ pub fn render(set: &ReportSet) -> String {
 }
 
 /// `fsage frag --against-fresh`: the figures side by side, then the one-line verdict.
-pub fn against(a: &fsage_core::against::AgainstFresh) -> String {
+pub fn against(a: &fsage_results::against::AgainstFresh) -> String {
     let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |v| format!("{v:.d$}"));
     let mut o = String::new();
     let _ = writeln!(

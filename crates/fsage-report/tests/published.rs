@@ -2,17 +2,21 @@
 //! reproduction, read from the repository's `docs/reproductions/published.csv`, is on the page
 //! with its source, beside fsage's number when the run has one, with the difference and the aim.
 
-use fsage_experiment::analysis::stats::MeanCi;
-use fsage_experiment::analysis::{AgedVsFresh, State};
-use fsage_experiment::AnalysisOptions;
+use fsage_analysis::stats::MeanCi;
+use fsage_analysis::AnalysisOptions;
+use fsage_analysis::{AgedVsFresh, State};
 use fsage_report::html::esc;
 use fsage_report::{export, load, Html, ReportSet};
-use fsage_repro::run::{Record, RECORD_FILE, RECORD_FORMAT};
+use fsage_results::repro::record::{Record, RECORD_FILE, RECORD_FORMAT};
 use std::path::{Path, PathBuf};
 
 /// A reproduction's directory holding only its record (nothing run yet).
-fn record_dir(dir: &Path, name: &str, git_runs: Vec<fsage_repro::catalog::GitRun>) -> PathBuf {
-    let r = fsage_repro::catalog::find(name).unwrap();
+fn record_dir(
+    dir: &Path,
+    name: &str,
+    git_runs: Vec<fsage_results::repro::catalog::GitRun>,
+) -> PathBuf {
+    let r = fsage_results::repro::catalog::find(name).unwrap();
     let d = dir.join(name);
     std::fs::create_dir_all(&d).unwrap();
     let rec = Record {
@@ -62,7 +66,7 @@ fn every_published_point_of_a_reproduction_is_shown_with_its_source() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reproductions/published.csv"),
     )
     .unwrap();
-    let points: Vec<_> = fsage_repro::published::parse(&csv, "published.csv")
+    let points: Vec<_> = fsage_results::repro::published::parse(&csv, "published.csv")
         .unwrap()
         .into_iter()
         .filter(|p| p.reproduction == "geriatrix-fig7")
@@ -109,7 +113,7 @@ fn losses_get_the_difference_in_points_and_the_ten_point_aim() {
     let tmp = tempfile::tempdir().unwrap();
     let d = record_dir(tmp.path(), "geriatrix-fig7", vec![]);
     let mut set = load(&[d], &AnalysisOptions::default()).unwrap();
-    let mut a = fsage_experiment::analyze(&[], &AnalysisOptions::default());
+    let mut a = fsage_analysis::analyze(&[], &AnalysisOptions::default());
     a.aged_vs_fresh = vec![
         // Cells by another procedure are not the paper's: the whole copy onto the previous
         // run's drive is.
@@ -152,7 +156,7 @@ fn losses_get_the_difference_in_points_and_the_ten_point_aim() {
 #[test]
 fn ratios_against_pulls_are_lines_with_the_papers_points_as_grey_markers() {
     let tmp = tempfile::tempdir().unwrap();
-    let run = fsage_repro::catalog::find("conway-fig3")
+    let run = fsage_results::repro::catalog::find("conway-fig3")
         .unwrap()
         .git_runs(4 << 30);
     let d = record_dir(tmp.path(), "conway-fig3", run);

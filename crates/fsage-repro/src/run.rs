@@ -5,52 +5,11 @@
 
 use crate::catalog::{self, GitRun, Kind, Need, Reproduction};
 use crate::Error;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The record's format tag.
-pub const RECORD_FORMAT: &str = "fsage-reproduction/1";
-/// The record's file name in the output directory.
-pub const RECORD_FILE: &str = "reproduction.json";
-/// Where an experiment reproduction's experiment runs (an experiment output directory).
-pub const EXPERIMENT_DIR: &str = "experiment";
-/// Where a Git reproduction's series go (`NAME.json`).
-pub const GIT_DIR: &str = "git";
-
-/// What `DIR/reproduction.json` holds: which reproduction ran here and at what scale.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    pub format: String,
-    pub name: String,
-    pub paper: String,
-    pub figure: String,
-    /// The scale, in bytes, and what it is the size of.
-    pub scale_bytes: u64,
-    pub scale_of: String,
-    /// The paper's own size.
-    pub paper_scale: String,
-    /// The drive models, as the run names them (scaled: `MODEL@SIZE`).
-    pub models: Vec<String>,
-    /// The repository replayed (Git reproductions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repo: Option<String>,
-    /// The Git-aging runs (Git reproductions).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub git_runs: Vec<GitRun>,
-    pub made_by: String,
-}
-
-impl Record {
-    /// `1 GiB (each file system ...; the paper: 59 GB ...)`: the scale said plainly.
-    pub fn scale_text(&self) -> String {
-        format!(
-            "scaled: {} is {} (the paper: {})",
-            fsage_units::format_size(self.scale_bytes),
-            self.scale_of,
-            self.paper_scale
-        )
-    }
-}
+pub use fsage_results::repro::record::{
+    read_record, Record, EXPERIMENT_DIR, GIT_DIR, RECORD_FILE, RECORD_FORMAT,
+};
 
 /// How to run a reproduction.
 #[derive(Debug, Clone, Default)]
@@ -555,26 +514,6 @@ fn run_git(
 
 fn read_series(p: &Path) -> Option<fsage_git::GitSeries> {
     serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
-}
-
-/// Reads `DIR/reproduction.json`.
-pub fn read_record(dir: &Path) -> Result<Record, Error> {
-    let file = dir.join(RECORD_FILE);
-    let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, "", e))?;
-    let r: Record = serde_json::from_str(&text).map_err(|e| {
-        Error::input(format!(
-            "{}: not a reproduction record: {e}",
-            file.display()
-        ))
-    })?;
-    if r.format != RECORD_FORMAT {
-        return Err(Error::input(format!(
-            "{}: format {:?}, not {RECORD_FORMAT:?}",
-            file.display(),
-            r.format
-        )));
-    }
-    Ok(r)
 }
 
 #[cfg(test)]

@@ -4,8 +4,12 @@
 //! (`fsage_workload::BenchResult` is `fsage_results::bench::BenchResult`); the JSON they read
 //! and write is unchanged.
 
+pub mod against;
 pub mod analysis;
 pub mod bench;
+pub mod experiment;
 pub mod git;
+pub mod image;
 pub mod locks;
+pub mod repro;
 pub mod slowdev;

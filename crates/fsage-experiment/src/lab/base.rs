@@ -2,36 +2,20 @@
 //! the library), checked by checksum before it is reused, and its layout measured for the report.
 
 use crate::runner::{write_json, Event, RunObserver};
-use crate::spec::{Cell, FsSpec, StateSpec};
+use crate::spec::{Cell, StateSpec};
 use crate::Error;
 use fsage_core::age::{AgeRequest, NewFs};
 use fsage_host::{AgeStep, FragStep, Mount, Ran, Runs, Step, StepResult};
 use fsage_lab::sparse::{copy_image, CopyOptions, Holes};
 use fsage_lab::{FsKind, Mounted};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::{aging_model, io_at, mount_options, step, LabExecutor};
 
-/// What is known of a finished base image (`KEY.base.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BaseImage {
-    pub key: String,
-    pub image: PathBuf,
-    pub fs: FsSpec,
-    pub state: StateSpec,
-    pub size: u64,
-    /// SHA-256 of the whole image (holes as zeros).
-    pub sha256: String,
-    /// Seconds it took to make (aging included).
-    pub seconds: f64,
-    /// SHA-256 of the drive state its aging left (`KEY.img.ftl`), for a base aged on an SSD
-    /// model; absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drive_sha256: Option<String>,
-}
+/// What is known of a finished base image (fsage-results': the report reads it).
+pub use fsage_results::experiment::base::BaseImage;
 
 /// What is said when a base is aged: with which profile, in a guest or not, on a drive or not.
 fn aging_note(cell: &Cell, label: &str, in_vm: bool) -> String {
@@ -154,7 +138,7 @@ impl LabExecutor {
                 max_ops,
                 max_time_s,
             } => {
-                let runs = cell.runs();
+                let runs = crate::spec::runs_of(cell);
                 let drive = aging_model(cell);
                 obs.event(&Event::Note(&aging_note(cell, label, runs.is_guest())));
                 let aging = self.out.join("aging");
@@ -350,7 +334,7 @@ impl LabExecutor {
     /// the cell runs), and, natively, a probe file's fragments (on a scratch copy; not built in
     /// a guest); a failure is not the cell's, so it is only left out.
     fn measure_layout(&mut self, key: &str, image: &Path, cell: &Cell, obs: &mut dyn RunObserver) {
-        let runs = cell.runs();
+        let runs = crate::spec::runs_of(cell);
         let mnt = fsage_sys::with_suffix(image, ".mnt");
         let step = Step::Frag(Box::new(FragStep {
             mount: Mount {

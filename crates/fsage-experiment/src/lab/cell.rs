@@ -64,7 +64,7 @@ impl LabExecutor {
         };
         // The workload where the plan put the cell: one step that mounts the device (or the
         // working copy), runs the workload and unmounts, here or in a guest.
-        let runs = cell.runs();
+        let runs = crate::spec::runs_of(cell);
         let bench = Step::Bench(Box::new(BenchStep {
             mount: Mount {
                 device: block.clone(),

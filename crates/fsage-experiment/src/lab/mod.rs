@@ -334,7 +334,7 @@ pub fn preflight(spec: &crate::ExperimentSpec, plan: &crate::Plan) -> Result<(),
     // system and kernel.
     let mut checked = std::collections::BTreeSet::new();
     for c in &plan.cells {
-        let runs = c.runs();
+        let runs = crate::spec::runs_of(c);
         if checked.insert((c.fs.label.clone(), runs.label())) {
             guest::check_runs(&runs, &c.fs.label).map_err(|e| crate::Error {
                 message: format!("{}: {}", spec.origin, e.message),

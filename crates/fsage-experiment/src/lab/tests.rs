@@ -45,7 +45,7 @@ fn a_guest_that_fails_to_age_on_a_drive_leaves_no_drive_state_loop_device_or_tra
         .unwrap()
         .plan();
     let cell = &plan.cells[0];
-    assert!(drive_model(cell).is_some() && cell.runs().is_guest());
+    assert!(drive_model(cell).is_some() && crate::spec::runs_of(cell).is_guest());
     let seen: Given = Default::default();
     let images = dir.path().join("images");
     let mut ex = LabExecutor::new(&dir.path().join("out"), &images, &Default::default())

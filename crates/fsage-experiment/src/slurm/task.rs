@@ -68,7 +68,7 @@ fn preflight_cells(cells: &[&Cell]) -> Result<(), Error> {
         kind.check_tools()
             .map_err(|e| Error::input(format!("{}: {e}", c.id)))?;
         // A cell that needs another kernel runs in a VM on the node, as in a local run.
-        crate::guest::check_runs(&c.runs(), &c.fs.label).map_err(|e| Error {
+        crate::guest::check_runs(&crate::spec::runs_of(c), &c.fs.label).map_err(|e| Error {
             message: format!("{}: {}", c.id, e.message),
             ..e
         })?;

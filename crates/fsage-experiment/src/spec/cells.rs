@@ -77,9 +77,12 @@ impl ExperimentSpec {
         // A cell in a VM boots a guest for its workload (and its base one more for aging).
         // Where each cell runs is decided here, once, and recorded on it.
         for c in &mut cells {
-            c.runs = Some(fsage_host::Runs::decide(&c.fs.kind, c.fs.kernel.as_deref()));
+            c.runs = Some(fsage_host::decide(&c.fs.kind, c.fs.kernel.as_deref()));
         }
-        let vm_cells = cells.iter().filter(|c| c.runs().is_guest()).count();
+        let vm_cells = cells
+            .iter()
+            .filter(|c| super::runs_of(c).is_guest())
+            .count();
         let setup_s = setup_allowance_s(self.image_size) * cells.len() as f64
             + crate::guest::BOOT_ALLOWANCE_S * vm_cells as f64;
         Plan {

@@ -14,8 +14,8 @@ mod types;
 pub use cells::{cell_id, setup_allowance_s, CELL_FORMAT};
 pub use parser::{load, load_with_text, parse, MAX_CELLS, MAX_LIST};
 pub use types::{
-    AgeOn, Cell, CopyMethod, DriveBefore, DriveSpec, ExperimentSpec, FsSpec, Placement, Plan,
-    ProfileFile, StateSpec, WorkloadSource, WorkloadSpec, BUILTIN_WORKLOADS, FS_KINDS,
+    runs_of, AgeOn, Cell, CopyMethod, DriveBefore, DriveSpec, ExperimentSpec, FsSpec, Placement,
+    Plan, ProfileFile, Runs, StateSpec, WorkloadSource, WorkloadSpec, BUILTIN_WORKLOADS, FS_KINDS,
 };
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! How numbers and states print in the page's tables, titles and legends, one spelling for every
 //! section.
 
-use fsage_experiment::analysis::{MeanCi, State};
+use fsage_analysis::{MeanCi, State};
 use fsage_units::format_latency_us;
 use std::collections::BTreeSet;
 

@@ -17,7 +17,7 @@ pub use page::esc;
 
 use crate::inputs::ReportSet;
 use crate::Exporter;
-use fsage_experiment::analysis::latency_curves::FlowopCurve;
+use fsage_analysis::latency_curves::FlowopCurve;
 use page::Page;
 use sections::{
     against, aged_vs_fresh, aging, bench, cells, frag, git, inversions, latency, published, sweep,
@@ -151,8 +151,7 @@ pub fn render(set: &ReportSet, only: &[Section]) -> String {
     if want(Section::Bench) && !set.bench.is_empty() {
         bench::render(&mut p, &set.bench);
     }
-    let curves =
-        fsage_experiment::analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
+    let curves = fsage_analysis::latency_curves::from_cells(set.cells.iter().map(|c| &c.item));
     for a in &set.analyses {
         let suffix = if set.analyses.len() > 1 {
             format!(" ({})", a.name)

@@ -7,9 +7,9 @@ use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries};
 use crate::html::Section;
 use crate::inputs::Named;
-use fsage_core::against::AgainstFresh;
-use fsage_experiment::analysis::verdicts::BaseVerdict;
+use fsage_analysis::verdicts::BaseVerdict;
 use fsage_profile::human_bytes;
+use fsage_results::against::AgainstFresh;
 use std::fmt::Write as _;
 
 pub(in crate::html) fn render(p: &mut Page, items: &[Named<AgainstFresh>]) {

@@ -5,7 +5,7 @@ use crate::html::format::{lat, mean_ci, state_order};
 use crate::html::page::{esc, fig, plot_or_note, table, table_or, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries};
 use crate::html::Section;
-use fsage_experiment::analysis::{Analysis, State};
+use fsage_analysis::{Analysis, State};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -226,7 +226,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
 mod tests {
     use super::*;
     use crate::html::page::Page;
-    use fsage_experiment::analysis::{analyze, FlashCounters, Sample};
+    use fsage_analysis::{analyze, FlashCounters, Sample};
 
     fn crossed_again() -> State {
         State::OnDrive {

@@ -13,7 +13,7 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
         .cells
         .iter()
         .filter_map(|c| match &c.item.status {
-            fsage_experiment::CellStatus::Failed { error } => {
+            fsage_results::experiment::result::CellStatus::Failed { error } => {
                 Some(vec![c.item.cell.id.clone(), error.clone()])
             }
             _ => None,
@@ -48,14 +48,14 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
     }
     mix_table(
         &mut c,
-        &fsage_experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item)),
+        &fsage_results::experiment::result::hardware_mixes(set.cells.iter().map(|c| &c.item)),
         "Cells of one comparison ran on nodes of different hardware (CPU model or kernel): \
          their throughputs are not comparable.",
         "node hardware",
     );
     mix_table(
         &mut c,
-        &fsage_experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item)),
+        &fsage_results::experiment::result::storage_mixes(set.cells.iter().map(|c| &c.item)),
         "Cells of one comparison kept their working copies on different storage (memory or \
          disk): their throughputs are not comparable.",
         "working copy on",
@@ -120,7 +120,7 @@ fn lock_tables(c: &mut String, set: &ReportSet) {
             .item
             .samples
             .first()
-            .and_then(|s| fsage_experiment::guest::platform_label(s.platform))
+            .and_then(|s| fsage_results::experiment::result::platform_label(s.platform))
             .map_or(String::new(), |p| format!(", {p}"));
         let rows: Vec<Vec<String>> = l
             .locks
@@ -171,7 +171,7 @@ fn lock_tables(c: &mut String, set: &ReportSet) {
 /// (nothing when there are none).
 fn mix_table(
     c: &mut String,
-    mixes: &[fsage_experiment::result::HardwareMix],
+    mixes: &[fsage_results::experiment::result::HardwareMix],
     flag: &str,
     what: &str,
 ) {

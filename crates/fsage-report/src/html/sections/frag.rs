@@ -6,9 +6,9 @@ use crate::html::page::{fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries};
 use crate::html::Section;
 use crate::inputs::Named;
-use fsage_core::against::AgingFigures;
 use fsage_measure::FragReport;
 use fsage_profile::human_bytes;
+use fsage_results::against::AgingFigures;
 use std::collections::BTreeSet;
 
 fn frag_figures_rows(frags: &[(&str, &FragReport)]) -> Vec<Vec<String>> {

@@ -3,7 +3,7 @@
 
 use crate::html::page::{table, Page};
 use crate::html::Section;
-use fsage_experiment::analysis::Analysis;
+use fsage_analysis::Analysis;
 use fsage_units::format_latency_us;
 use std::collections::{BTreeMap, BTreeSet};
 

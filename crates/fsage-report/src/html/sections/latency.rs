@@ -4,8 +4,8 @@ use crate::html::format::{lat, opt, state_order, us};
 use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots;
 use crate::html::Section;
-use fsage_experiment::analysis::latency_curves::FlowopCurve;
-use fsage_experiment::analysis::{Analysis, FlowopCompare, State};
+use fsage_analysis::latency_curves::FlowopCurve;
+use fsage_analysis::{Analysis, FlowopCompare, State};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -39,7 +39,7 @@ fn latency_panels(
             }
         }
         let states = state_order(&mine.iter().map(|c| c.state.clone()).collect());
-        let pcts: Vec<String> = fsage_experiment::analysis::latency_curves::PERCENTILES
+        let pcts: Vec<String> = fsage_analysis::latency_curves::PERCENTILES
             .iter()
             .map(|(_, p)| p.to_string())
             .filter(|p| mine.iter().any(|c| c.points.iter().any(|(q, _)| q == p)))

@@ -7,7 +7,7 @@ use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Bar, BarChart, BarSeries, Dash, Line, LineChart};
 use crate::html::Section;
 use crate::inputs::ReportSet;
-use fsage_repro::{Comparison, PointComparison};
+use fsage_results::repro::compare::{Comparison, PointComparison};
 use std::fmt::Write as _;
 
 pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
@@ -35,7 +35,7 @@ pub(in crate::html) fn render(p: &mut Page, set: &ReportSet) {
              differ by up to 15% at one point); grep times in s/GiB and lock waits have no \
              numeric aim (compared by shape). fsage's Conway ratios are the modeled ones: each \
              grep's block trace costed on the model of the paper's drive.",
-            fsage_repro::published::PUBLISHED_PATH
+            fsage_results::repro::published::PUBLISHED_PATH
         ),
         &c,
     );
@@ -169,7 +169,7 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
             .filter(|m| {
                 cmp.points
                     .iter()
-                    .any(|p| fsage_repro::compare::same_device(m, &p.published.device))
+                    .any(|p| fsage_results::repro::compare::same_device(m, &p.published.device))
             })
             .collect();
         let models = if papers.is_empty() { all } else { papers };

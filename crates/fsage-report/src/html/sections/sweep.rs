@@ -5,7 +5,7 @@ use crate::html::format::{mean_ci, ops, opt, us};
 use crate::html::page::{esc, fig, plot_or_note, table, Page};
 use crate::html::plots::{self, Line, LineChart};
 use crate::html::Section;
-use fsage_experiment::analysis::{Analysis, State, SweepClass};
+use fsage_analysis::{Analysis, State, SweepClass};
 use fsage_units::format_latency_us;
 use std::fmt::Write as _;
 
@@ -128,7 +128,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
         let class_rows: Vec<Vec<String>> = sweeps
             .iter()
             .map(|s| {
-                let f = |m: Option<&fsage_experiment::analysis::ModelFit>| {
+                let f = |m: Option<&fsage_analysis::ModelFit>| {
                     m.map_or("–".into(), |m| format!("{:.4e} / {}", m.c, us(m.l_sw_us)))
                 };
                 let class = match &s.class {
@@ -239,7 +239,7 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fsage_experiment::analysis::{analyze, AnalysisOptions, Sample};
+    use fsage_analysis::{analyze, AnalysisOptions, Sample};
 
     /// A sweep whose calibration points admit no model (10 ms faster than 5 ms) still gets a
     /// dashed line: the least-squares model, named so in the legend.

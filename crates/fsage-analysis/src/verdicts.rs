@@ -1,62 +1,13 @@
-//! How far from fresh, for an experiment: its output directory holds a `frag` measurement of every
-//! base image (`frag/KEY.json`), so each aged (or library) base is set beside the fresh base of
-//! the same file system and image size with the comparison `fsage frag --against-fresh` makes
-//! ([`fsage_core::against::against_fresh`]), no new measurement needed. Pure: the caller reads
-//! the measurements and says which base image each one is of ([`MeasuredBase`]).
+//! How far from fresh, for an experiment: each aged (or library) base image beside the fresh
+//! base of the same file system and image size, with the comparison `fsage frag
+//! --against-fresh` makes. The verdict types are fsage-results', re-exported here.
 
-use crate::spec::{FsSpec, StateSpec};
-use fsage_core::against::AgainstFresh;
+pub use fsage_results::analysis::verdicts::*;
+
 use fsage_measure::FragReport;
-use serde::Serialize;
+use fsage_results::against::against_fresh;
+use fsage_results::experiment::spec::StateSpec;
 use std::path::Path;
-use std::time::SystemTime;
-
-/// One non-fresh base image of an experiment and its comparison with the fresh one.
-#[derive(Debug, Clone, Serialize)]
-pub struct BaseVerdict {
-    /// The experiment's output directory.
-    pub experiment: String,
-    /// The file system's label in the experiment.
-    pub fs: String,
-    /// The state's label (`aged:LABEL`, `image:NAME`).
-    pub state: String,
-    pub image_size: u64,
-    /// The frag measurements compared (names in the report).
-    pub aged_frag: String,
-    pub fresh_frag: Option<String>,
-    /// The comparison, or why there is none.
-    pub against: Option<AgainstFresh>,
-    pub missing: Option<String>,
-    /// What to keep in mind reading the comparison (e.g. measured by an older fsage).
-    pub notes: Vec<String>,
-}
-
-impl BaseVerdict {
-    /// The one line for people.
-    pub fn line(&self) -> String {
-        match (&self.against, &self.missing) {
-            (Some(a), _) if self.notes.is_empty() => a.summary.clone(),
-            (Some(a), _) => format!("{} (note: {})", a.summary, self.notes.join("; ")),
-            (None, Some(why)) => format!("{} {}: no verdict: {why}", self.fs, self.state),
-            (None, None) => format!("{} {}: no verdict", self.fs, self.state),
-        }
-    }
-}
-
-/// One layout measurement of an experiment's base image and what that image is.
-#[derive(Debug, Clone)]
-pub struct MeasuredBase<'a> {
-    /// The measurement's name (its file name without `.json`).
-    pub name: &'a str,
-    pub report: &'a FragReport,
-    pub fs: FsSpec,
-    pub state: StateSpec,
-    /// The image size.
-    pub size: u64,
-    /// When the measurement was written: of several of one fresh base (an edited experiment),
-    /// the newest is compared with.
-    pub modified: Option<SystemTime>,
-}
 
 fn state_label(s: &StateSpec) -> String {
     s.state().label()
@@ -115,7 +66,7 @@ pub fn base_verdicts(
                             .into(),
                     );
                 }
-                v.against = Some(fsage_core::against::against_fresh(
+                v.against = Some(against_fresh(
                     &format!("{} {label}", b.fs.label),
                     b.report,
                     fresh.report,
@@ -146,7 +97,8 @@ pub fn base_verdicts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use fsage_results::experiment::spec::FsSpec;
+    use std::time::{Duration, SystemTime};
 
     /// A frag report of `fs` whose free space is `extents` single-block extents and one of
     /// 4096 blocks.
@@ -240,7 +192,7 @@ mod tests {
         );
         // The newer of the two fresh ext4 measurements, though listed first.
         assert_eq!(v[1].fresh_frag.as_deref(), Some("ext4-fresh-new"));
-        let want = fsage_core::against::against_fresh("ext4 aged:meyer", &aged_ext4, &new_fresh);
+        let want = against_fresh("ext4 aged:meyer", &aged_ext4, &new_fresh);
         assert_eq!(
             v[1].against.as_ref().map(|a| &a.summary),
             Some(&want.summary)
