@@ -18,34 +18,90 @@ use std::path::{Path, PathBuf};
 /// The mask of the CPUs the kernel's unbound workqueues may run on.
 pub const UNBOUND_CPUMASK: &str = "/sys/devices/virtual/workqueue/cpumask";
 
-/// The calling thread and the unbound workqueues on one CPU, until dropped.
+/// A run that does its work on one CPU, step by step ([`OneCpu::confine`]): held for the
+/// run, so that a second such run is refused rather than left to fight over the machine-wide
+/// workqueue mask.
 #[derive(Debug)]
 pub struct OneCpu {
+    file: PathBuf,
+    lock_dir: PathBuf,
+    cpu: usize,
+    /// The step under way, for [`OneCpu::hold`] and [`OneCpu::release`].
+    held: std::sync::Mutex<Option<Confined>>,
+    _run: Lock,
+}
+
+/// One step on one CPU: the calling thread pinned, the unbound workqueues confined, both set
+/// free again when dropped.
+#[derive(Debug)]
+pub struct Confined {
     // Dropped in this order: the workqueues are set free before the thread.
     _mask: WorkqueueMask,
-    pinned: Pinned,
+    _pinned: Pinned,
 }
 
 impl OneCpu {
-    /// Pins the calling thread to the first CPU it may run on and confines the unbound
-    /// workqueues ([`UNBOUND_CPUMASK`]) to it.
+    /// Takes the unbound workqueues ([`UNBOUND_CPUMASK`]) for this run and chooses the first
+    /// CPU the calling thread may run on; nothing is changed before [`OneCpu::confine`].
     pub fn enter() -> Result<OneCpu, Error> {
         Self::enter_with(Path::new(UNBOUND_CPUMASK), &lock::lock_dir())
     }
 
     /// [`OneCpu::enter`] with another mask file and lock directory (for tests).
     pub fn enter_with(mask_file: &Path, lock_dir: &Path) -> Result<OneCpu, Error> {
-        let pinned = Pinned::first_allowed()?;
-        let mask = WorkqueueMask::confine(mask_file, lock_dir, pinned.cpu())?;
+        let key = format!("one-cpu run {}", mask_file.display());
+        let run = lock::take(lock_dir, "", &key, false, false).map_err(|e| match e {
+            LockError::Held { holder, lock } => Error::input(format!(
+                "{}: another fsage runs on one CPU ({holder}; it holds the lock {}); wait for it \
+                 to finish",
+                mask_file.display(),
+                lock.display()
+            )),
+            LockError::Unusable(e) => e,
+        })?;
+        let cpu = {
+            let p = Pinned::first_allowed()?;
+            p.cpu()
+        };
         Ok(OneCpu {
-            _mask: mask,
-            pinned,
+            file: mask_file.to_path_buf(),
+            lock_dir: lock_dir.to_path_buf(),
+            cpu,
+            held: Default::default(),
+            _run: run,
         })
     }
 
     /// The CPU.
     pub fn cpu(&self) -> usize {
-        self.pinned.cpu()
+        self.cpu
+    }
+
+    /// [`OneCpu::confine`] until [`OneCpu::release`] (or the drop of `self`); holding twice
+    /// holds once.
+    pub fn hold(&self) -> Result<(), Error> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.is_none() {
+            *held = Some(self.confine()?);
+        }
+        Ok(())
+    }
+
+    /// Sets the thread and the workqueues free (if held), until the next [`OneCpu::hold`].
+    pub fn release(&self) {
+        let step = self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(step);
+    }
+
+    /// Pins the calling thread (and what it starts) to the CPU and confines the unbound
+    /// workqueues to it, until the result is dropped.
+    pub fn confine(&self) -> Result<Confined, Error> {
+        let pinned = Pinned::to(self.cpu)?;
+        let mask = WorkqueueMask::confine(&self.file, &self.lock_dir, self.cpu)?;
+        Ok(Confined {
+            _mask: mask,
+            _pinned: pinned,
+        })
     }
 }
 
@@ -65,6 +121,20 @@ impl Pinned {
         let cpu = *before
             .first()
             .ok_or_else(|| Error::operation("the CPU affinity allows no CPU"))?;
+        Self::pin(before, cpu)
+    }
+
+    /// Pins the calling thread to `cpu`.
+    pub fn to(cpu: usize) -> Result<Pinned, Error> {
+        let set = sched_getaffinity(None)
+            .map_err(|e| Error::operation(format!("cannot read the CPU affinity: {e}")))?;
+        Self::pin(
+            (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
+            cpu,
+        )
+    }
+
+    fn pin(before: Vec<usize>, cpu: usize) -> Result<Pinned, Error> {
         let mut one = CpuSet::new();
         one.set(cpu);
         sched_setaffinity(None, &one)
@@ -217,8 +287,10 @@ mod tests {
         let file = d.path().join("cpumask");
         let locks = d.path().join("locks");
         std::fs::write(&file, "3\n").unwrap();
+        let one = OneCpu::enter_with(&file, &locks).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "3\n");
         let run = |fail: bool| -> Result<(), Error> {
-            let one = OneCpu::enter_with(&file, &locks)?;
+            let _step = one.confine()?;
             assert_eq!(
                 std::fs::read_to_string(&file).unwrap(),
                 format!("{}\n", cpu_mask(one.cpu()))
@@ -231,9 +303,27 @@ mod tests {
         };
         assert!(run(true).is_err());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "3\n");
-        assert!(std::panic::catch_unwind(|| run(false)).is_err());
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(false))).is_err());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "3\n");
         assert!(!locks.join("unbound-cpumask.saved").exists());
+        one.hold().unwrap();
+        one.hold().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            format!("{}\n", cpu_mask(one.cpu()))
+        );
+        one.release();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "3\n");
+        one.hold().unwrap();
+        // A second run on one CPU (another fsage: here another thread) is refused meanwhile.
+        let e = std::thread::scope(|s| {
+            s.spawn(|| OneCpu::enter_with(&file, &locks).unwrap_err())
+                .join()
+                .unwrap()
+        });
+        assert!(e.message.contains("another fsage"), "{}", e.message);
+        drop(one);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "3\n");
     }
 
     #[test]
