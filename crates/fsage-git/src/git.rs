@@ -417,3 +417,54 @@ pub fn restore_worktree(dir: &Path) -> Result<()> {
     run(dir, &["clean", "-q", "-ffdx"])?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpus_allowed(pid: u32) -> String {
+        cpus_allowed_in(&format!("/proc/{pid}/status"))
+    }
+
+    fn cpus_allowed_in(status: &str) -> String {
+        let status = std::fs::read_to_string(status).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// `--one-cpu` pins fsage's thread; the gits it starts must run on that CPU alone (and on
+    /// the CPUs fsage had once it is set free again).
+    #[test]
+    fn a_git_started_while_pinned_runs_on_that_cpu_alone() {
+        let spawn = || {
+            command(Path::new("/"), &["hash-object", "--stdin"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("git runs")
+        };
+        let before = cpus_allowed_of_thread();
+        let pinned = fsage_sys::cpu::Pinned::first_allowed().unwrap();
+        let mut git = spawn();
+        let during = cpus_allowed(git.id());
+        let cpu = pinned.cpu();
+        drop(git.stdin.take());
+        assert!(git.wait().unwrap().success());
+        drop(pinned);
+        let mut git = spawn();
+        let after = cpus_allowed(git.id());
+        drop(git.stdin.take());
+        assert!(git.wait().unwrap().success());
+        assert_eq!(during, cpu.to_string());
+        assert_eq!(after, before);
+    }
+
+    fn cpus_allowed_of_thread() -> String {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        cpus_allowed_in(&format!("/proc/self/task/{tid}/status"))
+    }
+}

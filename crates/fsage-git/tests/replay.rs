@@ -34,6 +34,7 @@ fn options(repo: &Path, target: Target, mode: Mode) -> GitAgeOptions {
         cost_models: Vec::new(),
         think: fsage_device::Think::default(),
         sync_each_pull: true,
+        one_cpu: false,
         warm_cache: false,
         mem_limit: None,
         json: None,

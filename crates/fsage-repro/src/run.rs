@@ -446,6 +446,7 @@ pub fn git_options(
         cost_models,
         think: fsage_device::Think::default(),
         sync_each_pull: true,
+        one_cpu: false,
         // Figure 5: greps on warm caches (no drop, no remount) in a memory cgroup of the limit.
         warm_cache: run.warm_mem_limit.is_some(),
         mem_limit: run.warm_mem_limit,

@@ -5,6 +5,7 @@
 //! sizes), runs the external tools ([`tool`]) and guards temporary files ([`TempPath`]). The
 //! file systems fsage makes are described once, in [`fskind`].
 
+pub mod cpu;
 pub mod dev;
 pub mod error;
 pub mod fskind;

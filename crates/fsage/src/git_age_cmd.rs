@@ -103,6 +103,12 @@ pub struct GitAgeArgs {
     /// timing has it, as in the published scripts, and the layout varies with the host's load.
     #[arg(long)]
     pub no_sync: bool,
+    /// Run on one CPU: fsage, every git and grep it starts, and the kernel's unbound workqueues
+    /// (writeback, btrfs's and xfs's workers; a machine-wide setting, restored when the run
+    /// ends) on the first CPU fsage may use, so that which CPU and worker allocates a file's
+    /// blocks is the same in every run (ext4's small files go to per-CPU groups). Needs root.
+    #[arg(long)]
+    pub one_cpu: bool,
     /// Time each cold grep N times (caches dropped before each); the series keeps the median,
     /// the fastest and the slowest. The first one's trace is kept and costed.
     #[arg(long, value_name = "N", default_value_t = 3)]
@@ -252,6 +258,7 @@ pub fn run(a: GitAgeArgs) -> CmdResult {
         cost_models,
         think: a.think,
         sync_each_pull: !a.no_sync,
+        one_cpu: a.one_cpu,
         warm_cache: a.warm_cache,
         mem_limit: a.mem_limit,
         json: a.json.clone(),

@@ -53,6 +53,9 @@ pub(super) struct RunKey {
     /// The memory limit (none in checkpoints from before the option).
     #[serde(default)]
     pub(super) mem_limit: Option<u64>,
+    /// The run on one CPU (false in checkpoints from before the option).
+    #[serde(default)]
+    pub(super) one_cpu: bool,
 }
 
 pub(super) fn recorded_think() -> fsage_device::Think {

@@ -128,6 +128,11 @@ pub struct GitAgeOptions {
     /// the disk before the next, as on a developer's disk where pulls are hours apart, and the
     /// layout no longer depends on when the host's writeback happened to run.
     pub sync_each_pull: bool,
+    /// Run on one CPU (`fsage_sys::cpu::OneCpu`): fsage, every git and grep it starts, and the
+    /// kernel's unbound workqueues (writeback, btrfs's and xfs's workers) on the first CPU fsage
+    /// may use, for the whole run, so that which CPU and worker allocates a file's blocks is the
+    /// same in every run. The workqueue mask is machine-wide; it comes back when the run ends.
+    pub one_cpu: bool,
     /// Warm-cache measurements (Conway's Figure 5): the aged instance is neither remounted nor
     /// are caches dropped before its greps, which find what the replay left in memory; the
     /// clean copy is measured cold, as before (the figure's reference).
@@ -182,8 +187,27 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     let had_drives = image
         .as_ref()
         .is_some_and(|p| crate::drives::drives_path(p).exists());
+    // Before the CPU is confined: a Ctrl-C then stops the run between commits, and the guard
+    // sets the workqueues free when it returns.
+    fsage_signals::install();
+    let one_cpu = match opts.one_cpu {
+        true => {
+            let c = fsage_sys::cpu::OneCpu::enter()?;
+            c.hold()?;
+            Some(c)
+        }
+        false => None,
+    };
+    if let Some(c) = &one_cpu {
+        obs.note(&format!(
+            "replaying on one CPU: making the aged instance, every pull and its sync, and the \
+             kernel's unbound workqueues meanwhile, on CPU {} (measurements on every CPU)",
+            c.cpu()
+        ));
+    }
+    let one_cpu = one_cpu.as_ref();
     let out = match opts.mem_limit {
-        None => git_age_inner(opts, obs),
+        None => git_age_inner(opts, one_cpu, obs),
         Some(bytes) if bytes >= MIN_MEM_LIMIT => {
             let cg = enter_mem_limit(bytes)?;
             obs.note(&format!(
@@ -192,7 +216,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                 cg.version(),
                 fsage_units::format_size(bytes)
             ));
-            let out = git_age_inner(opts, obs);
+            let out = git_age_inner(opts, one_cpu, obs);
             // Left and removed whatever the run did (the guard does it on a panic too).
             let left = cg
                 .remove()
@@ -202,7 +226,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             Ok(out)
         }
         // Refused by the checks, before anything is made.
-        Some(_) => git_age_inner(opts, obs),
+        Some(_) => git_age_inner(opts, one_cpu, obs),
     };
     if let (Err(_), Some(image)) = (&out, &image) {
         // The run's mount is down (its guard went with the error): leave nothing but what a
@@ -232,7 +256,27 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     out
 }
 
-fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> {
+/// `f` on every CPU, for a run on one ([`GitAgeOptions::one_cpu`]): a measurement's greps and
+/// their traces are the host's, not the replay's, and a grep beside its loop device's worker on
+/// one CPU issues its reads in another pattern.
+fn unconfined<T>(
+    one_cpu: Option<&fsage_sys::cpu::OneCpu>,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let Some(c) = one_cpu else {
+        return f();
+    };
+    c.release();
+    let out = f();
+    c.hold()?;
+    out
+}
+
+fn git_age_inner(
+    opts: &GitAgeOptions,
+    one_cpu: Option<&fsage_sys::cpu::OneCpu>,
+    obs: &mut dyn Observer,
+) -> Result<Outcome> {
     fsage_signals::install();
     check_neighbours(opts)?;
     if opts.every == 0 {
@@ -400,6 +444,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         sync_each_pull: opts.sync_each_pull,
         warm_cache: opts.warm_cache,
         mem_limit: opts.mem_limit,
+        one_cpu: opts.one_cpu,
     };
 
     // The aged instance, new or resumed.
@@ -409,7 +454,7 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
                  repository, range, file systems, size, mode, every, gc, device latency or \
-                 model, grep repetitions, cost models, think rule and sync",
+                 model, grep repetitions, cost models, think rule, sync and one CPU",
                 state_file.display(),
                 st.key
             )));
@@ -803,7 +848,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         && series.rows.last().map(|r| r.pulls) != Some(done as u64)
         && !opts.no_measure
     {
-        measure_at(done - 1, &mut aged, &mut series, &mut replay, obs)?;
+        unconfined(one_cpu, || {
+            measure_at(done - 1, &mut aged, &mut series, &mut replay, obs)
+        })?;
         aged.save_drives(done as u64)?;
         checkpoint(&series, &mut replay)?;
     }
@@ -845,7 +892,9 @@ fn git_age_inner(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome
         series.pulls_done = i as u64 + 1;
         obs.progress(i as u64 + 1, n as u64, series.replay_seconds);
         if is_measured(i, n, opts.every) && !opts.no_measure {
-            match measure_at(i, &mut aged, &mut series, &mut replay, obs) {
+            match unconfined(one_cpu, || {
+                measure_at(i, &mut aged, &mut series, &mut replay, &mut *obs)
+            }) {
                 Ok(()) => {}
                 // Ctrl-C in the middle of a measurement (mkfs, say, stops on it): the
                 // measurement is dropped and a resume takes it first.
