@@ -370,6 +370,12 @@ pub fn how_costed(s: &GitSeries) -> String {
     if s.sync_each_pull {
         out.push_str(" The aged file system was synced after every pull.");
     }
+    if s.one_cpu {
+        out.push_str(
+            " The replay ran on one CPU, the kernel's unbound workqueues with it (--one-cpu); \
+             the measurements on every CPU.",
+        );
+    }
     if !s.aged_drives.is_empty() {
         let _ = write!(
             out,
@@ -426,6 +432,7 @@ mod tests {
             cost_models: vec![],
             cost_think: fsage_device::Think::default(),
             sync_each_pull: true,
+            one_cpu: false,
             traces_dir: None,
             aged_drives: vec![],
             drives_dir: None,
@@ -561,6 +568,23 @@ mod tests {
             t.contains("memory cgroup limited to 512 MiB (page cache included)"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_replay_on_one_cpu_says_so() {
+        let mut s = series();
+        assert!(!how_costed(&s).contains("one CPU"));
+        s.one_cpu = true;
+        assert!(
+            how_costed(&s).contains("The replay ran on one CPU"),
+            "{}",
+            how_costed(&s)
+        );
+        // Older series have no field: false.
+        let mut v = serde_json::to_value(&s).unwrap();
+        v.as_object_mut().unwrap().remove("one_cpu");
+        let back: GitSeries = serde_json::from_value(v).unwrap();
+        assert!(!back.one_cpu);
     }
 
     #[test]

@@ -236,6 +236,11 @@ pub struct GitSeries {
     /// series: false).
     #[serde(default)]
     pub sync_each_pull: bool,
+    /// The replay (making the aged instance and every pull with its sync) ran on one CPU with
+    /// the kernel's unbound workqueues confined to it (`--one-cpu`); measurements on every CPU
+    /// (absent in older series: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_cpu: bool,
     /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
     #[serde(default)]
     pub traces_dir: Option<String>,

@@ -553,6 +553,7 @@ fn git_age_inner(
             cost_models: opts.cost_models.clone(),
             cost_think: opts.think,
             sync_each_pull: opts.sync_each_pull,
+            one_cpu: opts.one_cpu,
             traces_dir: None,
             aged_drives: drive_specs.iter().map(|m| m.name.clone()).collect(),
             drives_dir: aged
