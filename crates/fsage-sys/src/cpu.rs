@@ -59,10 +59,9 @@ impl OneCpu {
             )),
             LockError::Unusable(e) => e,
         })?;
-        let cpu = {
-            let p = Pinned::first_allowed()?;
-            p.cpu()
-        };
+        let cpu = *allowed_cpus()?
+            .first()
+            .ok_or_else(|| Error::operation("the CPU affinity allows no CPU"))?;
         Ok(OneCpu {
             file: mask_file.to_path_buf(),
             lock_dir: lock_dir.to_path_buf(),
@@ -105,6 +104,13 @@ impl OneCpu {
     }
 }
 
+/// The CPUs the calling thread may run on now, lowest first.
+pub fn allowed_cpus() -> Result<Vec<usize>, Error> {
+    let set = sched_getaffinity(None)
+        .map_err(|e| Error::operation(format!("cannot read the CPU affinity: {e}")))?;
+    Ok((0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect())
+}
+
 /// The calling thread pinned to one CPU; its former affinity comes back when dropped.
 #[derive(Debug)]
 pub struct Pinned {
@@ -115,9 +121,7 @@ pub struct Pinned {
 impl Pinned {
     /// Pins the calling thread to the lowest-numbered CPU it may run on now.
     pub fn first_allowed() -> Result<Pinned, Error> {
-        let set = sched_getaffinity(None)
-            .map_err(|e| Error::operation(format!("cannot read the CPU affinity: {e}")))?;
-        let before: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect();
+        let before = allowed_cpus()?;
         let cpu = *before
             .first()
             .ok_or_else(|| Error::operation("the CPU affinity allows no CPU"))?;
@@ -126,12 +130,7 @@ impl Pinned {
 
     /// Pins the calling thread to `cpu`.
     pub fn to(cpu: usize) -> Result<Pinned, Error> {
-        let set = sched_getaffinity(None)
-            .map_err(|e| Error::operation(format!("cannot read the CPU affinity: {e}")))?;
-        Self::pin(
-            (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
-            cpu,
-        )
+        Self::pin(allowed_cpus()?, cpu)
     }
 
     fn pin(before: Vec<usize>, cpu: usize) -> Result<Pinned, Error> {
@@ -266,8 +265,7 @@ mod tests {
     }
 
     fn allowed() -> Vec<usize> {
-        let set = sched_getaffinity(None).unwrap();
-        (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect()
+        allowed_cpus().unwrap()
     }
 
     #[test]
