@@ -128,10 +128,11 @@ pub struct GitAgeOptions {
     /// the disk before the next, as on a developer's disk where pulls are hours apart, and the
     /// layout no longer depends on when the host's writeback happened to run.
     pub sync_each_pull: bool,
-    /// Run on one CPU (`fsage_sys::cpu::OneCpu`): fsage, every git and grep it starts, and the
-    /// kernel's unbound workqueues (writeback, btrfs's and xfs's workers) on the first CPU fsage
-    /// may use, for the whole run, so that which CPU and worker allocates a file's blocks is the
-    /// same in every run. The workqueue mask is machine-wide; it comes back when the run ends.
+    /// Replay on one CPU (`fsage_sys::cpu::OneCpu`): the making of the aged instance and every
+    /// pull with its sync (fsage, the gits it starts, and the kernel's unbound workqueues:
+    /// writeback, btrfs's and xfs's workers) on the first CPU fsage may use, so that which CPU
+    /// and worker allocates a file's blocks is the same in every run; measurements on every CPU.
+    /// The workqueue mask is machine-wide; it comes back when the run ends.
     pub one_cpu: bool,
     /// Warm-cache measurements (Conway's Figure 5): the aged instance is neither remounted nor
     /// are caches dropped before its greps, which find what the replay left in memory; the
@@ -190,21 +191,18 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     // Before the CPU is confined: a Ctrl-C then stops the run between commits, and the guard
     // sets the workqueues free when it returns.
     fsage_signals::install();
-    let one_cpu = match opts.one_cpu {
-        true => {
-            let c = fsage_sys::cpu::OneCpu::enter()?;
-            c.hold()?;
-            Some(c)
-        }
-        false => None,
-    };
-    if let Some(c) = &one_cpu {
+    let one_cpu = if opts.one_cpu {
+        let c = fsage_sys::cpu::OneCpu::enter()?;
+        c.hold()?;
         obs.note(&format!(
             "replaying on one CPU: making the aged instance, every pull and its sync, and the \
              kernel's unbound workqueues meanwhile, on CPU {} (measurements on every CPU)",
             c.cpu()
         ));
-    }
+        Some(c)
+    } else {
+        None
+    };
     let one_cpu = one_cpu.as_ref();
     let out = match opts.mem_limit {
         None => git_age_inner(opts, one_cpu, obs),
@@ -277,7 +275,6 @@ fn git_age_inner(
     one_cpu: Option<&fsage_sys::cpu::OneCpu>,
     obs: &mut dyn Observer,
 ) -> Result<Outcome> {
-    fsage_signals::install();
     check_neighbours(opts)?;
     if opts.every == 0 {
         return Err(Error::input(
