@@ -103,10 +103,11 @@ pub struct GitAgeArgs {
     /// timing has it, as in the published scripts, and the layout varies with the host's load.
     #[arg(long)]
     pub no_sync: bool,
-    /// Run on one CPU: fsage, every git and grep it starts, and the kernel's unbound workqueues
-    /// (writeback, btrfs's and xfs's workers; a machine-wide setting, restored when the run
-    /// ends) on the first CPU fsage may use, so that which CPU and worker allocates a file's
-    /// blocks is the same in every run (ext4's small files go to per-CPU groups). Needs root.
+    /// Replay on one CPU: the making of the aged instance and every pull with its sync (fsage,
+    /// the gits it starts, and the kernel's unbound workqueues: writeback, btrfs's and xfs's
+    /// workers; a machine-wide setting, restored when the run ends) on the first CPU fsage may
+    /// use, so that which CPU and worker allocates a file's blocks is the same in every run
+    /// (ext4's small files go to per-CPU groups); measurements run on every CPU. Needs root.
     #[arg(long)]
     pub one_cpu: bool,
     /// Time each cold grep N times (caches dropped before each); the series keeps the median,
