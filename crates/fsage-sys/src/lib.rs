@@ -122,6 +122,25 @@ fn fs_stat_of(sf: &rustix::fs::StatFs, sv: &rustix::fs::StatVfs) -> FsStat {
     }
 }
 
+/// Syncs the file system holding the open directory `dir` so that the same writes leave the
+/// same layout in every run. On btrfs `syncfs` is not enough: it starts the data's writeback
+/// and then writes the dirty tree blocks without waiting, so whether the ordered extents that
+/// the writeback completes in worker threads are in the tree before those blocks are written
+/// depends on timing, and a block written before it changed again is copied to a new place in
+/// the same transaction. There the file system's own sync (`BTRFS_IOC_SYNC`: flush the data,
+/// wait for it, commit) is used; elsewhere `syncfs`.
+pub fn sync_settled(dir: impl std::os::fd::AsFd) -> io::Result<()> {
+    let fd = dir.as_fd();
+    if rustix::fs::fstatfs(fd)?.f_type as u32 as u64 == BTRFS_SUPER_MAGIC {
+        // _IO(0x94, 8): the btrfs ioctl that syncs the whole file system.
+        const BTRFS_IOC_SYNC: ioctl::IoctlOpcode = ioctl::opcode::none(0x94, 8);
+        // SAFETY: BTRFS_IOC_SYNC takes no argument; `fd` is a directory on a btrfs.
+        unsafe { ioctl::call_returning::<BTRFS_IOC_SYNC>(fd) }?;
+        return Ok(());
+    }
+    Ok(rustix::fs::syncfs(fd)?)
+}
+
 /// The device number of the file system holding `path` (`st_dev`), following symlinks: two paths
 /// are on the same file system exactly when these are equal.
 pub fn device_of(path: &Path) -> io::Result<u64> {
