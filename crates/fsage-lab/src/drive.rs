@@ -17,6 +17,7 @@
 //! state file (or an erased drive) says, and pages mkfs alone wrote are ones the drive never saw
 //! written (costed by `fsage_device::UnwrittenReads`).
 
+use crate::mount::MountOptions;
 use crate::trace::{BlockRq, BlockTrace, RqFilter};
 use crate::{Error, LoopDevice, Mounted, Result};
 use fsage_device::{AgedDrive, Fed, ModelSpec};
@@ -185,6 +186,16 @@ impl DriveMount {
     /// Attaches `image` to a free loop device, starts feeding its writes to `drives`, and
     /// mounts it on `mount_point`.
     pub fn attach_and_mount(image: &Path, mount_point: &Path, drives: &Drives) -> Result<Self> {
+        Self::attach_and_mount_with(image, mount_point, drives, &MountOptions::default())
+    }
+
+    /// [`DriveMount::attach_and_mount`] with mount options.
+    pub fn attach_and_mount_with(
+        image: &Path,
+        mount_point: &Path,
+        drives: &Drives,
+        opts: &MountOptions,
+    ) -> Result<Self> {
         let lock = fsage_sys::lock::lock_target_or_refuse(image, "the image")?;
         let loops = fsage_sys::loops_backed_by(image);
         if !loops.is_empty() {
@@ -203,9 +214,10 @@ impl DriveMount {
             _lock: lock,
         };
         let dev = m.device.as_ref().map(|d| d.path().to_path_buf());
-        m.mounted = Some(Mounted::attach_and_mount(
+        m.mounted = Some(Mounted::attach_and_mount_with(
             dev.as_deref().unwrap_or(Path::new("")),
             mount_point,
+            opts,
         )?);
         Ok(m)
     }
