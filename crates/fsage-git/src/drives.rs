@@ -17,6 +17,7 @@
 use crate::{Error, Result};
 use fsage_device::{AgedDrive, ModelSpec};
 use fsage_lab::drive::{DriveMount, Drives, FeedReport};
+use fsage_lab::mount::MountOptions;
 use fsage_lab::Mounted;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -28,11 +29,16 @@ pub(crate) enum ImageMount {
 }
 
 impl ImageMount {
-    /// Mounts `image` on `mnt`; its writes go to `drives` when given.
-    pub(crate) fn mount(image: &Path, mnt: &Path, drives: Option<&Drives>) -> Result<ImageMount> {
+    /// Mounts `image` on `mnt` with `opts`; its writes go to `drives` when given.
+    pub(crate) fn mount(
+        image: &Path,
+        mnt: &Path,
+        drives: Option<&Drives>,
+        opts: &MountOptions,
+    ) -> Result<ImageMount> {
         Ok(match drives {
-            Some(d) => ImageMount::Fed(DriveMount::attach_and_mount(image, mnt, d)?),
-            None => ImageMount::Plain(Mounted::attach_and_mount(image, mnt)?),
+            Some(d) => ImageMount::Fed(DriveMount::attach_and_mount_with(image, mnt, d, opts)?),
+            None => ImageMount::Plain(Mounted::attach_and_mount_with(image, mnt, opts)?),
         })
     }
 

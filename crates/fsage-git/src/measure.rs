@@ -8,6 +8,7 @@ use crate::series::{FragFigures, InstanceFigures, ModeledFigures};
 use crate::slow::{MeasureDevice, SlowMount};
 use crate::{Error, Result};
 use fsage_lab::drive::{Drives, FeedReport};
+use fsage_lab::mount::MountOptions;
 use fsage_lab::trace::{device_trace, read_layout, BlockRq, BlockTrace, RqFilter};
 use fsage_lab::FsKind;
 use std::io::Read;
@@ -448,6 +449,41 @@ impl Drop for CleanGuard {
     }
 }
 
+/// How fsage mounts the instances it makes. With one CPU (`git-age --one-cpu`), btrfs runs its
+/// worker pools with one thread (`thread_pool=1`: each file's writeback and each write's
+/// completion, which put its extents in the trees, in the order they were queued) and discards
+/// freed space when the transaction commits (`discard=sync`; the default `discard=async` trims
+/// from a timer and keeps the space from the allocator meanwhile), so that which tree block goes
+/// where is the same in every run. Neither changes how btrfs chooses space.
+pub fn instance_mount_options(kind: FsKind, one_cpu: bool) -> MountOptions {
+    MountOptions {
+        fstype: None,
+        options: if one_cpu && kind == FsKind::BTRFS {
+            "thread_pool=1,discard=sync".into()
+        } else {
+            String::new()
+        },
+    }
+}
+
+/// How the clean instance is written: its mount's options ([`instance_mount_options`]) and,
+/// for a run on one CPU, that CPU (the copy is made as the replay is, the greps are not).
+pub struct CleanCopy<'a> {
+    pub mount: MountOptions,
+    pub one_cpu: Option<&'a fsage_sys::cpu::OneCpu>,
+}
+
+/// How the instances are mounted for their greps: read-only, so that a grep issues only its own
+/// reads (no access times written back, no free-space caching by the file system's workers beside
+/// it, which btrfs starts on its first allocation after a mount) and measuring leaves nothing in
+/// the aged instance's history.
+pub fn measure_mount_options() -> MountOptions {
+    MountOptions {
+        fstype: None,
+        options: "ro".into(),
+    }
+}
+
 /// The mount directory of an image: `IMAGE.mnt`.
 pub fn mount_dir(image: &Path) -> PathBuf {
     fsage_sys::with_suffix(image, ".mnt")
@@ -487,6 +523,7 @@ pub fn clean_instance(
     grep: Grep,
     device: Option<&MeasureDevice>,
     drive_specs: &[fsage_device::ModelSpec],
+    copy: CleanCopy,
 ) -> Result<Measured> {
     let t = Instant::now();
     remove_stale_clean(image)?;
@@ -506,10 +543,19 @@ pub fn clean_instance(
     let mut fed = 0u64;
     let mut count = |r: Option<FeedReport>| fed += r.map_or(0, |r| r.fed.bytes);
     fsage_sys::safe::make_mount_dir(&mnt)?;
-    g.mounted = Some(ImageMount::mount(image, &mnt, drives.as_ref())?);
-    crate::copy::copy_tree(aged_tree, &mnt, crate::copy::CopySync::File)?;
-    if let Some(m) = g.mounted.take() {
-        count(m.finish()?);
+    {
+        // Written (to its unmount's commit) on the replay's CPU, if it has one.
+        let _one = copy.one_cpu.map(|c| c.confine()).transpose()?;
+        g.mounted = Some(ImageMount::mount(
+            image,
+            &mnt,
+            drives.as_ref(),
+            &copy.mount,
+        )?);
+        crate::copy::copy_tree(aged_tree, &mnt, crate::copy::CopySync::File)?;
+        if let Some(m) = g.mounted.take() {
+            count(m.finish()?);
+        }
     }
     let rdev = match device {
         Some(d) => {
@@ -520,7 +566,7 @@ pub fn clean_instance(
             Some(r)
         }
         None => {
-            let m = ImageMount::mount(image, &mnt, drives.as_ref())?;
+            let m = ImageMount::mount(image, &mnt, drives.as_ref(), &measure_mount_options())?;
             m.sync_drives()?;
             let r = m.rdev();
             g.mounted = Some(m);

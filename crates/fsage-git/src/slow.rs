@@ -153,7 +153,7 @@ impl SlowMount {
         if let Some(d) = &self.drives {
             self.feed = Some(Feed::start(self.rdev, d)?);
         }
-        slow.mount(&self.mnt, &Default::default())?;
+        slow.mount(&self.mnt, &crate::measure::measure_mount_options())?;
         Ok(())
     }
 

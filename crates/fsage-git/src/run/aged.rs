@@ -16,13 +16,25 @@ pub(super) struct Aged {
     pub(super) mounted: Option<ImageMount>,
     pub(super) tree: PathBuf,
     pub(super) drives: Option<AgedDrives>,
+    /// How the image is mounted ([`crate::measure::instance_mount_options`]).
+    pub(super) options: fsage_lab::mount::MountOptions,
 }
 
 impl Aged {
-    /// Mounts the image (its writes fed to the drives, if any).
+    /// Mounts the image for the replay (its writes fed to the drives, if any).
     pub(super) fn mount(&mut self) -> Result<()> {
+        let options = self.options.clone();
+        self.mount_with(&options)
+    }
+
+    fn mount_with(&mut self, options: &fsage_lab::mount::MountOptions) -> Result<()> {
         if let Some(img) = &self.image {
-            let m = ImageMount::mount(img, &self.mnt, self.drives.as_ref().map(|d| &d.drives))?;
+            let m = ImageMount::mount(
+                img,
+                &self.mnt,
+                self.drives.as_ref().map(|d| &d.drives),
+                options,
+            )?;
             self.mounted = Some(m);
         }
         Ok(())
@@ -39,12 +51,13 @@ impl Aged {
         Ok(())
     }
 
-    /// Unmounts and mounts again (an image), for a cold measurement; the device to trace.
+    /// Unmounts and mounts again (an image) read-only ([`measure::measure_mount_options`]), for
+    /// a cold measurement; the device to trace. [`Aged::mount_for_replay`] mounts it back.
     pub(super) fn remount(&mut self) -> Result<Option<u64>> {
         match &self.image {
             Some(_) => {
                 self.unmount()?;
-                self.mount()?;
+                self.mount_with(&measure::measure_mount_options())?;
                 Ok(self.mounted.as_ref().and_then(|m| m.rdev()))
             }
             None => {
@@ -52,6 +65,15 @@ impl Aged {
                 Ok(self.dir_rdev)
             }
         }
+    }
+
+    /// After a cold measurement ([`Aged::remount`]): the image mounted again for the replay.
+    pub(super) fn mount_for_replay(&mut self) -> Result<()> {
+        if self.image.is_some() {
+            self.unmount()?;
+            self.mount()?;
+        }
+        Ok(())
     }
 
     /// The block device to trace as the instance is mounted now.
@@ -92,11 +114,12 @@ impl Aged {
         }
     }
 
-    /// `syncfs` of the aged file system (only it: a global sync would wait on every other disk).
+    /// Syncs the aged file system (only it: a global sync would wait on every other disk), the
+    /// same way in every run ([`fsage_sys::sync_settled`]).
     pub(super) fn sync(&self) -> Result<()> {
         let d =
             std::fs::File::open(&self.mnt).map_err(|e| crate::Error::io(&self.mnt, "open", e))?;
-        rustix::fs::syncfs(&d).map_err(|e| crate::Error::io(&self.mnt, "syncfs", e.into()))
+        fsage_sys::sync_settled(&d).map_err(|e| crate::Error::io(&self.mnt, "sync", e))
     }
 
     /// Measures the image through a slow device: unmounts it, mounts it from a device of
@@ -138,5 +161,105 @@ impl Aged {
         let fig = measured?;
         again?;
         Ok(fig)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_lab::FsKind;
+
+    /// A cold measurement sees the aged instance read-only (a grep then writes no access times
+    /// into its history), and the replay gets it back writable.
+    #[test]
+    fn a_cold_measurement_mounts_the_aged_image_read_only_and_the_replay_gets_it_back() {
+        let test = "cold_measurement_read_only";
+        if let Err(e) = fsage_testkit::need_root_and(&["mkfs.ext4"]) {
+            return fsage_testkit::skip(test, e);
+        }
+        let tmp = fsage_testkit::shm_tmp("fsage-aged-ro");
+        let img = tmp.path().join("aged.img");
+        let mnt = tmp.path().join("aged.img.mnt");
+        fsage_lab::create_image(
+            FsKind::EXT4,
+            64 << 20,
+            &img,
+            &measure::aged_mkfs_opts(FsKind::EXT4),
+        )
+        .unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        let mut a = Aged {
+            image: Some(img.clone()),
+            dir_rdev: None,
+            tree: mnt.clone(),
+            mnt: mnt.clone(),
+            mounted: None,
+            drives: None,
+            options: measure::instance_mount_options(FsKind::EXT4, false),
+        };
+        a.mount().unwrap();
+        std::fs::write(mnt.join("f"), b"written by the replay").unwrap();
+        a.sync().unwrap();
+        assert!(a.remount().unwrap().is_some(), "the device to trace");
+        let e = std::fs::write(mnt.join("g"), b"x").unwrap_err();
+        let erofs = rustix::io::Errno::ROFS.raw_os_error();
+        assert_eq!(e.raw_os_error(), Some(erofs), "measured read-only: {e}");
+        assert_eq!(
+            std::fs::read(mnt.join("f")).unwrap(),
+            b"written by the replay"
+        );
+        a.mount_for_replay().unwrap();
+        std::fs::write(mnt.join("g"), b"x").unwrap();
+        a.unmount().unwrap();
+        assert!(fsage_sys::loops_backed_by(&img).is_empty());
+    }
+
+    /// On a one-CPU run a btrfs instance runs one worker per pool and discards at commit, and
+    /// its sync (btrfs's own) leaves nothing delayed: the file's extent is on the disk.
+    #[test]
+    fn a_one_cpu_btrfs_instance_has_one_worker_per_pool_and_syncs_to_the_disk() {
+        let test = "one_cpu_btrfs_instance";
+        if let Err(e) = fsage_testkit::need_root_and(&["mkfs.btrfs", "filefrag"]) {
+            return fsage_testkit::skip(test, e);
+        }
+        let tmp = fsage_testkit::shm_tmp("fsage-aged-btrfs");
+        let img = tmp.path().join("aged.img");
+        let mnt = tmp.path().join("aged.img.mnt");
+        let kind = FsKind::BTRFS;
+        fsage_lab::create_image(kind, 256 << 20, &img, &measure::aged_mkfs_opts(kind)).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        let mut a = Aged {
+            image: Some(img.clone()),
+            dir_rdev: None,
+            tree: mnt.clone(),
+            mnt: mnt.clone(),
+            mounted: None,
+            drives: None,
+            options: measure::instance_mount_options(kind, true),
+        };
+        a.mount().unwrap();
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let at = format!(" {} btrfs ", mnt.display());
+        let opts = mounts
+            .lines()
+            .find(|l| l.contains(&at))
+            .unwrap_or_else(|| panic!("{} not mounted:\n{mounts}", mnt.display()));
+        assert!(
+            opts.contains("thread_pool=1") && !opts.contains("discard=async"),
+            "{opts}"
+        );
+        std::fs::write(mnt.join("f"), vec![7u8; 256 << 10]).unwrap();
+        a.sync().unwrap();
+        let out = std::process::Command::new("filefrag")
+            .arg("-v")
+            .arg(mnt.join("f"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("last,eof") && !text.contains("delalloc"),
+            "{text}"
+        );
+        a.unmount().unwrap();
     }
 }

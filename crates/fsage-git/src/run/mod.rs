@@ -499,6 +499,7 @@ fn git_age_inner(
                 mnt,
                 mounted: None,
                 drives,
+                options: measure::instance_mount_options(*kind, opts.one_cpu),
             };
             a.mount()?;
             a
@@ -514,6 +515,7 @@ fn git_age_inner(
                 mounted: None,
                 tree: p,
                 drives: None,
+                options: Default::default(),
             }
         }
     };
@@ -772,7 +774,15 @@ fn git_age_inner(
             },
             opts.device.as_ref(),
             &drive_specs,
+            measure::CleanCopy {
+                mount: measure::instance_mount_options(kind, opts.one_cpu),
+                one_cpu,
+            },
         )?;
+        // Read-only until now (the copy's reads wrote no access times into its history).
+        if !opts.warm_cache && opts.device.is_none() {
+            aged.mount_for_replay()?;
+        }
         let c0: &Commit = &commits[i];
         let pulls = i as u64 + 1;
         let mut figs = Vec::new();
