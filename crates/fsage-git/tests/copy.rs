@@ -273,6 +273,68 @@ fn two_copies_lay_out_alike_on_btrfs() {
     two_copies_lay_out_alike("btrfs", CopySync::File);
 }
 
+/// Where btrfs put its tree blocks (`btrfs inspect-internal dump-tree` of the unmounted image):
+/// every node's and leaf's address and owner, sorted.
+fn tree_blocks(image: &Path) -> Result<Vec<(u64, String)>, String> {
+    let out = std::process::Command::new("btrfs")
+        .args(["inspect-internal", "dump-tree"])
+        .arg(image)
+        .output()
+        .map_err(|e| format!("btrfs inspect-internal dump-tree: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut blocks: Vec<(u64, String)> = text
+        .lines()
+        .filter(|l| l.starts_with("node ") || l.starts_with("leaf "))
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let at = w.get(1)?.parse().ok()?;
+            let owner = w.iter().position(|x| *x == "owner")?;
+            Some((at, w.get(owner + 1)?.to_string()))
+        })
+        .collect();
+    blocks.sort();
+    Ok(blocks)
+}
+
+/// Not only the files: btrfs's tree blocks land at the same addresses in two copies. Its
+/// delayed inode and directory items, once over 128, are inserted by a worker beside the copy
+/// wherever the scheduler lets it in; the copy commits every `BTRFS_COMMIT_EVERY` files so that
+/// they never are.
+#[test]
+fn two_copies_put_btrfs_tree_blocks_alike() {
+    let test = "two_copies_put_btrfs_tree_blocks_alike";
+    if let Err(e) = fsage_testkit::need_root_and(&["btrfs", "mkfs.btrfs"]) {
+        return skip(test, e);
+    }
+    let kind = fsage_lab::FsKind::BTRFS;
+    let mut args: Vec<String> = vec!["-q".into(), "-f".into()];
+    args.extend(fsage_git::measure::clean_mkfs_opts(kind));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let src = fsage_testkit::shm_tmp("fsage-test-copy-src-");
+    repo_like_tree(src.path());
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let mut fs = match ImageFs::make("btrfs", 512 << 20, &args) {
+            Ok(f) => f,
+            Err(reason) => return skip(test, reason),
+        };
+        let r = copy_tree(&src.path().join("tree"), fs.path(), CopySync::File).unwrap();
+        assert_eq!(r.files, 24 * 40);
+        assert!(r.syncs >= r.files + r.files / fsage_git::copy::BTRFS_COMMIT_EVERY);
+        fs.mount.unmount().unwrap();
+        runs.push(tree_blocks(fs.image.path()).unwrap());
+    }
+    assert!(runs[0].len() > 20, "{:?}", runs[0]);
+    let only: Vec<_> = runs[0].iter().filter(|b| !runs[1].contains(b)).collect();
+    assert!(
+        only.is_empty(),
+        "{} of {} tree blocks elsewhere in the second copy, e.g. {:?}",
+        only.len(),
+        runs[0].len(),
+        only.first()
+    );
+}
+
 /// btrfs allocates what is dirty when writeback reaches a file: a writeback in the middle of a
 /// file's write split it (before the copy preallocated such files), and the rest of the tree moved.
 #[test]
