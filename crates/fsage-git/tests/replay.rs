@@ -283,6 +283,10 @@ fn image_run_measures_at_first_every_n_and_last_with_the_tree_of_each_commit() {
         assert!(r.ratio.is_some());
     }
     assert!(out.series.remounted && out.series.finished);
+    assert!(
+        out.series.greps_read_only,
+        "an image target's greps run read-only"
+    );
     // Nothing left: the image is unmounted, the clean instance gone; the checkpoint stays.
     assert!(fsage_sys::loops_backed_by(image).is_empty());
     assert!(!tmp.path().join("aged.img.clean").exists());
@@ -643,7 +647,7 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
         mount_ids: Vec::new(),
     };
     let out = git_age(&o, &mut obs).unwrap();
-    assert!(out.series.warm_cache && !out.series.remounted);
+    assert!(out.series.warm_cache && !out.series.remounted && !out.series.greps_read_only);
     // Never remounted: one mount of the aged image from the first measurement to the last.
     assert_eq!(obs.mount_ids.len(), out.series.rows.len());
     assert!(obs.mount_ids[0].is_some(), "{:?}", obs.mount_ids);

@@ -48,6 +48,8 @@ pub fn render(s: &GitSeries) -> String {
         if s.warm_cache {
             "warm cache: the aged instance measured as the replay left it (no caches dropped, \
              not remounted), the clean copy cold"
+        } else if s.remounted && s.greps_read_only {
+            "caches dropped before every grep, aged instance remounted read-only"
         } else if s.remounted {
             "caches dropped before every grep, aged instance remounted"
         } else {
@@ -433,6 +435,7 @@ mod tests {
             cost_think: fsage_device::Think::default(),
             sync_each_pull: true,
             one_cpu: false,
+            greps_read_only: false,
             traces_dir: None,
             aged_drives: vec![],
             drives_dir: None,
@@ -568,6 +571,18 @@ mod tests {
             t.contains("memory cgroup limited to 512 MiB (page cache included)"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn read_only_greps_say_so_and_older_series_do_not() {
+        let mut s = series();
+        assert!(!render(&s).contains("read-only"));
+        s.greps_read_only = true;
+        assert!(render(&s).contains("aged instance remounted read-only"));
+        let mut v = serde_json::to_value(&s).unwrap();
+        v.as_object_mut().unwrap().remove("greps_read_only");
+        let back: GitSeries = serde_json::from_value(v).unwrap();
+        assert!(!back.greps_read_only);
     }
 
     #[test]

@@ -241,6 +241,11 @@ pub struct GitSeries {
     /// (absent in older series: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub one_cpu: bool,
+    /// The greps ran on read-only mounts (the aged image's remount and the clean copy's): no
+    /// access times written, nothing of the measurement left in the aged history (absent in
+    /// older series, measured on writable mounts: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub greps_read_only: bool,
     /// Where the greps' traces are kept (`IMAGE.traces`), when any are.
     #[serde(default)]
     pub traces_dir: Option<String>,

@@ -107,7 +107,9 @@ pub struct GitAgeArgs {
     /// the gits it starts, and the kernel's unbound workqueues: writeback, btrfs's and xfs's
     /// workers; a machine-wide setting, restored when the run ends) on the first CPU fsage may
     /// use, so that which CPU and worker allocates a file's blocks is the same in every run
-    /// (ext4's small files go to per-CPU groups); measurements run on every CPU. Needs root.
+    /// (ext4's small files go to per-CPU groups); the clean copy is written there too, the
+    /// greps run on every CPU. On btrfs both instances are also mounted with one worker per
+    /// pool (thread_pool=1) and discard at commit (discard=sync). Needs root.
     #[arg(long)]
     pub one_cpu: bool,
     /// Time each cold grep N times (caches dropped before each); the series keeps the median,

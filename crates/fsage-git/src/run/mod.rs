@@ -131,8 +131,10 @@ pub struct GitAgeOptions {
     /// Replay on one CPU (`fsage_sys::cpu::OneCpu`): the making of the aged instance and every
     /// pull with its sync (fsage, the gits it starts, and the kernel's unbound workqueues:
     /// writeback, btrfs's and xfs's workers) on the first CPU fsage may use, so that which CPU
-    /// and worker allocates a file's blocks is the same in every run; measurements on every CPU.
-    /// The workqueue mask is machine-wide; it comes back when the run ends.
+    /// and worker allocates a file's blocks is the same in every run; the clean copy is written
+    /// there too, the greps run on every CPU; btrfs instances are mounted as
+    /// [`measure::instance_mount_options`] says. The workqueue mask is machine-wide; it comes
+    /// back when the run ends.
     pub one_cpu: bool,
     /// Warm-cache measurements (Conway's Figure 5): the aged instance is neither remounted nor
     /// are caches dropped before its greps, which find what the replay left in memory; the
@@ -553,6 +555,8 @@ fn git_age_inner(
             cost_think: opts.think,
             sync_each_pull: opts.sync_each_pull,
             one_cpu: opts.one_cpu,
+            // A directory target and a warm measurement are not remounted.
+            greps_read_only: !opts.warm_cache && matches!(opts.target, Target::Image { .. }),
             traces_dir: None,
             aged_drives: drive_specs.iter().map(|m| m.name.clone()).collect(),
             drives_dir: aged
