@@ -356,7 +356,7 @@ impl Copier {
         self.report.files += 1;
         if self
             .commit_every
-            .is_some_and(|n| self.report.files.is_multiple_of(n))
+            .is_some_and(|n| self.report.files % n == 0)
         {
             fsage_sys::sync_settled(&self.root).map_err(|e| Error::io(&self.dst, "sync", e))?;
             self.report.syncs += 1;
