@@ -454,7 +454,8 @@ impl Drop for CleanGuard {
 /// completion, which put its extents in the trees, in the order they were queued) and discards
 /// freed space when the transaction commits (`discard=sync`; the default `discard=async` trims
 /// from a timer and keeps the space from the allocator meanwhile), so that which tree block goes
-/// where is the same in every run. Neither changes how btrfs chooses space.
+/// where is more nearly the same in every run (BENCHMARKS.md, "Read-only greps, btrfs's own
+/// sync, and a clean copy that commits"). Neither is one of btrfs's allocation options.
 pub fn instance_mount_options(kind: FsKind, one_cpu: bool) -> MountOptions {
     MountOptions {
         fstype: None,
@@ -508,7 +509,8 @@ pub fn remove_stale_clean(image: &Path) -> Result<()> {
 
 /// The clean instance: a fresh file system of `kind` and `size` in `image`, the aged tree copied
 /// onto it in sorted order, each file written whole and synced ([`crate::copy::copy_tree`], so
-/// that its layout is the same in every run), unmounted, mounted again (through a slow device when `device` is given;
+/// that its layout is the same in every run), unmounted, mounted again read-only
+/// ([`measure_mount_options`]; through a slow device when `device` is given;
 /// a new one before each grep for a model with state), measured, and removed. Each model of
 /// `drive_specs` (those that keep a drive state) gets an erased drive fed the instance's writes
 /// from the copy on (mkfs not fed); the measurement's copies of them are taken once it is
