@@ -11,7 +11,7 @@
 //! `sync` or `syncfs`) split it in two allocations, the first part (a smaller size class) in
 //! another block group, and every later file moved; allocated whole, the file lands where one
 //! undisturbed write put it. And on btrfs the copy commits after every
-//! [`BTRFS_COMMIT_EVERY`] files, so that btrfs's delayed-item worker never runs beside it.
+//! [`BTRFS_COMMIT_EVERY`] names it makes, so that btrfs's delayed-item worker never runs beside it.
 //!
 //! What is kept is what `cp -a` kept for a Git tree: directories, regular files, symbolic links
 //! and hard links, with their permission bits (setuid, setgid and sticky included), owners and
@@ -50,7 +50,7 @@ pub struct CopyReport {
     /// Names made as hard links to a file already copied.
     pub hard_links: u64,
     pub bytes: u64,
-    /// `fdatasync` or `syncfs` calls.
+    /// `fdatasync` or `syncfs` calls, and on btrfs the commits (`BTRFS_IOC_SYNC`).
     pub syncs: u64,
 }
 
@@ -95,20 +95,23 @@ fn keep_attributes(fd: BorrowedFd<'_>, st: &Stat, path: &Path) -> Result<()> {
     rustix::fs::futimens(fd, &times(st)).map_err(|e| Error::io(path, "set the times", errno(e)))
 }
 
-/// On btrfs, the copy commits after every this many files. Each new file leaves its inode and
-/// directory index items delayed until the commit, and from 128 delayed items on btrfs inserts
-/// them from a worker beside the copying thread, wherever the scheduler lets it in, so that which
-/// tree leaves split and where their copies go changed from run to run (two copies of zlib's
-/// aged tree, 6,534 files: 269 to 418 of 524 tree blocks alike; committing every 32 files, at most
-/// about 100 items: 507 of 507, twice, beside two busy loops).
+/// On btrfs, the copy commits after every this many names it makes (files, directories, links).
+/// Each new name leaves inode and directory-index items delayed until the commit, and from 128
+/// delayed items on btrfs inserts them from a worker beside the copying thread, wherever the
+/// scheduler lets it in, so that which tree leaves split and where their copies go changed from
+/// run to run (two copies of zlib's aged tree, 6,534 files: 269 to 418 of 524 tree blocks alike;
+/// committing every 32 files: 507 of 507, twice, beside two busy loops).
 pub const BTRFS_COMMIT_EVERY: u64 = 32;
 
 struct Copier {
     sync: CopySync,
     /// Allocate each file of more than one block whole before writing it (btrfs).
     preallocate_over: Option<u64>,
-    /// Commit after every this many files ([`BTRFS_COMMIT_EVERY`], btrfs with `CopySync::File`).
+    /// Commit after every this many names made ([`BTRFS_COMMIT_EVERY`], btrfs with
+    /// `CopySync::File`).
     commit_every: Option<u64>,
+    /// Names made so far (directories, files, links).
+    made: u64,
     buf: Vec<u8>,
     /// The destination's parent directory: hard links are made relative to it.
     root: OwnedFd,
@@ -159,6 +162,7 @@ pub fn copy_tree(src: &Path, dst_parent: &Path, sync: CopySync) -> Result<CopyRe
         sync,
         preallocate_over,
         commit_every,
+        made: 0,
         buf: vec![0; 1 << 20],
         root,
         dst: dst_parent.to_path_buf(),
@@ -219,6 +223,7 @@ impl Copier {
         )
         .map_err(|e| Error::io(&dst_path, "cannot open", errno(e)))?;
         self.report.dirs += 1;
+        self.made()?;
         for n in sorted_names(src, src_path)? {
             let n = OsStr::from_bytes(n.to_bytes());
             self.entry(src, dst.as_fd(), n, &src_path.join(n), &rel.join(n))?;
@@ -228,6 +233,16 @@ impl Copier {
             self.report.syncs += 1;
         }
         keep_attributes(dst.as_fd(), st, &dst_path)?;
+        Ok(())
+    }
+
+    /// One more name made: on btrfs, a commit after every `commit_every` of them.
+    fn made(&mut self) -> Result<()> {
+        self.made += 1;
+        if self.commit_every.is_some_and(|n| self.made % n == 0) {
+            fsage_sys::sync_settled(&self.root).map_err(|e| Error::io(&self.dst, "sync", e))?;
+            self.report.syncs += 1;
+        }
         Ok(())
     }
 
@@ -259,7 +274,7 @@ impl Copier {
                 rustix::fs::utimensat(dst_dir, name, &times(&st), AtFlags::SYMLINK_NOFOLLOW)
                     .map_err(|e| Error::io(&dst_path, "set the times", errno(e)))?;
                 self.report.symlinks += 1;
-                Ok(())
+                self.made()
             }
             _ => Err(Error::input(format!(
                 "{}: not a directory, regular file or symbolic link; the clean copy takes only \
@@ -316,7 +331,7 @@ impl Copier {
                 rustix::fs::linkat(&self.root, first, dst_dir, name, AtFlags::empty())
                     .map_err(|e| Error::io(&dst_path, "link", errno(e)))?;
                 self.report.hard_links += 1;
-                return Ok(());
+                return self.made();
             }
         }
         let src = self.open_src(src_dir, name, src_path, st, OFlags::empty())?;
@@ -354,13 +369,7 @@ impl Copier {
         }
         keep_attributes(to.as_fd(), st, &dst_path)?;
         self.report.files += 1;
-        if self
-            .commit_every
-            .is_some_and(|n| self.report.files % n == 0)
-        {
-            fsage_sys::sync_settled(&self.root).map_err(|e| Error::io(&self.dst, "sync", e))?;
-            self.report.syncs += 1;
-        }
+        self.made()?;
         if st.st_nlink > 1 {
             self.linked.insert(key, rel.to_path_buf());
         }

@@ -231,7 +231,8 @@ pub struct GitSeries {
     /// from before the rule was chosen: the recorded wall-clock gaps).
     #[serde(default = "recorded_think")]
     pub cost_think: fsage_device::Think,
-    /// Whether the aged file system was synced (`syncfs`) after every pull, so that what each
+    /// Whether the aged file system was synced (`syncfs`; btrfs's own ioctl on btrfs in builds
+    /// since 29 Nov 2026) after every pull, so that what each
     /// pull wrote reached the disk before the next, whatever the host's timing (absent in older
     /// series: false).
     #[serde(default)]

@@ -122,6 +122,10 @@ fn fs_stat_of(sf: &rustix::fs::StatFs, sv: &rustix::fs::StatVfs) -> FsStat {
     }
 }
 
+/// `_IO(0x94, 8)`: btrfs's ioctl that syncs the whole file system (flush the data, wait for it,
+/// commit).
+pub const BTRFS_IOC_SYNC: ioctl::IoctlOpcode = ioctl::opcode::none(0x94, 8);
+
 /// Syncs the file system holding the open directory `dir` so that the same writes leave the
 /// same layout in every run. On btrfs `syncfs` is not enough: it starts the data's writeback
 /// and then writes the dirty tree blocks without waiting, so whether the ordered extents that
@@ -132,8 +136,6 @@ fn fs_stat_of(sf: &rustix::fs::StatFs, sv: &rustix::fs::StatVfs) -> FsStat {
 pub fn sync_settled(dir: impl std::os::fd::AsFd) -> io::Result<()> {
     let fd = dir.as_fd();
     if rustix::fs::fstatfs(fd)?.f_type as u32 as u64 == BTRFS_SUPER_MAGIC {
-        // _IO(0x94, 8): the btrfs ioctl that syncs the whole file system.
-        const BTRFS_IOC_SYNC: ioctl::IoctlOpcode = ioctl::opcode::none(0x94, 8);
         // SAFETY: BTRFS_IOC_SYNC takes no argument; `fd` is a directory on a btrfs.
         unsafe { ioctl::call_returning::<BTRFS_IOC_SYNC>(fd) }?;
         return Ok(());
@@ -292,6 +294,15 @@ pub fn check_writable_file(path: &Path) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn btrfs_sync_is_its_own_ioctl_and_elsewhere_syncfs() {
+        // linux/btrfs.h: #define BTRFS_IOC_SYNC _IO(BTRFS_IOCTL_MAGIC, 8), magic 0x94.
+        assert_eq!(BTRFS_IOC_SYNC, 0x9408);
+        // Not btrfs (the temporary directory): syncfs, which works on any file system.
+        let d = std::fs::File::open(std::env::temp_dir()).unwrap();
+        sync_settled(&d).unwrap();
+    }
 
     #[test]
     fn shell_args_are_quoted_only_when_needed() {

@@ -56,6 +56,11 @@ pub(super) struct RunKey {
     /// The run on one CPU (false in checkpoints from before the option).
     #[serde(default)]
     pub(super) one_cpu: bool,
+    /// Measured as this build measures: greps on read-only mounts, btrfs synced with its own
+    /// ioctl and its clean copy committed every 32 entries (false in checkpoints from before, which
+    /// a resume would turn into a series of two kinds of measurement).
+    #[serde(default)]
+    pub(super) settled: bool,
 }
 
 pub(super) fn recorded_think() -> fsage_device::Think {

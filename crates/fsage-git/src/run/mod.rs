@@ -272,6 +272,16 @@ fn unconfined<T>(
     out
 }
 
+/// After a measurement: the aged image, read-only since its cold greps (the clean copy read it
+/// so, writing no access times into its history), mounted writable again for the replay, on the
+/// replay's CPU (a warm measurement left it as the replay had it).
+fn after_measure(aged: &mut Aged, opts: &GitAgeOptions) -> Result<()> {
+    if opts.warm_cache {
+        return Ok(());
+    }
+    aged.mount_for_replay()
+}
+
 fn git_age_inner(
     opts: &GitAgeOptions,
     one_cpu: Option<&fsage_sys::cpu::OneCpu>,
@@ -444,6 +454,7 @@ fn git_age_inner(
         warm_cache: opts.warm_cache,
         mem_limit: opts.mem_limit,
         one_cpu: opts.one_cpu,
+        settled: true,
     };
 
     // The aged instance, new or resumed.
@@ -453,7 +464,8 @@ fn git_age_inner(
             return Err(Error::input(format!(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
                  repository, range, file systems, size, mode, every, gc, device latency or \
-                 model, grep repetitions, cost models, think rule, sync and one CPU",
+                 model, grep repetitions, cost models, think rule, sync and one CPU, by a build \
+                 that measures as this one (read-only greps, btrfs's own sync)",
                 state_file.display(),
                 st.key
             )));
@@ -527,6 +539,8 @@ fn git_age_inner(
     };
     measure::remove_stale_clean(&clean_image)?;
 
+    // An image target's aged instance is remounted (read-only) for cold greps.
+    let remounted = matches!(opts.target, Target::Image { .. }) && !opts.warm_cache;
     let mut series = match &prior {
         Some(st) => st.series.clone(),
         None => GitSeries {
@@ -545,7 +559,7 @@ fn git_age_inner(
             commits_total: n as u64,
             pulls_done: 0,
             finished: false,
-            remounted: matches!(opts.target, Target::Image { .. }) && !opts.warm_cache,
+            remounted,
             warm_cache: opts.warm_cache,
             mem_limit_bytes: opts.mem_limit,
             device_latencies: opts.device.as_ref().and_then(|d| d.latencies()),
@@ -555,8 +569,7 @@ fn git_age_inner(
             cost_think: opts.think,
             sync_each_pull: opts.sync_each_pull,
             one_cpu: opts.one_cpu,
-            // A directory target and a warm measurement are not remounted.
-            greps_read_only: !opts.warm_cache && matches!(opts.target, Target::Image { .. }),
+            greps_read_only: remounted,
             traces_dir: None,
             aged_drives: drive_specs.iter().map(|m| m.name.clone()).collect(),
             drives_dir: aged
@@ -783,10 +796,6 @@ fn git_age_inner(
                 one_cpu,
             },
         )?;
-        // Read-only until now (the copy's reads wrote no access times into its history).
-        if !opts.warm_cache && opts.device.is_none() {
-            aged.mount_for_replay()?;
-        }
         let c0: &Commit = &commits[i];
         let pulls = i as u64 + 1;
         let mut figs = Vec::new();
@@ -863,6 +872,7 @@ fn git_age_inner(
         unconfined(one_cpu, || {
             measure_at(done - 1, &mut aged, &mut series, &mut replay, obs)
         })?;
+        after_measure(&mut aged, opts)?;
         aged.save_drives(done as u64)?;
         checkpoint(&series, &mut replay)?;
     }
@@ -916,6 +926,7 @@ fn git_age_inner(
                 }
                 Err(e) => return Err(e),
             }
+            after_measure(&mut aged, opts)?;
             aged.save_drives(i as u64 + 1)?;
             checkpoint(&series, &mut replay)?;
         } else if opts.mode == Mode::Tree {
