@@ -169,6 +169,25 @@ impl Aged {
 mod tests {
     use super::*;
     use fsage_lab::FsKind;
+    use std::path::Path;
+
+    /// A new image of `kind` in `dir` as the aged instance (not mounted), its path and mount point.
+    fn aged_image(dir: &Path, kind: FsKind, size: u64, one_cpu: bool) -> (Aged, PathBuf, PathBuf) {
+        let img = dir.join("aged.img");
+        let mnt = dir.join("aged.img.mnt");
+        fsage_lab::create_image(kind, size, &img, &measure::aged_mkfs_opts(kind)).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        let a = Aged {
+            image: Some(img.clone()),
+            dir_rdev: None,
+            tree: mnt.clone(),
+            mnt: mnt.clone(),
+            mounted: None,
+            drives: None,
+            options: measure::instance_mount_options(kind, one_cpu),
+        };
+        (a, img, mnt)
+    }
 
     /// A cold measurement sees the aged instance read-only (a grep then writes no access times
     /// into its history), and the replay gets it back writable.
@@ -179,25 +198,7 @@ mod tests {
             return fsage_testkit::skip(test, e);
         }
         let tmp = fsage_testkit::shm_tmp("fsage-aged-ro");
-        let img = tmp.path().join("aged.img");
-        let mnt = tmp.path().join("aged.img.mnt");
-        fsage_lab::create_image(
-            FsKind::EXT4,
-            64 << 20,
-            &img,
-            &measure::aged_mkfs_opts(FsKind::EXT4),
-        )
-        .unwrap();
-        std::fs::create_dir(&mnt).unwrap();
-        let mut a = Aged {
-            image: Some(img.clone()),
-            dir_rdev: None,
-            tree: mnt.clone(),
-            mnt: mnt.clone(),
-            mounted: None,
-            drives: None,
-            options: measure::instance_mount_options(FsKind::EXT4, false),
-        };
+        let (mut a, img, mnt) = aged_image(tmp.path(), FsKind::EXT4, 64 << 20, false);
         a.mount().unwrap();
         std::fs::write(mnt.join("f"), b"written by the replay").unwrap();
         a.sync().unwrap();
@@ -225,20 +226,7 @@ mod tests {
             return fsage_testkit::skip(test, e);
         }
         let tmp = fsage_testkit::shm_tmp("fsage-aged-btrfs");
-        let img = tmp.path().join("aged.img");
-        let mnt = tmp.path().join("aged.img.mnt");
-        let kind = FsKind::BTRFS;
-        fsage_lab::create_image(kind, 256 << 20, &img, &measure::aged_mkfs_opts(kind)).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
-        let mut a = Aged {
-            image: Some(img.clone()),
-            dir_rdev: None,
-            tree: mnt.clone(),
-            mnt: mnt.clone(),
-            mounted: None,
-            drives: None,
-            options: measure::instance_mount_options(kind, true),
-        };
+        let (mut a, _img, mnt) = aged_image(tmp.path(), FsKind::BTRFS, 256 << 20, true);
         a.mount().unwrap();
         let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
         let at = format!(" {} btrfs ", mnt.display());
