@@ -755,8 +755,10 @@ fn git_age_inner(
         if let Some(r) = replay.as_mut() {
             r.suspend(); // its descriptors would keep the file system busy
         }
-        // Warm: measured as the replay left it (neither remounted nor synced).
-        let rdev = if opts.warm_cache {
+        // Warm: measured as the replay left it (neither remounted nor synced). A slow device
+        // unmounts the image and mounts it through itself (`Aged::measure_slow`): a read-only
+        // remount first would be undone at once.
+        let rdev = if opts.warm_cache || opts.device.is_some() {
             aged.rdev()
         } else {
             aged.remount()?
