@@ -26,8 +26,8 @@ pub mod synthetic;
 pub mod tree;
 
 pub use run::{
-    default_clean_image, git_age, source_clone_path, state_path, traces_path, GitAgeOptions, Mode,
-    Observer, Outcome, Target,
+    default_clean_image, git_age, source_clone_path, state_path, trace_file_name, traces_path,
+    GitAgeOptions, Mode, Observer, Outcome, Target,
 };
 pub use series::{
     FragFigures, GitRow, GitSeries, InstanceFigures, ModeledFigures, ModeledRatio, SERIES_FORMAT,

@@ -228,23 +228,24 @@ pub struct Grep<'a> {
     pub warm: bool,
 }
 
-/// An instance's figures and the first grep's block trace (its reads with issue and completion
-/// times), when it could be traced, and the instance's drives as they were when it was mounted
-/// for the measurement (with a few words on each), to cost the trace on.
+/// An instance's figures, every timed grep's block trace (its reads with issue and completion
+/// times; none for a grep that could not be traced), in order, and the instance's drives as they
+/// were when it was mounted for the measurement (with a few words on each), to cost them on.
 #[derive(Debug)]
 pub struct Measured {
     pub figures: InstanceFigures,
-    pub trace: Option<fsage_device::Trace>,
+    pub traces: Vec<Option<fsage_device::Trace>>,
     pub drives: Vec<(fsage_device::AgedDrive, String)>,
 }
 
 /// Measures the instance mounted at `mount` (just mounted or remounted): `rdev` is the device to
 /// trace, `du` the size the seconds per GiB are computed over. The grep runs `grep.reps` times
-/// (at least once), caches dropped before each; the figures keep the median and every sample, the
-/// layout score and the trace come from the first (each grep is traced the same way, so that
-/// the samples are alike). `renew`, when given, is called before every grep after the first and
-/// gives the device to trace from then on (a slow device running a model with state is replaced
-/// by a fresh one, [`SlowMount::renew`]).
+/// (at least once), caches dropped before each, and each is traced the same way (so that the
+/// samples are alike, and every one can be costed: a grep issues the same reads in another order
+/// now and then); the figures keep the median and every sample, the layout score and grep's CPU
+/// time come from the first. `renew`, when given, is called before every grep after the first
+/// and gives the device to trace from then on (a slow device running a model with state is
+/// replaced by a fresh one, [`SlowMount::renew`]).
 pub fn measure_instance(
     mount: &Path,
     mut rdev: Option<u64>,
@@ -253,7 +254,7 @@ pub fn measure_instance(
     mut renew: Option<&mut dyn FnMut() -> Result<Option<u64>>>,
 ) -> Result<Measured> {
     let mut samples = Vec::new();
-    let mut first: Option<(Option<Vec<BlockRq>>, Option<String>)> = None;
+    let mut reps: Vec<(Option<Vec<BlockRq>>, Option<String>)> = Vec::new();
     let mut first_cpu_ns = 0;
     let read_ahead = rdev.and_then(read_ahead_kb);
     for i in 0..grep.reps.max(1) {
@@ -290,15 +291,17 @@ pub fn measure_instance(
         };
         let (secs, cpu_ns) = secs?;
         samples.push(secs);
-        if first.is_none() {
-            first = Some(traced);
+        if reps.is_empty() {
             first_cpu_ns = cpu_ns;
         }
+        reps.push(traced);
     }
-    let (rqs, trace_error) = first.unwrap_or((None, None));
+    let (first_rqs, trace_error) = reps
+        .first()
+        .map_or((None, None), |(r, e)| (r.as_deref(), e.clone()));
     // Blocks are the file system's (1 KiB on a small ext4, 4 KiB usually).
     let block = fsage_sys::fs_stat(mount).map_or(4096, |s| s.block_size);
-    let layout = rqs.as_ref().map(|r| read_layout(r, block));
+    let layout = first_rqs.map(|r| read_layout(r, block));
     let grep_seconds = median(&samples);
     if !grep.warm {
         fsage_lab::drop_caches()?;
@@ -336,7 +339,12 @@ pub fn measure_instance(
     };
     Ok(Measured {
         figures,
-        trace: rqs.map(|r| device_trace(&r, format!("cold grep -r of {}", mount.display()), None)),
+        traces: reps
+            .into_iter()
+            .map(|(r, _)| {
+                r.map(|r| device_trace(&r, format!("cold grep -r of {}", mount.display()), None))
+            })
+            .collect(),
         drives: Vec::new(),
     })
 }
@@ -381,6 +389,42 @@ pub fn cost_on_models(
                 },
                 unwritten_reads: keeps.then_some(r.unwritten),
                 stats: Some(r.stats),
+                rep_seconds: Vec::new(),
+                rep: None,
+            })
+        })
+        .collect()
+}
+
+/// One figure per model of `models` (in that order) from the figures of every costed grep
+/// (`per_rep`: the grep's place among the instance's greps, from 0, and its figures on each
+/// model): the grep whose modeled seconds are the median, whole (its requests, think time,
+/// counters and drive go with its seconds), with every grep's seconds in `rep_seconds` and its
+/// place in `rep`. With an even count, the lower middle (the cheaper of the middle two: one
+/// grep's figures, never a mean of two); equal seconds go by the greps' order. One grep costed:
+/// its figures as they are (no `rep_seconds`, as when only the first grep was costed). A model
+/// no grep was costed on is left out; one missing from some greps is the median of the others.
+pub fn median_modeled(
+    per_rep: &[(u32, Vec<ModeledFigures>)],
+    models: &[&str],
+) -> Vec<ModeledFigures> {
+    models
+        .iter()
+        .filter_map(|&name| {
+            let on: Vec<(u32, &ModeledFigures)> = per_rep
+                .iter()
+                .filter_map(|(rep, figs)| Some((*rep, figs.iter().find(|f| f.model == name)?)))
+                .collect();
+            if on.len() < 2 {
+                return on.first().map(|(_, f)| (*f).clone());
+            }
+            let mut sorted = on.clone();
+            sorted.sort_by(|a, b| a.1.seconds.total_cmp(&b.1.seconds).then(a.0.cmp(&b.0)));
+            let (rep, chosen) = sorted[(sorted.len() - 1) / 2];
+            Some(ModeledFigures {
+                rep_seconds: on.iter().map(|(_, f)| f.seconds).collect(),
+                rep: Some(rep),
+                ..chosen.clone()
             })
         })
         .collect()
@@ -620,6 +664,69 @@ mod tests {
         assert!(!clean_mkfs_opts(FsKind::BTRFS)
             .join(" ")
             .contains("hash_seed"));
+    }
+
+    fn figs(model: &str, seconds: f64, requests: u64) -> ModeledFigures {
+        ModeledFigures {
+            model: model.into(),
+            seconds,
+            seconds_per_gib: seconds * 10.0,
+            requests,
+            ..Default::default()
+        }
+    }
+
+    /// The median grep's figures are kept whole (its requests go with its seconds), with every
+    /// grep's seconds in their order; an even count takes the cheaper of the middle two.
+    #[test]
+    fn the_median_greps_figures_are_kept_per_model() {
+        let per_rep = vec![
+            (0, vec![figs("hdd", 3.0, 30), figs("ssd", 0.2, 30)]),
+            (1, vec![figs("hdd", 1.0, 31), figs("ssd", 0.3, 31)]),
+            (2, vec![figs("hdd", 2.0, 32), figs("ssd", 0.1, 32)]),
+        ];
+        let m = median_modeled(&per_rep, &["hdd", "ssd"]);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].model.as_str(), m[0].seconds), ("hdd", 2.0));
+        assert_eq!(
+            (m[0].requests, m[0].seconds_per_gib, m[0].rep),
+            (32, 20.0, Some(2))
+        );
+        assert_eq!(m[0].rep_seconds, [3.0, 1.0, 2.0]);
+        // Another grep is the median on another model.
+        assert_eq!((m[1].seconds, m[1].requests, m[1].rep), (0.2, 30, Some(0)));
+        // Even: the lower middle, one grep's figures (not 2.5, a mean of two).
+        let m = median_modeled(&per_rep[..2], &["hdd"]);
+        assert_eq!((m[0].seconds, m[0].requests, m[0].rep), (1.0, 31, Some(1)));
+        let four = [per_rep.clone(), vec![(3, vec![figs("hdd", 4.0, 33)])]].concat();
+        let m = median_modeled(&four, &["hdd"]);
+        assert_eq!((m[0].seconds, m[0].rep), (2.0, Some(2)));
+        assert_eq!(m[0].rep_seconds, [3.0, 1.0, 2.0, 4.0]);
+        // Equal seconds go by the greps' order.
+        let tie = vec![
+            (0, vec![figs("hdd", 1.0, 40)]),
+            (1, vec![figs("hdd", 1.0, 41)]),
+        ];
+        assert_eq!(median_modeled(&tie, &["hdd"])[0].requests, 40);
+    }
+
+    /// One grep costed: its figures as the first grep's always were; a model missing from a
+    /// grep is the median of the others, one no grep has is left out.
+    #[test]
+    fn one_grep_is_kept_as_it_was_and_a_missing_model_does_not_panic() {
+        let one = vec![(0, vec![figs("hdd", 3.0, 30)])];
+        assert_eq!(median_modeled(&one, &["hdd"]), vec![figs("hdd", 3.0, 30)]);
+        let gaps = vec![
+            (0, vec![figs("hdd", 3.0, 30)]),
+            (1, vec![figs("ssd", 0.5, 31)]),
+            (2, vec![figs("hdd", 1.0, 32), figs("ssd", 0.4, 32)]),
+        ];
+        let m = median_modeled(&gaps, &["hdd", "ssd", "nvme"]);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!((m[0].seconds, m[0].rep), (1.0, Some(2)));
+        assert_eq!(m[0].rep_seconds, [3.0, 1.0]);
+        assert_eq!((m[1].model.as_str(), m[1].rep), ("ssd", Some(2)));
+        assert!(median_modeled(&[], &["hdd"]).is_empty());
     }
 
     #[test]

@@ -32,7 +32,10 @@ pub struct InstanceFigures {
     pub grep_seconds: f64,
     /// Seconds per GiB of the `du -s` size.
     pub grep_seconds_per_gib: f64,
-    /// 1 − discontiguities ÷ blocks over the grep's block reads in issue order (None: no trace).
+    /// 1 − discontiguities ÷ blocks over the first grep's block reads in issue order (None: no
+    /// trace). This, `read_requests`, `read_blocks` and `discontiguities` describe the first
+    /// grep's trace (`trace_file`) also when every grep was costed: the modeled median is chosen
+    /// per model and may be another grep's on each.
     pub layout_score: Option<f64>,
     pub read_requests: Option<u64>,
     /// File-system blocks the grep read from the device.
@@ -62,16 +65,19 @@ pub struct InstanceFigures {
     /// (Empty in series written before repetitions: one sample, `grep_seconds`.)
     #[serde(default)]
     pub grep_samples: Vec<f64>,
-    /// The first grep's block trace (`fsage dev cost` reads it), when one was kept.
+    /// The first grep's block trace (`fsage dev cost` reads it), when one was kept; the other
+    /// greps' lie beside it, `NNNNN-aged-r1.json`, `-r2`... (series since every grep was costed).
     #[serde(default)]
     pub trace_file: Option<String>,
-    /// The first grep's trace costed on each of the run's models, in their order.
+    /// Each of the run's models, in their order: every timed grep's trace costed on it and the
+    /// median grep's figures kept (`ModeledFigures::rep_seconds`); in series written before
+    /// that (no `rep_seconds`), or with one grep, the first grep's trace costed.
     #[serde(default)]
     pub modeled: Vec<ModeledFigures>,
-    /// Time spent costing the trace on the models.
+    /// Time spent costing the traces on the models.
     #[serde(default)]
     pub cost_seconds: f64,
-    /// The first (traced) grep's own CPU time, user and system (absent in older series).
+    /// The first grep's own CPU time, user and system (absent in older series).
     #[serde(default)]
     pub grep_cpu_seconds: Option<f64>,
     /// The read-ahead the file system read with, in KiB (absent in older series).
@@ -107,6 +113,17 @@ pub struct ModeledFigures {
     /// waits, flash reads per read, read sizes; a disk's seeks). Absent in older series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<fsage_device::ModelStats>,
+    /// With more than one grep traced: each traced grep's modeled seconds, in the greps' order.
+    /// The figures above are then all one grep's, the median's (with an even count the lower
+    /// middle: the cheaper of the middle two), so that requests, think time, counters and drive
+    /// stay consistent with `seconds`. Empty with one grep and in older series, which costed
+    /// the first grep only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rep_seconds: Vec<f64>,
+    /// Which grep the figures are, from 0 (the first: `NNNNN-aged.json`; k: `NNNNN-aged-rk.json`),
+    /// when `rep_seconds` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rep: Option<u32>,
 }
 
 /// The aged over clean modeled time on one model.
@@ -284,6 +301,17 @@ impl GitSeries {
     /// The names of the models the series was costed on, in order.
     pub fn model_names(&self) -> Vec<&str> {
         self.cost_models.iter().map(|m| m.name.as_str()).collect()
+    }
+
+    /// How many greps' traces a modeled figure was the median of, at most, when any was of more
+    /// than one (`rep_seconds`); none in a series that costed one grep per instance.
+    pub fn costed_reps(&self) -> Option<usize> {
+        self.rows
+            .iter()
+            .flat_map(|r| r.aged.modeled.iter().chain(&r.clean.modeled))
+            .map(|m| m.rep_seconds.len())
+            .max()
+            .filter(|&n| n > 1)
     }
 
     /// The clean instance's kind (`fs` in series from before `clean_fs` was recorded).

@@ -61,6 +61,22 @@ pub(super) struct RunKey {
     /// a resume would turn into a series of two kinds of measurement).
     #[serde(default)]
     pub(super) settled: bool,
+    /// The modeled figures are the median of every timed grep's costed trace: true when that
+    /// differs from costing the first grep alone (more than one grep, and cost models); false
+    /// in checkpoints from before, which costed the first grep only (a resume would mix the two
+    /// rules in one series; with one grep the rule is the same and they resume).
+    #[serde(default)]
+    pub(super) every_grep_costed: bool,
+}
+
+impl RunKey {
+    /// [`RunKey::every_grep_costed`] of a run with `grep_reps` greps and `cost_models`.
+    pub(super) fn every_grep_costed(
+        grep_reps: u32,
+        cost_models: &[fsage_device::ModelSpec],
+    ) -> bool {
+        grep_reps > 1 && !cost_models.is_empty()
+    }
 }
 
 pub(super) fn recorded_think() -> fsage_device::Think {
@@ -151,11 +167,21 @@ pub fn source_clone_path(target: &Target) -> PathBuf {
 }
 
 /// Where the greps' traces are kept: `IMAGE.traces/` (or `CLEAN_IMAGE.traces/`), one file per
-/// instance and measurement, `NNNNN-aged.json` and `NNNNN-clean.json` by pulls (a measurement
-/// taken again after a stop writes over its own files).
+/// instance, measurement and timed grep ([`trace_file_name`]; a measurement taken again after a
+/// stop writes over its own files).
 pub fn traces_path(target: &Target) -> PathBuf {
     let t = target.files_base().to_string_lossy();
     PathBuf::from(format!("{}.traces", t.trim_end_matches('/')))
+}
+
+/// The name of a grep's trace in [`traces_path`]: `NNNNN-aged.json` or `NNNNN-clean.json` (by
+/// pulls) for an instance's first grep, the name tools and older runs know, and
+/// `NNNNN-aged-r1.json`, `-r2`... for the greps after it (`rep`, from 0).
+pub fn trace_file_name(pulls: u64, which: &str, rep: u32) -> String {
+    match rep {
+        0 => format!("{pulls:05}-{which}.json"),
+        r => format!("{pulls:05}-{which}-r{r}.json"),
+    }
 }
 
 pub(super) fn save_state(path: &Path, st: &State) -> Result<()> {
@@ -186,4 +212,53 @@ pub(super) fn load_state(path: &Path) -> Result<State> {
         )));
     }
     Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(grep_reps: u32, cost_models: Vec<fsage_device::ModelSpec>) -> RunKey {
+        RunKey {
+            repo: "/r.bundle".into(),
+            mode: "git".into(),
+            fs: "btrfs".into(),
+            clean_fs: None,
+            size: 1 << 30,
+            every: 100,
+            gc: false,
+            first: "a".into(),
+            last: "b".into(),
+            commits: 2,
+            device: None,
+            device_model: None,
+            every_grep_costed: RunKey::every_grep_costed(grep_reps, &cost_models),
+            grep_reps,
+            cost_models,
+            think: fsage_device::Think::default(),
+            sync_each_pull: true,
+            warm_cache: false,
+            mem_limit: None,
+            one_cpu: false,
+            settled: true,
+        }
+    }
+
+    /// A checkpoint from a build that costed the first grep only resumes where the rule is the
+    /// same (one grep, or no models) and is refused where the series would mix the two.
+    #[test]
+    fn a_checkpoint_that_costed_the_first_grep_only_resumes_only_where_the_rule_is_the_same() {
+        let hdd = fsage_device::resolve("hdd-7200").unwrap();
+        for (reps, models, same) in [
+            (1, vec![hdd.clone()], true),
+            (3, Vec::new(), true),
+            (3, vec![hdd.clone()], false),
+        ] {
+            let now = key(reps, models);
+            let mut v = serde_json::to_value(&now).unwrap();
+            v.as_object_mut().unwrap().remove("every_grep_costed");
+            let before: RunKey = serde_json::from_value(v).unwrap();
+            assert_eq!(before == now, same, "{reps} greps, {:?}", now.cost_models);
+        }
+    }
 }

@@ -15,7 +15,7 @@ use crate::tree::{self, TreeReplay};
 use crate::{Error, Result};
 use aged::Aged;
 use checkpoint::{load_state, save_state, Outputs, RunKey, State, STATE_FORMAT};
-pub use checkpoint::{source_clone_path, state_path, traces_path};
+pub use checkpoint::{source_clone_path, state_path, trace_file_name, traces_path};
 pub use checks::MIN_MEM_LIMIT;
 use checks::{
     check_dir_of, check_fits, check_neighbours, check_target, enter_mem_limit, is_measured,
@@ -120,7 +120,8 @@ pub struct GitAgeOptions {
     pub device: Option<MeasureDevice>,
     /// Timed greps per instance and measurement (their median is the series' time).
     pub grep_reps: u32,
-    /// Device models the first grep's trace of every measurement is costed on.
+    /// Device models every timed grep's trace is costed on (the median grep's figures kept per
+    /// model, [`measure::median_modeled`]).
     pub cost_models: Vec<fsage_device::ModelSpec>,
     /// What stands in for grep's think time when traces are costed (`fsage_device::cost`).
     pub think: fsage_device::Think,
@@ -455,6 +456,7 @@ fn git_age_inner(
         mem_limit: opts.mem_limit,
         one_cpu: opts.one_cpu,
         settled: true,
+        every_grep_costed: RunKey::every_grep_costed(opts.grep_reps, &opts.cost_models),
     };
 
     // The aged instance, new or resumed.
@@ -465,7 +467,8 @@ fn git_age_inner(
                 "{}: the checkpoint was made with other settings ({:?}); resume with the same \
                  repository, range, file systems, size, mode, every, gc, device latency or \
                  model, grep repetitions, cost models, think rule, sync and one CPU, by a build \
-                 that measures as this one (read-only greps, btrfs's own sync)",
+                 that measures as this one (read-only greps, btrfs's own sync, every grep \
+                 costed)",
                 state_file.display(),
                 st.key
             )));
@@ -801,9 +804,14 @@ fn git_age_inner(
         let c0: &Commit = &commits[i];
         let pulls = i as u64 + 1;
         let mut figs = Vec::new();
+        let models: Vec<&str> = opts.cost_models.iter().map(|m| m.name.as_str()).collect();
         for (which, m) in [("aged", a), ("clean", c)] {
             let mut f = m.figures;
-            if let Some(mut tr) = m.trace {
+            let reps = m.traces.len();
+            let mut costed = Vec::new();
+            for (rep, tr) in m.traces.into_iter().enumerate() {
+                let Some(mut tr) = tr else { continue };
+                let rep = rep as u32;
                 tr.source =
                     format!(
                     "cold grep -r of the {which} instance ({} on {}) at pull {pulls}, commit {}, \
@@ -813,17 +821,24 @@ fn git_age_inner(
                     c0.id,
                     key.repo
                 );
+                if reps > 1 {
+                    tr.source += &format!(" (grep {} of {reps})", rep + 1);
+                }
                 tr.device_size = Some(size);
                 if fsage_sys::safe::lstat_own_name(&traces_dir, "the traces directory")?.is_none() {
                     std::fs::create_dir(&traces_dir)
                         .map_err(|e| crate::Error::io(&traces_dir, "mkdir", e))?;
                 }
-                let file = traces_dir.join(format!("{pulls:05}-{which}.json"));
+                let file = traces_dir.join(trace_file_name(pulls, which, rep));
                 tr.write(&file)?;
-                f.trace_file = Some(file.to_string_lossy().into_owned());
+                if rep == 0 {
+                    f.trace_file = Some(file.to_string_lossy().into_owned());
+                }
                 series.traces_dir = Some(traces_dir.to_string_lossy().into_owned());
                 let t = Instant::now();
-                f.modeled = measure::cost_on_models(
+                // Each costing on fresh models (a drive's copy each): every grep's trace starts
+                // from the drive as the instance was mounted.
+                let on = measure::cost_on_models(
                     &tr,
                     &opts.cost_models,
                     size,
@@ -831,8 +846,10 @@ fn git_age_inner(
                     opts.think,
                     &m.drives,
                 )?;
-                f.cost_seconds = t.elapsed().as_secs_f64();
+                costed.push((rep, on));
+                f.cost_seconds += t.elapsed().as_secs_f64();
             }
+            f.modeled = measure::median_modeled(&costed, &models);
             figs.push(f);
         }
         let (c, a) = (
