@@ -324,17 +324,18 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "00001-aged.json",
-            "00001-clean.json",
-            "00011-aged.json",
-            "00011-clean.json",
-            "00020-aged.json",
-            "00020-clean.json"
-        ]
-    );
+    // Every grep's trace: the first under the name tools know, the others beside it.
+    let mut want: Vec<String> = [1, 11, 20]
+        .into_iter()
+        .flat_map(|p| {
+            ["aged", "clean"]
+                .into_iter()
+                .flat_map(move |w| (0..3).map(move |k| fsage_git::trace_file_name(p, w, k)))
+        })
+        .collect();
+    want.sort();
+    assert!(want.contains(&"00011-clean-r2.json".to_string()));
+    assert_eq!(names, want);
     for r in &s.rows {
         let mut secs = Vec::new();
         for (name, i) in [("aged", &r.aged), ("clean", &r.clean)] {
@@ -347,43 +348,61 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
                 Path::new(file),
                 dir.join(format!("{:05}-{name}.json", r.pulls))
             );
-            let tr = fsage_device::Trace::read(Path::new(file)).unwrap();
-            assert_eq!(tr.device_size, Some(64 << 20));
-            assert!(!tr.requests.is_empty(), "{name}: the grep read nothing");
-            assert!(tr
-                .requests
-                .iter()
-                .all(|q| q.kind == fsage_device::RqKind::Read));
+            let traces: Vec<fsage_device::Trace> = (0..3)
+                .map(|k| {
+                    let f = dir.join(fsage_git::trace_file_name(r.pulls, name, k));
+                    fsage_device::Trace::read(&f).unwrap()
+                })
+                .collect();
+            for (k, tr) in traces.iter().enumerate() {
+                assert!(
+                    tr.source.ends_with(&format!("(grep {} of 3)", k + 1)),
+                    "{}",
+                    tr.source
+                );
+                assert_eq!(tr.device_size, Some(64 << 20));
+                assert!(!tr.requests.is_empty(), "{name}: the grep read nothing");
+                assert!(tr
+                    .requests
+                    .iter()
+                    .all(|q| q.kind == fsage_device::RqKind::Read));
+                assert!(
+                    tr.requests.iter().all(|q| q.complete_ns.is_some()),
+                    "{name}: every read has its completion"
+                );
+            }
             assert!(
-                tr.requests.iter().all(|q| q.complete_ns.is_some()),
-                "{name}: every read has its completion"
+                i.grep_cpu_seconds.is_some_and(|c| c > 0.0),
+                "{name}: grep's CPU"
             );
+            // Costed with the series' rule (the default fixed think time per read).
+            assert_eq!(s.cost_think, fsage_device::Think::default());
             assert_eq!(i.modeled.len(), 2);
             for (spec, m) in [&ms, &us].into_iter().zip(&i.modeled) {
                 assert_eq!(m.model, spec.name);
-                let mut dev = spec.build(64 << 20).unwrap();
-                // Costed with the series' rule (the default fixed think time per read).
-                assert_eq!(s.cost_think, fsage_device::Think::default());
-                assert!(
-                    i.grep_cpu_seconds.is_some_and(|c| c > 0.0),
-                    "{name}: grep's CPU"
-                );
-                let want = fsage_device::cost_with(
-                    &tr,
-                    dev.as_mut(),
-                    fsage_device::CostOptions::default(),
-                );
+                // Every grep's trace costed on a model of its own.
+                let costs: Vec<fsage_device::CostReport> = traces
+                    .iter()
+                    .map(|tr| {
+                        let mut dev = spec.build(64 << 20).unwrap();
+                        let o = fsage_device::CostOptions::default();
+                        fsage_device::cost_with(tr, dev.as_mut(), o)
+                    })
+                    .collect();
+                let each: Vec<f64> = costs.iter().map(|c| c.total_ns as f64 / 1e9).collect();
+                assert_eq!(m.rep_seconds, each, "{name} on {}", m.model);
+                let mut sorted = each.clone();
+                sorted.sort_by(f64::total_cmp);
+                assert_eq!(m.seconds, sorted[1], "{name} on {}: the median", m.model);
+                // The median grep's own figures.
+                let k = m.rep.expect("the median grep") as usize;
+                let want = &costs[k];
+                assert_eq!(m.seconds, want.total_ns as f64 / 1e9);
                 assert!(
                     (m.think_seconds - want.think_ns as f64 / 1e9).abs() < 1e-12 && want.waited > 0,
                     "{name}: the think time is in the cost"
                 );
-                assert_eq!(
-                    m.seconds,
-                    want.total_ns as f64 / 1e9,
-                    "{name} on {}",
-                    m.model
-                );
-                assert_eq!(m.requests, tr.requests.len() as u64);
+                assert_eq!(m.requests, traces[k].requests.len() as u64);
                 let gib = r.du_bytes as f64 / (1u64 << 30) as f64;
                 assert!((m.seconds_per_gib - m.seconds / gib).abs() < 1e-9);
             }
@@ -396,6 +415,7 @@ fn image_run_keeps_each_greps_trace_and_costs_it_on_the_models() {
         assert_eq!(r.modeled_ratio_on(&ms.name), Some(secs[0] / secs[1]));
         assert_eq!(r.modeled_ratio.len(), 2);
     }
+    assert_eq!(s.costed_reps(), Some(3));
     // A second run over the traces of the first is refused before anything is made.
     std::fs::remove_file(&out.state).unwrap();
     std::fs::remove_file(image).unwrap();
