@@ -94,10 +94,15 @@ pub fn render(s: &GitSeries) -> String {
             s.grep_reps
         );
     }
+    let costed = if s.costed_reps().is_some() {
+        "every grep's"
+    } else {
+        "the first grep's"
+    };
     for m in &s.cost_models {
         let _ = writeln!(
             o,
-            "costed on {}: {} (the first grep's block reads, replayed in simulated time)",
+            "costed on {}: {} ({costed} block reads, replayed in simulated time)",
             m.name, m.description
         );
     }
@@ -369,6 +374,13 @@ pub fn how_costed(s: &GitSeries) -> String {
             ),
         });
     }
+    if let Some(n) = s.costed_reps() {
+        let _ = write!(
+            out,
+            " Modeled time: the median of {n} costed greps per instance (the lower middle of an \
+             even count)."
+        );
+    }
     if s.sync_each_pull {
         out.push_str(" The aged file system was synced after every pull.");
     }
@@ -510,10 +522,32 @@ mod tests {
         let t = render(&s);
         assert!(t.contains("1 ms ratio") && t.contains("0.200-0.300"), "{t}");
         assert!(t.contains("costed on 1 ms"), "{t}");
+        // Costed on the first grep only (an older series, or one grep).
+        assert!(
+            t.contains("(the first grep's block reads") && !t.contains("median of"),
+            "{t}"
+        );
+        // Every grep costed: the median, said once.
+        r_seconds(&mut s, vec![3.0, 2.5, 3.5]);
+        let t = render(&s);
+        assert!(t.contains("(every grep's block reads"), "{t}");
+        assert_eq!(
+            t.matches("the median of 3 costed greps per instance")
+                .count(),
+            1,
+            "{t}"
+        );
         assert_eq!(column_prefix("100 µs"), "100us");
         assert_eq!(column_prefix("hdd-7200"), "hdd-7200");
         // A series without models still exports the base columns first, unchanged.
         assert!(csv(&series()).starts_with(CSV_HEADER));
+    }
+
+    fn r_seconds(s: &mut GitSeries, each: Vec<f64>) {
+        for m in s.rows[0].aged.modeled.iter_mut() {
+            m.rep_seconds = each.clone();
+            m.rep = Some(0);
+        }
     }
 
     #[test]

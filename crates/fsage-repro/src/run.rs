@@ -441,7 +441,7 @@ pub fn git_options(
         op_log: None,
         no_measure: false,
         device: None,
-        // Conway's scripts grep once per measurement; the first grep's trace is the one costed.
+        // Conway's scripts grep once per measurement; that grep's trace is the one costed.
         grep_reps: 1,
         cost_models,
         think: fsage_device::Think::default(),

@@ -113,7 +113,8 @@ pub struct GitAgeArgs {
     #[arg(long)]
     pub one_cpu: bool,
     /// Time each cold grep N times (caches dropped before each); the series keeps the median,
-    /// the fastest and the slowest. The first one's trace is kept and costed.
+    /// the fastest and the slowest. Every grep's trace is kept and costed; per model the median
+    /// grep's cost is kept (the lower middle of an even N), with every grep's.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub grep_reps: u32,
     /// Measure the aged instance warm, as Conway et al.'s warm-cache figure did: no caches

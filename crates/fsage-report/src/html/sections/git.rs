@@ -138,7 +138,7 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_results::git::
     ];
     if !model_ratio.is_empty() {
         parts.push(chart(
-            "Aged over clean on device models (the first grep's trace, costed; a dash per model)",
+            "Aged over clean on device models (the greps' traces, costed; a dash per model)",
             "modeled aged / clean",
             model_ratio,
             true,
@@ -238,12 +238,13 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_results::git::
          instance) is read the same way. Time is divided by the <code>du -s</code> size. The \
          layout score is 1 − discontiguities ÷ blocks over the grep's block reads in issue \
          order (tracefs <code>block:block_rq_issue</code>). With several timed greps the line is \
-         their median and the whiskers span the fastest to the slowest. With cost models, the \
-         first grep's block reads (issue and completion times, \
+         their median and the whiskers span the fastest to the slowest. With cost models, each \
+         timed grep's block reads (issue and completion times, \
          <code>block:block_rq_complete</code>) are replayed on each model in simulated time \
          (<code>fsage dev cost</code>'s rule, with the think time each series names below: by \
          default a fixed 50 µs before every read that waited for another, so that the cost is \
-         the layout's and the model's, not the host's load): one line per model.",
+         the layout's and the model's, not the host's load): one line per model, the median \
+         grep's cost (series that say no median below costed the first grep only).",
         &c,
     );
 }
