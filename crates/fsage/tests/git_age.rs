@@ -402,8 +402,16 @@ fn git_age_measures_on_a_device_running_a_disk_model() {
     expect_code(&o, 2, "--device-model with --device-latency");
     assert_nothing_made(tmp.path(), "--device-model with --device-latency");
 
-    // Two greps per instance: each on a device of its own (the model starts cold).
-    let o = run(&["--device-model", "hdd-7200", "--grep-reps", "2"]);
+    // Two greps per instance: each on a device of its own (the model starts cold), each traced
+    // and costed.
+    let o = run(&[
+        "--device-model",
+        "hdd-7200",
+        "--grep-reps",
+        "2",
+        "--cost-models",
+        "1ms",
+    ]);
     expect_code(&o, 0, "git-age --device-model hdd-7200");
     let j = read_json(&json);
     assert_eq!(
@@ -433,6 +441,24 @@ fn git_age_measures_on_a_device_running_a_disk_model() {
             );
             assert_eq!(f["grep_samples"].as_array().unwrap().len(), 2);
             assert!(f["grep_seconds"].as_f64().unwrap() > 0.0);
+            // The second grep, on the device renewed for it, traced and costed too: the lower
+            // middle of two is the cheaper.
+            let p = r["pulls"].as_u64().unwrap();
+            let second = tmp
+                .path()
+                .join(format!("aged.img.traces/{p:05}-{inst}-r1.json"));
+            assert!(second.is_file(), "{}", second.display());
+            let m = &f["modeled"][0];
+            let each: Vec<f64> = m["rep_seconds"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{inst}: no rep_seconds: {m}"))
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert_eq!(each.len(), 2, "{m}");
+            let k = m["rep"].as_u64().unwrap() as usize;
+            assert_eq!(m["seconds"].as_f64(), Some(each[k]), "{m}");
+            assert!(each[k] <= each[1 - k], "{m}");
         }
     }
     let left: Vec<_> = std::fs::read_dir(&registry)
