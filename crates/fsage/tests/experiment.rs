@@ -717,7 +717,8 @@ set = { nfiles = 50, nthreads = 1 }
 
 /// Geriatrix's SSD procedure: aged in memory, then each cell's image copied through a device
 /// onto its drive. A whole copy writes every page (as `dd`), a sparse one the data alone; a cell
-/// on the previous drive continues the drive the cell before it left, and says which.
+/// on the previous drive continues the drive the last cell of its own procedure (copy method,
+/// drive "previous") left, and says which: never an erased cell's, nor another copy's.
 #[test]
 fn ssd_cells_copy_an_image_aged_in_memory_onto_a_drive_in_the_state_asked_for() {
     let test = "ssd_cells_copy_an_image_aged_in_memory_onto_a_drive_in_the_state_asked_for";
@@ -749,6 +750,7 @@ fn ssd_cells_copy_an_image_aged_in_memory_onto_a_drive_in_the_state_asked_for() 
 name = "copied"
 duration = "1s"
 warmup = "0s"
+repetitions = 2
 image_size = "128MiB"
 
 [[fs]]
@@ -785,7 +787,7 @@ set = { nfiles = 50, nthreads = 1 }
         .unwrap();
     expect_code(&o, 0, "experiment run with copies onto drives");
     let cells = cell_files(&out.join("cells"));
-    assert_eq!(cells.len(), 6, "{:?}", cells.keys());
+    assert_eq!(cells.len(), 12, "{:?}", cells.keys());
     let get = |part: &str| -> (String, serde_json::Value) {
         let (n, bytes) = cells
             .iter()
@@ -796,10 +798,12 @@ set = { nfiles = 50, nthreads = 1 }
         (n.trim_end_matches(".json").to_string(), r)
     };
     let pre = "ext4-aged.meyer-varmail-small-ssd-aged.memory-";
-    let (sparse_erased, se) = get(&format!("{pre}copy.sparse-drive.erased-r0"));
-    let (_, sp) = get(&format!("{pre}copy.sparse-drive.previous-r0"));
-    let (whole_erased, we) = get(&format!("{pre}copy.whole-drive.erased-r0"));
-    let (_, wp) = get(&format!("{pre}copy.whole-drive.previous-r0"));
+    let (_, se) = get(&format!("{pre}copy.sparse-drive.erased-r0"));
+    let (sparse_previous, sp) = get(&format!("{pre}copy.sparse-drive.previous-r0"));
+    let (_, sp1) = get(&format!("{pre}copy.sparse-drive.previous-r1"));
+    let (_, we) = get(&format!("{pre}copy.whole-drive.erased-r0"));
+    let (whole_previous, wp) = get(&format!("{pre}copy.whole-drive.previous-r0"));
+    let (_, wp1) = get(&format!("{pre}copy.whole-drive.previous-r1"));
     let (_, wc) = get(&format!("{pre}copy.whole-drive.preconditioned-r0"));
     // Aged in memory: one plain base, no drive state of its own.
     let bases: Vec<String> = std::fs::read_dir(out.join("bases"))
@@ -820,22 +824,32 @@ set = { nfiles = 50, nthreads = 1 }
     let host = sp0["flash"]["host_pages"].as_u64().unwrap();
     assert!(host > 0 && host < pages / 2, "{sp0}");
     assert!(sp0["zeroed_bytes"].as_u64().unwrap() > 0, "{sp0}");
-    // The previous drive: the one the cell before on this model left.
+    // The previous drive: the one the last cell of the same procedure left. The first of each
+    // procedure finds none (the erased and preconditioned cells before it leave theirs to no
+    // one), the second continues the first's, across the other procedures' cells between them.
+    for r in [&sp, &wp] {
+        assert_eq!(
+            pl(r)["drive_before"],
+            "erased: no cell had run on this drive yet",
+            "{}",
+            pl(r)
+        );
+    }
     assert_eq!(
-        pl(&sp)["previous_cell"],
-        sparse_erased.as_str(),
+        pl(&sp1)["previous_cell"],
+        sparse_previous.as_str(),
         "{}",
-        pl(&sp)
+        pl(&sp1)
     );
     assert_eq!(
-        sp["environment"]["drive_state"]["base"],
-        format!("cell {sparse_erased}").as_str()
+        sp1["environment"]["drive_state"]["base"],
+        format!("cell {sparse_previous}").as_str()
     );
     assert_eq!(
-        pl(&wp)["previous_cell"],
-        whole_erased.as_str(),
+        pl(&wp1)["previous_cell"],
+        whole_previous.as_str(),
         "{}",
-        pl(&wp)
+        pl(&wp1)
     );
     // A preconditioned drive is full before the copy: writing every page over it collects.
     let c = pl(&wc);

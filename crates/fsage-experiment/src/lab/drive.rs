@@ -97,9 +97,18 @@ struct LastDrive {
 
 impl LabExecutor {
     /// Where the drive of a cell's model is kept between cells (`drive = "previous"`): one per
-    /// model (its text) and image size, as one physical drive that every cell on it shares.
-    fn last_drive(&self, cell: &Cell, m: &fsage_device::ModelSpec) -> PathBuf {
-        let def = serde_json::to_string(&(&m.text, cell.image_size)).expect("plain data");
+    /// model (its text), image size and copy method, as one physical drive that the cells placed
+    /// alike share (every file system and state, as a paper's repeated runs on one drive). An
+    /// experiment that crosses procedures (`copy`, `drive`) thus runs each on a drive of its own:
+    /// a previous drive is never one that an erased cell, or another copy method, left.
+    fn last_drive(
+        &self,
+        cell: &Cell,
+        m: &fsage_device::ModelSpec,
+        copy: crate::spec::CopyMethod,
+    ) -> PathBuf {
+        let def =
+            serde_json::to_string(&(&m.text, cell.image_size, copy.name())).expect("plain data");
         let h = crate::hex(&Sha256::digest(def.as_bytes())[..4]);
         let name: String = m
             .name
@@ -118,8 +127,19 @@ impl LabExecutor {
     /// Keeps the drive state a placed cell's device saved (`state`, beside the working copy) as
     /// its model's last drive, with the cell's id; a cell whose device saved none (it did not
     /// stop cleanly) leaves the last drive as it was, and says so.
-    pub(super) fn keep_last_drive(&self, cell: &Cell, m: &fsage_device::ModelSpec, state: &Path) {
-        let dest = self.last_drive(cell, m);
+    pub(super) fn keep_last_drive(
+        &self,
+        cell: &Cell,
+        m: &fsage_device::ModelSpec,
+        p: crate::spec::Placement,
+        state: &Path,
+    ) {
+        // Only a cell that continues a drive leaves one for the next: an erased or preconditioned
+        // cell's drive is of no later cell's procedure.
+        if p.drive != crate::spec::DriveBefore::Previous {
+            return;
+        }
+        let dest = self.last_drive(cell, m, p.copy);
         let kept = std::fs::read(state)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
@@ -161,7 +181,7 @@ impl LabExecutor {
         // The drive before the copy.
         let mut previous = None;
         if p.drive == DriveBefore::Previous {
-            let last = self.last_drive(cell, m);
+            let last = self.last_drive(cell, m, p.copy);
             let meta = fsage_sys::with_suffix(&last, ".json");
             if let (Ok(bytes), Ok(t)) = (std::fs::read(&last), std::fs::read_to_string(&meta)) {
                 let ld: LastDrive = serde_json::from_str(&t)

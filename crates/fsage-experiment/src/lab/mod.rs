@@ -243,7 +243,7 @@ impl Executor for LabExecutor {
                 .and_then(|placed| {
                     let r =
                         self.cell_inner(cell, &base, DriveStart::Placed(placed), &work, &mnt, obs);
-                    self.keep_last_drive(cell, m, &state);
+                    self.keep_last_drive(cell, m, p, &state);
                     r
                 }),
             _ => self.drive_of(cell, &base, obs).and_then(|drive| {
