@@ -226,6 +226,12 @@ pub struct Grep<'a> {
     /// Warm cache (Conway's Figure 5): no caches dropped before the greps or the tree's read,
     /// so they find whatever the replay and the greps before left in memory.
     pub warm: bool,
+    /// Cold without dropping the machine's caches: the instance was just mounted on a loop
+    /// device of its own, so nothing of it is in memory. A warm-cache run measures its clean
+    /// reference so, because a drop of the page cache is global and would empty the aged
+    /// instance's warm cache as well. Only one grep is then cold: `reps` is taken as 1, and
+    /// the tree's read after it finds what the grep left.
+    pub cold_by_mount: bool,
 }
 
 /// An instance's figures, every timed grep's block trace (its reads with issue and completion
@@ -257,7 +263,13 @@ pub fn measure_instance(
     let mut reps: Vec<(Option<Vec<BlockRq>>, Option<String>)> = Vec::new();
     let mut first_cpu_ns = 0;
     let read_ahead = rdev.and_then(read_ahead_kb);
-    for i in 0..grep.reps.max(1) {
+    let drop = !grep.warm && !grep.cold_by_mount;
+    let count = if grep.cold_by_mount {
+        1
+    } else {
+        grep.reps.max(1)
+    };
+    for i in 0..count {
         if i > 0 {
             if let Some(f) = renew.as_mut() {
                 rdev = f()?;
@@ -268,7 +280,7 @@ pub fn measure_instance(
         // trace is taken again, up to DROP_RETRIES times.
         let mut attempt = 0;
         let (secs, traced) = loop {
-            if !grep.warm {
+            if drop {
                 fsage_lab::drop_caches()?;
             }
             let drops = caches_dropped();
@@ -285,7 +297,7 @@ pub fn measure_instance(
                 Err(e) => (None, Some(e)),
             };
             attempt += 1;
-            if grep.warm || drops.is_none() || caches_dropped() == drops || attempt > DROP_RETRIES {
+            if !drop || drops.is_none() || caches_dropped() == drops || attempt > DROP_RETRIES {
                 break (secs, traced);
             }
         };
@@ -303,7 +315,7 @@ pub fn measure_instance(
     let block = fsage_sys::fs_stat(mount).map_or(4096, |s| s.block_size);
     let layout = first_rqs.map(|r| read_layout(r, block));
     let grep_seconds = median(&samples);
-    if !grep.warm {
+    if drop {
         fsage_lab::drop_caches()?;
     }
     let t = Instant::now();
@@ -336,6 +348,7 @@ pub fn measure_instance(
         grep_cpu_seconds: Some(first_cpu_ns as f64 / 1e9),
         read_ahead_kb: read_ahead,
         device_drive: None,
+        caches_dropped_before: None,
     };
     Ok(Measured {
         figures,
@@ -737,6 +750,33 @@ mod tests {
         let before = caches_dropped().expect("/proc/vmstat has drop_pagecache");
         fsage_lab::drop_caches().unwrap();
         assert!(caches_dropped().unwrap() > before);
+    }
+
+    /// A warm-cache run's clean instance is cold by its fresh mount: measuring it drops no cache
+    /// (a drop is machine-wide and would empty the aged instance's warm cache), and it greps
+    /// once. Three measurements that dropped as a cold one does would drop six times; another
+    /// process dropping six times within them is not to be expected.
+    #[test]
+    fn a_clean_instance_cold_by_its_mount_drops_no_cache_and_greps_once() {
+        if !fsage_sys::is_root() {
+            return eprintln!("SKIP: a_clean_instance_cold_by_its_mount_drops_no_cache: not root");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), b"some text").unwrap();
+        let grep = Grep {
+            pattern: "no-such-pattern-xyzzy",
+            reps: 3,
+            warm: false,
+            cold_by_mount: true,
+        };
+        let before = caches_dropped().expect("/proc/vmstat has drop_pagecache");
+        for _ in 0..3 {
+            let m = measure_instance(dir.path(), None, 1 << 20, grep, None).unwrap();
+            assert_eq!(m.figures.grep_samples.len(), 1);
+            assert_eq!(m.traces.len(), 1);
+        }
+        let dropped = caches_dropped().unwrap() - before;
+        assert!(dropped < 6, "{dropped} drops of the page cache");
     }
 
     #[test]

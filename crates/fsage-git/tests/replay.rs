@@ -703,6 +703,21 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
         blocks.iter().any(|(a, c)| a * 4 < *c),
         "a warm grep reads what is not cached only: (aged, clean) blocks {blocks:?}"
     );
+    // Every warm measurement says how often others dropped the cache before it; where nobody
+    // did, the replay's cache is all there (fsage drops none itself in a warm run).
+    for r in &out.series.rows {
+        let d = r.aged.caches_dropped_before;
+        assert!(d.is_some(), "pull {}: no count of foreign drops", r.pulls);
+        if d == Some(0) && r.pulls > 1 {
+            assert!(
+                r.aged.read_blocks.unwrap_or(0) * 4 < r.clean.read_blocks.unwrap_or(0),
+                "pull {}: no drop, yet the warm grep read {:?} blocks against the clean {:?}",
+                r.pulls,
+                r.aged.read_blocks,
+                r.clean.read_blocks
+            );
+        }
+    }
     assert_eq!(memory_cgroup(), home);
     assert!(own_git_cgroups().is_empty(), "{:?}", own_git_cgroups());
 

@@ -47,7 +47,8 @@ pub fn render(s: &GitSeries) -> String {
         "; {}{}",
         if s.warm_cache {
             "warm cache: the aged instance measured as the replay left it (no caches dropped, \
-             not remounted), the clean copy cold"
+             not remounted, nothing dropped by fsage), the clean copy cold from its fresh mount \
+             (one grep)"
         } else if s.remounted && s.greps_read_only {
             "caches dropped before every grep, aged instance remounted read-only"
         } else if s.remounted {

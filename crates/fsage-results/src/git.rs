@@ -32,6 +32,11 @@ pub struct InstanceFigures {
     pub grep_seconds: f64,
     /// Seconds per GiB of the `du -s` size.
     pub grep_seconds_per_gib: f64,
+    /// A warm-cache run's aged instance: how many times another process dropped the machine's
+    /// page cache since the previous measurement (or the replay's start). Above 0, this warm
+    /// grep found an emptied cache. Absent in cold runs and older series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_dropped_before: Option<u64>,
     /// 1 − discontiguities ÷ blocks over the first grep's block reads in issue order (None: no
     /// trace). This, `read_requests`, `read_blocks` and `discontiguities` describe the first
     /// grep's trace (`trace_file`) also when every grep was costed: the modeled median is chosen

@@ -119,7 +119,9 @@ pub struct GitAgeArgs {
     pub grep_reps: u32,
     /// Measure the aged instance warm, as Conway et al.'s warm-cache figure did: no caches
     /// dropped and no remount before its greps (they find what the replay left in memory); the
-    /// clean copy is still measured cold. Not with a slow device.
+    /// clean copy is measured cold by its fresh mount (one grep), for a drop of the caches is
+    /// machine-wide. A drop by another process empties the warm cache: it is counted and
+    /// warned about. Not with a slow device.
     #[arg(long, conflicts_with_all = ["device_latency", "device_model"])]
     pub warm_cache: bool,
     /// Run the whole replay and its measurements in a new memory cgroup (cgroup v1's memory

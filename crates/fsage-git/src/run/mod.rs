@@ -728,6 +728,10 @@ fn git_age_inner(
     }
 
     let pattern = measure::random_pattern();
+    // A warm-cache run drops no cache itself; a drop by anyone else (it is machine-wide) empties
+    // the aged instance's warm cache, and the next warm grep is then cold: counted from here (the
+    // replay's start, or its resumption) to each measurement, and from each measurement's end.
+    let drops_seen = std::cell::Cell::new(measure::caches_dropped());
     let checkpoint = |series: &GitSeries, replay: &mut Option<TreeReplay>| -> Result<()> {
         let (op_log_len, tick) = match replay.as_mut() {
             Some(r) => (r.op_log_len()?, r.tick()),
@@ -768,10 +772,27 @@ fn git_age_inner(
         };
         let prepare_seconds = t.elapsed().as_secs_f64();
         let du = measure::du_bytes(&aged.tree)?;
+        let foreign_drops = if opts.warm_cache {
+            match (drops_seen.get(), measure::caches_dropped()) {
+                (Some(before), Some(now)) => Some(now.saturating_sub(before)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if let Some(n) = foreign_drops.filter(|&n| n > 0) {
+            obs.note(&format!(
+                "warning: another process dropped the machine's page cache {n} time(s) since the \
+                 last measurement: the warm grep at pull {} finds a cache emptied, not what the \
+                 replay left (run warm-cache aging where nothing else drops caches)",
+                i + 1
+            ));
+        }
         let grep = measure::Grep {
             pattern: &pattern,
             reps: opts.grep_reps,
             warm: opts.warm_cache,
+            cold_by_mount: false,
         };
         let mut a = match &opts.device {
             None => {
@@ -783,15 +804,18 @@ fn git_age_inner(
             Some(d) => aged.measure_slow(d, du, grep)?,
         };
         a.figures.prepare_seconds = prepare_seconds;
+        a.figures.caches_dropped_before = foreign_drops;
         let c = measure::clean_instance(
             kind,
             size,
             &clean_image,
             &aged.tree,
             du,
-            // The clean copy, the reference, is measured cold.
+            // The clean copy, the reference, is measured cold: in a warm-cache run by its fresh
+            // mount alone, so that the aged instance's cache stays as the replay left it.
             measure::Grep {
                 warm: false,
+                cold_by_mount: opts.warm_cache,
                 ..grep
             },
             opts.device.as_ref(),
@@ -880,6 +904,7 @@ fn git_age_inner(
         obs.measured(&row);
         series.rows.push(row);
         series.measure_seconds += t.elapsed().as_secs_f64();
+        drops_seen.set(measure::caches_dropped());
         Ok(())
     };
     // A measurement the stopped run owed (killed between a measured commit and its checkpoint).

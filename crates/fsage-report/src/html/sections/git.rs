@@ -181,8 +181,9 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_results::git::
             esc(&crate::git_series::how_costed(g)),
             if g.warm_cache {
                 " The aged instance was measured warm (no caches dropped, not remounted: what \
-                 the replay left in memory), the clean copy cold, as in Conway et al.'s warm-cache \
-                 figure."
+                 the replay left in memory; fsage drops no cache in such a run, as a drop is \
+                 machine-wide), the clean copy cold from its fresh mount (one grep), as in Conway \
+                 et al.'s warm-cache figure."
             } else {
                 ""
             }
