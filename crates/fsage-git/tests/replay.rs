@@ -658,6 +658,10 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
     let mut o = options(&run.repo, run.target.clone(), Mode::Git);
     o.no_measure = false;
     o.warm_cache = true;
+    // Three greps, costed: a warm run costs its first grep only (the later ones would read what
+    // the first cached), the clean reference greps once.
+    o.grep_reps = 3;
+    o.cost_models = vec![fsage_device::resolve("1ms").unwrap()];
     // Generous: the other tests of this binary run in the same process, so in the cgroup too.
     o.mem_limit = Some(1 << 30);
     let home = memory_cgroup();
@@ -703,6 +707,15 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
         blocks.iter().any(|(a, c)| a * 4 < *c),
         "a warm grep reads what is not cached only: (aged, clean) blocks {blocks:?}"
     );
+    for r in &out.series.rows {
+        assert_eq!(r.aged.grep_samples.len(), 3, "pull {}", r.pulls);
+        assert_eq!(r.clean.grep_samples.len(), 1, "pull {}", r.pulls);
+        for f in [&r.aged, &r.clean] {
+            assert_eq!(f.modeled.len(), 1, "pull {}", r.pulls);
+            assert!(f.modeled[0].rep_seconds.is_empty(), "pull {}", r.pulls);
+            assert_eq!(f.modeled[0].rep, None, "pull {}", r.pulls);
+        }
+    }
     // Every warm measurement says how often others dropped the cache before it; where nobody
     // did, the replay's cache is all there (fsage drops none itself in a warm run).
     for r in &out.series.rows {

@@ -112,9 +112,11 @@ pub struct GitAgeArgs {
     /// pool (thread_pool=1) and discard at commit (discard=sync). Needs root.
     #[arg(long)]
     pub one_cpu: bool,
-    /// Time each cold grep N times (caches dropped before each); the series keeps the median,
-    /// the fastest and the slowest. Every grep's trace is kept and costed; per model the median
-    /// grep's cost is kept (the lower middle of an even N), with every grep's.
+    /// Time each grep N times (a cold one with caches dropped before each); the series keeps the
+    /// median, the fastest and the slowest. Every grep's trace is kept and costed; per model the
+    /// median grep's cost is kept (the lower middle of an even N), with every grep's. With
+    /// --warm-cache only the first grep is costed (the later ones read what it cached), and the
+    /// clean reference is grepped once.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub grep_reps: u32,
     /// Measure the aged instance warm, as Conway et al.'s warm-cache figure did: no caches

@@ -67,6 +67,11 @@ pub(super) struct RunKey {
     /// rules in one series; with one grep the rule is the same and they resume).
     #[serde(default)]
     pub(super) every_grep_costed: bool,
+    /// A warm-cache run whose clean reference is cold by its fresh mount (one grep, no cache
+    /// dropped): an older warm run's clean reference dropped the machine's caches, which emptied
+    /// the aged instance's warm cache too, so its checkpoints are not resumed.
+    #[serde(default)]
+    pub(super) clean_cold_by_mount: bool,
 }
 
 impl RunKey {
@@ -74,8 +79,9 @@ impl RunKey {
     pub(super) fn every_grep_costed(
         grep_reps: u32,
         cost_models: &[fsage_device::ModelSpec],
+        warm_cache: bool,
     ) -> bool {
-        grep_reps > 1 && !cost_models.is_empty()
+        grep_reps > 1 && !cost_models.is_empty() && !warm_cache
     }
 }
 
@@ -232,7 +238,8 @@ mod tests {
             commits: 2,
             device: None,
             device_model: None,
-            every_grep_costed: RunKey::every_grep_costed(grep_reps, &cost_models),
+            every_grep_costed: RunKey::every_grep_costed(grep_reps, &cost_models, false),
+            clean_cold_by_mount: false,
             grep_reps,
             cost_models,
             think: fsage_device::Think::default(),

@@ -456,7 +456,12 @@ fn git_age_inner(
         mem_limit: opts.mem_limit,
         one_cpu: opts.one_cpu,
         settled: true,
-        every_grep_costed: RunKey::every_grep_costed(opts.grep_reps, &opts.cost_models),
+        every_grep_costed: RunKey::every_grep_costed(
+            opts.grep_reps,
+            &opts.cost_models,
+            opts.warm_cache,
+        ),
+        clean_cold_by_mount: opts.warm_cache,
     };
 
     // The aged instance, new or resumed.
@@ -729,9 +734,14 @@ fn git_age_inner(
 
     let pattern = measure::random_pattern();
     // A warm-cache run drops no cache itself; a drop by anyone else (it is machine-wide) empties
-    // the aged instance's warm cache, and the next warm grep is then cold: counted from here (the
-    // replay's start, or its resumption) to each measurement, and from each measurement's end.
-    let drops_seen = std::cell::Cell::new(measure::caches_dropped());
+    // the aged instance's warm cache, and the next warm grep is then cold: counted from the
+    // replay's start to the first measurement and from each aged grep to the next. Not counted
+    // for the first measurement after a resumption, whose fresh mount starts cold anyway.
+    let drops_seen = std::cell::Cell::new(if prior.is_some() {
+        None
+    } else {
+        measure::caches_dropped()
+    });
     let checkpoint = |series: &GitSeries, replay: &mut Option<TreeReplay>| -> Result<()> {
         let (op_log_len, tick) = match replay.as_mut() {
             Some(r) => (r.op_log_len()?, r.tick()),
@@ -803,6 +813,7 @@ fn git_age_inner(
             }
             Some(d) => aged.measure_slow(d, du, grep)?,
         };
+        drops_seen.set(measure::caches_dropped());
         a.figures.prepare_seconds = prepare_seconds;
         a.figures.caches_dropped_before = foreign_drops;
         let c = measure::clean_instance(
@@ -833,7 +844,10 @@ fn git_age_inner(
             let mut f = m.figures;
             let reps = m.traces.len();
             let mut costed = Vec::new();
-            for (rep, tr) in m.traces.into_iter().enumerate() {
+            // A warm run costs its first grep only: the greps after it find in memory what the
+            // first read, so their median would be a grep of a cache, not of the layout.
+            let costed_greps = if opts.warm_cache { 1 } else { usize::MAX };
+            for (rep, tr) in m.traces.into_iter().enumerate().take(costed_greps) {
                 let Some(mut tr) = tr else { continue };
                 let rep = rep as u32;
                 tr.source =
@@ -904,7 +918,6 @@ fn git_age_inner(
         obs.measured(&row);
         series.rows.push(row);
         series.measure_seconds += t.elapsed().as_secs_f64();
-        drops_seen.set(measure::caches_dropped());
         Ok(())
     };
     // A measurement the stopped run owed (killed between a measured commit and its checkpoint).
