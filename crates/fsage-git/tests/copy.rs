@@ -205,14 +205,20 @@ fn two_copies_lay_out_alike(fstype: &str, sync: CopySync) {
     copies_lay_out_alike(fstype, sync, false)
 }
 
-fn copies_lay_out_alike(fstype: &str, sync: CopySync, writeback: bool) {
-    let test = format!("two_copies_lay_out_alike({fstype}, {sync:?}, writeback {writeback})");
+/// mkfs arguments of a test image made as git-age's clean instance is (quiet, forced).
+fn clean_mkfs_args(fstype: &str) -> Vec<String> {
     let kind = fsage_lab::FsKind::parse(fstype).unwrap();
     let mut args: Vec<String> = match fstype {
         "ext4" => vec!["-q".into(), "-F".into()],
         _ => vec!["-q".into(), "-f".into()],
     };
     args.extend(fsage_git::measure::clean_mkfs_opts(kind));
+    args
+}
+
+fn copies_lay_out_alike(fstype: &str, sync: CopySync, writeback: bool) {
+    let test = format!("two_copies_lay_out_alike({fstype}, {sync:?}, writeback {writeback})");
+    let args = clean_mkfs_args(fstype);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let src = fsage_testkit::shm_tmp("fsage-test-copy-src-");
     repo_like_tree(src.path());
@@ -313,9 +319,7 @@ fn two_copies_put_btrfs_tree_blocks_alike() {
     if let Err(e) = fsage_testkit::need_root_and(&["btrfs", "mkfs.btrfs"]) {
         return skip(test, e);
     }
-    let kind = fsage_lab::FsKind::BTRFS;
-    let mut args: Vec<String> = vec!["-q".into(), "-f".into()];
-    args.extend(fsage_git::measure::clean_mkfs_opts(kind));
+    let args = clean_mkfs_args("btrfs");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let src = fsage_testkit::shm_tmp("fsage-test-copy-src-");
     repo_like_tree(src.path());
