@@ -149,6 +149,12 @@ impl MemCgroup {
             .unwrap_or(0)
     }
 
+    /// tmpfs pages charged now (files in /dev/shm written from inside, an image among them: a
+    /// loop device charges its writes to the writer's cgroup). They cannot be evicted.
+    pub fn shmem(&self) -> u64 {
+        self.stat("shmem", "shmem")
+    }
+
     /// Page cache charged now.
     pub fn cache(&self) -> u64 {
         self.stat("cache", "file")

@@ -208,7 +208,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
     };
     let one_cpu = one_cpu.as_ref();
     let out = match opts.mem_limit {
-        None => git_age_inner(opts, one_cpu, obs),
+        None => git_age_inner(opts, one_cpu, None, obs),
         Some(bytes) if bytes >= MIN_MEM_LIMIT => {
             let cg = enter_mem_limit(bytes)?;
             obs.note(&format!(
@@ -217,7 +217,8 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
                 cg.version(),
                 fsage_units::format_size(bytes)
             ));
-            let out = git_age_inner(opts, one_cpu, obs);
+            let limit = MemLimit { cg: &cg, bytes };
+            let out = git_age_inner(opts, one_cpu, Some(&limit), obs);
             // Left and removed whatever the run did (the guard does it on a panic too).
             let left = cg
                 .remove()
@@ -227,7 +228,7 @@ pub fn git_age(opts: &GitAgeOptions, obs: &mut dyn Observer) -> Result<Outcome> 
             Ok(out)
         }
         // Refused by the checks, before anything is made.
-        Some(_) => git_age_inner(opts, one_cpu, obs),
+        Some(_) => git_age_inner(opts, one_cpu, None, obs),
     };
     if let (Err(_), Some(image)) = (&out, &image) {
         // The run's mount is down (its guard went with the error): leave nothing but what a
@@ -283,9 +284,32 @@ fn after_measure(aged: &mut Aged, opts: &GitAgeOptions) -> Result<()> {
     aged.mount_for_replay()
 }
 
+/// A run's memory limit: `bytes` for the page cache and the processes, with the tmpfs pages the
+/// run has written (an image or the bundle's clone in /dev/shm: on a real machine they are on a
+/// disk, not in its memory) added on top, again before every pull and measurement, since they
+/// are charged to the cgroup as they are written and cannot be evicted.
+struct MemLimit<'a> {
+    cg: &'a fsage_workload::cgroup::MemCgroup,
+    bytes: u64,
+}
+
+impl MemLimit<'_> {
+    fn refresh(&self) -> Result<()> {
+        self.with_room(0)
+    }
+
+    /// The limit with `room` bytes more, for a while.
+    fn with_room(&self, room: u64) -> Result<()> {
+        self.cg
+            .set_limit(self.bytes + self.cg.shmem() + room)
+            .map_err(|e| Error::operation(format!("the memory cgroup's limit: {e}")))
+    }
+}
+
 fn git_age_inner(
     opts: &GitAgeOptions,
     one_cpu: Option<&fsage_sys::cpu::OneCpu>,
+    mem_limit: Option<&MemLimit>,
     obs: &mut dyn Observer,
 ) -> Result<Outcome> {
     check_neighbours(opts)?;
@@ -816,6 +840,12 @@ fn git_age_inner(
         drops_seen.set(measure::caches_dropped());
         a.figures.prepare_seconds = prepare_seconds;
         a.figures.caches_dropped_before = foreign_drops;
+        // The clean image (tmpfs pages when it is in /dev/shm) is made, written and removed
+        // within the measurement: room for it on top, so that its pages do not push the aged
+        // instance's cache out; back to the limit after.
+        if let Some(l) = mem_limit {
+            l.with_room(size)?;
+        }
         let c = measure::clean_instance(
             kind,
             size,
@@ -836,6 +866,9 @@ fn git_age_inner(
                 one_cpu,
             },
         )?;
+        if let Some(l) = mem_limit {
+            l.refresh()?;
+        }
         let c0: &Commit = &commits[i];
         let pulls = i as u64 + 1;
         let mut figs = Vec::new();
@@ -945,6 +978,9 @@ fn git_age_inner(
         if fsage_signals::interrupted() {
             interrupted = true;
             break;
+        }
+        if let Some(l) = mem_limit {
+            l.refresh()?;
         }
         let t = Instant::now();
         match (&mut replay, opts.mode) {
