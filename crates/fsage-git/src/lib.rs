@@ -30,7 +30,8 @@ pub use run::{
     GitAgeOptions, Mode, Observer, Outcome, Target,
 };
 pub use series::{
-    FragFigures, GitRow, GitSeries, InstanceFigures, ModeledFigures, ModeledRatio, SERIES_FORMAT,
+    FragFigures, GitRow, GitSeries, InstanceFigures, MemoryFigures, ModeledFigures, ModeledRatio,
+    SERIES_FORMAT,
 };
 pub use slow::MeasureDevice;
 

@@ -349,6 +349,7 @@ pub fn measure_instance(
         read_ahead_kb: read_ahead,
         device_drive: None,
         caches_dropped_before: None,
+        memory: None,
     };
     Ok(Measured {
         figures,

@@ -731,6 +731,17 @@ fn warm_cache_measures_without_remounting_inside_a_memory_limit_removed_after() 
             );
         }
     }
+    // The image is in /dev/shm: its tmpfs pages are charged to the run and cannot be evicted,
+    // so the limit is raised by them at every measurement (a disk would take no memory).
+    for r in &out.series.rows {
+        let m = r
+            .aged
+            .memory
+            .expect("a memory-limited run records its cgroup");
+        assert!(m.shmem_bytes > 0, "pull {}: {m:?}", r.pulls);
+        assert_eq!(m.limit_bytes, (1 << 30) + m.shmem_bytes, "pull {}", r.pulls);
+        assert_eq!(r.clean.memory, None, "pull {}", r.pulls);
+    }
     assert_eq!(memory_cgroup(), home);
     assert!(own_git_cgroups().is_empty(), "{:?}", own_git_cgroups());
 

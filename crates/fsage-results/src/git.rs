@@ -25,6 +25,18 @@ pub struct FragFigures {
     pub error: Option<String>,
 }
 
+/// A memory-limited run's cgroup at a measurement, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct MemoryFigures {
+    /// The limit in force: `--mem-limit` plus `shmem` (tmpfs pages cannot be evicted: an image
+    /// in /dev/shm would otherwise take the page cache's room, where a real disk takes none).
+    pub limit_bytes: u64,
+    /// tmpfs pages charged to the run (its image when that is in /dev/shm).
+    pub shmem_bytes: u64,
+    /// Page cache charged to the run, tmpfs pages included as the kernel counts them.
+    pub cache_bytes: u64,
+}
+
 /// One instance (aged or clean) at one measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct InstanceFigures {
@@ -37,6 +49,10 @@ pub struct InstanceFigures {
     /// grep found an emptied cache. Absent in cold runs and older series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches_dropped_before: Option<u64>,
+    /// A run under `--mem-limit`, its aged instance: the run's memory cgroup just before the
+    /// grep (what the warm grep could find cached). Absent without a limit and in older series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryFigures>,
     /// 1 − discontiguities ÷ blocks over the first grep's block reads in issue order (None: no
     /// trace). This, `read_requests`, `read_blocks` and `discontiguities` describe the first
     /// grep's trace (`trace_file`) also when every grep was costed: the modeled median is chosen

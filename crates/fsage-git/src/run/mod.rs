@@ -9,7 +9,7 @@ mod checks;
 use crate::drives::AgedDrives;
 use crate::git::{self, Commit, Range};
 use crate::measure;
-use crate::series::{GitRow, GitSeries, SERIES_FORMAT};
+use crate::series::{GitRow, GitSeries, MemoryFigures, SERIES_FORMAT};
 use crate::slow::MeasureDevice;
 use crate::tree::{self, TreeReplay};
 use crate::{Error, Result};
@@ -294,15 +294,23 @@ struct MemLimit<'a> {
 }
 
 impl MemLimit<'_> {
-    fn refresh(&self) -> Result<()> {
+    /// Sets the limit to `bytes` plus the tmpfs pages charged now; what the cgroup holds then.
+    fn refresh(&self) -> Result<MemoryFigures> {
         self.with_room(0)
     }
 
     /// The limit with `room` bytes more, for a while.
-    fn with_room(&self, room: u64) -> Result<()> {
+    fn with_room(&self, room: u64) -> Result<MemoryFigures> {
+        let shmem_bytes = self.cg.shmem();
+        let limit_bytes = self.bytes + shmem_bytes;
         self.cg
-            .set_limit(self.bytes + self.cg.shmem() + room)
-            .map_err(|e| Error::operation(format!("the memory cgroup's limit: {e}")))
+            .set_limit(limit_bytes + room)
+            .map_err(|e| Error::operation(format!("the memory cgroup's limit: {e}")))?;
+        Ok(MemoryFigures {
+            limit_bytes,
+            shmem_bytes,
+            cache_bytes: self.cg.cache(),
+        })
     }
 }
 
@@ -822,6 +830,8 @@ fn git_age_inner(
                 i + 1
             ));
         }
+        // What the limit leaves the page cache now (the image's tmpfs pages grew in the pull).
+        let memory = mem_limit.map(MemLimit::refresh).transpose()?;
         let grep = measure::Grep {
             pattern: &pattern,
             reps: opts.grep_reps,
@@ -840,6 +850,7 @@ fn git_age_inner(
         drops_seen.set(measure::caches_dropped());
         a.figures.prepare_seconds = prepare_seconds;
         a.figures.caches_dropped_before = foreign_drops;
+        a.figures.memory = memory;
         // The clean image (tmpfs pages when it is in /dev/shm) is made, written and removed
         // within the measurement: room for it on top, so that its pages do not push the aged
         // instance's cache out; back to the limit after.
