@@ -128,7 +128,9 @@ pub struct GitAgeArgs {
     pub warm_cache: bool,
     /// Run the whole replay and its measurements in a new memory cgroup (cgroup v1's memory
     /// controller, else v2) limited to SIZE, page cache included, as a machine with that much
-    /// memory (at least 128MiB); the cgroup is removed at the end, also after an error.
+    /// memory (at least 128MiB); tmpfs pages the run writes (an image in /dev/shm) are added
+    /// on top, as a disk would take no memory; the cgroup is removed at the end, also after an
+    /// error.
     #[arg(long, value_name = "SIZE", value_parser = fsage_units::parse_size)]
     pub mem_limit: Option<u64>,
     /// Write the series as JSON to FILE.
