@@ -9,7 +9,7 @@
 use crate::analysis::Analysis;
 use crate::git::GitSeries;
 use crate::repro::published::PublishedPoint;
-use crate::repro::record::Record;
+use crate::repro::record::{GitRun, Record};
 use serde::{Deserialize, Serialize};
 
 /// How close fsage's number must come to the paper's.
@@ -304,15 +304,21 @@ fn answers(answers: &str, series: &str) -> bool {
     series.starts_with(answers) || series.ends_with(answers) || series.ends_with(key)
 }
 
+/// The Git run of `record` that answers `p`: the first of its file system whose `answers`
+/// matches the point's series (or that answers none, then every series of its file system).
+/// The report pairs a run's line with the published series it answers by this.
+pub fn answering_run<'a>(record: &'a Record, p: &PublishedPoint) -> Option<&'a GitRun> {
+    record
+        .git_runs
+        .iter()
+        .find(|r| r.fs == p.fs && r.answers.as_deref().is_none_or(|a| answers(a, &p.series)))
+}
+
 /// A ratio or a grep time from the Git series that answers `p`: the run of its file system
 /// whose `answers` matches the point's series (or any of the file system's when it has none),
 /// at the measured pull nearest the published one.
 fn from_git(p: &PublishedPoint, record: &Record, git: &[(&str, &GitSeries)]) -> Found {
-    let run = record
-        .git_runs
-        .iter()
-        .find(|r| r.fs == p.fs && r.answers.as_deref().is_none_or(|a| answers(a, &p.series)));
-    let Some(run) = run else {
+    let Some(run) = answering_run(record, p) else {
         return (
             None,
             None,
