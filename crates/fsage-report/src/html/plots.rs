@@ -71,32 +71,244 @@ pub fn light(c: RGBColor) -> RGBColor {
     RGBColor(m(c.0), m(c.1), m(c.2))
 }
 
-/// How a line is drawn: one style per instance or device model; `Markers` draws its points only
-/// (published points).
+/// How a line is drawn: one style per instance or device model; `Markers` draws its points with
+/// a marker each, joined by a thin dotted line in x order (published points).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dash {
     Solid,
     Dashed,
     Dotted,
     DashDot,
+    LongDash,
+    DashDotDot,
     Markers,
 }
 
 impl Dash {
     /// The `i`th style for lines of one colour (instances or models): solid, dashed, dotted,
-    /// dash-dot, then again.
+    /// dash-dot, long dash, dash-dot-dot, then again (six runs of one file system stay apart).
     pub fn nth(i: usize) -> Dash {
-        [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::DashDot][i % 4]
+        [
+            Dash::Solid,
+            Dash::Dashed,
+            Dash::Dotted,
+            Dash::DashDot,
+            Dash::LongDash,
+            Dash::DashDotDot,
+        ][i % 6]
     }
-    /// (dash, gap) lengths in pixels; `None` for a solid line or markers alone.
-    fn pattern(self) -> Option<(u32, u32)> {
+    /// Alternating dash and gap lengths in pixels; `None` for a solid line.
+    fn pattern(self) -> Option<&'static [u32]> {
         match self {
-            Dash::Solid | Dash::Markers => None,
-            Dash::Dashed => Some((7, 4)),
-            Dash::Dotted => Some((2, 3)),
-            Dash::DashDot => Some((9, 3)),
+            Dash::Solid => None,
+            Dash::Dashed => Some(&[7, 4]),
+            Dash::Dotted => Some(&[2, 3]),
+            Dash::DashDot => Some(&[9, 3, 2, 3]),
+            Dash::LongDash => Some(&[16, 5]),
+            Dash::DashDotDot => Some(&[9, 3, 2, 3, 2, 3]),
+            Dash::Markers => Some(&[1, 3]),
         }
     }
+}
+
+/// A point's marker shape: one per published series, and the same on the fsage line that
+/// answers it, so that the eye pairs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Square,
+    Circle,
+    Triangle,
+    Diamond,
+    Cross,
+    TriangleDown,
+    Plus,
+}
+
+impl Marker {
+    /// The `i`th shape: square, circle, triangle, diamond, cross, upside-down triangle, plus.
+    pub fn nth(i: usize) -> Marker {
+        [
+            Marker::Square,
+            Marker::Circle,
+            Marker::Triangle,
+            Marker::Diamond,
+            Marker::Cross,
+            Marker::TriangleDown,
+            Marker::Plus,
+        ][i % 7]
+    }
+
+    /// Draws the shape at `at` (pixels), `r` pixels from its middle to its edge, filled with
+    /// `fill` and outlined with `edge` (a cross or plus: two strokes of `fill`, edged).
+    fn draw<DB: plotters::prelude::DrawingBackend>(
+        self,
+        backend: &mut DB,
+        at: (i32, i32),
+        r: i32,
+        fill: RGBColor,
+        edge: Option<RGBAColor>,
+    ) -> Result<(), plotters_backend::DrawingErrorKind<DB::ErrorType>> {
+        let (x, y) = at;
+        let mv = |v: &[(i32, i32)]| v.iter().map(|(a, b)| (x + a, y + b)).collect::<Vec<_>>();
+        let d = r + r / 3;
+        let poly: &[(i32, i32)] = match self {
+            Marker::Square => &[(-r, -r), (r, -r), (r, r), (-r, r)],
+            Marker::Diamond => &[(0, -d), (d, 0), (0, d), (-d, 0)],
+            Marker::Triangle => &[(0, -r - 1), (r + 1, r), (-r - 1, r)],
+            Marker::TriangleDown => &[(0, r + 1), (r + 1, -r), (-r - 1, -r)],
+            Marker::Circle => {
+                backend.draw_circle(at, r as u32, &fill.filled(), true)?;
+                if let Some(c) = edge {
+                    backend.draw_circle(at, r as u32, &c.stroke_width(1), false)?;
+                }
+                return Ok(());
+            }
+            Marker::Cross | Marker::Plus => {
+                let e = r + 1;
+                let strokes: [[(i32, i32); 2]; 2] = if self == Marker::Cross {
+                    [[(-r, -r), (r, r)], [(-r, r), (r, -r)]]
+                } else {
+                    [[(-e, 0), (e, 0)], [(0, -e), (0, e)]]
+                };
+                for s in &strokes {
+                    let c = edge.unwrap_or(fill.to_rgba());
+                    backend.draw_path(mv(s), &c.stroke_width(4))?;
+                }
+                for s in &strokes {
+                    backend.draw_path(mv(s), &fill.stroke_width(2))?;
+                }
+                return Ok(());
+            }
+        };
+        backend.fill_polygon(mv(poly), &fill.filled())?;
+        if let Some(c) = edge {
+            let mut closed = mv(poly);
+            closed.push(closed[0]);
+            backend.draw_path(closed, &c.stroke_width(1))?;
+        }
+        Ok(())
+    }
+}
+
+/// A point's marker, as a plotters element (in the chart's coordinates or, for a legend,
+/// pixels): optionally on a short line of `dash` (a legend's swatch).
+struct MarkerAt<C> {
+    at: [C; 1],
+    marker: Option<(Marker, i32, Option<RGBAColor>)>,
+    swatch: Option<(Dash, u32)>,
+    color: RGBColor,
+}
+
+impl<'a, C> plotters::element::PointCollection<'a, C> for &'a MarkerAt<C> {
+    type Point = &'a C;
+    type IntoIter = &'a [C];
+    fn point_iter(self) -> &'a [C] {
+        &self.at
+    }
+}
+
+impl<C, DB: plotters::prelude::DrawingBackend> plotters::element::Drawable<DB> for MarkerAt<C> {
+    fn draw<I: Iterator<Item = (i32, i32)>>(
+        &self,
+        mut points: I,
+        backend: &mut DB,
+        _: (u32, u32),
+    ) -> Result<(), plotters_backend::DrawingErrorKind<DB::ErrorType>> {
+        let Some((x, y)) = points.next() else {
+            return Ok(());
+        };
+        let mut mid = (x, y);
+        if let Some((dash, width)) = self.swatch {
+            let line = [(x, y), (x + 18, y)];
+            let style = self.color.stroke_width(width);
+            match dash.pattern() {
+                Some(p) => {
+                    for seg in dash_segments(&line, p) {
+                        backend.draw_path(seg, &style)?;
+                    }
+                }
+                None => backend.draw_path(line, &style)?,
+            }
+            mid = (x + 9, y);
+        }
+        if let Some((m, r, edge)) = self.marker {
+            m.draw(backend, mid, r, self.color, edge)?;
+        }
+        Ok(())
+    }
+}
+
+/// A path drawn with a dash pattern of any length (dash, gap, dash, gap, ...): plotters' own
+/// dashed path knows one dash and one gap, too few styles to tell six runs apart.
+struct DashPath<C> {
+    points: Vec<C>,
+    pattern: &'static [u32],
+    style: ShapeStyle,
+}
+
+impl<'a, C> plotters::element::PointCollection<'a, C> for &'a DashPath<C> {
+    type Point = &'a C;
+    type IntoIter = &'a [C];
+    fn point_iter(self) -> &'a [C] {
+        &self.points
+    }
+}
+
+impl<C, DB: plotters::prelude::DrawingBackend> plotters::element::Drawable<DB> for DashPath<C> {
+    fn draw<I: Iterator<Item = (i32, i32)>>(
+        &self,
+        points: I,
+        backend: &mut DB,
+        _: (u32, u32),
+    ) -> Result<(), plotters_backend::DrawingErrorKind<DB::ErrorType>> {
+        let pts: Vec<(i32, i32)> = points.collect();
+        for seg in dash_segments(&pts, self.pattern) {
+            backend.draw_path(seg, &self.style)?;
+        }
+        Ok(())
+    }
+}
+
+/// The drawn pieces of the path through `pts` (pixels) under `pattern` (dash, gap, ...
+/// lengths), the pattern carried on from one point to the next.
+fn dash_segments(pts: &[(i32, i32)], pattern: &[u32]) -> Vec<Vec<(i32, i32)>> {
+    let mut out = Vec::new();
+    if pts.is_empty() || pattern.iter().all(|p| *p == 0) {
+        return out;
+    }
+    let (mut k, mut left) = (0usize, pattern[0] as f64);
+    let mut cur: Vec<(i32, i32)> = vec![pts[0]];
+    let at = |a: (i32, i32), b: (i32, i32), t: f64| {
+        (
+            (a.0 as f64 + (b.0 - a.0) as f64 * t).round() as i32,
+            (a.1 as f64 + (b.1 - a.1) as f64 * t).round() as i32,
+        )
+    };
+    for w in pts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let len = (((b.0 - a.0) as f64).powi(2) + ((b.1 - a.1) as f64).powi(2)).sqrt();
+        let mut done = 0.0;
+        while len - done > left {
+            done += left;
+            let p = at(a, b, done / len);
+            if k % 2 == 0 {
+                cur.push(p);
+                out.push(std::mem::take(&mut cur));
+            } else {
+                cur = vec![p];
+            }
+            k = (k + 1) % pattern.len();
+            left = pattern[k] as f64;
+        }
+        left -= len - done;
+        if k % 2 == 0 {
+            cur.push(b);
+        }
+    }
+    if k % 2 == 0 && cur.len() > 1 {
+        out.push(cur);
+    }
+    out
 }
 
 const FONT: &str = "sans-serif";
@@ -393,6 +605,11 @@ pub struct Line {
     pub dots: bool,
     /// Points to mark with a large ring (e.g. calibration points).
     pub rings: Vec<(f64, f64)>,
+    /// The points' marker instead of a dot (a square for `Dash::Markers` when `None`): the
+    /// published series a line answers and the line share one.
+    pub marker: Option<Marker>,
+    /// Written at the line's right end (e.g. `warm 768 MB`), where it fits.
+    pub end_label: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -426,6 +643,9 @@ fn outlier_cap(mut ys: Vec<f64>) -> Option<f64> {
 /// A line chart; returns the `<svg>` element.
 pub fn lines(c: &LineChart) -> Result<String, PlotError> {
     let (x0, x1) = c.x_range;
+    // Room at the right for the lines' end labels.
+    let labelled = c.lines.iter().any(|l| l.end_label.is_some());
+    let x1 = if labelled { x1 + (x1 - x0) * 0.09 } else { x1 };
     let in_x = |x: f64| x >= x0 - 1e-9 && x <= x1 + 1e-9;
     let mut ys = Vec::new();
     for l in &c.lines {
@@ -539,39 +759,60 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
             }
             let style = col.stroke_width(2);
             let dash = l.dash;
-            let anno = match dash.pattern() {
-                _ if dash == Dash::Markers => chart
-                    .draw_series(pts.iter().map(|&p| {
-                        EmptyElement::at(p)
-                            + Rectangle::new([(-5, -5), (5, 5)], col.filled())
-                            + Rectangle::new([(-5, -5), (5, 5)], BLACK.mix(0.6).stroke_width(1))
+            let marker = l.marker;
+            // The paper's points: grey markers with a dark edge on a thin dotted line in x order.
+            let edge = Some(BLACK.mix(0.6));
+            let anno = if dash == Dash::Markers {
+                let mut by_x = pts.clone();
+                by_x.sort_by(|a, b| a.0.total_cmp(&b.0));
+                chart
+                    .draw_series(std::iter::once(DashPath {
+                        points: by_x,
+                        pattern: &[1, 3],
+                        style: col.stroke_width(1),
                     }))
-                    .map_err(|e| e.to_string())?,
-                Some((on, off)) => chart
-                    .draw_series(DashedLineSeries::new(pts.clone(), on, off, style))
-                    .map_err(|e| e.to_string())?,
-                None => chart
-                    .draw_series(LineSeries::new(pts.clone(), style))
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| e.to_string())?
+            } else {
+                match dash.pattern() {
+                    Some(pattern) => chart
+                        .draw_series(std::iter::once(DashPath {
+                            points: pts.clone(),
+                            pattern,
+                            style,
+                        }))
+                        .map_err(|e| e.to_string())?,
+                    None => chart
+                        .draw_series(LineSeries::new(pts.clone(), style))
+                        .map_err(|e| e.to_string())?,
+                }
             };
-            anno.label(l.name.as_str())
-                .legend(move |(x, y)| match dash {
-                    Dash::Markers => {
-                        Rectangle::new([(x + 4, y - 4), (x + 12, y + 4)], col.filled()).into_dyn()
-                    }
-                    d => match d.pattern() {
-                        Some((on, off)) => plotters::element::DashedPathElement::new(
-                            vec![(x, y), (x + 18, y)],
-                            on as i32,
-                            off as i32,
-                            col.stroke_width(2),
-                        )
-                        .into_dyn(),
-                        None => PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2))
-                            .into_dyn(),
-                    },
-                });
-            if l.dots && dash != Dash::Markers {
+            let legend_marker = match (dash, marker) {
+                (Dash::Markers, m) => Some((m.unwrap_or(Marker::Square), 4, edge)),
+                (_, Some(m)) => Some((m, 4, None)),
+                _ => None,
+            };
+            let width = if dash == Dash::Markers { 1 } else { 2 };
+            anno.label(l.name.as_str()).legend(move |p| MarkerAt {
+                at: [p],
+                marker: legend_marker,
+                swatch: Some((dash, width)),
+                color: col,
+            });
+            let point_marker = match (dash, marker) {
+                (Dash::Markers, m) => Some((m.unwrap_or(Marker::Square), 5, edge)),
+                (_, Some(m)) if l.dots => Some((m, 4, None)),
+                _ => None,
+            };
+            if let Some(pm) = point_marker {
+                chart
+                    .draw_series(pts.iter().map(|&p| MarkerAt {
+                        at: [p],
+                        marker: Some(pm),
+                        swatch: None,
+                        color: col,
+                    }))
+                    .map_err(|e| e.to_string())?;
+            } else if l.dots {
                 chart
                     .draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
                     .map_err(|e| e.to_string())?;
@@ -594,6 +835,41 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
                         .map(|&p| Circle::new(p, 8, BLACK.stroke_width(2))),
                 )
                 .map_err(|e| e.to_string())?;
+        }
+        // The end labels, each beside its line's last point, moved apart downwards where two
+        // would overlap.
+        let mut ends: Vec<((i32, i32), &str, RGBColor)> = c
+            .lines
+            .iter()
+            .filter_map(|l| {
+                let label = l.end_label.as_deref()?;
+                let last = l
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|(x, y)| in_x(*x) && y.is_finite())
+                    .max_by(|a, b| a.0.total_cmp(&b.0))?;
+                Some((
+                    chart.backend_coord(&(last.0, last.1.min(y1))),
+                    label,
+                    l.color,
+                ))
+            })
+            .collect();
+        ends.sort_by_key(|e| e.0 .1);
+        let mut below = i32::MIN;
+        for ((x, y), label, col) in ends {
+            let y = y.max(below + 12);
+            below = y;
+            root.draw(&Text::new(
+                label.to_string(),
+                (x + 8, y),
+                (FONT, 11)
+                    .into_font()
+                    .color(&col)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(|e| e.to_string())?;
         }
         chart
             .configure_series_labels()
@@ -794,6 +1070,8 @@ mod outlier_tests {
                 dash: Dash::Solid,
                 dots: true,
                 rings: vec![],
+                marker: None,
+                end_label: None,
             }],
             size: (620, 380),
             reference_y,
@@ -830,5 +1108,30 @@ mod outlier_tests {
         );
         let plain = chart(pts[1..].to_vec(), None);
         assert!(!plain.contains("off scale") && !plain.contains("no difference"));
+    }
+}
+
+#[cfg(test)]
+mod dash_tests {
+    use super::*;
+
+    /// A dash-dot line draws a long and a short piece in turn, a dashed one equal pieces, and the
+    /// pattern runs on across a line's corners.
+    #[test]
+    fn dash_patterns_draw_different_pieces() {
+        let lens = |pattern: &[u32]| -> Vec<i32> {
+            dash_segments(&[(0, 0), (20, 0), (40, 0)], pattern)
+                .iter()
+                .map(|s| s.last().unwrap().0 - s[0].0)
+                .collect()
+        };
+        assert_eq!(lens(Dash::DashDot.pattern().unwrap()), vec![9, 2, 9, 2, 6]);
+        assert_eq!(lens(Dash::Dashed.pattern().unwrap()), vec![7, 7, 7, 7]);
+        let pieces = dash_segments(&[(0, 0), (20, 0), (40, 0)], &[16, 5]);
+        assert_eq!(pieces[1], vec![(21, 0), (37, 0)]);
+        let styles: Vec<_> = (0..6).map(|i| Dash::nth(i).pattern()).collect();
+        for (i, p) in styles.iter().enumerate() {
+            assert!(!styles[..i].contains(p), "six runs, six styles");
+        }
     }
 }

@@ -49,6 +49,8 @@ pub(in crate::html) fn render(p: &mut Page, series: &[Named<fsage_results::git::
             dash,
             dots: true,
             rings: vec![],
+            marker: None,
+            end_label: None,
         };
         let dash = Dash::nth(instance);
         // The spread of the timed greps, per GiB, as whiskers (none for one sample).

@@ -196,6 +196,8 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
                 dash: Dash::nth(same_fs * per_run + mi),
                 dots: true,
                 rings: vec![],
+                marker: None,
+                end_label: None,
             });
         }
     }
@@ -222,6 +224,8 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
             dash: Dash::Markers,
             dots: false,
             rings: vec![],
+            marker: None,
+            end_label: None,
         });
     }
     plot_or_note(plots::lines(&LineChart {

@@ -70,6 +70,8 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                         .filter(|q| q.calibration)
                         .map(|q| (q.latency_us / div, q.measured.mean))
                         .collect(),
+                    marker: None,
+                    end_label: None,
                 });
                 // The calibrated model when there is one; else the least-squares one, named so
                 // (also when the calibration gave no fit).
@@ -95,6 +97,8 @@ pub(in crate::html) fn render(p: &mut Page, a: &Analysis, suffix: &str) {
                         dash: plots::Dash::Dashed,
                         dots: false,
                         rings: vec![],
+                        marker: None,
+                        end_label: None,
                     });
                 }
             }

@@ -16,6 +16,8 @@ fn line(name: &str, color: usize, points: Vec<(f64, f64)>) -> Line {
         dash: plots::Dash::Solid,
         dots: false,
         rings: Vec::new(),
+        marker: None,
+        end_label: None,
     }
 }
 
