@@ -4,7 +4,7 @@
 //! difference and whether it is within the aim.
 
 use crate::html::page::{esc, fig, plot_or_note, table, Page};
-use crate::html::plots::{self, Bar, BarChart, BarSeries, Dash, Line, LineChart};
+use crate::html::plots::{self, Bar, BarChart, BarSeries, Dash, Line, LineChart, Marker};
 use crate::html::Section;
 use crate::inputs::ReportSet;
 use fsage_results::repro::compare::{Comparison, PointComparison};
@@ -141,17 +141,53 @@ fn bars(cmp: &Comparison) -> String {
 }
 
 /// fsage's series against pulls (a file system's colour, a dash per run) with the paper's
-/// points as grey markers on the same axes.
+/// points as grey markers on the same axes: a marker shape per published series, joined by a
+/// thin dotted line, and the same shape on the points of the run that answers it (which is
+/// labelled with the series at its right end), so that the eye pairs them.
 fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> String {
+    plot_or_note(plots::lines(&line_chart(cmp, git)))
+}
+
+/// The chart [`lines`] draws.
+fn line_chart(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> LineChart {
     let rec = &cmp.record;
     let unit = cmp.points[0].published.unit.clone();
     let ratio = unit == "x";
     let mut out = Vec::new();
+    let paper_model = |m: &str| {
+        cmp.points
+            .iter()
+            .any(|p| fsage_results::repro::compare::same_device(m, &p.published.device))
+    };
     let mut xmax = cmp
         .points
         .iter()
         .filter_map(|p| p.published.x_number())
         .fold(1.0, f64::max);
+    // The published series, one per series and kind, each with the run that answers it (as
+    // the comparison pairs them): that run's line takes the series' marker shape.
+    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut answered_by: Vec<Option<&str>> = Vec::new();
+    for p in &cmp.points {
+        let k = (p.published.series.clone(), p.published.kind.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+            answered_by.push(
+                fsage_results::repro::compare::answering_run(rec, &p.published)
+                    .map(|r| r.name.as_str()),
+            );
+        }
+    }
+    // A run's series: the first it answers whose numbers its line shows (the line is the aged
+    // instance's: a `clean` series is its clean instance's, not drawn).
+    let shows = |series: &str| ratio || !series.split_whitespace().any(|w| w == "clean");
+    let paired = |run: &str| {
+        keys.iter()
+            .zip(&answered_by)
+            .enumerate()
+            .find(|(_, ((series, _), by))| **by == Some(run) && shows(series))
+            .map(|(k, ((series, _), _))| (Marker::nth(k), series.clone()))
+    };
     for (i, run) in rec.git_runs.iter().enumerate() {
         let Some((_, s)) = git.iter().find(|(n, _)| *n == run.name) else {
             continue;
@@ -163,17 +199,10 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
         // both of the paper's drives and the generic models, and each figure is one drive's),
         // a dash per run of the same file system and per model.
         let all = s.model_names();
-        let papers: Vec<&str> = all
-            .iter()
-            .copied()
-            .filter(|m| {
-                cmp.points
-                    .iter()
-                    .any(|p| fsage_results::repro::compare::same_device(m, &p.published.device))
-            })
-            .collect();
+        let papers: Vec<&str> = all.iter().copied().filter(|m| paper_model(m)).collect();
         let models = if papers.is_empty() { all } else { papers };
         let per_run = models.len();
+        let pair = paired(&run.name);
         for (mi, m) in models.into_iter().enumerate() {
             let pts: Vec<(f64, f64)> = s
                 .rows
@@ -196,24 +225,24 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
                 dash: Dash::nth(same_fs * per_run + mi),
                 dots: true,
                 rings: vec![],
-                marker: None,
-                end_label: None,
+                // The pair on the paper's drive only (a run's other models answer nothing).
+                marker: pair.as_ref().filter(|_| paper_model(m)).map(|(mk, _)| *mk),
+                // The series it answers, or what it answers when no published series is it
+                // (`warm 2048 MB`).
+                end_label: match &pair {
+                    Some((_, s)) if paper_model(m) => Some(s.clone()),
+                    Some(_) => None,
+                    None => run.answers.clone(),
+                },
             });
         }
     }
-    // The paper's points, one marker set per published series and kind.
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for p in &cmp.points {
-        let k = (p.published.series.clone(), p.published.kind.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    for (series, kind) in keys {
+    // The paper's points: a grey marker shape per published series and kind.
+    for (k, (series, kind)) in keys.iter().enumerate() {
         let pts: Vec<(f64, f64)> = cmp
             .points
             .iter()
-            .filter(|p| p.published.series == series && p.published.kind == kind)
+            .filter(|p| &p.published.series == series && &p.published.kind == kind)
             .filter_map(|p| p.published.x_number().map(|x| (x, p.published.mid())))
             .collect();
         out.push(Line {
@@ -224,11 +253,11 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
             dash: Dash::Markers,
             dots: false,
             rings: vec![],
-            marker: None,
+            marker: Some(Marker::nth(k)),
             end_label: None,
         });
     }
-    plot_or_note(plots::lines(&LineChart {
+    LineChart {
         title: format!(
             "{} {}: fsage's lines, the paper's points in grey",
             rec.name, rec.figure
@@ -240,11 +269,16 @@ fn lines(cmp: &Comparison, git: &[(&str, &fsage_results::git::GitSeries)]) -> St
             unit.clone()
         },
         x_range: (0.0, xmax),
+        // Taller with many lines, so that the legend (a row each, above the data) leaves the
+        // data the height it has with a few.
+        size: (
+            plots::WIDE.0,
+            plots::WIDE.1.max(400 + 15 * out.len() as u32),
+        ),
         lines: out,
-        size: plots::WIDE,
         reference_y: ratio.then_some(1.0),
         clip_outliers: false,
-    }))
+    }
 }
 
 fn points_table(points: &[PointComparison]) -> String {
@@ -308,4 +342,123 @@ fn points_table(points: &[PointComparison]) -> String {
         ],
         &rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsage_results::git::GitSeries;
+    use fsage_results::repro::record::Record;
+
+    /// A Git series costed on Conway's disk, `per_gib` s/GiB (aged) at every pull.
+    fn series(per_gib: f64) -> GitSeries {
+        let mut s: GitSeries =
+            serde_json::from_str(include_str!("../../../tests/fixtures/git/zlib-ext4.json"))
+                .unwrap();
+        s.cost_models = fsage_device::models::builtins()
+            .into_iter()
+            .filter(|m| m.name == "st500dm002")
+            .collect();
+        for r in &mut s.rows {
+            r.aged.modeled = vec![serde_json::from_value(serde_json::json!({
+                "model": "st500dm002", "seconds": 1.0, "seconds_per_gib": per_gib, "requests": 1
+            }))
+            .unwrap()];
+        }
+        s
+    }
+
+    /// Conway's Figure 5 with the cold run and `warm` warm runs (of 768, 1024, ... MB).
+    fn fig5(warm: &[u32]) -> (Comparison, Vec<(String, GitSeries)>) {
+        let mut runs = vec![("ext4-cold".to_string(), "cold".to_string())];
+        runs.extend(
+            warm.iter()
+                .map(|mb| (format!("ext4-warm-{mb}"), format!("warm {mb} MB"))),
+        );
+        let rec: Record = serde_json::from_value(serde_json::json!({
+            "format": "fsage-reproduction/1", "name": "conway-fig5", "paper": "Conway",
+            "figure": "Figure 5", "scale_bytes": 1u64 << 32, "scale_of": "the partition",
+            "paper_scale": "20 GiB", "models": ["st500dm002"], "made_by": "test",
+            "git_runs": runs.iter().map(|(name, answers)| serde_json::json!({
+                "name": name, "fs": "ext4", "size": 1u64 << 32, "every": 500,
+                "cost_models": ["st500dm002"], "answers": answers
+            })).collect::<Vec<_>>()
+        }))
+        .unwrap();
+        let git: Vec<(String, GitSeries)> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), series(100.0 * (i + 1) as f64)))
+            .collect();
+        let refs: Vec<(&str, &GitSeries)> = git.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        let points = fsage_results::repro::published::published_for("conway-fig5");
+        let cmp = fsage_results::repro::compare::compare(&rec, &points, &[], &refs, &[]);
+        (cmp, git)
+    }
+
+    /// Six published series are six grey shapes, each run of the one file system has its own
+    /// dash, and a run's points take the shape of the series it answers (issue: six identical
+    /// grey squares in the legend, five identical dashed blue lines).
+    #[test]
+    fn each_published_series_has_a_shape_and_its_run_shares_it() {
+        let (cmp, git) = fig5(&[768, 1024, 1280, 1536, 2048]);
+        let refs: Vec<(&str, &GitSeries)> = git.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        let c = line_chart(&cmp, &refs);
+        let paper: Vec<&Line> = c.lines.iter().filter(|l| l.dash == Dash::Markers).collect();
+        let fsage: Vec<&Line> = c.lines.iter().filter(|l| l.dash != Dash::Markers).collect();
+        assert_eq!((paper.len(), fsage.len()), (6, 6));
+        let shape = |name: &str| {
+            paper
+                .iter()
+                .find(|l| l.name == format!("paper: {name} (data)"))
+                .unwrap_or_else(|| panic!("no {name}"))
+                .marker
+        };
+        let shapes: Vec<_> = paper.iter().map(|l| l.marker).collect();
+        for (i, s) in shapes.iter().enumerate() {
+            assert!(s.is_some() && !shapes[..i].contains(s), "{shapes:?}");
+        }
+        let mut dashes: Vec<Dash> = fsage.iter().map(|l| l.dash).collect();
+        assert_eq!(dashes[0], Dash::Solid, "the cold run is solid");
+        dashes.sort_by_key(|d| *d as u8);
+        dashes.dedup();
+        assert_eq!(dashes.len(), 6, "a dash per run: {dashes:?}");
+        let run = |name: &str| fsage.iter().find(|l| l.name.contains(name)).unwrap();
+        assert_eq!(run("ext4-warm-768 ").marker, shape("warm 768 MB"));
+        assert_eq!(run("ext4-warm-1536 ").marker, shape("warm 1536 MB"));
+        assert_eq!(
+            run("ext4-warm-768 ").end_label.as_deref(),
+            Some("warm 768 MB")
+        );
+        // The cold run's line is its aged instance: it pairs with the aged series.
+        assert_eq!(run("ext4-cold ").marker, shape("cold aged"));
+        // No published series for 2048 MB: no shape; the label says what it answers.
+        assert_eq!(run("ext4-warm-2048 ").marker, None);
+        assert_eq!(
+            run("ext4-warm-2048 ").end_label.as_deref(),
+            Some("warm 2048 MB")
+        );
+        assert!(fsage.iter().all(|l| l.color == plots::FS_COLORS[0].1));
+    }
+
+    /// The drawn plot: two grey shapes of different kinds, the answering run's shape in ext4's
+    /// blue, and the series written at the run's end.
+    #[test]
+    fn the_drawn_plot_pairs_the_shapes() {
+        let (cmp, git) = fig5(&[768]);
+        let refs: Vec<(&str, &GitSeries)> = git.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        let svg = lines(&cmp, &refs);
+        assert!(svg.contains("<polygon") && svg.contains("fill=\"#969696\""));
+        let grey_circle = svg
+            .lines()
+            .any(|l| l.starts_with("<circle") && l.contains("fill=\"#969696\""));
+        let grey_polygon = svg
+            .lines()
+            .any(|l| l.starts_with("<polygon") && l.contains("fill=\"#969696\""));
+        assert!(grey_circle && grey_polygon, "two grey shapes");
+        assert!(svg
+            .lines()
+            .any(|l| l.starts_with("<polygon") && l.contains("fill=\"#0072B2\"")));
+        assert!(svg.contains(">\nwarm 768 MB\n</text>"), "the end label");
+    }
 }
