@@ -159,8 +159,9 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         default_scale: 4 * GIB,
         scale_of: "the partition",
         paper_scale: "a 20 GiB partition, 768-2048 MB of RAM",
-        expected: "about 4 hours at 4 GiB: five ext4 runs of about 45 minutes (ext4's replay \
-                   and measurements took 45 minutes in the conway-hdd run)",
+        expected: "about 2 hours at 4 GiB on a quiet 2-core machine (measured 29 Nov 2026: \
+                   the cold run 55 minutes beside another run, each of the five warm runs \
+                   about 13 minutes)",
     },
     Reproduction {
         name: "conway-fig6",
