@@ -160,8 +160,8 @@ pub const REPRODUCTIONS: [Reproduction; 8] = [
         scale_of: "the partition",
         paper_scale: "a 20 GiB partition, 768-2048 MB of RAM",
         expected: "about 2 hours at 4 GiB on a quiet 2-core machine (measured 29 Nov 2026: \
-                   the cold run 55 minutes beside another run, each of the five warm runs \
-                   about 13 minutes)",
+                   the cold run 55 minutes beside another run, the five warm runs 71 minutes \
+                   together)",
     },
     Reproduction {
         name: "conway-fig6",
