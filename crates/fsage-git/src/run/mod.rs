@@ -321,6 +321,15 @@ fn git_age_inner(
     obs: &mut dyn Observer,
 ) -> Result<Outcome> {
     check_neighbours(opts)?;
+    if opts.warm_cache {
+        for r in measure::proactive_reclaimers(Path::new(measure::DAMON_KDAMONDS)) {
+            obs.note(&format!(
+                "warning: {r}: warm greps will find pages of the aged tree evicted without \
+                 memory pressure (pages no pull touched between two measurements), which a \
+                 machine without proactive reclaim keeps"
+            ));
+        }
+    }
     if opts.every == 0 {
         return Err(Error::input(
             "measure every N commits: N must be at least 1",
