@@ -717,6 +717,8 @@ pub fn clean_instance(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// A DAMON tree as the lab's VM has it: one thread on, one `pageout` scheme for regions idle
     /// 12 aggregation intervals of 5 s; a thread that is off, or a scheme of another action, is
     /// not reclaim.
@@ -749,8 +751,6 @@ mod tests {
             "a thread that is off"
         );
     }
-
-    use super::*;
 
     #[test]
     fn both_ext4_instances_get_the_fixed_hash_seed_and_only_the_clean_one_full_init() {

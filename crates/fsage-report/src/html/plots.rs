@@ -762,29 +762,26 @@ pub fn lines(c: &LineChart) -> Result<String, PlotError> {
             let marker = l.marker;
             // The paper's points: grey markers with a dark edge on a thin dotted line in x order.
             let edge = Some(BLACK.mix(0.6));
-            let anno = if dash == Dash::Markers {
-                let mut by_x = pts.clone();
-                by_x.sort_by(|a, b| a.0.total_cmp(&b.0));
-                chart
-                    .draw_series(std::iter::once(DashPath {
-                        points: by_x,
-                        pattern: &[1, 3],
-                        style: col.stroke_width(1),
-                    }))
-                    .map_err(|e| e.to_string())?
-            } else {
-                match dash.pattern() {
-                    Some(pattern) => chart
+            let anno = match dash.pattern() {
+                Some(pattern) => {
+                    let (points, style) = if dash == Dash::Markers {
+                        let mut by_x = pts.clone();
+                        by_x.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        (by_x, col.stroke_width(1))
+                    } else {
+                        (pts.clone(), style)
+                    };
+                    chart
                         .draw_series(std::iter::once(DashPath {
-                            points: pts.clone(),
+                            points,
                             pattern,
                             style,
                         }))
-                        .map_err(|e| e.to_string())?,
-                    None => chart
-                        .draw_series(LineSeries::new(pts.clone(), style))
-                        .map_err(|e| e.to_string())?,
+                        .map_err(|e| e.to_string())?
                 }
+                None => chart
+                    .draw_series(LineSeries::new(pts.clone(), style))
+                    .map_err(|e| e.to_string())?,
             };
             let legend_marker = match (dash, marker) {
                 (Dash::Markers, m) => Some((m.unwrap_or(Marker::Square), 4, edge)),
