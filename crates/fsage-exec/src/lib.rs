@@ -26,7 +26,7 @@ pub use checkpoint::{RunRecord, SavedStop, State, StateError, STATE_FORMAT};
 pub use op::{FileRef, OpSource, Operation, Step};
 pub use oplog::{OpLog, OpLogContents, OpLogError, OpLogSource};
 pub use pace::{time_left, End, Pace, TimeLeft};
-pub use parallel::Parallel;
+pub use parallel::{Parallel, Sharding};
 pub use posix::{Posix, WriteMode};
 pub use reconcile::{reconcile, Reconciled};
 pub use report::{ClippedBin, Fit, RunReport, StopReason};

@@ -18,6 +18,13 @@ pub enum WriteModeArg {
     Write,
 }
 
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShardArg {
+    Auto,
+    File,
+    Directory,
+}
+
 #[derive(Args, Debug)]
 pub struct AgeArgs {
     /// Built-in profile name or profile file (.toml). Required unless --resume.
@@ -57,6 +64,12 @@ pub struct AgeArgs {
     /// File operations run on N threads; the decisions (and the op log) stay the same for every N.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// With --threads, what picks an operation's thread: `directory` keeps each directory on
+    /// one thread (its lock is never shared, but a thread idles while the planner works in the
+    /// others' directories), `file` spreads every directory's files over the threads, `auto`
+    /// keeps directories together while that splits the work evenly (checked at every checkpoint).
+    #[arg(long, value_enum, default_value_t = ShardArg::Auto, value_name = "RULE")]
+    pub shard_by: ShardArg,
     /// Stop after this long (e.g. 90s, 30m, 2h: a unit is required). Counts every session of a
     /// resumed run.
     #[arg(long, value_name = "DUR", value_parser = crate::util::positive_duration)]
@@ -270,6 +283,11 @@ fn request(args: &AgeArgs) -> Result<AgeRequest, CmdError> {
         exact_sizes: args.exact_sizes,
         block_size,
         threads: args.threads,
+        shard_by: match args.shard_by {
+            ShardArg::Auto => fsage_exec::Sharding::Auto,
+            ShardArg::File => fsage_exec::Sharding::File,
+            ShardArg::Directory => fsage_exec::Sharding::Directory,
+        },
         stop: stop_conditions(args)?,
         clear_limits: args.clear_limits,
         json: args.json.clone(),

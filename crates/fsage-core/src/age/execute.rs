@@ -117,7 +117,7 @@ pub(super) fn execute(
             posix.reuse_existing_dirs(p.resumed);
             posix.set_data(p.data);
             if req.threads > 1 {
-                let mut b = Parallel::new(posix, req.threads);
+                let mut b = Parallel::new(posix, req.threads, req.shard_by);
                 let o = run_on(&mut p, &mut b, &ctx, obs)?;
                 let name = b.name();
                 (o, name)

@@ -74,6 +74,9 @@ pub struct AgeRequest {
     pub exact_sizes: bool,
     pub block_size: Option<u64>,
     pub threads: usize,
+    /// With several threads, which key picks an operation's thread.
+    #[serde(default)]
+    pub shard_by: fsage_exec::Sharding,
     /// Stopping conditions given now; a resumed run merges them with its saved ones.
     pub stop: StopConditions,
     /// Drop a resumed run's saved stopping conditions.
