@@ -1,8 +1,9 @@
 //! Parallel execution with one decision sequence: the planner alone decides, in order, and the
-//! file operations run on N worker threads. Every file name belongs to one worker (or, with
-//! [`Sharding::Directory`], every directory does), and each worker runs its operations in the
-//! order they were decided, so a delete never overtakes its create. Directories are all made
-//! before the first file. The op log is written in decision order, so it is the same for every N.
+//! file operations run on N worker threads. Every directory belongs to one worker, or every file
+//! name does ([`Sharding`]; the rule may change only at a drain, when nothing is queued), and each
+//! worker runs its operations in the order they were decided, so a delete never overtakes its
+//! create. Directories are all made before the first file. The op log is written in decision
+//! order, so it is the same for every N.
 //! Named-path steps (mkdir, rename, ... of Git replay) may depend on any earlier step: each waits
 //! for everything queued, then runs on the calling thread.
 
@@ -26,8 +27,9 @@ const BATCH: usize = 64;
 #[serde(rename_all = "lowercase")]
 pub enum Sharding {
     /// By directory while that splits the work evenly, by file while it does not: decided anew
-    /// at every drain (every checkpoint), when no operation is queued, from how the operations
-    /// decided since the last drain would have split by directory.
+    /// at every drain (every checkpoint, and before a named-path step), when no operation is
+    /// queued, from how the operations decided since the last drain would have split by
+    /// directory.
     #[default]
     Auto,
     /// The file's name: the workers share every stretch of work evenly, also when the planner
@@ -39,6 +41,8 @@ pub enum Sharding {
     /// than by file), but a worker whose directories are quiet waits while the planner is
     /// blocked on the other's full queue.
     Directory,
+    // `Auto` and `Directory` go by file for a tree with fewer than 8 directories per worker,
+    // which would leave workers idle.
 }
 
 /// Under [`Sharding::Auto`], directories are kept together while the busiest worker's share of
@@ -115,10 +119,13 @@ impl Parallel {
         }
     }
 
+    /// Whether the tree has directories enough (8 per worker) for every worker to get some.
     fn may_shard_by_dir(&self) -> bool {
         self.posix.tree().len() >= 8 * self.threads
     }
 
+    /// The worker a directory number or a file's creation number picks (a multiplicative hash,
+    /// so that neighbouring numbers spread).
     fn worker_of(&self, key: u64) -> usize {
         (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % self.threads
     }
@@ -131,7 +138,7 @@ impl Parallel {
             let busiest = self.dir_split.iter().copied().max().unwrap_or(0) as f64;
             self.by_dir = busiest <= AUTO_MAX_SKEW * total as f64 / self.threads as f64;
         }
-        self.dir_split.iter_mut().for_each(|n| *n = 0);
+        self.dir_split.fill(0);
     }
 
     /// The worker of a planner step; `None` for a named-path step, which runs alone.
@@ -199,16 +206,17 @@ fn worker(rx: Receiver<Vec<Step>>, posix: &Posix, shared: &Shared) {
 impl Backend for Parallel {
     fn name(&self) -> String {
         let total = self.ops_by_dir + self.ops_by_file;
+        let few_dirs = !self.workers.is_empty() && !self.may_shard_by_dir();
         let rule = match self.sharding {
+            Sharding::File => ", by file".to_string(),
+            _ if few_dirs => ", by file (too few directories for each thread)".to_string(),
+            Sharding::Directory => ", by directory".to_string(),
+            Sharding::Auto if self.ops_by_dir == 0 && total > 0 => ", by file (auto)".to_string(),
             Sharding::Auto if self.ops_by_file == 0 => ", by directory (auto)".to_string(),
-            Sharding::Auto if self.ops_by_dir == 0 => ", by file (auto)".to_string(),
             Sharding::Auto => format!(
-                ", by directory for {:.0}% of the operations and by file for the rest (auto)",
+                ", by directory for {:.1}% of the operations and by file for the rest (auto)",
                 100.0 * self.ops_by_dir as f64 / total as f64
             ),
-            Sharding::File => ", by file".to_string(),
-            Sharding::Directory if self.by_dir || total == 0 => ", by directory".to_string(),
-            Sharding::Directory => ", by file (too few directories for each thread)".to_string(),
         };
         format!("{}, {} threads{rule}", self.posix.name(), self.threads)
     }
@@ -342,8 +350,25 @@ mod tests {
 
     #[test]
     fn few_directories_are_shared_by_file_even_when_asked_by_directory() {
-        let (_tmp, p) = started(4, Sharding::Directory);
-        assert!(!p.by_dir);
+        for sharding in [Sharding::Directory, Sharding::Auto] {
+            let (_tmp, p) = started(4, sharding);
+            assert!(!p.by_dir);
+            assert!(p
+                .name()
+                .ends_with("by file (too few directories for each thread)"));
+        }
+    }
+
+    /// Auto keeps its rule after an interval too short to judge.
+    #[test]
+    fn auto_keeps_its_rule_after_a_short_interval() {
+        let (_tmp, mut p) = started(20, Sharding::Auto);
+        for c in 0..AUTO_MIN_OPS - 1 {
+            p.apply(&create(3, c)).unwrap();
+        }
+        p.drain();
+        assert!(p.by_dir);
+        assert_eq!(p.dir_split, vec![0, 0]);
     }
 
     /// Auto starts by directory, goes by file after an interval whose operations bunched in one
@@ -360,8 +385,8 @@ mod tests {
         assert!(p.take_failures().is_empty());
         // As many directories of each worker, taken in turn.
         let workers: Vec<usize> = (0..20u64).map(|d| p.worker_of(d)).collect();
-        let worker = &workers;
-        let of = |w: usize| (0..20u32).filter(move |&d| worker[d as usize] == w);
+        let workers = &workers;
+        let of = |w: usize| (0..20u32).filter(move |&d| workers[d as usize] == w);
         let even: Vec<u32> = of(0).zip(of(1)).flat_map(|(a, b)| [a, b]).collect();
         assert!(even.len() >= 4, "{even:?}");
         for c in AUTO_MIN_OPS..3 * AUTO_MIN_OPS {
@@ -379,6 +404,6 @@ mod tests {
             .join(p.posix.tree().file_path(dir, &format!("f{last}")))
             .exists());
         let name = p.name();
-        assert!(name.contains("by directory for 33%"), "{name}");
+        assert!(name.contains("by directory for 33.3%"), "{name}");
     }
 }

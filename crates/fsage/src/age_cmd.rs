@@ -18,6 +18,7 @@ pub enum WriteModeArg {
     Write,
 }
 
+/// `--shard-by`'s values (fsage_exec::Sharding, for clap).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ShardArg {
     Auto,
@@ -68,6 +69,7 @@ pub struct AgeArgs {
     /// one thread (its lock is never shared, but a thread idles while the planner works in the
     /// others' directories), `file` spreads every directory's files over the threads, `auto`
     /// keeps directories together while that splits the work evenly (checked at every checkpoint).
+    /// `directory` and `auto` go by file in a tree with fewer than 8 directories per thread.
     #[arg(long, value_enum, default_value_t = ShardArg::Auto, value_name = "RULE")]
     pub shard_by: ShardArg,
     /// Stop after this long (e.g. 90s, 30m, 2h: a unit is required). Counts every session of a
