@@ -10,7 +10,7 @@
 use crate::backend::{Backend, FreeSpace, OpError};
 use crate::op::{FileRef, Operation, Step};
 use crate::posix::Posix;
-use fsage_plan::DirTree;
+use fsage_plan::{DirId, DirTree};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -141,21 +141,22 @@ impl Parallel {
         self.dir_split.fill(0);
     }
 
-    /// The worker of a planner step; `None` for a named-path step, which runs alone.
-    fn shard(&self, step: &Step) -> Option<usize> {
-        let (dir, created) = match &step.op {
-            Operation::Create {
-                file: FileRef::Planned { dir, created },
-                ..
-            }
-            | Operation::Delete {
-                file: FileRef::Planned { dir, created },
-                ..
-            } => (*dir, *created),
-            _ => return None,
+    /// The worker a planner step goes to under the current rule, and the one its directory
+    /// picks (what [`Sharding::Auto`] counts).
+    fn workers_for(&self, dir: DirId, created: u64) -> (usize, usize) {
+        let by_dir = self.worker_of(dir as u64);
+        let to = if self.by_dir {
+            by_dir
+        } else {
+            self.worker_of(created)
         };
-        let key = if self.by_dir { dir as u64 } else { created };
-        Some(self.worker_of(key))
+        (to, by_dir)
+    }
+
+    /// The worker of a planner step; `None` for a named-path step, which runs alone.
+    #[cfg(test)]
+    fn shard(&self, step: &Step) -> Option<usize> {
+        planned_key(step).map(|(dir, created)| self.workers_for(dir, created).0)
     }
 
     /// Hands over every partial batch and waits until every queued operation is done. Only at
@@ -171,6 +172,21 @@ impl Parallel {
         }
         // Nothing is queued: a directory may change workers without reordering its operations.
         self.choose_sharding();
+    }
+}
+
+/// A planner step's directory and creation number; `None` for a named-path step.
+fn planned_key(step: &Step) -> Option<(DirId, u64)> {
+    match &step.op {
+        Operation::Create {
+            file: FileRef::Planned { dir, created },
+            ..
+        }
+        | Operation::Delete {
+            file: FileRef::Planned { dir, created },
+            ..
+        } => Some((*dir, *created)),
+        _ => None,
     }
 }
 
@@ -233,14 +249,12 @@ impl Backend for Parallel {
         if self.workers.is_empty() {
             self.start();
         }
-        let Some(shard) = self.shard(step) else {
+        let Some((dir, created)) = planned_key(step) else {
             self.drain();
             return self.posix.apply_shared(step);
         };
-        if let Some(op) = step.planned() {
-            let w = self.worker_of(op.file.dir as u64);
-            self.dir_split[w] += 1;
-        }
+        let (shard, by_dir) = self.workers_for(dir, created);
+        self.dir_split[by_dir] += 1;
         if self.by_dir {
             self.ops_by_dir += 1;
         } else {
