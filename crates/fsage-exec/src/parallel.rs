@@ -373,6 +373,80 @@ mod tests {
         }
     }
 
+    fn delete(dir: u32, created: u64, tick: u64) -> Step {
+        Step {
+            tick,
+            op: Operation::Delete {
+                file: FileRef::Planned { dir, created },
+                size: Some(4096),
+            },
+        }
+    }
+
+    /// Applies a step and checks that the rule did not change while anything was queued: a delete
+    /// could then overtake its create on the other worker.
+    fn apply_checked(p: &mut Parallel, step: &Step) {
+        let before = p.by_dir;
+        p.apply(step).unwrap();
+        if p.by_dir != before {
+            let queued = p.shared.in_flight.load(Ordering::SeqCst)
+                + p.pending.iter().map(|b| b.len() as u64).sum::<u64>();
+            assert_eq!(
+                queued, 0,
+                "the rule changed at tick {} with work queued",
+                step.tick
+            );
+        }
+    }
+
+    /// A file made under one rule and deleted under the other is found by its delete: the rule
+    /// changes only when nothing is queued. Both directions: made by directory and deleted by
+    /// file, made by file and deleted by directory.
+    #[test]
+    fn a_delete_after_a_rule_switch_finds_its_file() {
+        let (tmp, mut p) = started(20, Sharding::Auto);
+        let n = AUTO_MIN_OPS;
+        for c in 0..n {
+            apply_checked(&mut p, &create(3, c));
+        }
+        p.drain();
+        assert!(!p.by_dir);
+        for c in 0..n {
+            apply_checked(&mut p, &delete(3, c, n + c));
+        }
+        p.drain();
+        // As many directories of each worker, taken in turn: an even split by directory.
+        let workers: Vec<usize> = (0..20u64).map(|d| p.worker_of(d)).collect();
+        let workers = &workers;
+        let of = |w: usize| (0..20u32).filter(move |&d| workers[d as usize] == w);
+        let even: Vec<u32> = of(0).zip(of(1)).flat_map(|(a, b)| [a, b]).collect();
+        let dir_of = |c: u64| even[c as usize % even.len()];
+        for c in n..3 * n {
+            apply_checked(&mut p, &create(dir_of(c), c));
+        }
+        p.drain();
+        assert!(p.by_dir, "{:?}", p.dir_split);
+        for c in n..3 * n {
+            apply_checked(&mut p, &delete(dir_of(c), c, 3 * n + c));
+        }
+        p.drain();
+        let failures = p.take_failures();
+        assert!(
+            failures.is_empty(),
+            "{} failed, first {:?}",
+            failures.len(),
+            failures.first()
+        );
+        for d in 0..p.posix.tree().len() as DirId {
+            let dir = tmp.path().join(p.posix.tree().path(d));
+            let files = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_file())
+                .count();
+            assert_eq!(files, 0, "{}", dir.display());
+        }
+    }
+
     /// Auto keeps its rule after an interval too short to judge.
     #[test]
     fn auto_keeps_its_rule_after_a_short_interval() {
