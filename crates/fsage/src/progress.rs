@@ -67,7 +67,8 @@ fn line(p: &Progress) -> String {
     let rate = p.rate.map_or("-".to_string(), fsage_units::format_rate);
     let end = if p.phase.is_some() { "T" } else { "the end" };
     let left = p.time_left.map_or(String::new(), |t| {
-        format!("  left {}", fsage_report::time_left_text(&t, end))
+        let rapid = p.phase == Some(Phase::Rapid);
+        format!("  left {}", fsage_report::time_left_text(&t, end, rapid))
     });
     format!(
         "{phase:>6} [{bar}] {}/{} ticks ({pct:.1}%) {rate} {unit}  overwrites {:.2}  age RMSE {}  {}{left}",
@@ -147,6 +148,14 @@ mod tests {
             l,
             "stable [####--------------------] 6690000/40700000 ticks (16.4%) 27.9k ticks/s  \
              overwrites 0.52  age RMSE 1.2300%  4m 00s  left 20m 18s to T"
+        );
+        // In the rapid phase the time left says it is at that phase's rate.
+        let mut p = progress();
+        p.phase = Some(Phase::Rapid);
+        let l = line(&p);
+        assert!(
+            l.starts_with(" rapid [") && l.ends_with("left 20m 18s to T at the rapid phase's rate"),
+            "{l}"
         );
         // No rate yet: a dash, and no time left.
         let mut p = progress();
