@@ -325,6 +325,24 @@ mod tests {
         }
     }
 
+    fn delete(dir: u32, created: u64, tick: u64) -> Step {
+        Step {
+            tick,
+            op: Operation::Delete {
+                file: FileRef::Planned { dir, created },
+                size: Some(4096),
+            },
+        }
+    }
+
+    /// The tree's directories of each worker taken in turn (as many of each), so that operations
+    /// spread over them in order split evenly by directory.
+    fn even_dirs(p: &Parallel) -> Vec<u32> {
+        let n = p.posix.tree().len() as u32;
+        let of = |w: usize| (0..n).filter(move |&d| p.worker_of(d as u64) == w);
+        of(0).zip(of(1)).flat_map(|(a, b)| [a, b]).collect()
+    }
+
     /// Operations per worker for 1,000 creates that all land in one directory.
     fn spread(sharding: Sharding) -> [usize; 2] {
         let (_tmp, p) = started(20, sharding);
@@ -351,14 +369,7 @@ mod tests {
     fn a_file_s_delete_goes_to_the_worker_of_its_create() {
         let (_tmp, p) = started(20, Sharding::File);
         for c in 0..200 {
-            let delete = Step {
-                tick: 10_000 + c,
-                op: Operation::Delete {
-                    file: FileRef::Planned { dir: 3, created: c },
-                    size: Some(4096),
-                },
-            };
-            assert_eq!(p.shard(&create(3, c)), p.shard(&delete));
+            assert_eq!(p.shard(&create(3, c)), p.shard(&delete(3, c, 10_000 + c)));
         }
     }
 
@@ -370,16 +381,6 @@ mod tests {
             assert!(p
                 .name()
                 .ends_with("by file (too few directories for each thread)"));
-        }
-    }
-
-    fn delete(dir: u32, created: u64, tick: u64) -> Step {
-        Step {
-            tick,
-            op: Operation::Delete {
-                file: FileRef::Planned { dir, created },
-                size: Some(4096),
-            },
         }
     }
 
@@ -415,11 +416,7 @@ mod tests {
             apply_checked(&mut p, &delete(3, c, n + c));
         }
         p.drain();
-        // As many directories of each worker, taken in turn: an even split by directory.
-        let workers: Vec<usize> = (0..20u64).map(|d| p.worker_of(d)).collect();
-        let workers = &workers;
-        let of = |w: usize| (0..20u32).filter(move |&d| workers[d as usize] == w);
-        let even: Vec<u32> = of(0).zip(of(1)).flat_map(|(a, b)| [a, b]).collect();
+        let even = even_dirs(&p);
         let dir_of = |c: u64| even[c as usize % even.len()];
         for c in n..3 * n {
             apply_checked(&mut p, &create(dir_of(c), c));
@@ -471,11 +468,7 @@ mod tests {
         p.drain();
         assert!(!p.by_dir, "one busy directory: {:?}", p.dir_split);
         assert!(p.take_failures().is_empty());
-        // As many directories of each worker, taken in turn.
-        let workers: Vec<usize> = (0..20u64).map(|d| p.worker_of(d)).collect();
-        let workers = &workers;
-        let of = |w: usize| (0..20u32).filter(move |&d| workers[d as usize] == w);
-        let even: Vec<u32> = of(0).zip(of(1)).flat_map(|(a, b)| [a, b]).collect();
+        let even = even_dirs(&p);
         assert!(even.len() >= 4, "{even:?}");
         for c in AUTO_MIN_OPS..3 * AUTO_MIN_OPS {
             p.apply(&create(even[c as usize % even.len()], c)).unwrap();
